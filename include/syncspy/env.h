@@ -1,0 +1,31 @@
+/*
+ * syncspy/env.h: every SYNCSPY_* environment variable, declared once.
+ *
+ * The shim reads them once, at load (interpose/env.c); `syncspy help env` prints this table and
+ * README.md's list is checked against it by tests/e2e/t005-env-doc.sh. Add a variable here and
+ * nowhere else.
+ *
+ * X(NAME, type, default, description); type is INT, BOOL or STR.
+ */
+#ifndef SYNCSPY_ENV_H
+#define SYNCSPY_ENV_H
+
+#define SS_ENV_VARS(X)                                                                             \
+	X(SYNCSPY_OUTPUT, STR, "./syncspy-out",                                                    \
+	  "directory for the per-process databases (created if missing)")                          \
+	X(SYNCSPY_DISABLE, BOOL, "0",                                                              \
+	  "1: pass every call straight through and record nothing")                                \
+	X(SYNCSPY_QUIET, BOOL, "0", "1: no summary line on stderr at exit")                       \
+	X(SYNCSPY_BUFFER_MB, INT, "64",                                                            \
+	  "memory cap for all per-thread event buffers; events past it are counted as dropped")   \
+	X(SYNCSPY_DRAIN_MS, INT, "10", "how often the writer thread drains the buffers")          \
+	X(SYNCSPY_COMMIT_MS, INT, "500",                                                           \
+	  "longest time between commits (a killed process loses at most this much, max 1000)")    \
+	X(SYNCSPY_FORK, STR, "child",                                                              \
+	  "child: a forked child that uses CUDA writes its own database; off: children record "   \
+	  "nothing")                                                                               \
+	X(SYNCSPY_CLOCK, STR, "auto",                                                              \
+	  "auto: the invariant TSC where the CPU has one, else clock_gettime; mono: always "      \
+	  "clock_gettime(CLOCK_MONOTONIC)")
+
+#endif

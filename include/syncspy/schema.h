@@ -1,0 +1,59 @@
+/*
+ * syncspy/schema.h: the database schema, shared by the writer in libsyncspy.so and every
+ * reader in the syncspy command. docs/schema.md documents each table and column; a change
+ * to anything here bumps SS_SCHEMA_VERSION, and readers refuse versions they do not know.
+ *
+ * Invariants (cited in code as SCHEMA-n):
+ *   SCHEMA-1  meta.schema_version is written in the same transaction that creates the tables,
+ *             so a database with tables and no version is not a syncspy database.
+ *   SCHEMA-2  calls.api_id always names a row of apis, and calls.class a row of classes.
+ *   SCHEMA-3  times (start_ns, end_ns, first_ns, *_mono_ns) are CLOCK_MONOTONIC nanoseconds of
+ *             the recording host; meta.start_realtime_ns pairs with meta.start_mono_ns to turn
+ *             them into wall-clock time.
+ *   SCHEMA-4  calls.stream is NULL for calls without a stream, 1 for the legacy default stream,
+ *             2 for the per-thread default stream (of calls.tid), else the handle value.
+ *   SCHEMA-5  one calls row is one intercepted call, except class S7, where one row stands
+ *             for an uninterrupted polling loop of `count` queries of one object by one thread.
+ */
+#ifndef SYNCSPY_SCHEMA_H
+#define SYNCSPY_SCHEMA_H
+
+#define SS_SCHEMA_VERSION 1
+
+/* Tables. Lookup tables (classes, apis, memkinds, dirs) are filled by the writer from the same
+ * X-macros the shim is built from, so every database describes itself. */
+#define SS_SCHEMA_SQL                                                                              \
+	"CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;\n"                          \
+	"CREATE TABLE classes(class TEXT PRIMARY KEY, sync_point INTEGER NOT NULL,"                \
+	" description TEXT NOT NULL) WITHOUT ROWID;\n"                                             \
+	"CREATE TABLE apis(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"                     \
+	" layer TEXT NOT NULL, class TEXT NOT NULL);\n"                                            \
+	"CREATE TABLE memkinds(id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n"                     \
+	"CREATE TABLE dirs(id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n"                         \
+	"CREATE TABLE threads(tid INTEGER PRIMARY KEY, name TEXT, first_ns INTEGER);\n"            \
+	"CREATE TABLE sites(id INTEGER PRIMARY KEY, address INTEGER NOT NULL, module TEXT,"        \
+	" module_offset INTEGER, symbol TEXT, text TEXT);\n"                                       \
+	"CREATE TABLE calls(id INTEGER PRIMARY KEY, tid INTEGER NOT NULL,"                         \
+	" api_id INTEGER NOT NULL, class TEXT NOT NULL,"                                           \
+	" start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"                                     \
+	" stream INTEGER, event INTEGER, comm INTEGER, ptr INTEGER, bytes INTEGER, dir INTEGER,"                \
+	" host_mem INTEGER, ret INTEGER NOT NULL, site_id INTEGER,"                                \
+	" count INTEGER NOT NULL DEFAULT 1, aux INTEGER);\n"                                       \
+	"CREATE TABLE comms(comm INTEGER NOT NULL, id_hash TEXT, rank INTEGER, nranks INTEGER,"    \
+	" parent INTEGER, api_id INTEGER, created_ns INTEGER, destroyed_ns INTEGER);\n"            \
+	"CREATE TABLE streams(stream INTEGER NOT NULL, flags INTEGER, priority INTEGER,"           \
+	" api_id INTEGER, created_ns INTEGER, destroyed_ns INTEGER);\n"                            \
+	"CREATE VIEW api_calls AS SELECT c.id AS id, a.name AS api, c.class AS class,"             \
+	" c.start_ns AS start_ns, c.end_ns AS end_ns, c.tid AS tid,"                               \
+	" CASE WHEN c.stream IS NULL THEN NULL WHEN c.stream = 1 THEN 'legacy'"                    \
+	" WHEN c.stream = 2 THEN 'per-thread' ELSE printf('0x%x', c.stream) END AS stream,"        \
+	" c.bytes AS bytes, m.name AS host_mem, c.ret AS ret, s.text AS site,"                     \
+	" CASE WHEN c.event IS NULL THEN NULL ELSE printf('0x%x', c.event) END AS event,"          \
+	" CASE WHEN c.comm IS NULL THEN NULL ELSE printf('0x%x', c.comm) END AS comm,"             \
+	" d.name AS dir, c.count AS count, c.aux AS aux, a.layer AS layer,"                        \
+	" CASE WHEN c.ptr IS NULL THEN NULL ELSE printf('0x%x', c.ptr) END AS ptr"                         \
+	" FROM calls c JOIN apis a ON a.id = c.api_id"                                             \
+	" LEFT JOIN memkinds m ON m.id = c.host_mem LEFT JOIN dirs d ON d.id = c.dir"              \
+	" LEFT JOIN sites s ON s.id = c.site_id;\n"
+
+#endif

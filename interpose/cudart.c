@@ -1,0 +1,262 @@
+/*
+ * interpose/cudart.c: the CUDA runtime module. Generates one wrapper per line of
+ * cudart_table.h (plus its _ptsz/_ptds twin) and holds the helpers that turn a call's arguments
+ * into a record: stream, event, bytes, copy direction and host memory kind.
+ *
+ * A wrapper (SS_CUDART_WRAPPER) runs: SHIM-3 guard, pre (reads arguments), clock, real call,
+ * clock, post (reads results), append to the thread's ring (SHIM-1), return (SHIM-2).
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "clock.h"
+#include "ranges.h"
+#include "ring.h"
+#include "shim.h"
+
+/* Not in the C headers (crt/device_functions.h declares them for C++ only): what nvcc's <<<>>>
+ * launches call in CUDA 13 (DESIGN.md section 4). */
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+			       size_t sharedMem, cudaStream_t stream);
+
+/* ------------------------------------------------------------------ describing a call */
+
+static inline uint64_t stream_id(cudaStream_t stream, int per_thread_variant)
+{
+	uintptr_t handle = (uintptr_t)stream;
+	if (handle == 0) /* SCHEMA-4: 0 is the legacy stream, or the per-thread one in _ptsz/_ptds */
+		return per_thread_variant ? SS_STREAM_PER_THREAD : SS_STREAM_LEGACY;
+	return handle; /* cudaStreamLegacy (0x1) and cudaStreamPerThread (0x2) map to themselves */
+}
+
+/* The driver's view of a pointer, for memory the shim has not seen allocated. Must not disturb
+ * the program's pending error (cudaGetLastError), so it stays out when one is pending and
+ * clears only an error it caused itself. */
+static int query_memkind(const void *ptr)
+{
+	static cudaError_t (*_Atomic get_attributes)(struct cudaPointerAttributes *, const void *);
+	static cudaError_t (*_Atomic peek_error)(void);
+	static cudaError_t (*_Atomic take_error)(void);
+	if (!get_attributes) {
+		peek_error = ss_resolve_helper(SS_LAYER_RUNTIME, "cudaPeekAtLastError");
+		take_error = ss_resolve_helper(SS_LAYER_RUNTIME, "cudaGetLastError");
+		get_attributes = ss_resolve_helper(SS_LAYER_RUNTIME, "cudaPointerGetAttributes");
+	}
+	if (!get_attributes || !peek_error || !take_error || peek_error() != cudaSuccess)
+		return SS_MEM_UNKNOWN;
+	struct cudaPointerAttributes attributes;
+	if (get_attributes(&attributes, ptr) != cudaSuccess) {
+		take_error();
+		return SS_MEM_UNKNOWN;
+	}
+	switch (attributes.type) {
+	case cudaMemoryTypeUnregistered:
+		return SS_MEM_PAGEABLE;
+	case cudaMemoryTypeHost:
+		return SS_MEM_PINNED;
+	case cudaMemoryTypeDevice:
+		return SS_MEM_DEVICE;
+	case cudaMemoryTypeManaged:
+		return SS_MEM_MANAGED;
+	}
+	return SS_MEM_UNKNOWN;
+}
+
+/* Memory kind of ptr; NULL stands for a device-side object (a symbol or an array). */
+static int memkind(const void *ptr)
+{
+	if (ptr == NULL)
+		return SS_MEM_DEVICE;
+	int kind = ss_range_lookup(ptr) & ~SS_RANGE_ASYNC;
+	return kind ? kind : query_memkind(ptr);
+}
+
+static inline int is_host_kind(int kind)
+{
+	return kind == SS_MEM_PAGEABLE || kind == SS_MEM_PINNED;
+}
+
+/* A copy: direction, bytes, host memory kind, and S5 for an async copy that the pageable host
+ * side turns into a staged, blocking one. dst/src NULL = device side (symbol, array). */
+static void describe_copy(struct ss_rec *rec, const void *dst, const void *src, uint64_t bytes,
+			  enum cudaMemcpyKind kind, int async)
+{
+	const void *host = NULL;
+	rec->bytes = bytes;
+	switch (kind) {
+	case cudaMemcpyHostToDevice:
+		rec->dir = SS_DIR_H2D;
+		host = src;
+		break;
+	case cudaMemcpyDeviceToHost:
+		rec->dir = SS_DIR_D2H;
+		host = dst;
+		break;
+	case cudaMemcpyDeviceToDevice:
+		rec->dir = SS_DIR_D2D;
+		break;
+	case cudaMemcpyHostToHost:
+		rec->dir = SS_DIR_H2H;
+		host = src;
+		break;
+	case cudaMemcpyDefault:
+	default: {
+		int src_kind = memkind(src), dst_kind = memkind(dst);
+		int src_host = is_host_kind(src_kind), dst_host = is_host_kind(dst_kind);
+		if (src_host && dst_host) {
+			rec->dir = SS_DIR_H2H;
+			rec->host_mem = src_kind == SS_MEM_PAGEABLE ? src_kind : dst_kind;
+		} else if (src_host) {
+			rec->dir = SS_DIR_H2D;
+			rec->host_mem = src_kind;
+		} else if (dst_host) {
+			rec->dir = SS_DIR_D2H;
+			rec->host_mem = dst_kind;
+		} else {
+			rec->dir = SS_DIR_D2D;
+			if (src_kind == SS_MEM_UNKNOWN || dst_kind == SS_MEM_UNKNOWN)
+				rec->host_mem = SS_MEM_UNKNOWN;
+		}
+		goto classify;
+	}
+	}
+	if (host)
+		rec->host_mem = memkind(host);
+classify:
+	if (async && rec->host_mem == SS_MEM_PAGEABLE)
+		rec->cls = SS_S5;
+}
+
+static void describe_copy3d(struct ss_rec *rec, const struct cudaMemcpy3DParms *p, int async)
+{
+	if (p == NULL)
+		return;
+	describe_copy(rec, p->dstArray ? NULL : p->dstPtr.ptr, p->srcArray ? NULL : p->srcPtr.ptr,
+		      (uint64_t)p->extent.width * p->extent.height * p->extent.depth, p->kind, async);
+}
+
+static void describe_batch(struct ss_rec *rec, void *const *dsts, const void *const *srcs,
+			   const size_t *sizes, size_t count)
+{
+	if (!dsts || !srcs || !sizes || count == 0)
+		return;
+	uint64_t total = 0;
+	for (size_t i = 0; i < count; i++)
+		total += sizes[i];
+	describe_copy(rec, dsts[0], srcs[0], total, cudaMemcpyDefault, 1);
+}
+
+/* Non-async memsets to pinned or managed memory are implicit syncs (S6). */
+static void describe_memset(struct ss_rec *rec, const void *ptr, uint64_t bytes, int async)
+{
+	rec->dir = SS_DIR_MEMSET;
+	rec->bytes = bytes;
+	rec->host_mem = memkind(ptr);
+	if (!async && (rec->host_mem == SS_MEM_PINNED || rec->host_mem == SS_MEM_MANAGED))
+		rec->cls = SS_S6;
+}
+
+static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; sizes && i < count; i++)
+		total += sizes[i];
+	return total;
+}
+
+/* ------------------------------------------------------------------ the table's vocabulary */
+
+#define STREAM(s)   rec.stream = stream_id((cudaStream_t)(s), per_thread_variant);
+#define EVENT(e)    rec.obj = (uintptr_t)(e);
+#define BYTES(n)    rec.bytes = (n);
+#define AUX(x)      rec.aux = (uint64_t)(uintptr_t)(x);
+#define COPY(dst, src, n, kind, async) describe_copy(&rec, dst, src, n, kind, async);
+#define COPY3D(p, async)               describe_copy3d(&rec, p, async);
+#define COPY_SYMBOL(host, n, kind, to_device, async)                                               \
+	describe_copy(&rec, (to_device) ? NULL : (host), (to_device) ? (host) : NULL, n, kind, async);
+#define COPY_PEER(n)                                                                               \
+	rec.dir = SS_DIR_PEER;                                                                     \
+	rec.bytes = (n);
+#define COPY_D2D(n)                                                                                \
+	rec.dir = SS_DIR_D2D;                                                                      \
+	rec.bytes = (n);
+#define COPY_BATCH(dsts, srcs, sizes, count) describe_batch(&rec, dsts, srcs, sizes, count);
+#define MEMSET(ptr, n, async)                describe_memset(&rec, ptr, n, async);
+/* The range is forgotten before the real free runs (another thread may get the same address
+ * as soon as it returns) and put back if the free fails. Freeing stream-ordered memory with
+ * cudaFree is not an implicit sync (DESIGN.md section 3, S6). */
+#define FREE(ptr)                                                                                  \
+	freed_ptr = (ptr);                                                                         \
+	freed_kind = ss_range_remove(freed_ptr, &freed_bytes);                                     \
+	rec.obj = (uintptr_t)freed_ptr;                                                            \
+	rec.bytes = freed_bytes;                                                                   \
+	if ((freed_kind & SS_RANGE_ASYNC) && rec.cls == SS_S6)                                     \
+		rec.cls = SS_X1;
+#define ALLOC(ptr, n, kind)                                                                        \
+	if (ret == cudaSuccess) {                                                                  \
+		rec.bytes = (n);                                                                   \
+		rec.obj = (uintptr_t)(ptr);                                                        \
+		ss_range_add((ptr), rec.bytes, (kind));                                            \
+	}
+#define CREATED_STREAM(s, flags, priority)                                                         \
+	if (ret == cudaSuccess) {                                                                  \
+		rec.stream = stream_id((s), 0);                                                    \
+		rec.aux = (uint64_t)(flags) | ((uint64_t)(uint32_t)(priority) << 32);              \
+	}
+#define CREATED_EVENT(e, flags)                                                                    \
+	if (ret == cudaSuccess) {                                                                  \
+		rec.obj = (uintptr_t)(e);                                                          \
+		rec.aux = (flags);                                                                 \
+	}
+
+/* ------------------------------------------------------------------ the wrappers */
+
+#define SS_CUDART_WRAPPER(fname, id, cls_, per_thread, params, args, pre, post)                    \
+	SS_EXPORT cudaError_t fname params                                                         \
+	{                                                                                          \
+		typedef cudaError_t(*real_fn_t) params;                                            \
+		real_fn_t real = (real_fn_t)ss_real(id);                                           \
+		if (ss_unlikely(real == NULL))                                                     \
+			return cudaErrorSharedObjectSymbolNotFound; /* SHIM-2 */                   \
+		struct ss_tls *tls = &ss_tls;                                                      \
+		if (!ss_should_record(tls))                                                        \
+			return real args;                                                          \
+		const int per_thread_variant = (per_thread);                                       \
+		(void)per_thread_variant;                                                          \
+		const void *freed_ptr = NULL;                                                      \
+		int freed_kind = 0;                                                                \
+		uint64_t freed_bytes = 0;                                                          \
+		(void)freed_ptr;                                                                   \
+		struct ss_rec rec = {.api = (id), .cls = SS_##cls_, .aux = UINT64_MAX};            \
+		tls->depth++;                                                                      \
+		int saved_errno = errno;                                                           \
+		pre errno = saved_errno;                                                           \
+		rec.t_start = ss_now();                                                            \
+		cudaError_t ret = real args;                                                       \
+		rec.t_end = ss_now();                                                              \
+		saved_errno = errno;                                                               \
+		post if (freed_kind && ret != cudaSuccess)                                         \
+			ss_range_add(freed_ptr, freed_bytes, freed_kind);                          \
+		rec.ret = (int32_t)ret;                                                            \
+		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
+		ss_emit(tls, &rec);                                                                \
+		tls->depth--;                                                                      \
+		errno = saved_errno;                                                               \
+		return ret;                                                                        \
+	}
+
+#define VARIANT_NONE(name, cls, params, args, pre, post)
+#define VARIANT_PTSZ(name, cls, params, args, pre, post)                                           \
+	extern __typeof__(name) name##_ptsz;                                                       \
+	SS_CUDART_WRAPPER(name##_ptsz, SS_API_##name##_ptsz, cls, 1, params, args, pre, post)
+#define VARIANT_PTDS(name, cls, params, args, pre, post)                                           \
+	extern __typeof__(name) name##_ptds;                                                       \
+	SS_CUDART_WRAPPER(name##_ptds, SS_API_##name##_ptds, cls, 1, params, args, pre, post)
+
+#define DEFINE_WRAPPERS(name, variant, cls, params, args, pre, post)                               \
+	SS_CUDART_WRAPPER(name, SS_API_##name, cls, 0, params, args, pre, post)                    \
+	VARIANT_##variant(name, cls, params, args, pre, post)
+
+SS_CUDART_FUNCS(DEFINE_WRAPPERS)

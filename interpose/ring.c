@@ -1,0 +1,121 @@
+/*
+ * interpose/ring.c: giving threads their rings under the memory cap, and taking them back.
+ *
+ * A thread's first recorded call attaches a ring (the one slow path of a thread, SHIM-1).
+ * Ring size: an eighth of SYNCSPY_BUFFER_MB, at most 8 MiB (131072 records), halved down to
+ * 64 KiB while the cap is short; past that the thread records nothing and its calls count as
+ * dropped_no_buffer (SHIM-5). A pthread key's destructor marks the ring orphaned when the thread
+ * exits; the writer drains it and gives its storage back to the cap.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ring.h"
+
+#define RING_MAX_BYTES ((size_t)8 << 20)
+#define RING_MIN_BYTES ((size_t)64 << 10)
+
+static struct ss_ring *_Atomic ring_list;
+static _Atomic size_t bytes_in_use;
+_Atomic uint64_t ss_dropped_no_buffer;
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void on_thread_exit(void *arg)
+{
+	struct ss_ring *ring = arg;
+	atomic_store_explicit(&ring->orphaned, 1, memory_order_release);
+	if (ss_tls.ring == ring)
+		ss_tls.ring = NULL;
+}
+
+static void make_exit_key(void)
+{
+	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+/* Takes `want` bytes (or a smaller power of two, not under RING_MIN_BYTES) from the cap. */
+static size_t reserve_bytes(size_t want)
+{
+	size_t cap = (size_t)ss_config.SYNCSPY_BUFFER_MB << 20;
+	size_t cur = atomic_load(&bytes_in_use);
+	for (;;) {
+		size_t size = want;
+		while (cur + size > cap && size > RING_MIN_BYTES)
+			size /= 2;
+		if (cur + size > cap)
+			return 0;
+		if (atomic_compare_exchange_weak(&bytes_in_use, &cur, cur + size))
+			return size;
+	}
+}
+
+struct ss_ring *ss_ring_attach(struct ss_tls *tls)
+{
+	ss_start();
+	unsigned generation = atomic_load(&ss_generation);
+	if (atomic_load(&ss_state) != SS_STATE_RUNNING)
+		return NULL;
+	pthread_once(&exit_key_once, make_exit_key);
+
+	size_t want = ((size_t)ss_config.SYNCSPY_BUFFER_MB << 20) / 8;
+	if (want > RING_MAX_BYTES)
+		want = RING_MAX_BYTES;
+	size_t pow2 = RING_MIN_BYTES;
+	while (pow2 * 2 <= want)
+		pow2 *= 2;
+	size_t bytes = reserve_bytes(pow2);
+	struct ss_ring *ring = bytes ? calloc(1, sizeof(*ring)) : NULL;
+	struct ss_rec *recs = ring ? aligned_alloc(64, bytes) : NULL;
+	if (recs == NULL) {
+		free(ring);
+		if (bytes)
+			atomic_fetch_sub(&bytes_in_use, bytes);
+		atomic_fetch_add_explicit(&ss_dropped_no_buffer, 1, memory_order_relaxed);
+		return NULL;
+	}
+	ring->recs = recs;
+	ring->bytes = bytes;
+	ring->mask = bytes / sizeof(struct ss_rec) - 1;
+	ring->tid = (pid_t)syscall(SYS_gettid);
+	ring->next = atomic_load(&ring_list);
+	while (!atomic_compare_exchange_weak(&ring_list, &ring->next, ring))
+		;
+	tls->ring = ring;
+	tls->generation = generation;
+	pthread_setspecific(exit_key, ring);
+	return ring;
+}
+
+struct ss_ring *ss_ring_list(void)
+{
+	return atomic_load_explicit(&ring_list, memory_order_acquire);
+}
+
+void ss_ring_release(struct ss_ring *ring)
+{
+	if (ring->recs == NULL)
+		return;
+	free(ring->recs);
+	ring->recs = NULL;
+	atomic_fetch_sub(&bytes_in_use, ring->bytes);
+}
+
+void ss_ring_forget_all(void)
+{
+	struct ss_ring *ring = atomic_exchange(&ring_list, NULL);
+	while (ring) {
+		struct ss_ring *next = ring->next;
+		free(ring->recs);
+		free(ring->writer_state);
+		free(ring);
+		ring = next;
+	}
+	atomic_store(&bytes_in_use, 0);
+	ss_tls.ring = NULL;
+	if (exit_key_once != PTHREAD_ONCE_INIT) /* the key's value would name a freed ring */
+		pthread_setspecific(exit_key, NULL);
+}

@@ -1,0 +1,912 @@
+/*
+ * interpose/writer.c: the writer thread. Drains every thread's ring into the database, commits
+ * at least every SYNCSPY_COMMIT_MS (at most a second), and at the end closes the database and
+ * renames it from *.sqlite.partial to its final name.
+ *
+ * Only this thread touches SQLite (SHIM-1) and it makes no CUDA or NCCL call (SHIM-4). Requests
+ * reach it through a pipe: from a signal handler ('F' commit now, 'X' finalize now: both
+ * answered on a second pipe, so the handler can wait with a timeout using only
+ * async-signal-safe calls) and from the exit path ('Q').
+ *
+ * Record-to-row rules live here: S7 polling loops are folded into one row (SCHEMA-5); a call's
+ * caller address becomes a sites row (dladdr, in this thread, never on the hot path); N1 and
+ * stream-creation records also fill the comms and streams tables.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "syncspy/schema.h"
+
+#include "clock.h"
+#include "ring.h"
+#include "shim.h"
+#include "store.h"
+
+pthread_mutex_t ss_writer_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct ss_sqlite sq;
+static sqlite3 *db;
+static pthread_t writer_thread;
+static int writer_started;
+static int request_pipe[2] = {-1, -1}, ack_pipe[2] = {-1, -1};
+static char partial_path[PATH_MAX], final_path[PATH_MAX + 64]; /* room for suffixes */
+static const char *_Atomic finalize_reason;
+
+enum statement {
+	ST_CALL,
+	ST_POLL_UPDATE,
+	ST_THREAD,
+	ST_SITE,
+	ST_COMM,
+	ST_COMM_END,
+	ST_STREAM,
+	ST_STREAM_END,
+	ST_META,
+	ST_COUNT
+};
+static const char *const statement_sql[ST_COUNT] = {
+	[ST_CALL] = "INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, event, comm, ptr,"
+		    " bytes, dir, host_mem, ret, site_id, count, aux)"
+		    " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[ST_POLL_UPDATE] = "UPDATE calls SET end_ns = ?, count = ?, ret = ? WHERE id = ?",
+	[ST_THREAD] = "INSERT OR IGNORE INTO threads(tid, name, first_ns) VALUES(?,?,?)",
+	[ST_SITE] = "INSERT INTO sites(address, module, module_offset, symbol, text)"
+		    " VALUES(?,?,?,?,?)",
+	[ST_COMM] = "INSERT INTO comms(comm, id_hash, rank, nranks, parent, api_id, created_ns)"
+		    " VALUES(?,?,?,?,?,?,?)",
+	[ST_COMM_END] = "UPDATE comms SET destroyed_ns = ? WHERE comm = ? AND destroyed_ns IS NULL",
+	[ST_STREAM] = "INSERT INTO streams(stream, flags, priority, api_id, created_ns)"
+		      " VALUES(?,?,?,?,?)",
+	[ST_STREAM_END] = "UPDATE streams SET destroyed_ns = ?"
+			  " WHERE stream = ? AND destroyed_ns IS NULL",
+	[ST_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
+};
+static sqlite3_stmt *statements[ST_COUNT];
+
+/* What the summary line and the meta table report. */
+static uint64_t rows_per_class[SS_CLASS_COUNT];
+static uint64_t dropped_write; /* rows SQLite refused (disk full...) */
+static unsigned layers_seen;
+static int in_transaction;
+static uint64_t last_commit_ns;
+
+static const char *const class_names[SS_CLASS_COUNT] = {
+#define SS_CLASS_NAME(c, sync, desc) [SS_##c] = #c,
+	SS_CLASSES(SS_CLASS_NAME)
+#undef SS_CLASS_NAME
+};
+
+/* Which column a record's obj goes to, per API (decided once, from the names). */
+enum obj_column { OBJ_NONE, OBJ_EVENT, OBJ_COMM, OBJ_PTR };
+static unsigned char obj_column[SS_API_COUNT];
+
+static int starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static void classify_apis(void)
+{
+	for (int api = 0; api < SS_API_COUNT; api++) {
+		const char *name = ss_apis[api].name;
+		if (ss_apis[api].layer == SS_LAYER_NCCL)
+			obj_column[api] = OBJ_COMM;
+		else if (strstr(name, "Event"))
+			obj_column[api] = OBJ_EVENT;
+		else if (starts_with(name, "cudaMalloc") || starts_with(name, "cudaFree") ||
+			 starts_with(name, "cudaHost"))
+			obj_column[api] = OBJ_PTR;
+	}
+}
+
+static int is_comm_creation(int api)
+{
+	return api == SS_API_ncclCommInitRank || api == SS_API_ncclCommInitRankConfig ||
+	       api == SS_API_ncclCommInitRankScalable || api == SS_API_ncclCommInitAll ||
+	       api == SS_API_ncclCommSplit || api == SS_API_ncclCommShrink;
+}
+
+static int is_stream_creation(int api)
+{
+	return api == SS_API_cudaStreamCreate || api == SS_API_cudaStreamCreateWithFlags ||
+	       api == SS_API_cudaStreamCreateWithPriority;
+}
+
+/* ------------------------------------------------------------------ SQL helpers */
+
+static int exec_sql(const char *sql)
+{
+	char *message = NULL;
+	int rc = sq.sqlite3_exec(db, sql, NULL, NULL, &message);
+	if (rc != SQLITE_OK) {
+		fprintf(stderr, "syncspy: database error: %s\n", message ? message : "?");
+		sq.sqlite3_free(message);
+	}
+	return rc;
+}
+
+static void bind_u64_or_null(sqlite3_stmt *st, int i, int present, uint64_t value)
+{
+	if (present)
+		sq.sqlite3_bind_int64(st, i, (sqlite3_int64)value);
+	else
+		sq.sqlite3_bind_null(st, i);
+}
+
+static int step_reset(sqlite3_stmt *st)
+{
+	int rc = sq.sqlite3_step(st);
+	sq.sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		dropped_write++;
+		return -1;
+	}
+	return 0;
+}
+
+static void meta_text(const char *key, const char *value)
+{
+	sqlite3_stmt *st = statements[ST_META];
+	sq.sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+	if (value)
+		sq.sqlite3_bind_text(st, 2, value, -1, SQLITE_TRANSIENT);
+	else
+		sq.sqlite3_bind_null(st, 2);
+	step_reset(st);
+}
+
+static void meta_int(const char *key, int64_t value)
+{
+	sqlite3_stmt *st = statements[ST_META];
+	sq.sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+	sq.sqlite3_bind_int64(st, 2, value);
+	step_reset(st);
+}
+
+/* ------------------------------------------------------------------ call sites */
+
+struct site_cache {
+	uint64_t *addresses;
+	int64_t *ids;
+	size_t capacity, count;
+};
+static struct site_cache sites;
+
+static int64_t insert_site(uint64_t address)
+{
+	Dl_info info;
+	const char *module = NULL, *symbol = NULL;
+	uint64_t offset = address;
+	char text[1024];
+	if (dladdr((void *)(uintptr_t)address, &info) && info.dli_fname) {
+		module = info.dli_fname;
+		offset = address - (uint64_t)(uintptr_t)info.dli_fbase;
+		symbol = info.dli_sname;
+	}
+	const char *base = module ? strrchr(module, '/') : NULL;
+	base = base ? base + 1 : (module && *module ? module : "?");
+	if (symbol)
+		snprintf(text, sizeof(text), "%s+0x%llx (%s)", symbol,
+			 (unsigned long long)(address - (uint64_t)(uintptr_t)info.dli_saddr), base);
+	else
+		snprintf(text, sizeof(text), "%s+0x%llx", base, (unsigned long long)offset);
+	sqlite3_stmt *st = statements[ST_SITE];
+	sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)address);
+	if (module)
+		sq.sqlite3_bind_text(st, 2, module, -1, SQLITE_TRANSIENT);
+	else
+		sq.sqlite3_bind_null(st, 2);
+	sq.sqlite3_bind_int64(st, 3, (sqlite3_int64)offset);
+	if (symbol)
+		sq.sqlite3_bind_text(st, 4, symbol, -1, SQLITE_TRANSIENT);
+	else
+		sq.sqlite3_bind_null(st, 4);
+	sq.sqlite3_bind_text(st, 5, text, -1, SQLITE_TRANSIENT);
+	if (step_reset(st) != 0)
+		return 0;
+	return sq.sqlite3_last_insert_rowid(db);
+}
+
+static int64_t site_id(uint64_t address)
+{
+	if (address == 0)
+		return 0;
+	if (sites.count * 2 >= sites.capacity) { /* grow: keep the load under one half */
+		size_t capacity = sites.capacity ? sites.capacity * 2 : 1024;
+		uint64_t *addresses = calloc(capacity, sizeof(*addresses));
+		int64_t *ids = calloc(capacity, sizeof(*ids));
+		if (!addresses || !ids) {
+			free(addresses);
+			free(ids);
+			return 0;
+		}
+		for (size_t i = 0; i < sites.capacity; i++) {
+			if (!sites.addresses[i])
+				continue;
+			size_t j = ss_hash64(&sites.addresses[i], 8) & (capacity - 1);
+			while (addresses[j])
+				j = (j + 1) & (capacity - 1);
+			addresses[j] = sites.addresses[i];
+			ids[j] = sites.ids[i];
+		}
+		free(sites.addresses);
+		free(sites.ids);
+		sites.addresses = addresses;
+		sites.ids = ids;
+		sites.capacity = capacity;
+	}
+	size_t j = ss_hash64(&address, 8) & (sites.capacity - 1);
+	while (sites.addresses[j] && sites.addresses[j] != address)
+		j = (j + 1) & (sites.capacity - 1);
+	if (!sites.addresses[j]) {
+		int64_t id = insert_site(address);
+		if (id == 0)
+			return 0;
+		sites.addresses[j] = address;
+		sites.ids[j] = id;
+		sites.count++;
+	}
+	return sites.ids[j];
+}
+
+/* ------------------------------------------------------------------ records to rows */
+
+struct ring_state {
+	int thread_known;
+	int poll_active;
+	struct ss_rec poll;   /* the open polling loop: first query, end/ret of the last */
+	uint64_t poll_count;
+	int64_t poll_rowid;   /* its row, once written (at a commit while still open) */
+};
+
+static struct ring_state *state_of(struct ss_ring *ring)
+{
+	if (ring->writer_state == NULL)
+		ring->writer_state = calloc(1, sizeof(struct ring_state));
+	return ring->writer_state;
+}
+
+static void note_thread(struct ss_ring *ring, struct ring_state *rs, uint64_t first_ns)
+{
+	char path[64], name[64] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)ring->tid);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		if (fgets(name, sizeof(name), f))
+			name[strcspn(name, "\n")] = 0;
+		fclose(f);
+	}
+	sqlite3_stmt *st = statements[ST_THREAD];
+	sq.sqlite3_bind_int64(st, 1, ring->tid);
+	if (*name)
+		sq.sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+	else
+		sq.sqlite3_bind_null(st, 2);
+	sq.sqlite3_bind_int64(st, 3, (sqlite3_int64)first_ns);
+	step_reset(st);
+	rs->thread_known = 1;
+}
+
+static int64_t insert_call(struct ss_ring *ring, const struct ss_rec *r, uint64_t count)
+{
+	sqlite3_stmt *st = statements[ST_CALL];
+	int api = r->api;
+	int created_comm = r->cls == SS_N1 && is_comm_creation(api) && r->obj != 0;
+	uint64_t start_ns = ss_clock_to_ns(r->t_start), end_ns = ss_clock_to_ns(r->t_end);
+	sq.sqlite3_bind_int64(st, 1, ring->tid);
+	sq.sqlite3_bind_int64(st, 2, api);
+	sq.sqlite3_bind_text(st, 3, class_names[r->cls], -1, SQLITE_STATIC);
+	sq.sqlite3_bind_int64(st, 4, (sqlite3_int64)start_ns);
+	sq.sqlite3_bind_int64(st, 5, (sqlite3_int64)end_ns);
+	/* N1 creation records carry the parent communicator in `stream` (nccl.c) */
+	bind_u64_or_null(st, 6, r->stream != 0 && r->cls != SS_N1, r->stream);
+	bind_u64_or_null(st, 7, obj_column[api] == OBJ_EVENT && r->obj, r->obj);
+	bind_u64_or_null(st, 8, obj_column[api] == OBJ_COMM && r->obj, r->obj);
+	bind_u64_or_null(st, 9, obj_column[api] == OBJ_PTR && r->obj, r->obj);
+	bind_u64_or_null(st, 10, !created_comm && (r->bytes || r->dir), r->bytes);
+	bind_u64_or_null(st, 11, r->dir, r->dir);
+	bind_u64_or_null(st, 12, r->host_mem, r->host_mem);
+	sq.sqlite3_bind_int64(st, 13, r->ret);
+	int64_t site = site_id(r->caller);
+	bind_u64_or_null(st, 14, site != 0, (uint64_t)site);
+	sq.sqlite3_bind_int64(st, 15, (sqlite3_int64)count);
+	bind_u64_or_null(st, 16, !created_comm && r->aux != UINT64_MAX, r->aux);
+	if (step_reset(st) != 0)
+		return 0;
+	rows_per_class[r->cls]++;
+	layers_seen |= 1u << ss_apis[api].layer;
+
+	if (created_comm) {
+		char id_hash[17];
+		snprintf(id_hash, sizeof(id_hash), "%016llx", (unsigned long long)r->bytes);
+		st = statements[ST_COMM];
+		sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)r->obj);
+		sq.sqlite3_bind_text(st, 2, id_hash, -1, SQLITE_TRANSIENT);
+		sq.sqlite3_bind_int64(st, 3, (int32_t)(uint32_t)r->aux);
+		sq.sqlite3_bind_int64(st, 4, (int32_t)(r->aux >> 32));
+		bind_u64_or_null(st, 5, r->stream != 0, r->stream);
+		sq.sqlite3_bind_int64(st, 6, api);
+		sq.sqlite3_bind_int64(st, 7, (sqlite3_int64)start_ns);
+		step_reset(st);
+	} else if ((api == SS_API_ncclCommDestroy || api == SS_API_ncclCommAbort) && r->ret == 0) {
+		st = statements[ST_COMM_END];
+		sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)end_ns);
+		sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)r->obj);
+		step_reset(st);
+	} else if (is_stream_creation(api) && r->ret == 0) {
+		st = statements[ST_STREAM];
+		sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)r->stream);
+		sq.sqlite3_bind_int64(st, 2, (uint32_t)r->aux);
+		sq.sqlite3_bind_int64(st, 3, (int32_t)(r->aux >> 32));
+		sq.sqlite3_bind_int64(st, 4, api);
+		sq.sqlite3_bind_int64(st, 5, (sqlite3_int64)end_ns);
+		step_reset(st);
+	} else if (api == SS_API_cudaStreamDestroy && r->ret == 0) {
+		st = statements[ST_STREAM_END];
+		sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)end_ns);
+		sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)r->stream);
+		step_reset(st);
+	}
+	return sq.sqlite3_last_insert_rowid(db);
+}
+
+/* Writes the open polling loop's row (insert, or update once written) and keeps it open. */
+static void persist_poll(struct ss_ring *ring, struct ring_state *rs)
+{
+	if (!rs->poll_active)
+		return;
+	if (rs->poll_rowid == 0) {
+		rs->poll_rowid = insert_call(ring, &rs->poll, rs->poll_count);
+		return;
+	}
+	sqlite3_stmt *st = statements[ST_POLL_UPDATE];
+	sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)ss_clock_to_ns(rs->poll.t_end));
+	sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)rs->poll_count);
+	sq.sqlite3_bind_int64(st, 3, rs->poll.ret);
+	sq.sqlite3_bind_int64(st, 4, rs->poll_rowid);
+	step_reset(st);
+}
+
+static void close_poll(struct ss_ring *ring, struct ring_state *rs)
+{
+	persist_poll(ring, rs);
+	rs->poll_active = 0;
+	rs->poll_rowid = 0;
+}
+
+/* SCHEMA-5: consecutive queries of one object by one thread are one row. */
+static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss_rec *r)
+{
+	if (!rs->thread_known)
+		note_thread(ring, rs, ss_clock_to_ns(r->t_start));
+	if (r->cls == SS_S7) {
+		if (rs->poll_active && rs->poll.api == r->api && rs->poll.obj == r->obj &&
+		    rs->poll.stream == r->stream) {
+			rs->poll_count++;
+			rs->poll.t_end = r->t_end;
+			rs->poll.ret = r->ret;
+			return;
+		}
+		close_poll(ring, rs);
+		rs->poll = *r;
+		rs->poll_count = 1;
+		rs->poll_active = 1;
+		return;
+	}
+	close_poll(ring, rs);
+	insert_call(ring, r, 1);
+}
+
+static void drain_ring(struct ss_ring *ring)
+{
+	if (ring->recs == NULL)
+		return;
+	struct ring_state *rs = state_of(ring);
+	if (rs == NULL)
+		return;
+	int orphaned = atomic_load_explicit(&ring->orphaned, memory_order_acquire);
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
+	for (; tail != head; tail++)
+		process(ring, rs, &ring->recs[tail & ring->mask]);
+	atomic_store_explicit(&ring->tail, tail, memory_order_release);
+	if (orphaned) {
+		close_poll(ring, rs);
+		ss_ring_release(ring);
+	}
+}
+
+static uint64_t dropped_in_rings(void)
+{
+	uint64_t total = 0;
+	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+		total += atomic_load_explicit(&ring->dropped, memory_order_relaxed);
+	return total;
+}
+
+/* ------------------------------------------------------------------ meta */
+
+static void write_meta_progress(void)
+{
+	int rank = atomic_load(&ss_process.rank);
+	int world = atomic_load(&ss_process.world_size);
+	int local_rank = atomic_load(&ss_process.local_rank);
+	int source = atomic_load(&ss_process.rank_source);
+	if (rank >= 0) {
+		meta_int("rank", rank);
+		meta_text("rank_source", source == 2 ? "nccl" : "env");
+	}
+	if (world > 0)
+		meta_int("world_size", world);
+	if (local_rank >= 0)
+		meta_int("local_rank", local_rank);
+	if (atomic_load(&ss_process.cudart_version))
+		meta_int("cudart_version", ss_process.cudart_version);
+	if (ss_process.cudart_path[0])
+		meta_text("cudart_path", ss_process.cudart_path);
+	if (atomic_load(&ss_process.driver_version))
+		meta_int("driver_version", ss_process.driver_version);
+	if (atomic_load(&ss_process.nccl_version))
+		meta_int("nccl_version", ss_process.nccl_version);
+	if (ss_process.nccl_path[0])
+		meta_text("nccl_path", ss_process.nccl_path);
+	char layers[64] = "";
+	static const char *const layer_names[SS_LAYER_COUNT] = {
+#define SS_LAYER_NAME(n, s) [SS_LAYER_##n] = s,
+		SS_LAYERS(SS_LAYER_NAME)
+#undef SS_LAYER_NAME
+	};
+	for (int l = 0; l < SS_LAYER_COUNT; l++)
+		if (layers_seen & (1u << l)) {
+			if (*layers)
+				strcat(layers, ",");
+			strcat(layers, layer_names[l]);
+		}
+	meta_text("hooks_fired", layers);
+	uint64_t in_rings = dropped_in_rings();
+	uint64_t no_buffer = atomic_load(&ss_dropped_no_buffer);
+	meta_int("dropped_full_buffer", (int64_t)in_rings);
+	meta_int("dropped_no_buffer", (int64_t)no_buffer);
+	meta_int("dropped_write_error", (int64_t)dropped_write);
+	meta_int("dropped_events", (int64_t)(in_rings + no_buffer + dropped_write));
+	int threads = 0;
+	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+		threads++;
+	meta_int("threads", threads);
+}
+
+static void write_meta_start(void)
+{
+	char host[256] = "?", text[64];
+	gethostname(host, sizeof(host) - 1);
+	meta_int("schema_version", SS_SCHEMA_VERSION); /* SCHEMA-1: same transaction as tables */
+	meta_text("syncspy_version", PACKAGE_VERSION);
+	meta_text("host", host);
+	meta_int("pid", getpid());
+	meta_int("ppid", getppid());
+	meta_int("start_mono_ns", (int64_t)ss_process.start_mono_ns);
+	meta_int("start_realtime_ns", (int64_t)ss_process.start_realtime_ns);
+	meta_text("clock", ss_clock_name());
+	meta_text("sqlite_version", sq.sqlite3_libversion());
+	snprintf(text, sizeof(text), "%ld", ss_config.SYNCSPY_BUFFER_MB);
+	meta_text("buffer_mb", text);
+	/* the command line, NUL-separated in /proc: joined with spaces */
+	char cmdline[4096];
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, cmdline, sizeof(cmdline) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		for (ssize_t i = 0; i < n - 1; i++)
+			if (cmdline[i] == 0)
+				cmdline[i] = ' ';
+		cmdline[n] = 0;
+		meta_text("cmdline", cmdline);
+	}
+}
+
+static void fill_lookup_tables(void)
+{
+	char sql[512];
+#define SS_CLASS_ROW(c, sync, desc)                                                                \
+	sq.sqlite3_snprintf(sizeof(sql), sql, "INSERT INTO classes VALUES(%Q, %d, %Q)", #c, sync,     \
+			 desc);                                                                    \
+	exec_sql(sql);
+	SS_CLASSES(SS_CLASS_ROW)
+#undef SS_CLASS_ROW
+#define SS_MEMKIND_ROW(id, n, s)                                                                   \
+	if (s) {                                                                                   \
+		sq.sqlite3_snprintf(sizeof(sql), sql, "INSERT INTO memkinds VALUES(%d, %Q)", id, s);  \
+		exec_sql(sql);                                                                     \
+	}
+	SS_MEMKINDS(SS_MEMKIND_ROW)
+#undef SS_MEMKIND_ROW
+#define SS_DIR_ROW(id, n, s)                                                                       \
+	if (s) {                                                                                   \
+		sq.sqlite3_snprintf(sizeof(sql), sql, "INSERT INTO dirs VALUES(%d, %Q)", id, s);      \
+		exec_sql(sql);                                                                     \
+	}
+	SS_DIRS(SS_DIR_ROW)
+#undef SS_DIR_ROW
+	static const char *const layer_names[SS_LAYER_COUNT] = {
+#define SS_LAYER_NAME(n, s) [SS_LAYER_##n] = s,
+		SS_LAYERS(SS_LAYER_NAME)
+#undef SS_LAYER_NAME
+	};
+	for (int api = 0; api < SS_API_COUNT; api++) {
+		sq.sqlite3_snprintf(sizeof(sql), sql, "INSERT INTO apis VALUES(%d, %Q, %Q, %Q)", api,
+				 ss_apis[api].name, layer_names[ss_apis[api].layer],
+				 class_names[ss_apis[api].cls]);
+		exec_sql(sql);
+	}
+}
+
+/* ------------------------------------------------------------------ files */
+
+static int make_dirs(const char *path)
+{
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static void host_name(char *out, size_t len)
+{
+	if (gethostname(out, len) != 0)
+		snprintf(out, len, "host");
+	out[len - 1] = 0;
+	for (char *p = out; *p; p++)
+		if (*p == '/' || *p == ' ')
+			*p = '_';
+}
+
+/* Creates the .partial file exclusively: a pid can own several (an exec'd image keeps it). */
+static int create_partial(char *err, size_t errlen)
+{
+	const char *dir = ss_config.SYNCSPY_OUTPUT;
+	char host[128];
+	host_name(host, sizeof(host));
+	if (make_dirs(dir) != 0) {
+		snprintf(err, errlen, "cannot create SYNCSPY_OUTPUT=%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	for (int n = 0; n < 1000; n++) {
+		if (n == 0)
+			snprintf(partial_path, sizeof(partial_path), "%s/syncspy-%s-%d.sqlite.partial",
+				 dir, host, (int)getpid());
+		else
+			snprintf(partial_path, sizeof(partial_path),
+				 "%s/syncspy-%s-%d-x%d.sqlite.partial", dir, host, (int)getpid(), n);
+		int fd = open(partial_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		if (errno != EEXIST) {
+			snprintf(err, errlen, "cannot write to SYNCSPY_OUTPUT=%s: %s", dir,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	snprintf(err, errlen, "too many databases for pid %d in %s", (int)getpid(), dir);
+	return -1;
+}
+
+static int rename_noreplace(const char *from, const char *to)
+{
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	if (link(from, to) != 0) /* file systems without RENAME_NOREPLACE */
+		return -1;
+	unlink(from);
+	return 0;
+}
+
+/* syncspy-<host>-<pid>[-x<N>][-r<rank>].sqlite (docs/recording.md) */
+static void rename_final(void)
+{
+	size_t stem_len = strlen(partial_path) - strlen(".sqlite.partial");
+	char stem[PATH_MAX], rank_part[16] = "";
+	snprintf(stem, sizeof(stem), "%.*s", (int)stem_len, partial_path);
+	int rank = atomic_load(&ss_process.rank);
+	if (rank >= 0)
+		snprintf(rank_part, sizeof(rank_part), "-r%d", rank);
+	for (int n = 0; n < 1000; n++) {
+		if (n == 0)
+			snprintf(final_path, sizeof(final_path), "%s%s.sqlite", stem, rank_part);
+		else
+			snprintf(final_path, sizeof(final_path), "%s-x%d%s.sqlite", stem, n, rank_part);
+		if (rename_noreplace(partial_path, final_path) == 0)
+			return;
+		if (errno != EEXIST)
+			break;
+	}
+	fprintf(stderr, "syncspy: cannot rename %s: %s (the data is complete in it)\n",
+		partial_path, strerror(errno));
+	snprintf(final_path, sizeof(final_path), "%s", partial_path);
+}
+
+/* ------------------------------------------------------------------ open, commit, close */
+
+static int open_database(char *err, size_t errlen)
+{
+	if (ss_sqlite_load(&sq, err, errlen) != 0)
+		return -1;
+	if (create_partial(err, errlen) != 0)
+		return -1;
+	if (sq.sqlite3_open_v2(partial_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+			       NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "cannot open %s: %s", partial_path,
+			 db ? sq.sqlite3_errmsg(db) : "out of memory");
+		sq.sqlite3_close(db);
+		db = NULL;
+		unlink(partial_path);
+		return -1;
+	}
+	sq.sqlite3_busy_timeout(db, 5000);
+	exec_sql("PRAGMA journal_mode=WAL");
+	exec_sql("PRAGMA synchronous=NORMAL");
+	if (exec_sql("BEGIN") != SQLITE_OK || exec_sql(SS_SCHEMA_SQL) != SQLITE_OK) {
+		snprintf(err, errlen, "cannot create the schema in %s", partial_path);
+		return -1;
+	}
+	for (int i = 0; i < ST_COUNT; i++)
+		if (sq.sqlite3_prepare_v2(db, statement_sql[i], -1, &statements[i], NULL) !=
+		    SQLITE_OK) {
+			snprintf(err, errlen, "cannot prepare statement: %s",
+				 sq.sqlite3_errmsg(db));
+			return -1;
+		}
+	classify_apis();
+	fill_lookup_tables();
+	write_meta_start();
+	write_meta_progress();
+	if (exec_sql("COMMIT") != SQLITE_OK) {
+		snprintf(err, errlen, "cannot write %s", partial_path);
+		return -1;
+	}
+	last_commit_ns = ss_mono_ns();
+	return 0;
+}
+
+static void commit(void)
+{
+	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+		if (ring->writer_state)
+			persist_poll(ring, ring->writer_state);
+	write_meta_progress();
+	if (in_transaction)
+		exec_sql("COMMIT");
+	in_transaction = 0;
+	last_commit_ns = ss_mono_ns();
+}
+
+static void drain_all(void)
+{
+	ss_clock_calibrate();
+	if (!in_transaction) {
+		exec_sql("BEGIN");
+		in_transaction = 1;
+	}
+	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+		drain_ring(ring);
+}
+
+static void print_summary(void)
+{
+	if (ss_config.SYNCSPY_QUIET)
+		return;
+	uint64_t sync_points = 0, enqueues = 0;
+#define SS_SUM(c, sync, desc) sync_points += sync ? rows_per_class[SS_##c] : 0;
+	SS_CLASSES(SS_SUM)
+#undef SS_SUM
+	enqueues = rows_per_class[SS_E1] + rows_per_class[SS_E2] + rows_per_class[SS_E3] +
+		   rows_per_class[SS_N2];
+	char rank[16] = "-";
+	if (atomic_load(&ss_process.rank) >= 0)
+		snprintf(rank, sizeof(rank), "%d", ss_process.rank);
+	fprintf(stderr, "syncspy: rank %s: %llu sync points, %llu enqueues -> %s\n", rank,
+		(unsigned long long)sync_points, (unsigned long long)enqueues, final_path);
+}
+
+static void close_database(const char *reason)
+{
+	atomic_store(&ss_state, SS_STATE_CLOSED);
+	drain_all();
+	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+		if (ring->writer_state)
+			close_poll(ring, ring->writer_state);
+	meta_int("end_mono_ns", (int64_t)ss_mono_ns());
+	meta_text("exit_reason", reason);
+	meta_int("file_final", 1);
+	commit();
+	for (int i = 0; i < ST_COUNT; i++) {
+		sq.sqlite3_finalize(statements[i]);
+		statements[i] = NULL;
+	}
+	/* A self-contained file: no -wal beside it, readable from a read-only place. */
+	exec_sql("PRAGMA wal_checkpoint(TRUNCATE)");
+	exec_sql("PRAGMA journal_mode=DELETE");
+	sq.sqlite3_close(db);
+	db = NULL;
+	rename_final();
+	print_summary();
+	/* Per-database writer state goes; the rings stay (a failed exec records on). */
+	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next) {
+		free(ring->writer_state);
+		ring->writer_state = NULL;
+	}
+	free(sites.addresses);
+	free(sites.ids);
+	memset(&sites, 0, sizeof(sites));
+	memset(rows_per_class, 0, sizeof(rows_per_class));
+	layers_seen = 0;
+	dropped_write = 0;
+}
+
+/* ------------------------------------------------------------------ the thread */
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL); /* SHIM-4 */
+
+	char err[PATH_MAX + 128];
+	pthread_mutex_lock(&ss_writer_lock);
+	int opened = open_database(err, sizeof(err)) == 0;
+	pthread_mutex_unlock(&ss_writer_lock);
+	if (!opened) {
+		fprintf(stderr, "syncspy: %s; recording disabled (the program runs on)\n", err);
+		if (db) {
+			sq.sqlite3_close(db);
+			db = NULL;
+		}
+		atomic_store(&ss_state, SS_STATE_CLOSED);
+	}
+
+	for (;;) {
+		struct pollfd pfd = {.fd = request_pipe[0], .events = POLLIN};
+		int timeout = (int)ss_config.SYNCSPY_DRAIN_MS;
+		int ready = poll(&pfd, 1, timeout);
+		char requests[16];
+		ssize_t n = 0;
+		if (ready > 0)
+			n = read(request_pipe[0], requests, sizeof(requests));
+		int flushes = 0, finalize = 0, quit = 0;
+		for (ssize_t i = 0; i < n; i++) {
+			flushes += requests[i] == 'F';
+			finalize += requests[i] == 'X';
+			quit |= requests[i] == 'Q';
+		}
+		if (opened) {
+			pthread_mutex_lock(&ss_writer_lock);
+			drain_all();
+			if (flushes || ss_mono_ns() - last_commit_ns >=
+					       (uint64_t)ss_config.SYNCSPY_COMMIT_MS * 1000000u)
+				commit();
+			if (finalize || quit) {
+				const char *reason = atomic_load(&finalize_reason);
+				close_database(finalize ? "signal" : (reason ? reason : "exit"));
+				opened = 0;
+			}
+			pthread_mutex_unlock(&ss_writer_lock);
+		}
+		for (int i = 0; i < flushes + finalize; i++) /* answer each waiting handler */
+			if (write(ack_pipe[1], "A", 1) < 0)
+				break;
+		if (quit || finalize)
+			break;
+	}
+	return NULL;
+}
+
+int ss_writer_start(void)
+{
+	if (pipe2(request_pipe, O_CLOEXEC) != 0 || pipe2(ack_pipe, O_CLOEXEC) != 0) {
+		fprintf(stderr, "syncspy: cannot create the writer's pipes: %s; recording disabled\n",
+			strerror(errno));
+		return -1;
+	}
+	/* the writer is created with every signal blocked, so none lands on it before it runs */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int rc = pthread_create(&writer_thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		fprintf(stderr, "syncspy: cannot start the writer thread: %s; recording disabled\n",
+			strerror(rc));
+		return -1;
+	}
+	writer_started = 1;
+	return 0;
+}
+
+static void close_pipes(void)
+{
+	for (int i = 0; i < 2; i++) {
+		if (request_pipe[i] >= 0)
+			close(request_pipe[i]);
+		if (ack_pipe[i] >= 0)
+			close(ack_pipe[i]);
+		request_pipe[i] = ack_pipe[i] = -1;
+	}
+}
+
+void ss_writer_finalize(const char *reason)
+{
+	if (!writer_started)
+		return;
+	atomic_store(&finalize_reason, reason);
+	if (write(request_pipe[1], "Q", 1) == 1)
+		pthread_join(writer_thread, NULL);
+	writer_started = 0;
+	close_pipes();
+}
+
+void ss_writer_signal_flush(int finalize)
+{
+	if (!writer_started || request_pipe[1] < 0)
+		return;
+	if (write(request_pipe[1], finalize ? "X" : "F", 1) != 1)
+		return;
+	struct pollfd pfd = {.fd = ack_pipe[0], .events = POLLIN};
+	char ack;
+	if (poll(&pfd, 1, 3000) > 0 && read(ack_pipe[0], &ack, 1) == 1 && finalize)
+		writer_started = 0;
+}
+
+void ss_writer_fork_prepare(void)
+{
+	pthread_mutex_lock(&ss_writer_lock);
+}
+
+void ss_writer_fork_parent(void)
+{
+	pthread_mutex_unlock(&ss_writer_lock);
+}
+
+/* In the child the writer thread does not exist and the connection belongs to the parent:
+ * forget both without touching them (closing would write to the parent's file). */
+void ss_writer_fork_child(void)
+{
+	pthread_mutex_init(&ss_writer_lock, NULL);
+	writer_started = 0;
+	close_pipes();
+	db = NULL;
+	for (int i = 0; i < ST_COUNT; i++)
+		statements[i] = NULL;
+	free(sites.addresses);
+	free(sites.ids);
+	memset(&sites, 0, sizeof(sites));
+	memset(rows_per_class, 0, sizeof(rows_per_class));
+	layers_seen = 0;
+	dropped_write = 0;
+	in_transaction = 0;
+}
