@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh: the end-to-end test of syncspy on a GPU machine (the H200), in one call.
+#
+# Runs the reference workloads of examples/ without and with LD_PRELOAD=libsyncspy.so, checks
+# that the shim changes neither their output nor their exit code, checks each database against
+# the workload's .expect file (tests/gpu/check_expect.py), and runs the overhead benchmark
+# (bench/run.sh). Expects the build made elsewhere and carried in .carry/ (lib/libsyncspy.so,
+# lib/libunwind.so.8); builds the CUDA examples itself with nvcc.
+#
+#   tests/gpu/run.sh [RESULTS_DIR]     default: $OUT if set, else tests/gpu/results/<date-time>
+#
+# RESULTS_DIR receives at most 5 files, so that the device tool brings all of them back
+# (it returns at most 8 files from $OUT):
+#   summary.txt          one PASS/FAIL line per check, the expectation tables, the bench table
+#   run.log              every command run, with its output
+#   bench-calls.txt      bench/run.sh's result file
+#   copies_syncs.sqlite  the database recorded from examples/cuda/copies_syncs
+#   item_loop.sqlite     the database recorded from examples/torch/item_loop.py
+#
+# A failing step does not stop the others; every step has a time limit and the whole run a
+# budget (TOTAL_BUDGET_S, default 300 s), past which remaining steps are skipped and fail.
+# Exit status: 0 when every check passed, 1 otherwise.
+set -u
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 1
+
+results=${1:-${OUT:-$root/tests/gpu/results/$(date +%Y-%m-%d-%H%M%S)}}
+mkdir -p "$results" || exit 1
+results=$(cd "$results" && pwd)
+log_file=$results/run.log
+summary=$results/summary.txt
+: >"$log_file"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/syncspy-gpu.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+: >"$work/checks"
+: >"$work/tables"
+
+shim=$root/.carry/lib/libsyncspy.so
+total_budget=${TOTAL_BUDGET_S:-300}
+failures=0
+
+# The shim's own dependencies (libunwind.so.8) travel in .carry/lib. NVLink multicast stays off
+# on the shared machines (KINDS.md): a program using it can take the host's GPUs out of service.
+export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+log() { printf '%s\n' "$*" >>"$log_file"; }
+
+section() {
+	log ""
+	log "=== $* ($(date -u +%H:%M:%S), ${SECONDS}s) ==="
+	echo "--- $*"
+}
+
+# check NAME PASS|FAIL [DETAIL]: one line of the summary.
+check() {
+	local line="$2  $1${3:+  ($3)}"
+	echo "$line" >>"$work/checks"
+	log "CHECK: $line"
+	echo "$line"
+	[ "$2" = PASS ] || failures=$((failures + 1))
+}
+
+# Seconds a step may take: its own limit, cut to what is left of the run's budget.
+step_limit() {
+	local left=$((total_budget - SECONDS))
+	if [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
+
+# run_cmd LIMIT STDOUT_FILE STDERR_FILE CMD...: runs CMD with a time limit, logs the command and
+# its output, keeps stdout and stderr in the files given (/dev/null to drop them); returns CMD's
+# exit status (124/137: timed out, 125: skipped for lack of time).
+run_cmd() {
+	local limit out err rc
+	limit=$(step_limit "$1")
+	out=$2
+	err=$3
+	shift 3
+	log "+ $*"
+	if [ "$limit" -lt 5 ]; then
+		log "(skipped: the run's ${total_budget}s budget is spent)"
+		return 125
+	fi
+	timeout --kill-after=10 "$limit" "$@" >"$work/last.out" 2>"$work/last.err"
+	rc=$?
+	sed 's/^/  out| /' "$work/last.out" >>"$log_file"
+	sed 's/^/  err| /' "$work/last.err" >>"$log_file"
+	log "(exit $rc)"
+	[ "$out" = /dev/null ] || cp "$work/last.out" "$out"
+	[ "$err" = /dev/null ] || cp "$work/last.err" "$err"
+	return "$rc"
+}
+
+# A database is done when it has its final name; a .partial left behind means it was not.
+check_database() {
+	local name=$1 dir=$2 dbs partials
+	dbs=$(find "$dir" -maxdepth 1 -name '*.sqlite' 2>/dev/null | wc -l)
+	partials=$(find "$dir" -maxdepth 1 -name '*.partial' 2>/dev/null | wc -l)
+	log "databases in $dir:"
+	ls -l "$dir" >>"$log_file" 2>&1
+	if [ "$dbs" -ge 1 ] && [ "$partials" -eq 0 ]; then
+		check "$name: database written and finished" PASS "$dbs file(s)"
+	else
+		check "$name: database written and finished" FAIL "$dbs *.sqlite, $partials *.partial"
+	fi
+}
+
+# run_workload NAME LIMIT EXPECT_FILE RESULT_LINE_REGEX CMD...: the same workload without and
+# with the shim; compares output and exit code, then checks the database against EXPECT_FILE.
+run_workload() {
+	local name=$1 limit=$2 expect=$3 result_re=$4
+	shift 4
+	local plain_rc shim_rc dbdir=$work/db-$name newest
+	section "$name without the shim"
+	run_cmd "$limit" "$work/$name.plain.out" "$work/$name.plain.err" "$@"
+	plain_rc=$?
+	if [ "$plain_rc" -eq 0 ] && grep -Eq "$result_re" "$work/$name.plain.out"; then
+		check "$name: runs and verifies its result without the shim" PASS
+	else
+		check "$name: runs and verifies its result without the shim" FAIL "exit $plain_rc"
+	fi
+
+	section "$name with the shim"
+	if [ ! -f "$shim" ]; then
+		check "$name: same stdout and exit code under the shim" FAIL "no shim at $shim"
+		return
+	fi
+	mkdir -p "$dbdir"
+	run_cmd "$limit" "$work/$name.shim.out" "$work/$name.shim.err" \
+		env LD_PRELOAD="$shim" SYNCSPY_OUTPUT="$dbdir" "$@"
+	shim_rc=$?
+	if [ "$shim_rc" -eq "$plain_rc" ] && cmp -s "$work/$name.plain.out" "$work/$name.shim.out"; then
+		check "$name: same stdout and exit code under the shim" PASS "exit $shim_rc"
+	else
+		check "$name: same stdout and exit code under the shim" FAIL \
+			"exit $plain_rc without, $shim_rc with"
+		log "stdout diff (without vs with):"
+		diff "$work/$name.plain.out" "$work/$name.shim.out" >>"$log_file" 2>&1
+	fi
+	# stderr may differ only by the shim's own lines.
+	grep -v '^syncspy:' "$work/$name.shim.err" >"$work/$name.shim.err.own"
+	if cmp -s "$work/$name.plain.err" "$work/$name.shim.err.own"; then
+		check "$name: stderr unchanged apart from 'syncspy:' lines" PASS
+	else
+		check "$name: stderr unchanged apart from 'syncspy:' lines" FAIL "see run.log"
+		log "stderr diff (without vs with, syncspy: lines removed):"
+		diff "$work/$name.plain.err" "$work/$name.shim.err.own" >>"$log_file" 2>&1
+	fi
+	if grep -Eq '^syncspy: rank [^:]+: [0-9]+ sync points, [0-9]+ enqueues -> ' \
+		"$work/$name.shim.err"; then
+		check "$name: shim's exit summary on stderr" PASS \
+			"$(grep -Eo '[0-9]+ sync points, [0-9]+ enqueues' "$work/$name.shim.err" | tail -n1)"
+	else
+		check "$name: shim's exit summary on stderr" FAIL "no 'syncspy: rank R: ...' line"
+	fi
+	check_database "$name" "$dbdir"
+
+	section "$name database against $expect"
+	run_cmd 60 "$work/$name.expect.out" "$work/$name.expect.err" \
+		python3 tests/gpu/check_expect.py "$dbdir" "$expect" --summary
+	case $? in
+	0) check "$name: database matches $expect" PASS ;;
+	1) check "$name: database matches $expect" FAIL "expectations not met, see summary" ;;
+	*) check "$name: database matches $expect" FAIL "could not check, see run.log" ;;
+	esac
+	{
+		echo
+		echo "### $name: $expect"
+		sed '/^meta:$/,$d' "$work/$name.expect.out"
+		cat "$work/$name.expect.err"
+	} >>"$work/tables" 2>/dev/null
+	newest=$(ls -t "$dbdir"/*.sqlite 2>/dev/null | head -n1)
+	if [ -n "$newest" ]; then
+		cp "$newest" "$results/$name.sqlite"
+		log "kept $newest as $results/$name.sqlite"
+	fi
+}
+
+# --- (a) what the machine is
+section "environment"
+log "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(hostname)  kernel: $(uname -r)"
+commit=$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
+log "commit: $commit"
+run_cmd 30 /dev/null /dev/null nvidia-smi -L
+run_cmd 30 /dev/null /dev/null nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+run_cmd 30 "$work/nvcc.out" /dev/null nvcc --version
+run_cmd 120 "$work/torch.out" /dev/null \
+	python3 -c 'import torch; print(torch.__version__, torch.cuda.is_available())'
+if grep -q ' True$' "$work/torch.out" 2>/dev/null; then
+	check "torch sees the GPU" PASS "$(cat "$work/torch.out")"
+else
+	check "torch sees the GPU" FAIL "$(cat "$work/torch.out" 2>/dev/null)"
+fi
+
+# --- (b) the carried build
+section "carried build"
+ls -l .carry/lib .carry/bin >>"$log_file" 2>&1
+if [ -f "$shim" ]; then
+	check "shim present" PASS "$shim"
+else
+	check "shim present" FAIL "no $shim"
+fi
+run_cmd 30 /dev/null /dev/null ldd "$shim"
+
+# Python's own sqlite3 module must keep working under the shim (DESIGN.md section 4: the shim's
+# storage engine stays out of the process's global symbol scope).
+section "python sqlite3 under the shim"
+pysql='import sqlite3; c = sqlite3.connect(":memory:"); c.execute("create table t(x)"); '
+pysql+='c.execute("insert into t values (42)"); print(sqlite3.sqlite_version, c.execute("select x from t").fetchone()[0])'
+run_cmd 60 "$work/pysql.plain" /dev/null python3 -c "$pysql"
+run_cmd 60 "$work/pysql.shim" /dev/null \
+	env LD_PRELOAD="$shim" SYNCSPY_OUTPUT="$work/db-pysqlite" python3 -c "$pysql"
+pysql_rc=$?
+if [ "$pysql_rc" -eq 0 ] && cmp -s "$work/pysql.plain" "$work/pysql.shim"; then
+	check "python's sqlite3 module works under the shim" PASS "$(cat "$work/pysql.shim")"
+else
+	check "python's sqlite3 module works under the shim" FAIL "exit $pysql_rc"
+fi
+
+# --- (c)+(d) the CUDA workload, built with the shared runtime so LD_PRELOAD sees its calls
+section "build examples/cuda/copies_syncs"
+if run_cmd 180 /dev/null /dev/null \
+	nvcc -O2 -arch=sm_90 -cudart shared -o "$work/copies_syncs" examples/cuda/copies_syncs.cu; then
+	check "copies_syncs: builds with nvcc -cudart shared" PASS
+	run_workload copies_syncs 120 examples/cuda/copies_syncs.expect \
+		'^copies_syncs: .* result=OK$' "$work/copies_syncs"
+else
+	check "copies_syncs: builds with nvcc -cudart shared" FAIL
+fi
+
+# --- (e) the torch workload
+run_workload item_loop 180 examples/torch/item_loop.expect \
+	'^item_loop: steps=60 .* loss_fell=yes$' python3 examples/torch/item_loop.py
+
+# --- (f) overhead benchmark
+section "bench/run.sh"
+run_cmd 300 /dev/null /dev/null bash bench/run.sh "$results/bench-calls.txt"
+case $? in
+0) check "bench: overhead within targets" PASS ;;
+1) check "bench: overhead within targets" FAIL "some call over its target, see table" ;;
+*) check "bench: overhead within targets" FAIL "benchmark did not run, see run.log" ;;
+esac
+
+# --- (g) summary
+{
+	echo "# syncspy GPU end-to-end test: tests/gpu/run.sh"
+	echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)  (${SECONDS}s)"
+	echo "commit:  $commit"
+	echo "host:    $(hostname)  $(uname -r)"
+	echo "gpu:     $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n1)"
+	echo "nvcc:    $(grep -o 'release [0-9.]*, V[0-9.]*' "$work/nvcc.out" 2>/dev/null)"
+	echo "torch:   $(cat "$work/torch.out" 2>/dev/null)"
+	echo "result:  $failures check(s) failed of $(wc -l <"$work/checks")"
+	echo
+	cat "$work/checks"
+	echo
+	echo "## expectations"
+	cat "$work/tables"
+	echo
+	echo "## bench (bench-calls.txt)"
+	if [ -f "$results/bench-calls.txt" ]; then
+		sed -n '/^call /,/^$/p' "$results/bench-calls.txt"
+	else
+		echo "(no result file)"
+	fi
+} >"$summary"
+
+echo
+cat "$summary"
+[ "$failures" -eq 0 ]
