@@ -192,12 +192,14 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 	freed_kind = ss_range_remove(freed_ptr, &freed_bytes);                                     \
 	rec.obj = (uintptr_t)freed_ptr;                                                            \
 	rec.bytes = freed_bytes;                                                                   \
+	rec.host_mem = freed_kind & ~SS_RANGE_ASYNC;                                               \
 	if ((freed_kind & SS_RANGE_ASYNC) && rec.cls == SS_S6)                                     \
 		rec.cls = SS_X1;
 #define ALLOC(ptr, n, kind)                                                                        \
 	if (ret == cudaSuccess) {                                                                  \
 		rec.bytes = (n);                                                                   \
 		rec.obj = (uintptr_t)(ptr);                                                        \
+		rec.host_mem = (kind) & ~SS_RANGE_ASYNC;                                           \
 		ss_range_add((ptr), rec.bytes, (kind));                                            \
 	}
 #define CREATED_STREAM(s, flags, priority)                                                         \

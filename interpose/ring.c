@@ -2,8 +2,8 @@
  * interpose/ring.c: giving threads their rings under the memory cap, and taking them back.
  *
  * A thread's first recorded call attaches a ring (the one slow path of a thread, SHIM-1).
- * Ring size: an eighth of SYNCSPY_BUFFER_MB, at most 8 MiB (131072 records), halved down to
- * 64 KiB while the cap is short; past that the thread records nothing and its calls count as
+ * Ring size: 1/32 of SYNCSPY_BUFFER_MB, at most 4 MiB (65536 records): 32 threads get a full
+ * ring under the default cap; later ones get halves down to 64 KiB while the cap is short; past that the thread records nothing and its calls count as
  * dropped_no_buffer (SHIM-5). A pthread key's destructor marks the ring orphaned when the thread
  * exits; the writer drains it and gives its storage back to the cap.
  */
@@ -14,7 +14,7 @@
 
 #include "ring.h"
 
-#define RING_MAX_BYTES ((size_t)8 << 20)
+#define RING_MAX_BYTES ((size_t)4 << 20)
 #define RING_MIN_BYTES ((size_t)64 << 10)
 
 static struct ss_ring *_Atomic ring_list;
@@ -27,6 +27,7 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static void on_thread_exit(void *arg)
 {
 	struct ss_ring *ring = arg;
+	ss_ring_close_poll(ring);
 	atomic_store_explicit(&ring->orphaned, 1, memory_order_release);
 	if (ss_tls.ring == ring)
 		ss_tls.ring = NULL;
@@ -61,7 +62,7 @@ struct ss_ring *ss_ring_attach(struct ss_tls *tls)
 		return NULL;
 	pthread_once(&exit_key_once, make_exit_key);
 
-	size_t want = ((size_t)ss_config.SYNCSPY_BUFFER_MB << 20) / 8;
+	size_t want = ((size_t)ss_config.SYNCSPY_BUFFER_MB << 20) / 32;
 	if (want > RING_MAX_BYTES)
 		want = RING_MAX_BYTES;
 	size_t pow2 = RING_MIN_BYTES;
@@ -118,4 +119,75 @@ void ss_ring_forget_all(void)
 	ss_tls.ring = NULL;
 	if (exit_key_once != PTHREAD_ONCE_INIT) /* the key's value would name a freed ring */
 		pthread_setspecific(exit_key, NULL);
+}
+
+/* ------------------------------------------------------------------ polling loops */
+
+static void poll_write_begin(struct ss_ring *ring)
+{
+	atomic_store_explicit(&ring->poll_seq, ring->poll_seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+static void poll_write_end(struct ss_ring *ring)
+{
+	atomic_store_explicit(&ring->poll_seq, ring->poll_seq + 1, memory_order_release);
+}
+
+static int same_loop(const struct ss_rec *a, const struct ss_rec *b)
+{
+	return a->api == b->api && a->obj == b->obj && a->stream == b->stream;
+}
+
+void ss_ring_close_poll(struct ss_ring *ring)
+{
+	if (!atomic_load_explicit(&ring->poll_open, memory_order_relaxed))
+		return;
+	ss_ring_push(ring, &ring->poll);
+	poll_write_begin(ring);
+	atomic_store_explicit(&ring->poll_open, 0, memory_order_relaxed);
+	poll_write_end(ring);
+}
+
+void ss_emit_poll(struct ss_ring *ring, const struct ss_rec *rec)
+{
+	if (atomic_load_explicit(&ring->poll_open, memory_order_relaxed)) {
+		if (rec->cls == SS_S7 && same_loop(&ring->poll, rec)) {
+			poll_write_begin(ring);
+			ring->poll.t_end = rec->t_end;
+			ring->poll.ret = rec->ret;
+			ring->poll.aux++;
+			poll_write_end(ring);
+			return;
+		}
+		ss_ring_close_poll(ring);
+	}
+	if (rec->cls != SS_S7) {
+		ss_ring_push(ring, rec);
+		return;
+	}
+	poll_write_begin(ring);
+	ring->poll = *rec;
+	ring->poll.aux = 1; /* the loop's query count */
+	atomic_store_explicit(&ring->poll_open, 1, memory_order_relaxed);
+	poll_write_end(ring);
+}
+
+int ss_ring_peek_poll(struct ss_ring *ring, struct ss_rec *out)
+{
+	for (int attempt = 0; attempt < 1000; attempt++) {
+		unsigned s1 = atomic_load_explicit(&ring->poll_seq, memory_order_acquire);
+		if (s1 & 1)
+			continue;
+		int open = atomic_load_explicit(&ring->poll_open, memory_order_relaxed);
+		struct ss_rec copy;
+		__builtin_memcpy(&copy, (const void *)&ring->poll, sizeof(copy));
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&ring->poll_seq, memory_order_relaxed) != s1)
+			continue;
+		if (open)
+			*out = copy;
+		return open;
+	}
+	return 0; /* the owner is busy folding: the next commit will see it */
 }

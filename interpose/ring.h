@@ -10,11 +10,14 @@
 #include "shim.h"
 
 struct ss_ring {
-	/* producer side: its own cache line */
+	/* producer side: its own cache lines */
 	_Atomic uint64_t head;      /* records published */
 	uint64_t tail_seen;         /* producer's last view of tail (saves a shared read) */
 	_Atomic uint64_t dropped;   /* SHIM-5: records lost to a full ring */
-	char pad0[40];
+	_Atomic int poll_open;      /* a polling loop is being folded into `poll` */
+	_Atomic unsigned poll_seq;  /* sequence lock over poll/poll_open, for the writer's peek */
+	char pad0[32];
+	struct ss_rec poll;         /* the open S7 loop: first query, last end and ret, aux = count */
 	/* consumer side */
 	_Atomic uint64_t tail;      /* records consumed by the writer */
 	char pad1[56];
@@ -39,17 +42,8 @@ void ss_ring_release(struct ss_ring *ring);
 void ss_ring_forget_all(void);
 extern _Atomic uint64_t ss_dropped_no_buffer;
 
-/* The hot-path append (SHIM-1). */
-static inline void ss_emit(struct ss_tls *tls, const struct ss_rec *rec)
+static inline void ss_ring_push(struct ss_ring *ring, const struct ss_rec *rec)
 {
-	struct ss_ring *ring = tls->ring;
-	if (ss_unlikely(ring == NULL ||
-			tls->generation != atomic_load_explicit(&ss_generation,
-								memory_order_relaxed))) {
-		ring = ss_ring_attach(tls);
-		if (ring == NULL)
-			return;
-	}
 	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
 	if (ss_unlikely(head - ring->tail_seen > ring->mask)) {
 		ring->tail_seen = atomic_load_explicit(&ring->tail, memory_order_acquire);
@@ -60,6 +54,34 @@ static inline void ss_emit(struct ss_tls *tls, const struct ss_rec *rec)
 	}
 	ring->recs[head & ring->mask] = *rec;
 	atomic_store_explicit(&ring->head, head + 1, memory_order_release);
+}
+
+/* S7 calls, and the first call after a polling loop (ring.c). */
+void ss_emit_poll(struct ss_ring *ring, const struct ss_rec *rec);
+/* Producer: publishes the open polling loop, if any (thread exit). */
+void ss_ring_close_poll(struct ss_ring *ring);
+/* Writer: a consistent copy of the open polling loop; 0 when none is open. */
+int ss_ring_peek_poll(struct ss_ring *ring, struct ss_rec *out);
+
+/* The hot-path append (SHIM-1). A polling loop (SCHEMA-5) is folded in place, in the ring's
+ * `poll` record, and reaches the ring once, when the thread makes any other call: a loop of a
+ * million cudaEventQuery calls costs one record, not a full ring. */
+static inline void ss_emit(struct ss_tls *tls, const struct ss_rec *rec)
+{
+	struct ss_ring *ring = tls->ring;
+	if (ss_unlikely(ring == NULL ||
+			tls->generation != atomic_load_explicit(&ss_generation,
+								memory_order_relaxed))) {
+		ring = ss_ring_attach(tls);
+		if (ring == NULL)
+			return;
+	}
+	if (ss_unlikely(rec->cls == SS_S7 ||
+			atomic_load_explicit(&ring->poll_open, memory_order_relaxed))) {
+		ss_emit_poll(ring, rec);
+		return;
+	}
+	ss_ring_push(ring, rec);
 }
 
 #endif

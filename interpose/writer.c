@@ -8,7 +8,8 @@
  * answered on a second pipe, so the handler can wait with a timeout using only
  * async-signal-safe calls) and from the exit path ('Q').
  *
- * Record-to-row rules live here: S7 polling loops are folded into one row (SCHEMA-5); a call's
+ * Record-to-row rules live here: an S7 polling loop (folded by its thread, ring.c) is one row,
+ * written at a commit while it still runs and completed when it ends (SCHEMA-5); a call's
  * caller address becomes a sites row (dladdr, in this thread, never on the hot path); N1 and
  * stream-creation records also fill the comms and streams tables.
  */
@@ -265,10 +266,14 @@ static int64_t site_id(uint64_t address)
 
 struct ring_state {
 	int thread_known;
-	int poll_active;
-	struct ss_rec poll;   /* the open polling loop: first query, end/ret of the last */
-	uint64_t poll_count;
-	int64_t poll_rowid;   /* its row, once written (at a commit while still open) */
+	/* The open polling loop's row, written at a commit while the loop still ran (from
+	 * ss_ring_peek_poll); the loop's final record, when it arrives, updates this row. */
+	int64_t snap_rowid;
+	uint64_t snap_t_start;
+	int snap_api;
+	/* The last finished loop drained, so that a peek racing with its close adds no row. */
+	uint64_t last_loop_t_start;
+	int last_loop_api;
 };
 
 static struct ring_state *state_of(struct ss_ring *ring)
@@ -299,11 +304,12 @@ static void note_thread(struct ss_ring *ring, struct ring_state *rs, uint64_t fi
 	rs->thread_known = 1;
 }
 
-static int64_t insert_call(struct ss_ring *ring, const struct ss_rec *r, uint64_t count)
+static int64_t insert_call(struct ss_ring *ring, const struct ss_rec *r)
 {
 	sqlite3_stmt *st = statements[ST_CALL];
 	int api = r->api;
 	int created_comm = r->cls == SS_N1 && is_comm_creation(api) && r->obj != 0;
+	int polling = r->cls == SS_S7; /* aux is the loop's query count (ring.c) */
 	uint64_t start_ns = ss_clock_to_ns(r->t_start), end_ns = ss_clock_to_ns(r->t_end);
 	sq.sqlite3_bind_int64(st, 1, ring->tid);
 	sq.sqlite3_bind_int64(st, 2, api);
@@ -321,10 +327,11 @@ static int64_t insert_call(struct ss_ring *ring, const struct ss_rec *r, uint64_
 	sq.sqlite3_bind_int64(st, 13, r->ret);
 	int64_t site = site_id(r->caller);
 	bind_u64_or_null(st, 14, site != 0, (uint64_t)site);
-	sq.sqlite3_bind_int64(st, 15, (sqlite3_int64)count);
-	bind_u64_or_null(st, 16, !created_comm && r->aux != UINT64_MAX, r->aux);
+	sq.sqlite3_bind_int64(st, 15, polling ? (sqlite3_int64)r->aux : 1);
+	bind_u64_or_null(st, 16, !created_comm && !polling && r->aux != UINT64_MAX, r->aux);
 	if (step_reset(st) != 0)
 		return 0;
+	int64_t rowid = sq.sqlite3_last_insert_rowid(db);
 	rows_per_class[r->cls]++;
 	layers_seen |= 1u << ss_apis[api].layer;
 
@@ -359,54 +366,58 @@ static int64_t insert_call(struct ss_ring *ring, const struct ss_rec *r, uint64_
 		sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)r->stream);
 		step_reset(st);
 	}
-	return sq.sqlite3_last_insert_rowid(db);
+	return rowid;
 }
 
-/* Writes the open polling loop's row (insert, or update once written) and keeps it open. */
-static void persist_poll(struct ss_ring *ring, struct ring_state *rs)
+static void update_loop_row(int64_t rowid, const struct ss_rec *loop)
 {
-	if (!rs->poll_active)
-		return;
-	if (rs->poll_rowid == 0) {
-		rs->poll_rowid = insert_call(ring, &rs->poll, rs->poll_count);
-		return;
-	}
 	sqlite3_stmt *st = statements[ST_POLL_UPDATE];
-	sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)ss_clock_to_ns(rs->poll.t_end));
-	sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)rs->poll_count);
-	sq.sqlite3_bind_int64(st, 3, rs->poll.ret);
-	sq.sqlite3_bind_int64(st, 4, rs->poll_rowid);
+	sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)ss_clock_to_ns(loop->t_end));
+	sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)loop->aux);
+	sq.sqlite3_bind_int64(st, 3, loop->ret);
+	sq.sqlite3_bind_int64(st, 4, rowid);
 	step_reset(st);
 }
 
-static void close_poll(struct ss_ring *ring, struct ring_state *rs)
+/* A finished polling loop from the ring (SCHEMA-5): completes the row written while it ran,
+ * or becomes a row of its own. */
+static void store_loop(struct ss_ring *ring, struct ring_state *rs, const struct ss_rec *loop)
 {
-	persist_poll(ring, rs);
-	rs->poll_active = 0;
-	rs->poll_rowid = 0;
+	if (rs->snap_rowid && rs->snap_t_start == loop->t_start && rs->snap_api == loop->api)
+		update_loop_row(rs->snap_rowid, loop);
+	else
+		insert_call(ring, loop);
+	rs->snap_rowid = 0;
+	rs->last_loop_t_start = loop->t_start;
+	rs->last_loop_api = loop->api;
 }
 
-/* SCHEMA-5: consecutive queries of one object by one thread are one row. */
+/* At a commit: the loop a thread is still in gets its row now, with the count so far, so that
+ * a killed process keeps it. */
+static void store_open_loop(struct ss_ring *ring, struct ring_state *rs)
+{
+	struct ss_rec loop;
+	if (ring->recs == NULL || !ss_ring_peek_poll(ring, &loop))
+		return;
+	if (loop.t_start == rs->last_loop_t_start && loop.api == rs->last_loop_api)
+		return; /* closed and stored already; the owner has not cleared the flag yet */
+	if (rs->snap_rowid && rs->snap_t_start == loop.t_start && rs->snap_api == loop.api) {
+		update_loop_row(rs->snap_rowid, &loop);
+		return;
+	}
+	rs->snap_rowid = insert_call(ring, &loop);
+	rs->snap_t_start = loop.t_start;
+	rs->snap_api = loop.api;
+}
+
 static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss_rec *r)
 {
 	if (!rs->thread_known)
 		note_thread(ring, rs, ss_clock_to_ns(r->t_start));
-	if (r->cls == SS_S7) {
-		if (rs->poll_active && rs->poll.api == r->api && rs->poll.obj == r->obj &&
-		    rs->poll.stream == r->stream) {
-			rs->poll_count++;
-			rs->poll.t_end = r->t_end;
-			rs->poll.ret = r->ret;
-			return;
-		}
-		close_poll(ring, rs);
-		rs->poll = *r;
-		rs->poll_count = 1;
-		rs->poll_active = 1;
-		return;
-	}
-	close_poll(ring, rs);
-	insert_call(ring, r, 1);
+	if (r->cls == SS_S7)
+		store_loop(ring, rs, r);
+	else
+		insert_call(ring, r);
 }
 
 static void drain_ring(struct ss_ring *ring)
@@ -422,10 +433,8 @@ static void drain_ring(struct ss_ring *ring)
 	for (; tail != head; tail++)
 		process(ring, rs, &ring->recs[tail & ring->mask]);
 	atomic_store_explicit(&ring->tail, tail, memory_order_release);
-	if (orphaned) {
-		close_poll(ring, rs);
+	if (orphaned)
 		ss_ring_release(ring);
-	}
 }
 
 static uint64_t dropped_in_rings(void)
@@ -697,7 +706,7 @@ static void commit(void)
 {
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
 		if (ring->writer_state)
-			persist_poll(ring, ring->writer_state);
+			store_open_loop(ring, ring->writer_state);
 	write_meta_progress();
 	if (in_transaction)
 		exec_sql("COMMIT");
@@ -737,9 +746,6 @@ static void close_database(const char *reason)
 {
 	atomic_store(&ss_state, SS_STATE_CLOSED);
 	drain_all();
-	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
-		if (ring->writer_state)
-			close_poll(ring, ring->writer_state);
 	meta_int("end_mono_ns", (int64_t)ss_mono_ns());
 	meta_text("exit_reason", reason);
 	meta_int("file_final", 1);

@@ -1,0 +1,56 @@
+/*
+ * report/commands.h: the table of `syncspy` subcommands and what they share (exit codes, the
+ * one way of reporting an error).
+ *
+ * One source file per subcommand: cmd_NAME.c defines cmd_NAME(). To add a subcommand, add a
+ * line to SS_COMMANDS and the file to report/Makefile.am; main.c and `syncspy help` pick it up.
+ */
+#ifndef SYNCSPY_REPORT_COMMANDS_H
+#define SYNCSPY_REPORT_COMMANDS_H
+
+#include <stdio.h>
+
+/* Exit codes of every subcommand; docs/cli.md and `syncspy help` document them. */
+enum ss_exit {
+	SS_EXIT_OK = 0,
+	SS_EXIT_OVER_BUDGET = 1, /* only `syncspy check`: the workload synced more than allowed */
+	SS_EXIT_INPUT = 2,	 /* bad input or usage: the message says what to fix */
+	SS_EXIT_INTERNAL = 3,	 /* a bug, out of memory, a write error */
+};
+
+/*
+ * X(name, arguments, summary, options): options is the text `syncspy help NAME` prints under
+ * the synopsis, one "  --opt  meaning\n" line per option (empty for none).
+ */
+#define SS_COMMANDS(X)                                                                             \
+	X(help, "[COMMAND | env]",                                                                 \
+	  "print this help, a command's help, or the SYNCSPY_* environment variables", "")         \
+	X(info, "[--json] [--check] DB|DIR...",                                                    \
+	  "print each database's metadata, calls per API and class, and dropped events",           \
+	  "  --json   one JSON array with one object per database\n"                               \
+	  "  --check  read every page first (PRAGMA quick_check): slower, finds all damage\n"      \
+	  "  DIR      stands for the *.sqlite and *.sqlite.partial files inside it\n")             \
+	X(schema, "[--lookups]", "print the SQL schema this syncspy writes and reads",             \
+	  "  --lookups  also print the rows of the classes, memkinds and dirs tables\n")
+
+/* A subcommand gets its own argument vector (argv[0] is its name) and returns an ss_exit. */
+typedef int (*ss_command_fn)(int argc, char **argv);
+
+#define SS_COMMAND_DECLARE(name, args, summary, options) int cmd_##name(int argc, char **argv);
+SS_COMMANDS(SS_COMMAND_DECLARE)
+#undef SS_COMMAND_DECLARE
+
+/* Prints "syncspy: MESSAGE\n" on stderr and returns code, for `return ss_error(...)`. */
+int ss_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints the synopsis, summary and options of one subcommand to out. */
+void ss_command_usage(FILE *out, const char *name);
+
+/*
+ * Reports an option getopt_long rejected and returns SS_EXIT_INPUT. Subcommands run getopt_long
+ * with opterr = 0 and an option string starting with ':' (so that every message starts with
+ * "syncspy: "); ch is what it returned, '?' (unknown option) or ':' (missing argument).
+ */
+int ss_bad_option(const char *command, int ch, char **argv);
+
+#endif

@@ -1,0 +1,614 @@
+/*
+ * report/db.c: opening syncspy databases for reading (db.h), shared by every subcommand.
+ *
+ * The checks run from cheapest to dearest so that each kind of bad input gets its own message:
+ * the file itself (missing, empty, not SQLite by its 16-byte header), then SQLite's view of it
+ * (corrupt or truncated, caught from the first query), then the syncspy contract (meta table,
+ * schema_version, the tables and columns of SS_SCHEMA_SQL).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "syncspy/schema.h"
+#include "commands.h"
+#include "db.h"
+
+/* Every database is opened read-only; a writer may hold it for up to its commit period. */
+#define SS_DB_BUSY_TIMEOUT_MS 5000
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* ------------------------------------------------------------------ expanding arguments */
+
+static int list_append(struct ss_db_list *list, char *path)
+{
+	if (list->count == list->capacity) {
+		size_t capacity = list->capacity ? 2 * list->capacity : 16;
+		char **paths = realloc(list->paths, capacity * sizeof(*paths));
+
+		if (!paths)
+			return -1;
+		list->paths = paths;
+		list->capacity = capacity;
+	}
+	list->paths[list->count++] = path;
+	return 0;
+}
+
+static int has_suffix(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), s = strlen(suffix);
+
+	return n > s && strcmp(name + n - s, suffix) == 0;
+}
+
+/* The names the recording library gives its databases; -wal and -shm files are not listed. */
+static int is_database_name(const struct dirent *entry)
+{
+	return has_suffix(entry->d_name, ".sqlite") || has_suffix(entry->d_name, ".sqlite.partial");
+}
+
+static int expand_directory(const char *dir, struct ss_db_list *list, char *err, size_t errlen)
+{
+	struct dirent **entries;
+	int n, code = SS_EXIT_OK;
+	int slash = has_suffix(dir, "/");
+
+	/* versionsort: rank2 comes before rank10, and the order does not depend on the locale. */
+	n = scandir(dir, &entries, is_database_name, versionsort);
+	if (n < 0)
+		return fail(err, errlen, SS_EXIT_INPUT, "%s: %s", dir, strerror(errno));
+	if (n == 0)
+		code = fail(err, errlen, SS_EXIT_INPUT, "no syncspy databases in %s", dir);
+	for (int i = 0; i < n; i++) {
+		char *path;
+
+		if (code == SS_EXIT_OK) {
+			if (asprintf(&path, "%s%s%s", dir, slash ? "" : "/", entries[i]->d_name) <
+			    0)
+				path = NULL;
+			if (!path || list_append(list, path) != 0) {
+				free(path);
+				code = fail(err, errlen, SS_EXIT_INTERNAL, "out of memory");
+			}
+		}
+		free(entries[i]);
+	}
+	free(entries);
+	return code;
+}
+
+int ss_db_expand(int argc, char *const *argv, struct ss_db_list *list, char *err, size_t errlen)
+{
+	for (int i = 0; i < argc; i++) {
+		struct stat st;
+		char *path;
+		int code;
+
+		if (stat(argv[i], &st) != 0)
+			return fail(err, errlen, SS_EXIT_INPUT, "%s: %s", argv[i], strerror(errno));
+		if (S_ISDIR(st.st_mode)) {
+			code = expand_directory(argv[i], list, err, errlen);
+			if (code != SS_EXIT_OK)
+				return code;
+			continue;
+		}
+		path = strdup(argv[i]);
+		if (!path || list_append(list, path) != 0) {
+			free(path);
+			return fail(err, errlen, SS_EXIT_INTERNAL, "out of memory");
+		}
+	}
+	return SS_EXIT_OK;
+}
+
+void ss_db_list_free(struct ss_db_list *list)
+{
+	for (size_t i = 0; i < list->count; i++)
+		free(list->paths[i]);
+	free(list->paths);
+	memset(list, 0, sizeof(*list));
+}
+
+/* ------------------------------------------------------------------ errors */
+
+int ss_db_failure(sqlite3 *db, int rc, const char *path, char *err, size_t errlen)
+{
+	int ext = db ? sqlite3_extended_errcode(db) : rc;
+
+	switch (rc & 0xff) {
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return fail(err, errlen, SS_EXIT_INPUT, "%s: corrupt or truncated database", path);
+	case SQLITE_IOERR:
+		if (ext == SQLITE_IOERR_SHORT_READ)
+			return fail(err, errlen, SS_EXIT_INPUT, "%s: corrupt or truncated database",
+				    path);
+		return fail(err, errlen, SS_EXIT_INPUT, "%s: cannot read: %s", path,
+			    sqlite3_errmsg(db));
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return fail(err, errlen, SS_EXIT_INPUT,
+			    "%s: locked by its writer for more than %d ms; try again", path,
+			    SS_DB_BUSY_TIMEOUT_MS);
+	case SQLITE_CANTOPEN:
+	case SQLITE_PERM:
+	case SQLITE_READONLY:
+		/* Reading a WAL database needs its -shm file, or the right to create it. */
+		return fail(err, errlen, SS_EXIT_INPUT,
+			    "%s: cannot open: %s (a database in WAL mode needs its -shm file or a "
+			    "writable directory)",
+			    path, sqlite3_errmsg(db));
+	case SQLITE_NOMEM:
+		return fail(err, errlen, SS_EXIT_INTERNAL, "%s: out of memory", path);
+	default:
+		return fail(err, errlen, SS_EXIT_INTERNAL, "%s: SQLite error: %s", path,
+			    db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	}
+}
+
+/* ------------------------------------------------------------------ opening and checking */
+
+/* The file itself, before SQLite sees it: each of these gets a message SQLite cannot give. */
+static int check_file(const char *path, char *err, size_t errlen)
+{
+	static const char sqlite_magic[16] = "SQLite format 3";
+	char header[sizeof(sqlite_magic)];
+	struct stat st;
+	ssize_t got;
+	int fd;
+
+	if (stat(path, &st) != 0)
+		return fail(err, errlen, SS_EXIT_INPUT, "%s: %s", path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return fail(err, errlen, SS_EXIT_INPUT, "%s: is a directory", path);
+	if (!S_ISREG(st.st_mode))
+		return fail(err, errlen, SS_EXIT_INPUT, "%s: not a regular file", path);
+	if (st.st_size == 0)
+		return fail(err, errlen, SS_EXIT_INPUT, "%s: not a syncspy database (empty file)",
+			    path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, errlen, SS_EXIT_INPUT, "%s: %s", path, strerror(errno));
+	got = pread(fd, header, sizeof(header), 0);
+	close(fd);
+	if (got < 0)
+		return fail(err, errlen, SS_EXIT_INPUT, "%s: %s", path, strerror(errno));
+	if ((size_t)got < sizeof(header) || memcmp(header, sqlite_magic, sizeof(header)) != 0)
+		return fail(err, errlen, SS_EXIT_INPUT, "%s: not a syncspy database (not SQLite)",
+			    path);
+	return SS_EXIT_OK;
+}
+
+/*
+ * Reads meta.schema_version (SCHEMA-1: written with the tables). Its value may have been bound
+ * as an integer or as text; anything but a whole number means this is not our database.
+ */
+static int check_version(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+	sqlite3_stmt *stmt;
+	long long version;
+	int rc, code;
+
+	rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1,
+				&stmt, NULL);
+	if (rc != SQLITE_OK)
+		return ss_db_failure(db, rc, path, err, errlen);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE) {
+		code =
+		    fail(err, errlen, SS_EXIT_INPUT,
+			 "%s: not a syncspy database (no schema_version in its meta table)", path);
+	} else if (rc != SQLITE_ROW) {
+		code = ss_db_failure(db, rc, path, err, errlen);
+	} else {
+		const char *text = (const char *)sqlite3_column_text(stmt, 0);
+		char *end = NULL;
+
+		errno = 0;
+		version = text ? strtoll(text, &end, 10) : 0;
+		if (!text || !*text || *end || errno)
+			code = fail(err, errlen, SS_EXIT_INPUT,
+				    "%s: not a syncspy database (schema_version is '%s')", path,
+				    text ? text : "NULL");
+		else if (version != SS_SCHEMA_VERSION)
+			code = fail(err, errlen, SS_EXIT_INPUT,
+				    "%s: unknown schema version %lld (this syncspy reads %d)", path,
+				    version, SS_SCHEMA_VERSION);
+		else
+			code = SS_EXIT_OK;
+	}
+	sqlite3_finalize(stmt);
+	return code;
+}
+
+/* A comma-separated list of a table's columns, in order, as a string SQLite owns (free it with
+ * sqlite3_free); NULL when the table does not exist or on error (*rc says which). */
+static char *table_columns(sqlite3 *db, const char *table, int *rc)
+{
+	sqlite3_stmt *stmt;
+	char *columns = NULL;
+
+	*rc = sqlite3_prepare_v2(db,
+				 "SELECT group_concat(name, ',') FROM"
+				 " (SELECT name FROM pragma_table_info(?1) ORDER BY cid)",
+				 -1, &stmt, NULL);
+	if (*rc != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC);
+	*rc = sqlite3_step(stmt);
+	if (*rc == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(stmt, 0);
+
+		*rc = SQLITE_OK;
+		if (text) {
+			columns = sqlite3_mprintf("%s", text);
+			if (!columns)
+				*rc = SQLITE_NOMEM;
+		}
+	}
+	sqlite3_finalize(stmt);
+	return columns;
+}
+
+/*
+ * Compares the database with SS_SCHEMA_SQL itself, built in memory, so that the reader's idea
+ * of version 1 cannot drift from the writer's: every table must have the same columns in the
+ * same order, every view must exist. Extra tables or indexes are allowed.
+ */
+static int check_objects(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+	sqlite3 *ref = NULL;
+	sqlite3_stmt *objects = NULL;
+	int rc, code = SS_EXIT_OK;
+
+	rc = sqlite3_open_v2(":memory:", &ref, SQLITE_OPEN_READWRITE, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(ref, SS_SCHEMA_SQL, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(
+		    ref,
+		    "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')"
+		    " AND name NOT GLOB 'sqlite_*' ORDER BY name",
+		    -1, &objects, NULL);
+	if (rc != SQLITE_OK) {
+		code = fail(err, errlen, SS_EXIT_INTERNAL, "cannot build the reference schema: %s",
+			    ref ? sqlite3_errmsg(ref) : sqlite3_errstr(rc));
+		goto out;
+	}
+	while (code == SS_EXIT_OK && (rc = sqlite3_step(objects)) == SQLITE_ROW) {
+		const char *type = (const char *)sqlite3_column_text(objects, 0);
+		const char *name = (const char *)sqlite3_column_text(objects, 1);
+		char *want, *have;
+		int rc_want, rc_have;
+
+		want = table_columns(ref, name, &rc_want);
+		have = table_columns(db, name, &rc_have);
+		if (rc_have != SQLITE_OK)
+			code = ss_db_failure(db, rc_have, path, err, errlen);
+		else if (rc_want != SQLITE_OK)
+			code = fail(err, errlen, SS_EXIT_INTERNAL, "reference schema: %s",
+				    sqlite3_errmsg(ref));
+		else if (!have)
+			code = fail(err, errlen, SS_EXIT_INPUT,
+				    "%s: damaged syncspy database: no %s '%s'", path, type, name);
+		else if (strcmp(type, "table") == 0 && strcmp(want, have) != 0)
+			code = fail(err, errlen, SS_EXIT_INPUT,
+				    "%s: damaged syncspy database: table '%s' has columns (%s), "
+				    "schema version %d has (%s)",
+				    path, name, have, SS_SCHEMA_VERSION, want);
+		sqlite3_free(want);
+		sqlite3_free(have);
+	}
+	if (code == SS_EXIT_OK && rc != SQLITE_DONE)
+		code = fail(err, errlen, SS_EXIT_INTERNAL, "reference schema: %s",
+			    sqlite3_errmsg(ref));
+out:
+	sqlite3_finalize(objects);
+	sqlite3_close(ref);
+	return code;
+}
+
+/* Whether the database has a meta table: the first read, so corruption shows up here. */
+static int check_meta_table(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	rc = sqlite3_prepare_v2(db,
+				"SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+				" AND name = 'meta'",
+				-1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		return ss_db_failure(db, rc, path, err, errlen);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		code = ss_db_failure(db, rc, path, err, errlen);
+	else if (sqlite3_column_int(stmt, 0) == 0)
+		code = fail(err, errlen, SS_EXIT_INPUT,
+			    "%s: not a syncspy database (no meta table)", path);
+	else
+		code = SS_EXIT_OK;
+	sqlite3_finalize(stmt);
+	return code;
+}
+
+/*
+ * A database that is not in WAL mode, or whose writer has finished (no -wal beside it), can be
+ * read as immutable: SQLite then takes no locks and needs no -shm file, so recordings in a
+ * read-only directory (a CI artifact, another user's run) still open.
+ */
+static sqlite3 *open_immutable(const char *path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *wal, *uri;
+	size_t n = 0, len = strlen(path);
+	sqlite3 *db = NULL;
+	int wal_exists;
+
+	if (asprintf(&wal, "%s-wal", path) < 0)
+		return NULL;
+	wal_exists = access(wal, F_OK) == 0;
+	free(wal);
+	if (wal_exists)
+		return NULL;
+	/* A URI filename: escape what URI syntax gives a meaning to. */
+	uri = malloc(3 * len + sizeof("file:?immutable=1"));
+	if (!uri)
+		return NULL;
+	n += (size_t)sprintf(uri, "file:");
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7f) {
+			uri[n++] = '%';
+			uri[n++] = hex[c >> 4];
+			uri[n++] = hex[c & 15];
+		} else {
+			uri[n++] = (char)c;
+		}
+	}
+	strcpy(uri + n, "?immutable=1");
+	if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		db = NULL;
+	}
+	free(uri);
+	return db;
+}
+
+int ss_db_open(const char *path, sqlite3 **out, char *err, size_t errlen)
+{
+	sqlite3 *db = NULL;
+	int rc, code;
+
+	*out = NULL;
+	code = check_file(path, err, errlen);
+	if (code != SS_EXIT_OK)
+		return code;
+	rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK) {
+		code = ss_db_failure(db, rc, path, err, errlen);
+		sqlite3_close(db);
+		return code;
+	}
+	sqlite3_busy_timeout(db, SS_DB_BUSY_TIMEOUT_MS);
+	code = check_meta_table(db, path, err, errlen);
+	/* In a read-only directory, a WAL database without its -shm fails one of these two ways. */
+	if (code != SS_EXIT_OK && ((sqlite3_errcode(db) & 0xff) == SQLITE_CANTOPEN ||
+				   (sqlite3_errcode(db) & 0xff) == SQLITE_READONLY)) {
+		sqlite3 *immutable = open_immutable(path);
+
+		if (immutable) {
+			sqlite3_close(db);
+			db = immutable;
+			code = check_meta_table(db, path, err, errlen);
+		}
+	}
+	if (code == SS_EXIT_OK)
+		code = check_version(db, path, err, errlen);
+	if (code == SS_EXIT_OK)
+		code = check_objects(db, path, err, errlen);
+	if (code != SS_EXIT_OK) {
+		sqlite3_close(db);
+		return code;
+	}
+	*out = db;
+	return SS_EXIT_OK;
+}
+
+int ss_db_quick_check(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+	sqlite3_stmt *stmt;
+	int rc, code = SS_EXIT_OK;
+
+	rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		return ss_db_failure(db, rc, path, err, errlen);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		const char *result = (const char *)sqlite3_column_text(stmt, 0);
+
+		if (!result || strcmp(result, "ok") != 0) {
+			/* SQLite's report spans lines; the message must stay one line. */
+			code = fail(err, errlen, SS_EXIT_INPUT,
+				    "%s: corrupt or truncated database (quick_check: %s)", path,
+				    result ? result : "no result");
+			for (char *c = err; *c; c++)
+				if (*c == '\n')
+					*c = ' ';
+		}
+	} else {
+		code = ss_db_failure(db, rc, path, err, errlen);
+	}
+	sqlite3_finalize(stmt);
+	return code;
+}
+
+/* ------------------------------------------------------------------ printing rows */
+
+struct cell_table {
+	int columns;
+	char **cells; /* row-major, the header row first when there is one */
+	size_t ncells, capacity;
+	size_t *width; /* per column, in characters */
+	int *numeric;  /* per column: every value is an integer or NULL */
+};
+
+/* Display width of UTF-8 text: continuation bytes take no column. */
+static size_t text_width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			w++;
+	return w;
+}
+
+/* A copy of text with control characters as \xNN, so that one row stays one line. */
+static char *printable(const char *text)
+{
+	size_t len = strlen(text), n = 0;
+	char *copy = malloc(4 * len + 1);
+
+	if (!copy)
+		return NULL;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+
+		if (c < 0x20 || c == 0x7f)
+			n += (size_t)sprintf(copy + n, "\\x%02x", c);
+		else
+			copy[n++] = (char)c;
+	}
+	copy[n] = '\0';
+	return copy;
+}
+
+static int add_cell(struct cell_table *t, const char *text)
+{
+	char *copy;
+
+	if (t->ncells == t->capacity) {
+		size_t capacity = t->capacity ? 2 * t->capacity : 64 * (size_t)t->columns;
+		char **cells = realloc(t->cells, capacity * sizeof(*cells));
+
+		if (!cells)
+			return -1;
+		t->cells = cells;
+		t->capacity = capacity;
+	}
+	copy = printable(text);
+	if (!copy)
+		return -1;
+	t->cells[t->ncells++] = copy;
+	return 0;
+}
+
+static void print_table(const struct cell_table *t, FILE *out, const char *indent,
+			const char *separator)
+{
+	for (size_t r = 0; r < t->ncells / t->columns; r++) {
+		fputs(indent, out);
+		for (int c = 0; c < t->columns; c++) {
+			const char *cell = t->cells[r * t->columns + c];
+			size_t pad = t->width[c] - text_width(cell);
+			int last = c == t->columns - 1;
+
+			if (c > 0)
+				fputs(separator, out);
+			if (t->numeric[c])
+				fprintf(out, "%*s%s", (int)pad, "", cell);
+			else
+				fprintf(out, "%s%*s", cell, last ? 0 : (int)pad, "");
+		}
+		fputc('\n', out);
+	}
+}
+
+static void free_table(struct cell_table *t)
+{
+	for (size_t i = 0; i < t->ncells; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	free(t->width);
+	free(t->numeric);
+}
+
+int ss_db_print_rows(sqlite3 *db, sqlite3_stmt *stmt, const char *path, FILE *out,
+		     const struct ss_rows_style *style, char *err, size_t errlen)
+{
+	struct cell_table t = {.columns = sqlite3_column_count(stmt)};
+	size_t data_rows = 0;
+	int rc, code = SS_EXIT_OK;
+
+	t.width = calloc((size_t)t.columns + 1, sizeof(*t.width));
+	t.numeric = calloc((size_t)t.columns + 1, sizeof(*t.numeric));
+	if (!t.width || !t.numeric) {
+		code = fail(err, errlen, SS_EXIT_INTERNAL, "out of memory");
+		goto out;
+	}
+	for (int c = 0; c < t.columns; c++)
+		t.numeric[c] = 1;
+	if (style->header) {
+		for (int c = 0; c < t.columns; c++) {
+			if (add_cell(&t, sqlite3_column_name(stmt, c)) != 0) {
+				code = fail(err, errlen, SS_EXIT_INTERNAL, "out of memory");
+				goto out;
+			}
+		}
+	}
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		for (int c = 0; c < t.columns; c++) {
+			int type = sqlite3_column_type(stmt, c);
+			const char *text = (const char *)sqlite3_column_text(stmt, c);
+
+			if (type != SQLITE_INTEGER && type != SQLITE_NULL)
+				t.numeric[c] = 0;
+			if (add_cell(&t, type == SQLITE_NULL || !text ? "-" : text) != 0) {
+				code = fail(err, errlen, SS_EXIT_INTERNAL, "out of memory");
+				goto out;
+			}
+		}
+		data_rows++;
+	}
+	if (rc != SQLITE_DONE) {
+		code = ss_db_failure(db, rc, path, err, errlen);
+		goto out;
+	}
+	if (data_rows == 0 || t.columns == 0) {
+		if (style->empty_note)
+			fprintf(out, "%s%s\n", style->indent, style->empty_note);
+		goto out;
+	}
+	for (size_t i = 0; i < t.ncells; i++) {
+		size_t w = text_width(t.cells[i]);
+
+		if (w > t.width[i % t.columns])
+			t.width[i % t.columns] = w;
+	}
+	print_table(&t, out, style->indent, style->separator ? style->separator : "  ");
+out:
+	sqlite3_reset(stmt);
+	free_table(&t);
+	return code;
+}

@@ -1,0 +1,72 @@
+/*
+ * report/db.h: opening syncspy databases for reading, shared by every subcommand.
+ *
+ * A recording is never modified: databases are opened read-only, and a `.partial` file of a
+ * process that is still running or was killed (with its -wal beside it) reads like a finished
+ * one. Every function here that can fail returns an ss_exit code (commands.h) and leaves one
+ * message in err, "PATH: what is wrong", for the caller to print after "syncspy: ".
+ */
+#ifndef SYNCSPY_REPORT_DB_H
+#define SYNCSPY_REPORT_DB_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <sqlite3.h>
+
+/* The database paths the command line names, directories expanded. */
+struct ss_db_list {
+	char **paths;
+	size_t count;
+	size_t capacity;
+};
+
+/*
+ * Appends each argument to list; an argument that is a directory stands for the *.sqlite and
+ * *.sqlite.partial files directly inside it, in version order of their names (rank2 before
+ * rank10; the same in every locale, so outputs are stable). A missing path or a directory with no databases is an input error. Files are not
+ * opened here: ss_db_open says what is wrong with them.
+ */
+int ss_db_expand(int argc, char *const *argv, struct ss_db_list *list, char *err, size_t errlen);
+void ss_db_list_free(struct ss_db_list *list);
+
+/*
+ * Opens path read-only and checks that it is a syncspy database this syncspy can read: an
+ * SQLite file, with a meta table whose schema_version is SS_SCHEMA_VERSION and every table and
+ * view of SS_SCHEMA_SQL. On success *out is the open connection (close it with sqlite3_close).
+ */
+int ss_db_open(const char *path, sqlite3 **out, char *err, size_t errlen);
+
+/*
+ * Reads the whole file through SQLite's PRAGMA quick_check (time proportional to its size) and
+ * reports "corrupt or truncated database" when a page does not hold together. ss_db_open only
+ * sees damage in the pages its checks read; every later query still reports what it meets.
+ */
+int ss_db_quick_check(sqlite3 *db, const char *path, char *err, size_t errlen);
+
+/*
+ * Turns a failed SQLite call on an open database into an exit code and a message. Input errors
+ * (exit 2): corruption and truncation (SQLITE_CORRUPT, SQLITE_NOTADB, short reads), read errors,
+ * a file its writer keeps locked, a WAL file that cannot be opened read-only. Anything else
+ * (SQL errors, no memory) is internal (exit 3). rc is the failing result code.
+ */
+int ss_db_failure(sqlite3 *db, int rc, const char *path, char *err, size_t errlen);
+
+/* How ss_db_print_rows lays out a table. */
+struct ss_rows_style {
+	const char *indent;	/* printed before every line */
+	const char *separator;	/* between columns; NULL: two spaces */
+	int header;		/* 1: a first line of column names */
+	const char *empty_note; /* printed (after indent) instead of the table when there are no
+				   rows; NULL: print nothing */
+};
+
+/*
+ * Runs a prepared statement and prints its rows as an aligned table: columns whose values are
+ * all integers (or NULL) are right-aligned, others left-aligned; NULL prints as "-" and control
+ * characters as \xNN, so that every row is one line. Resets stmt.
+ */
+int ss_db_print_rows(sqlite3 *db, sqlite3_stmt *stmt, const char *path, FILE *out,
+		     const struct ss_rows_style *style, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,54 @@
+# tests/e2e/lib.sh: what every e2e test shares. Sourced, never run.
+#
+# Environment (set by tests/Makefile.am): SHIM, SYNCSPY, PROGS, STANDIN_DIR, SQLITE3, PYTHON3,
+# NM, CUDA_LIBDIR, TOP_SRCDIR, E2E_DIR. Each test gets a fresh $tmp, removed at exit, with the
+# shim's output directory in $out.
+#
+#   under_shim CMD...     runs CMD with the shim preloaded, writing into $out
+#   one_db                the one database in $out (fails the test if there is not exactly one)
+#   q SQL                 runs SQL on $db
+#   golden SQL <<EOF      compares q SQL's output with the here-document (the expected output)
+#   fail MESSAGE          fails the test
+#   skip MESSAGE          skips it (exit 77: counted as skipped, never as passed)
+set -u
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/syncspy-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+out=$tmp/out
+db=
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+skip() {
+	echo "SKIP: $*" >&2
+	exit 77
+}
+
+under_shim() {
+	env LD_PRELOAD="$SHIM" SYNCSPY_OUTPUT="$out" "$@"
+}
+
+one_db() {
+	set -- "$out"/*.sqlite
+	[ $# -eq 1 ] && [ -f "$1" ] || fail "expected one database in $out, found: $(ls "$out" 2>&1)"
+	db=$1
+}
+
+q() {
+	"$SQLITE3" -batch "$db" "$@"
+}
+
+golden() {
+	q "$1" >"$tmp/actual" || fail "query failed: $1"
+	cat >"$tmp/expected"
+	diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "unexpected result of: $1"
+}
+
+# The stand-in driver is found as the real one is: in the library path (libcudart dlopens it).
+LD_LIBRARY_PATH=$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
+
+[ -n "${SQLITE3:-}" ] || skip "no sqlite3 command (install the sqlite3 package)"

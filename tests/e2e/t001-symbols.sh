@@ -1,0 +1,32 @@
+#!/bin/sh
+# t001: libsyncspy.so exports the interposed entry points and nothing else: no SQLite, no
+# unwinder, no internals (DESIGN.md section 4); and it links none of CUDA, NCCL or SQLite.
+. "$E2E_DIR/lib.sh"
+"$NM" -D --defined-only "$SHIM" | awk '{print $3}' | sort >"$tmp/exported"
+[ -s "$tmp/exported" ] || fail "nm printed nothing for $SHIM"
+grep -Ev '^(cuda|__cuda|nccl)[A-Za-z0-9_]*$' "$tmp/exported" >"$tmp/other" || true
+golden_other() {
+	cat >"$tmp/expected"
+	diff -u "$tmp/expected" "$tmp/other" >&2 || fail "unexpected exported symbols"
+}
+golden_other <<'END'
+execl
+execle
+execlp
+execv
+execve
+execvp
+execvpe
+fexecve
+sigaction
+signal
+END
+grep -qi 'sqlite\|unw' "$tmp/exported" && fail "SQLite or unwinder symbols exported"
+# not linked against what it must find at run time
+needed=$(LC_ALL=C readelf -d "$SHIM" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
+case "$needed" in
+*cudart* | *libcuda* | *nccl* | *sqlite* | *unwind*) fail "links what it must find at run time: $needed" ;;
+esac
+grep -q '^cudaStreamSynchronize$' "$tmp/exported" || fail "cudaStreamSynchronize not exported"
+grep -q '^ncclAllReduce$' "$tmp/exported" || fail "ncclAllReduce not exported"
+echo "exported $(wc -l <"$tmp/exported") symbols; needs: $needed"

@@ -1,0 +1,24 @@
+#!/bin/sh
+# t050: fork. The parent records; its forked child (a DataLoader worker, say) that uses CUDA
+# writes its own database (SYNCSPY_FORK=child, the default) holding only its own calls; with
+# SYNCSPY_FORK=off the child records nothing. The parent's database is whole either way.
+. "$E2E_DIR/lib.sh"
+under_shim "$PROGS/scenarios" fork >"$tmp/stdout" || fail "scenario failed"
+grep -q 'child exit 0' "$tmp/stdout" || fail "child failed: $(cat "$tmp/stdout")"
+n=0
+for f in "$out"/*.sqlite; do
+	db=$f
+	pid=$(q "SELECT value FROM meta WHERE key = 'pid'")
+	calls=$(q "SELECT count(*) FROM calls")
+	echo "$pid $calls" >>"$tmp/dbs"
+	n=$((n + 1))
+done
+[ "$n" -eq 2 ] || fail "expected 2 databases, got $n: $(ls "$out")"
+sort -k2 "$tmp/dbs" | awk '{print $2}' | tr '\n' ' ' >"$tmp/counts"
+[ "$(cat "$tmp/counts")" = "2 2 " ] || fail "calls per database: $(cat "$tmp/dbs")"
+rm -rf "$out"
+SYNCSPY_FORK=off under_shim "$PROGS/scenarios" fork >/dev/null || fail "scenario failed (off)"
+one_db
+golden "SELECT count(*) FROM calls" <<'END'
+2
+END

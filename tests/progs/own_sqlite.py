@@ -1,0 +1,22 @@
+#!/usr/bin/env python3
+"""tests/progs/own_sqlite.py: a program with its own SQLite database, under the shim.
+
+The shim loads SQLite privately (interpose/store.h); a program's own use of SQLite, here
+Python's sqlite3 module, must work as without it, before and after the shim has started.
+The CUDA call goes to the CPU stand-in through ctypes, so the shim really starts."""
+import ctypes
+import os
+import sqlite3
+import sys
+
+path = sys.argv[1]
+con = sqlite3.connect(path)
+con.execute("CREATE TABLE t(x INTEGER)")
+con.executemany("INSERT INTO t VALUES(?)", [(i,) for i in range(1000)])
+con.commit()
+cudart = ctypes.CDLL(os.environ.get("CUDART", "libcudart.so.13"))
+rc = cudart.cudaDeviceSynchronize()
+con.executemany("INSERT INTO t VALUES(?)", [(i,) for i in range(1000)])
+con.commit()
+total = con.execute("SELECT count(*), sum(x) FROM t").fetchone()
+print("sqlite", sqlite3.sqlite_version, "rows", total[0], "sum", total[1], "cuda rc", rc)

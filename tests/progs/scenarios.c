@@ -1,0 +1,451 @@
+/*
+ * tests/progs/scenarios.c: small CUDA/NCCL programs, one per sync-model class or life-cycle
+ * case, run by the e2e tests under the shim against the CPU stand-ins (tests/standin/).
+ *
+ *   scenarios NAME [ARGS]      runs one scenario; prints what it did; exit 0 unless a CUDA
+ *                              call returned something the scenario did not expect.
+ *
+ * A "kernel" is a host function run by the stand-in's stream worker (tests/standin/README.md):
+ * sleep_kernel sleeps for the microseconds passed as its one parameter. Each scenario makes a
+ * known number of calls so the tests can assert exact row counts.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+extern __typeof__(cudaStreamSynchronize) cudaStreamSynchronize_ptsz;
+extern __typeof__(cudaMemcpyAsync) cudaMemcpyAsync_ptsz;
+extern __typeof__(cudaLaunchKernel) cudaLaunchKernel_ptsz;
+extern __typeof__(cudaMemcpy) cudaMemcpy_ptds;
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+			       size_t sharedMem, cudaStream_t stream);
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		cudaError_t rc_ = (call);                                                          \
+		if (rc_ != cudaSuccess) {                                                          \
+			fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)rc_); \
+			exit(10);                                                                  \
+		}                                                                                  \
+	} while (0)
+
+#define NCHECK(call)                                                                               \
+	do {                                                                                       \
+		ncclResult_t rc_ = (call);                                                         \
+		if (rc_ != ncclSuccess) {                                                          \
+			fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)rc_); \
+			exit(11);                                                                  \
+		}                                                                                  \
+	} while (0)
+
+static void sleep_kernel(void *usec)
+{
+	usleep((useconds_t)(uintptr_t)usec);
+}
+
+static const dim3 one = {1, 1, 1};
+
+/* Launches sleep_kernel for usec microseconds on stream. */
+static void launch_sleep(cudaStream_t stream, unsigned usec)
+{
+	void *param = (void *)(uintptr_t)usec;
+	void *args[] = {&param};
+	CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+}
+
+/* ------------------------------------------------------------------ S1-S3, S7 */
+
+static int s1_device_sync(void)
+{
+	launch_sleep(0, 30000);
+	CHECK(cudaDeviceSynchronize());
+	return 0;
+}
+
+static int s2_stream_sync(void)
+{
+	cudaStream_t s;
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	launch_sleep(s, 30000);
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
+static int s3_event_sync(void)
+{
+	cudaStream_t s;
+	cudaEvent_t e;
+	CHECK(cudaStreamCreate(&s));
+	CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+	launch_sleep(s, 30000);
+	CHECK(cudaEventRecord(e, s));
+	CHECK(cudaEventSynchronize(e));
+	CHECK(cudaEventDestroy(e));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
+/* Two polling loops (one on a stream, one on an event) separated by a launch: two S7 rows. */
+static int s7_polling(void)
+{
+	cudaStream_t s;
+	cudaEvent_t e;
+	int polls = 0;
+	CHECK(cudaStreamCreate(&s));
+	CHECK(cudaEventCreate(&e));
+	launch_sleep(s, 20000);
+	while (cudaStreamQuery(s) == cudaErrorNotReady)
+		polls++;
+	launch_sleep(s, 20000);
+	CHECK(cudaEventRecord(e, s));
+	while (cudaEventQuery(e) == cudaErrorNotReady)
+		polls++;
+	printf("polls %d\n", polls > 2 ? 1 : 0);
+	CHECK(cudaEventDestroy(e));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ S4, S5, S6 */
+
+#define COPY_BYTES (4u << 20)
+
+static int s4_blocking_copies(void)
+{
+	void *dev;
+	char *host = malloc(COPY_BYTES);
+	memset(host, 7, COPY_BYTES);
+	CHECK(cudaMalloc(&dev, COPY_BYTES));
+	CHECK(cudaMemcpy(dev, host, COPY_BYTES, cudaMemcpyHostToDevice));
+	memset(host, 0, COPY_BYTES);
+	CHECK(cudaMemcpy(host, dev, COPY_BYTES, cudaMemcpyDeviceToHost));
+	printf("roundtrip %s\n", host[COPY_BYTES - 1] == 7 ? "ok" : "BAD");
+	CHECK(cudaFree(dev));
+	free(host);
+	return 0;
+}
+
+/* Three async H2D copies: from pageable (S5), from pinned cudaHostAlloc (E1), from registered
+ * memory (E1), then a D2H async into pageable memory with cudaMemcpyDefault (S5). */
+static int s5_async_copies(void)
+{
+	cudaStream_t s;
+	void *dev, *pinned;
+	char *pageable = malloc(COPY_BYTES), *registered = malloc(COPY_BYTES);
+	CHECK(cudaStreamCreate(&s));
+	CHECK(cudaMalloc(&dev, COPY_BYTES));
+	CHECK(cudaHostAlloc(&pinned, COPY_BYTES, cudaHostAllocDefault));
+	CHECK(cudaHostRegister(registered, COPY_BYTES, cudaHostRegisterDefault));
+	CHECK(cudaMemcpyAsync(dev, pageable, COPY_BYTES, cudaMemcpyHostToDevice, s));
+	CHECK(cudaMemcpyAsync(dev, pinned, COPY_BYTES, cudaMemcpyHostToDevice, s));
+	CHECK(cudaMemcpyAsync(dev, registered, COPY_BYTES, cudaMemcpyHostToDevice, s));
+	CHECK(cudaMemcpyAsync(pageable, dev, COPY_BYTES, cudaMemcpyDefault, s));
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaHostUnregister(registered));
+	CHECK(cudaFreeHost(pinned));
+	CHECK(cudaFree(dev));
+	CHECK(cudaStreamDestroy(s));
+	free(pageable);
+	free(registered);
+	return 0;
+}
+
+/* Implicit syncs: allocations, frees, and a non-async memset of pinned memory (S6); a memset of
+ * device memory is an enqueue (E1); stream-ordered allocation is E1 too. */
+static int s6_implicit(void)
+{
+	void *dev, *host, *managed, *async_mem;
+	cudaStream_t s;
+	CHECK(cudaStreamCreate(&s));
+	CHECK(cudaMalloc(&dev, 1 << 20));
+	CHECK(cudaMallocHost(&host, 1 << 20));
+	CHECK(cudaMallocManaged(&managed, 1 << 20, cudaMemAttachGlobal));
+	CHECK(cudaMemset(host, 0, 1 << 20));    /* S6: pinned */
+	CHECK(cudaMemset(managed, 0, 1 << 20)); /* S6: managed */
+	CHECK(cudaMemset(dev, 0, 1 << 20));     /* E1: device */
+	CHECK(cudaMallocAsync(&async_mem, 1 << 20, s));
+	CHECK(cudaFreeAsync(async_mem, s));
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaFree(managed));
+	CHECK(cudaFreeHost(host));
+	CHECK(cudaFree(dev));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ E1-E3 */
+
+static int e123_edges(void)
+{
+	cudaStream_t a, b;
+	cudaEvent_t e;
+	CHECK(cudaStreamCreateWithPriority(&a, cudaStreamNonBlocking, -1));
+	CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+	CHECK(cudaEventCreate(&e));
+	for (int i = 0; i < 10; i++) {
+		launch_sleep(a, 100);
+		CHECK(cudaEventRecord(e, a));
+		CHECK(cudaStreamWaitEvent(b, e, 0));
+		void *param = (void *)(uintptr_t)100;
+		void *args[] = {&param};
+		CHECK(__cudaLaunchKernel((cudaKernel_t)(void *)sleep_kernel, one, one, args, 0, b));
+	}
+	CHECK(cudaStreamSynchronize(b));
+	CHECK(cudaEventDestroy(e));
+	CHECK(cudaStreamDestroy(a));
+	CHECK(cudaStreamDestroy(b));
+	return 0;
+}
+
+/* The per-thread default stream entry points (what nvcc --default-stream per-thread calls). */
+static int ptsz_variants(void)
+{
+	void *dev, *pinned;
+	CHECK(cudaMalloc(&dev, 4096));
+	CHECK(cudaMallocHost(&pinned, 4096));
+	void *param = (void *)(uintptr_t)1000;
+	void *args[] = {&param};
+	CHECK(cudaLaunchKernel_ptsz((const void *)sleep_kernel, one, one, args, 0, 0));
+	CHECK(cudaMemcpyAsync_ptsz(dev, pinned, 4096, cudaMemcpyHostToDevice, 0));
+	CHECK(cudaStreamSynchronize_ptsz(0));
+	CHECK(cudaMemcpy_ptds(pinned, dev, 4096, cudaMemcpyDeviceToHost));
+	CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+	CHECK(cudaFreeHost(pinned));
+	CHECK(cudaFree(dev));
+	return 0;
+}
+
+/* Errors reach the program unchanged, and are recorded with their code. */
+static int errors(void)
+{
+	cudaError_t rc = cudaStreamSynchronize((cudaStream_t)(uintptr_t)0xdead0);
+	printf("bad stream -> %d\n", (int)rc);
+	printf("last error -> %d\n", (int)cudaGetLastError());
+	printf("again -> %d\n", (int)cudaGetLastError());
+	rc = cudaMemcpy(NULL, NULL, 16, cudaMemcpyHostToDevice);
+	printf("null copy -> %d\n", (int)rc);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ threads */
+
+#define THREADS      16
+#define PER_THREAD   5000
+
+static void *thread_body(void *arg)
+{
+	cudaStream_t s;
+	cudaEvent_t e;
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaEventCreate(&e));
+	for (int i = 0; i < PER_THREAD; i++) {
+		CHECK(cudaEventRecord(e, s));
+		CHECK(cudaStreamWaitEvent(s, e, 0));
+	}
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaEventDestroy(e));
+	CHECK(cudaStreamDestroy(s));
+	return arg;
+}
+
+static int threads(void)
+{
+	pthread_t t[THREADS];
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, thread_body, NULL);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	printf("threads %d x %d\n", THREADS, PER_THREAD);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ NCCL */
+
+/* nranks processes: each rank allreduces (rank + 1) over 1024 floats, then sends/receives a
+ * ring message, then splits into even and odd ranks and allreduces again. */
+static int nccl_ranks(int nranks)
+{
+	ncclUniqueId id;
+	NCHECK(ncclGetUniqueId(&id));
+	for (int rank = 0; rank < nranks; rank++) {
+		pid_t pid = fork();
+		if (pid != 0)
+			continue;
+		char value[16];
+		snprintf(value, sizeof(value), "%d", rank);
+		setenv("RANK", value, 1); /* overridden by the communicator's own rank */
+		ncclComm_t comm, half;
+		cudaStream_t s;
+		float *buf;
+		CHECK(cudaStreamCreate(&s));
+		CHECK(cudaMalloc((void **)&buf, 1024 * sizeof(float)));
+		NCHECK(ncclCommInitRank(&comm, nranks, id, rank));
+		float host[1024];
+		for (int i = 0; i < 1024; i++)
+			host[i] = (float)(rank + 1);
+		CHECK(cudaMemcpy(buf, host, sizeof(host), cudaMemcpyHostToDevice));
+		NCHECK(ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, s));
+		NCHECK(ncclGroupStart());
+		NCHECK(ncclSend(buf, 16, ncclFloat32, (rank + 1) % nranks, comm, s));
+		NCHECK(ncclRecv(buf + 512, 16, ncclFloat32, (rank + nranks - 1) % nranks, comm, s));
+		NCHECK(ncclGroupEnd());
+		NCHECK(ncclCommSplit(comm, rank % 2, rank, &half, NULL));
+		NCHECK(ncclAllReduce(buf, buf, 16, ncclFloat32, ncclSum, half, s));
+		CHECK(cudaStreamSynchronize(s));
+		CHECK(cudaMemcpy(host, buf, sizeof(host), cudaMemcpyDeviceToHost));
+		NCHECK(ncclCommDestroy(half));
+		NCHECK(ncclCommDestroy(comm));
+		float expect = (float)(nranks * (nranks + 1) / 2);
+		printf("rank %d sum %s\n", rank, host[1000] == expect ? "ok" : "BAD");
+		exit(0);
+	}
+	int failed = 0, status;
+	while (wait(&status) > 0)
+		failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	return failed;
+}
+
+/* ------------------------------------------------------------------ life cycle */
+
+/* The parent records, forks a child that records too, waits for it. */
+static int fork_child(void)
+{
+	CHECK(cudaDeviceSynchronize());
+	pid_t pid = fork();
+	if (pid == 0) {
+		CHECK(cudaDeviceSynchronize());
+		CHECK(cudaDeviceSynchronize());
+		exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK(cudaDeviceSynchronize());
+	printf("child exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	return 0;
+}
+
+/* Records, then replaces itself with `scenarios after-exec`, which records too. */
+static int exec_self(const char *self)
+{
+	CHECK(cudaDeviceSynchronize());
+	fflush(stdout);
+	execl(self, self, "after-exec", (char *)NULL);
+	perror("execl");
+	return 1;
+}
+
+static int after_exec(void)
+{
+	CHECK(cudaDeviceSynchronize());
+	CHECK(cudaDeviceSynchronize());
+	CHECK(cudaDeviceSynchronize());
+	printf("after exec\n");
+	return 0;
+}
+
+/* Records, then is killed by SIGTERM with the default action. */
+static int sigterm_default(void)
+{
+	for (int i = 0; i < 4; i++)
+		CHECK(cudaDeviceSynchronize());
+	fflush(stdout);
+	kill(getpid(), SIGTERM);
+	sleep(5);
+	return 3; /* not reached */
+}
+
+static volatile sig_atomic_t handled;
+static void on_sigint(int sig)
+{
+	handled++;
+}
+
+/* Installs its own SIGINT handler after the shim started, gets SIGINT twice, goes on. */
+static int sigint_handler(void)
+{
+	CHECK(cudaDeviceSynchronize());
+	signal(SIGINT, on_sigint);
+	raise(SIGINT);
+	CHECK(cudaDeviceSynchronize());
+	struct sigaction old;
+	sigaction(SIGINT, NULL, &old);
+	printf("handler kept: %s\n", old.sa_handler == on_sigint ? "yes" : "no");
+	raise(SIGINT);
+	printf("handled %d\n", (int)handled);
+	return 0;
+}
+
+/* Never touches CUDA. */
+static int no_cuda(void)
+{
+	printf("hello without CUDA\n");
+	return 7;
+}
+
+/* Many calls: with a tiny buffer cap, some must be counted as dropped (never lost silently). */
+static int flood(int calls)
+{
+	cudaEvent_t e;
+	CHECK(cudaEventCreate(&e));
+	for (int i = 0; i < calls; i++)
+		CHECK(cudaEventRecord(e, 0));
+	CHECK(cudaEventDestroy(e));
+	printf("flood %d\n", calls);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = argc > 1 ? argv[1] : "";
+	if (!strcmp(name, "s1"))
+		return s1_device_sync();
+	if (!strcmp(name, "s2"))
+		return s2_stream_sync();
+	if (!strcmp(name, "s3"))
+		return s3_event_sync();
+	if (!strcmp(name, "s4"))
+		return s4_blocking_copies();
+	if (!strcmp(name, "s5"))
+		return s5_async_copies();
+	if (!strcmp(name, "s6"))
+		return s6_implicit();
+	if (!strcmp(name, "s7"))
+		return s7_polling();
+	if (!strcmp(name, "e123"))
+		return e123_edges();
+	if (!strcmp(name, "ptsz"))
+		return ptsz_variants();
+	if (!strcmp(name, "errors"))
+		return errors();
+	if (!strcmp(name, "threads"))
+		return threads();
+	if (!strcmp(name, "nccl"))
+		return nccl_ranks(argc > 2 ? atoi(argv[2]) : 4);
+	if (!strcmp(name, "fork"))
+		return fork_child();
+	if (!strcmp(name, "exec"))
+		return exec_self(argv[0]);
+	if (!strcmp(name, "after-exec"))
+		return after_exec();
+	if (!strcmp(name, "sigterm"))
+		return sigterm_default();
+	if (!strcmp(name, "sigint"))
+		return sigint_handler();
+	if (!strcmp(name, "nocuda"))
+		return no_cuda();
+	if (!strcmp(name, "flood"))
+		return flood(argc > 2 ? atoi(argv[2]) : 100000);
+	fprintf(stderr, "usage: scenarios s1|s2|s3|s4|s5|s6|s7|e123|ptsz|errors|threads|nccl [N]|"
+			"fork|exec|sigterm|sigint|nocuda|flood [N]\n");
+	return 2;
+}

@@ -1,0 +1,1575 @@
+/*
+ * cuda.c: the exported driver API of the libcuda.so.1 CPU stand-in.
+ *
+ * Every function is defined against the prototype of the real cuda.h (which maps plain names
+ * to the _v2 symbols, so defining cuMemAlloc defines cuMemAlloc_v2 as the real library does).
+ * The _ptsz / _ptds variants, where stream 0 means the calling thread's per-thread default
+ * stream, are declared here with __typeof__ of the plain function. Built with -Bsymbolic: the
+ * engine never calls its own exported entry points through the PLT, so a preloaded
+ * interposer sees each application call exactly once.
+ *
+ * The work itself is done by engine.c (streams, events, memory registry); see engine.h.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+#define STANDIN_DEVICE_NAME    "syncspy CPU stand-in"
+#define STANDIN_DRIVER_VERSION 13000
+#define STANDIN_TOTAL_MEM      (80ull << 30)
+
+/* Per-thread-default-stream variants, with the real prototypes (cuda.h declares them only when
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM is defined, which would rename the plain ones). */
+#define PTSZ(fn) extern __typeof__(fn) fn##_ptsz
+#define PTDS(fn) extern __typeof__(fn) fn##_ptds
+PTSZ(cuStreamSynchronize);
+PTSZ(cuStreamQuery);
+PTSZ(cuStreamGetFlags);
+PTSZ(cuStreamGetPriority);
+PTSZ(cuStreamWaitEvent);
+PTSZ(cuStreamAddCallback);
+PTSZ(cuStreamBeginCapture_v2);
+PTSZ(cuStreamEndCapture);
+PTSZ(cuStreamIsCapturing);
+PTSZ(cuEventRecord);
+PTSZ(cuEventRecordWithFlags);
+PTSZ(cuLaunchKernel);
+PTSZ(cuLaunchKernelEx);
+PTSZ(cuLaunchCooperativeKernel);
+PTSZ(cuLaunchHostFunc);
+PTSZ(cuGraphLaunch);
+PTSZ(cuGraphUpload);
+PTSZ(cuMemAllocAsync);
+PTSZ(cuMemFreeAsync);
+PTSZ(cuMemcpyAsync);
+PTSZ(cuMemcpyHtoDAsync_v2);
+PTSZ(cuMemcpyDtoHAsync_v2);
+PTSZ(cuMemcpyDtoDAsync_v2);
+PTSZ(cuMemcpy2DAsync_v2);
+PTSZ(cuMemcpyPeerAsync);
+PTSZ(cuMemsetD8Async);
+PTSZ(cuMemsetD16Async);
+PTSZ(cuMemsetD32Async);
+PTSZ(cuMemsetD2D8Async);
+PTSZ(cuMemsetD2D16Async);
+PTSZ(cuMemsetD2D32Async);
+PTDS(cuMemcpy);
+PTDS(cuMemcpyHtoD_v2);
+PTDS(cuMemcpyDtoH_v2);
+PTDS(cuMemcpyDtoD_v2);
+PTDS(cuMemcpy2D_v2);
+PTDS(cuMemcpyPeer);
+PTDS(cuMemsetD8_v2);
+PTDS(cuMemsetD16_v2);
+PTDS(cuMemsetD32_v2);
+PTDS(cuMemsetD2D8_v2);
+PTDS(cuMemsetD2D16_v2);
+PTDS(cuMemsetD2D32_v2);
+
+/* The one device, its primary context and the calling thread's current context. A context is
+ * an opaque token here: the engine has one address space and one set of streams. */
+struct context {
+	int device;
+};
+static struct context g_primary_ctx = {0};
+static __thread CUcontext tls_current_ctx;
+static _Atomic int g_initialized;
+
+#define DEF_LEGACY DEFAULT_LEGACY
+#define DEF_PTS	   DEFAULT_PER_THREAD
+
+/* Resolves a stream handle or returns CUDA_ERROR_INVALID_HANDLE from the calling function. */
+#define RESOLVE_STREAM(var, handle, def)                                                           \
+	struct stream *var = stream_resolve((handle), (def));                                      \
+	if (!var)                                                                                  \
+	return CUDA_ERROR_INVALID_HANDLE
+
+static void *dptr_to_ptr(CUdeviceptr p)
+{
+	return (void *)(uintptr_t)p;
+}
+
+/* ================================================================== init, device, context */
+
+CUresult cuInit(unsigned int flags)
+{
+	if (flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	engine_init();
+	atomic_store(&g_initialized, 1);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *driverVersion)
+{
+	if (!driverVersion)
+		return CUDA_ERROR_INVALID_VALUE;
+	*driverVersion = STANDIN_DRIVER_VERSION;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	*count = 1;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (ordinal != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*device = 0;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	if (!name || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	snprintf(name, (size_t)len, "%s", STANDIN_DEVICE_NAME);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
+{
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*bytes = STANDIN_TOTAL_MEM;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	switch (attrib) {
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+		*pi = 9;
+		break;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+		*pi = 1;
+		break;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+		*pi = 1024;
+		break;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+		*pi = 32;
+		break;
+	case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+	case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+	case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+	case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+		*pi = 1;
+		break;
+	default:
+		*pi = 0;
+		break;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	engine_init();
+	*pctx = (CUcontext)&g_primary_ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+	return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pctx = tls_current_ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+	if (ctx && ctx != (CUcontext)&g_primary_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	tls_current_ctx = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device)
+{
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	*device = 0;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+	ctx_synchronize();
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+	if (ctx && ctx != (CUcontext)&g_primary_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	ctx_synchronize();
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+	/* private NVIDIA interfaces: nothing to offer, and syncspy passes them through */
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* ================================================================== errors */
+
+static const struct {
+	CUresult code;
+	const char *name;
+	const char *text;
+} error_table[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+     "part or all of the requested memory range is already mapped"},
+    {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+     "pointer does not correspond to a registered memory region"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE",
+     "the operation is not permitted in the current state"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+	if (!pStr)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++) {
+		if (error_table[i].code == error) {
+			*pStr = error_table[i].text;
+			return CUDA_SUCCESS;
+		}
+	}
+	*pStr = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+	if (!pStr)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++) {
+		if (error_table[i].code == error) {
+			*pStr = error_table[i].name;
+			return CUDA_SUCCESS;
+		}
+	}
+	*pStr = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ================================================================== memory */
+
+static CUresult alloc_registered(void **out, size_t size, enum mem_kind kind)
+{
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	void *p = mem_alloc(size, kind);
+	if (!p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*out = p;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
+{
+	void *p;
+
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	ctx_synchronize(); /* implicit sync (S6) */
+	CUresult rc = alloc_registered(&p, bytesize, MEM_DEVICE);
+	if (rc == CUDA_SUCCESS)
+		*dptr = (CUdeviceptr)(uintptr_t)p;
+	return rc;
+}
+
+CUresult cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, size_t widthInBytes, size_t height,
+			 unsigned int elementSizeBytes)
+{
+	if (!dptr || !pPitch || widthInBytes == 0 || height == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (elementSizeBytes != 4 && elementSizeBytes != 8 && elementSizeBytes != 16)
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t pitch = (widthInBytes + 511) & ~(size_t)511;
+	CUresult rc = cuMemAlloc(dptr, pitch * height);
+	if (rc == CUDA_SUCCESS)
+		*pPitch = pitch;
+	return rc;
+}
+
+static CUresult free_registered(void *p, bool want_device, bool sync)
+{
+	struct mem_range r;
+
+	if (!mem_lookup(p, &r) || r.base != (uintptr_t)p || !r.owned)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (mem_is_device_side(r.kind) != want_device)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (sync)
+		ctx_synchronize(); /* implicit sync (S6): streams may still use the memory */
+	if (!mem_remove(p, &r))
+		return CUDA_ERROR_INVALID_VALUE;
+	free(p);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree(CUdeviceptr dptr)
+{
+	if (dptr == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return free_registered(dptr_to_ptr(dptr), true, true);
+}
+
+CUresult cuMemAllocHost(void **pp, size_t bytesize)
+{
+	if (!pp)
+		return CUDA_ERROR_INVALID_VALUE;
+	ctx_synchronize();
+	return alloc_registered(pp, bytesize, MEM_PINNED);
+}
+
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+	if (!pp)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+				CU_MEMHOSTALLOC_WRITECOMBINED))
+		return CUDA_ERROR_INVALID_VALUE;
+	ctx_synchronize();
+	return alloc_registered(pp, bytesize, MEM_PINNED);
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	return free_registered(p, false, true);
+}
+
+CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+	if (!p || bytesize == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	ctx_synchronize();
+	if (!mem_insert(p, bytesize, MEM_PINNED, false))
+		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostUnregister(void *p)
+{
+	struct mem_range r;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mem_lookup(p, &r) || r.base != (uintptr_t)p || r.owned)
+		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	ctx_synchronize();
+	mem_remove(p, NULL);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+	if (!pdptr || !p || Flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (mem_kind_of(p) != MEM_PINNED)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pdptr = (CUdeviceptr)(uintptr_t)p; /* one address space */
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	void *p;
+
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = alloc_registered(&p, bytesize, MEM_MANAGED);
+	if (rc == CUDA_SUCCESS)
+		*dptr = (CUdeviceptr)(uintptr_t)p;
+	return rc;
+}
+
+static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hStream,
+				enum default_stream def)
+{
+	void *p;
+
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	RESOLVE_STREAM(s, hStream, def);
+	if (stream_is_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* no graph memory nodes */
+	/* the memory is usable from this point of the stream on; host memory is usable now */
+	CUresult rc = alloc_registered(&p, bytesize, MEM_ASYNC);
+	if (rc == CUDA_SUCCESS)
+		*dptr = (CUdeviceptr)(uintptr_t)p;
+	return rc;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+	return mem_alloc_async(dptr, bytesize, hStream, DEF_LEGACY);
+}
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+	return mem_alloc_async(dptr, bytesize, hStream, DEF_PTS);
+}
+
+static CUresult mem_free_async(CUdeviceptr dptr, CUstream hStream, enum default_stream def)
+{
+	struct mem_range r;
+	void *p = dptr_to_ptr(dptr);
+
+	RESOLVE_STREAM(s, hStream, def);
+	if (!mem_lookup(p, &r) || r.base != (uintptr_t)p || !r.owned || !mem_is_device_side(r.kind))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (stream_is_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	/* stream-ordered: freed when the stream reaches this point, no host wait */
+	struct op *op = op_new(OP_FREE);
+	op->free.ptr = p;
+	stream_submit(s, op, NULL);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+	return mem_free_async(dptr, hStream, DEF_LEGACY);
+}
+
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+	return mem_free_async(dptr, hStream, DEF_PTS);
+}
+
+CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
+{
+	if (!free_bytes || !total)
+		return CUDA_ERROR_INVALID_VALUE;
+	*free_bytes = STANDIN_TOTAL_MEM / 2;
+	*total = STANDIN_TOTAL_MEM;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+	struct mem_range r;
+
+	if (!mem_lookup(dptr_to_ptr(dptr), &r) || !mem_is_device_side(r.kind))
+		return CUDA_ERROR_NOT_FOUND;
+	if (pbase)
+		*pbase = (CUdeviceptr)r.base;
+	if (psize)
+		*psize = r.size;
+	return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ pointer attributes */
+
+/* Answers one attribute from the registry (E-MEM). Unregistered (pageable) pointers give
+ * CUDA_ERROR_INVALID_VALUE, as the real driver does for plain host memory. */
+static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr,
+				  const struct mem_range *r, bool found)
+{
+	if (!found)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attribute) {
+	case CU_POINTER_ATTRIBUTE_CONTEXT:
+		*(CUcontext *)data = (CUcontext)&g_primary_ctx;
+		break;
+	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		*(unsigned int *)data =
+		    r->kind == MEM_PINNED ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+		break;
+	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+		*(CUdeviceptr *)data = ptr;
+		break;
+	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+		if (r->kind == MEM_DEVICE || r->kind == MEM_ASYNC)
+			return CUDA_ERROR_INVALID_VALUE;
+		*(void **)data = dptr_to_ptr(ptr);
+		break;
+	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+		*(int *)data = r->kind == MEM_MANAGED; /* a bool in the real API, int-sized */
+		break;
+	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+		*(int *)data = 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+		*(CUdeviceptr *)data = (CUdeviceptr)r->base;
+		break;
+	case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+		*(size_t *)data = r->size;
+		break;
+	case CU_POINTER_ATTRIBUTE_MAPPED:
+		*(int *)data = 1;
+		break;
+	case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+		*(unsigned long long *)data = (unsigned long long)r->base;
+		break;
+	case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+		*(int *)data = 1;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	struct mem_range r;
+
+	if (!data)
+		return CUDA_ERROR_INVALID_VALUE;
+	bool found = mem_lookup(dptr_to_ptr(ptr), &r);
+	return pointer_attribute(data, attribute, ptr, &r, found);
+}
+
+/* The plural form never fails for an unregistered pointer: as documented for the real one, it
+ * leaves zeroed values (memory type 0) and returns CUDA_SUCCESS. */
+CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+				void **data, CUdeviceptr ptr)
+{
+	struct mem_range r;
+
+	if (!attributes || !data)
+		return CUDA_ERROR_INVALID_VALUE;
+	bool found = mem_lookup(dptr_to_ptr(ptr), &r);
+	for (unsigned int i = 0; i < numAttributes; i++) {
+		if (!data[i])
+			return CUDA_ERROR_INVALID_VALUE;
+		if (!found) {
+			/* the largest attribute value is 8 bytes (a pointer or CUdeviceptr) */
+			size_t sz = attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE ||
+					    attributes[i] == CU_POINTER_ATTRIBUTE_IS_MANAGED ||
+					    attributes[i] == CU_POINTER_ATTRIBUTE_MAPPED ||
+					    attributes[i] == CU_POINTER_ATTRIBUTE_SYNC_MEMOPS
+					? sizeof(int)
+					: sizeof(void *);
+			if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
+				*(int *)data[i] =
+				    -2; /* what the real driver reports for host memory */
+				continue;
+			}
+			memset(data[i], 0, sz);
+			continue;
+		}
+		CUresult rc = pointer_attribute(data[i], attributes[i], ptr, &r, true);
+		if (rc == CUDA_ERROR_INVALID_VALUE &&
+		    attributes[i] == CU_POINTER_ATTRIBUTE_HOST_POINTER)
+			*(void **)data[i] = NULL;
+		else if (rc != CUDA_SUCCESS)
+			return rc;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* ================================================================== streams */
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+	if (!phStream || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+		return CUDA_ERROR_INVALID_VALUE;
+	*phStream = (CUstream)stream_create(Flags, 0);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+	if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+		return CUDA_ERROR_INVALID_VALUE;
+	/* the priority range is [-5, 0] on current GPUs; out-of-range values are clamped */
+	if (priority < -5)
+		priority = -5;
+	if (priority > 0)
+		priority = 0;
+	*phStream = (CUstream)stream_create(flags, priority);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy(CUstream hStream)
+{
+	if (!hStream || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD)
+		return CUDA_ERROR_INVALID_HANDLE;
+	RESOLVE_STREAM(s, hStream, DEF_LEGACY);
+	/* returns at once: queued work still completes, then the worker exits (E-KEEP) */
+	stream_retire(s);
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_get_flags(CUstream hStream, unsigned int *flags, enum default_stream def)
+{
+	if (!flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	RESOLVE_STREAM(s, hStream, def);
+	*flags = s->flags;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
+{
+	return stream_get_flags(hStream, flags, DEF_LEGACY);
+}
+
+CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
+{
+	return stream_get_flags(hStream, flags, DEF_PTS);
+}
+
+static CUresult stream_get_priority(CUstream hStream, int *priority, enum default_stream def)
+{
+	if (!priority)
+		return CUDA_ERROR_INVALID_VALUE;
+	RESOLVE_STREAM(s, hStream, def);
+	*priority = s->priority;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+{
+	return stream_get_priority(hStream, priority, DEF_LEGACY);
+}
+
+CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
+{
+	return stream_get_priority(hStream, priority, DEF_PTS);
+}
+
+CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+	if (leastPriority)
+		*leastPriority = 0;
+	if (greatestPriority)
+		*greatestPriority = -5;
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_sync(CUstream hStream, enum default_stream def)
+{
+	RESOLVE_STREAM(s, hStream, def);
+	if (stream_is_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	stream_synchronize(s);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream)
+{
+	return stream_sync(hStream, DEF_LEGACY);
+}
+
+CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+	return stream_sync(hStream, DEF_PTS);
+}
+
+static CUresult stream_query(CUstream hStream, enum default_stream def)
+{
+	RESOLVE_STREAM(s, hStream, def);
+	if (stream_is_capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	return stream_idle(s) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuStreamQuery(CUstream hStream)
+{
+	return stream_query(hStream, DEF_LEGACY);
+}
+
+CUresult cuStreamQuery_ptsz(CUstream hStream)
+{
+	return stream_query(hStream, DEF_PTS);
+}
+
+static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int Flags,
+				  enum default_stream def)
+{
+	RESOLVE_STREAM(s, hStream, def);
+	if (!handles_check(hEvent, MAGIC_EVENT))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct event *ev = (struct event *)hEvent;
+
+	pthread_mutex_lock(&ev->mu);
+	struct stream *src = ev->stream;
+	uint64_t seq = ev->seq;
+	pthread_mutex_unlock(&ev->mu);
+	/* never recorded: nothing to wait for; in capture, cross-stream edges are not modelled */
+	if (!src || stream_is_capturing(s))
+		return CUDA_SUCCESS;
+	struct op *op = op_new(OP_BARRIER);
+	op->deps = malloc(sizeof(*op->deps));
+	if (!op->deps)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	op->deps[0] = (struct dep){.stream = src, .seq = seq};
+	op->ndeps = 1;
+	stream_submit(s, op, NULL);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+	return stream_wait_event(hStream, hEvent, Flags, DEF_LEGACY);
+}
+
+CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+	return stream_wait_event(hStream, hEvent, Flags, DEF_PTS);
+}
+
+static CUresult stream_add_callback(CUstream hStream, CUstreamCallback callback, void *userData,
+				    unsigned int flags, enum default_stream def)
+{
+	if (!callback || flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	RESOLVE_STREAM(s, hStream, def);
+	struct op *op = op_new(OP_CALLBACK);
+	op->callback.fn = callback;
+	op->callback.handle = hStream;
+	op->callback.user = userData;
+	stream_submit(s, op, NULL);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData,
+			     unsigned int flags)
+{
+	return stream_add_callback(hStream, callback, userData, flags, DEF_LEGACY);
+}
+
+CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void *userData,
+				  unsigned int flags)
+{
+	return stream_add_callback(hStream, callback, userData, flags, DEF_PTS);
+}
+
+/* ================================================================== stream capture, graphs */
+
+static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode, enum default_stream def)
+{
+	RESOLVE_STREAM(s, hStream, def);
+	if (s->is_legacy)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	if (!stream_begin_capture(s))
+		return CUDA_ERROR_ILLEGAL_STATE;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+	return begin_capture(hStream, mode, DEF_LEGACY);
+}
+
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+	return begin_capture(hStream, mode, DEF_PTS);
+}
+
+static CUresult end_capture(CUstream hStream, CUgraph *phGraph, enum default_stream def)
+{
+	if (!phGraph)
+		return CUDA_ERROR_INVALID_VALUE;
+	RESOLVE_STREAM(s, hStream, def);
+	struct graph *g = stream_end_capture(s);
+	if (!g)
+		return CUDA_ERROR_ILLEGAL_STATE;
+	*phGraph = (CUgraph)g;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+	return end_capture(hStream, phGraph, DEF_LEGACY);
+}
+
+CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+	return end_capture(hStream, phGraph, DEF_PTS);
+}
+
+static CUresult is_capturing(CUstream hStream, CUstreamCaptureStatus *status,
+			     enum default_stream def)
+{
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	RESOLVE_STREAM(s, hStream, def);
+	*status = stream_is_capturing(s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+					 : CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	return is_capturing(hStream, captureStatus, DEF_LEGACY);
+}
+
+CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	return is_capturing(hStream, captureStatus, DEF_PTS);
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+				     unsigned long long flags)
+{
+	if (!phGraphExec)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!handles_check(hGraph, MAGIC_GRAPH))
+		return CUDA_ERROR_INVALID_VALUE;
+	*phGraphExec = (CUgraphExec)graph_instantiate((struct graph *)hGraph);
+	return CUDA_SUCCESS;
+}
+
+static CUresult graph_launch_on(CUgraphExec hGraphExec, CUstream hStream, enum default_stream def)
+{
+	if (!handles_check(hGraphExec, MAGIC_GRAPH_EXEC))
+		return CUDA_ERROR_INVALID_VALUE;
+	RESOLVE_STREAM(s, hStream, def);
+	return graph_launch((struct graph_exec *)hGraphExec, s);
+}
+
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch_on(hGraphExec, hStream, DEF_LEGACY);
+}
+
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch_on(hGraphExec, hStream, DEF_PTS);
+}
+
+static CUresult graph_upload(CUgraphExec hGraphExec, CUstream hStream, enum default_stream def)
+{
+	if (!handles_check(hGraphExec, MAGIC_GRAPH_EXEC))
+		return CUDA_ERROR_INVALID_VALUE;
+	RESOLVE_STREAM(s, hStream, def);
+	(void)s; /* nothing to upload: the ops already live in host memory */
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_upload(hGraphExec, hStream, DEF_LEGACY);
+}
+
+CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_upload(hGraphExec, hStream, DEF_PTS);
+}
+
+CUresult cuGraphDestroy(CUgraph hGraph)
+{
+	if (!handles_check(hGraph, MAGIC_GRAPH))
+		return CUDA_ERROR_INVALID_VALUE;
+	graph_free((struct graph *)hGraph);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+	if (!handles_check(hGraphExec, MAGIC_GRAPH_EXEC))
+		return CUDA_ERROR_INVALID_VALUE;
+	graph_exec_free((struct graph_exec *)hGraphExec);
+	return CUDA_SUCCESS;
+}
+
+/* ================================================================== events */
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+	if (!phEvent)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (Flags &
+	    ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))
+		return CUDA_ERROR_INVALID_VALUE;
+	*phEvent = (CUevent)event_create(Flags);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent hEvent)
+{
+	if (!handles_check(hEvent, MAGIC_EVENT))
+		return CUDA_ERROR_INVALID_HANDLE;
+	handles_remove(hEvent);
+	event_put((struct event *)hEvent); /* a pending record op keeps it alive until it runs */
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned int flags,
+			     enum default_stream def)
+{
+	if (!handles_check(hEvent, MAGIC_EVENT))
+		return CUDA_ERROR_INVALID_HANDLE;
+	RESOLVE_STREAM(s, hStream, def);
+	struct event *ev = (struct event *)hEvent;
+
+	/* in capture, an event record is a graph edge, not a timestamp: not modelled */
+	if (stream_is_capturing(s))
+		return CUDA_SUCCESS;
+	struct op *op = op_new(OP_EVENT_RECORD);
+	uint64_t seq;
+
+	atomic_fetch_add(&ev->refs, 1);
+	pthread_mutex_lock(&ev->mu);
+	ev->gen++;
+	ev->stamped = false;
+	op->record.ev = ev;
+	op->record.gen = ev->gen;
+	/* ev->mu is held across the enqueue so a query never sees the new generation with the
+	 * old position; the record op itself takes ev->mu only when it runs */
+	stream_submit(s, op, &seq);
+	ev->stream = s;
+	ev->seq = seq;
+	pthread_mutex_unlock(&ev->mu);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+	return event_record(hEvent, hStream, 0, DEF_LEGACY);
+}
+
+CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+{
+	return event_record(hEvent, hStream, 0, DEF_PTS);
+}
+
+CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+	return event_record(hEvent, hStream, flags, DEF_LEGACY);
+}
+
+CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+	return event_record(hEvent, hStream, flags, DEF_PTS);
+}
+
+/* Snapshot of where an event was last recorded; false if never recorded. */
+static bool event_position(struct event *ev, struct stream **s, uint64_t *seq)
+{
+	pthread_mutex_lock(&ev->mu);
+	*s = ev->stream;
+	*seq = ev->seq;
+	pthread_mutex_unlock(&ev->mu);
+	return *s != NULL;
+}
+
+CUresult cuEventQuery(CUevent hEvent)
+{
+	struct stream *s;
+	uint64_t seq;
+
+	if (!handles_check(hEvent, MAGIC_EVENT))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!event_position((struct event *)hEvent, &s, &seq))
+		return CUDA_SUCCESS;
+	return stream_reached(s, seq) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuEventSynchronize(CUevent hEvent)
+{
+	struct stream *s;
+	uint64_t seq;
+
+	if (!handles_check(hEvent, MAGIC_EVENT))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (event_position((struct event *)hEvent, &s, &seq))
+		stream_wait_reached(s, seq);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+	if (!pMilliseconds)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!handles_check(hStart, MAGIC_EVENT) || !handles_check(hEnd, MAGIC_EVENT))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct event *a = (struct event *)hStart, *b = (struct event *)hEnd;
+	if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
+		return CUDA_ERROR_INVALID_HANDLE;
+
+	struct stream *sa, *sb;
+	uint64_t qa, qb;
+	if (!event_position(a, &sa, &qa) || !event_position(b, &sb, &qb))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!stream_reached(sa, qa) || !stream_reached(sb, qb))
+		return CUDA_ERROR_NOT_READY;
+
+	pthread_mutex_lock(&a->mu);
+	bool ok = a->stamped;
+	uint64_t ta = a->time_ns;
+	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_lock(&b->mu);
+	ok = ok && b->stamped;
+	uint64_t tb = b->time_ns;
+	pthread_mutex_unlock(&b->mu);
+	if (!ok)
+		return CUDA_ERROR_NOT_READY; /* re-recorded since the position was read */
+	*pMilliseconds = (float)(((double)tb - (double)ta) / 1e6);
+	return CUDA_SUCCESS;
+}
+
+/* ================================================================== launches */
+
+/* The kernel convention of the stand-ins: a CUfunction is a host function void (*)(void *)
+ * and is called with the value of the first kernel parameter, *(void **)kernelParams[0],
+ * copied at launch so the caller's array may die right after the call. */
+static CUresult launch(CUfunction f, CUstream hStream, void **kernelParams, enum default_stream def)
+{
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	RESOLVE_STREAM(s, hStream, def);
+	struct op *op = op_new(OP_CALL);
+	op->call.fn = (void (*)(void *))(void *)f;
+	op->call.arg = kernelParams && kernelParams[0] ? *(void **)kernelParams[0] : NULL;
+	stream_submit(s, op, NULL);
+	return CUDA_SUCCESS;
+}
+
+static CUresult launch_checked(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+			       unsigned int bx, unsigned int by, unsigned int bz, CUstream hStream,
+			       void **kernelParams, enum default_stream def)
+{
+	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((unsigned long long)bx * by * bz > 1024)
+		return CUDA_ERROR_INVALID_VALUE;
+	return launch(f, hStream, kernelParams, def);
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+			unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+			unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+			void **kernelParams, void **extra)
+{
+	return launch_checked(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			      hStream, kernelParams, DEF_LEGACY);
+}
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+			     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+			     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+			     void **kernelParams, void **extra)
+{
+	return launch_checked(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			      hStream, kernelParams, DEF_PTS);
+}
+
+static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+			  enum default_stream def)
+{
+	if (!config)
+		return CUDA_ERROR_INVALID_VALUE;
+	return launch_checked(f, config->gridDimX, config->gridDimY, config->gridDimZ,
+			      config->blockDimX, config->blockDimY, config->blockDimZ,
+			      config->hStream, kernelParams, def);
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+			  void **extra)
+{
+	return launch_ex(config, f, kernelParams, DEF_LEGACY);
+}
+
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+			       void **extra)
+{
+	return launch_ex(config, f, kernelParams, DEF_PTS);
+}
+
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+				   unsigned int gridDimZ, unsigned int blockDimX,
+				   unsigned int blockDimY, unsigned int blockDimZ,
+				   unsigned int sharedMemBytes, CUstream hStream,
+				   void **kernelParams)
+{
+	return launch_checked(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			      hStream, kernelParams, DEF_LEGACY);
+}
+
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+					unsigned int gridDimZ, unsigned int blockDimX,
+					unsigned int blockDimY, unsigned int blockDimZ,
+					unsigned int sharedMemBytes, CUstream hStream,
+					void **kernelParams)
+{
+	return launch_checked(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			      hStream, kernelParams, DEF_PTS);
+}
+
+static CUresult launch_host_func(CUstream hStream, CUhostFn fn, void *userData,
+				 enum default_stream def)
+{
+	if (!fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	RESOLVE_STREAM(s, hStream, def);
+	struct op *op = op_new(OP_CALL);
+	op->call.fn = fn;
+	op->call.arg = userData;
+	stream_submit(s, op, NULL);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+	return launch_host_func(hStream, fn, userData, DEF_LEGACY);
+}
+
+CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
+{
+	return launch_host_func(hStream, fn, userData, DEF_PTS);
+}
+
+/* ================================================================== copies */
+
+/* Synchronous copies run on the legacy stream (the per-thread one in _ptds entry points) and
+ * return when done; async ones block only when their host side is pageable (engine_copy). */
+static CUresult copy1d(CUdeviceptr dst, CUdeviceptr src, size_t n, enum copy_dir dir,
+		       CUstream hStream, bool async, enum default_stream def)
+{
+	RESOLVE_STREAM(s, hStream, def);
+	return engine_copy(s, dptr_to_ptr(dst), n, dptr_to_ptr(src), n, n, 1, dir, async);
+}
+
+#define HOST_PTR(p) ((CUdeviceptr)(uintptr_t)(p))
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+	return copy1d(dst, src, ByteCount, DIR_INFER, NULL, false, DEF_LEGACY);
+}
+
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+	return copy1d(dst, src, ByteCount, DIR_INFER, NULL, false, DEF_PTS);
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+{
+	return copy1d(dst, src, ByteCount, DIR_INFER, hStream, true, DEF_LEGACY);
+}
+
+CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+{
+	return copy1d(dst, src, ByteCount, DIR_INFER, hStream, true, DEF_PTS);
+}
+
+CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+	return copy1d(dstDevice, HOST_PTR(srcHost), ByteCount, DIR_HTOD, NULL, false, DEF_LEGACY);
+}
+
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+	return copy1d(dstDevice, HOST_PTR(srcHost), ByteCount, DIR_HTOD, NULL, false, DEF_PTS);
+}
+
+CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	return copy1d(HOST_PTR(dstHost), srcDevice, ByteCount, DIR_DTOH, NULL, false, DEF_LEGACY);
+}
+
+CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	return copy1d(HOST_PTR(dstHost), srcDevice, ByteCount, DIR_DTOH, NULL, false, DEF_PTS);
+}
+
+CUresult cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, NULL, false, DEF_LEGACY);
+}
+
+CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, NULL, false, DEF_PTS);
+}
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+			   CUstream hStream)
+{
+	return copy1d(dstDevice, HOST_PTR(srcHost), ByteCount, DIR_HTOD, hStream, true, DEF_LEGACY);
+}
+
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+				   CUstream hStream)
+{
+	return copy1d(dstDevice, HOST_PTR(srcHost), ByteCount, DIR_HTOD, hStream, true, DEF_PTS);
+}
+
+CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+{
+	return copy1d(HOST_PTR(dstHost), srcDevice, ByteCount, DIR_DTOH, hStream, true, DEF_LEGACY);
+}
+
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+				   CUstream hStream)
+{
+	return copy1d(HOST_PTR(dstHost), srcDevice, ByteCount, DIR_DTOH, hStream, true, DEF_PTS);
+}
+
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+			   CUstream hStream)
+{
+	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, hStream, true, DEF_LEGACY);
+}
+
+CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+				   CUstream hStream)
+{
+	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, hStream, true, DEF_PTS);
+}
+
+/* Peer copies: one device, so a peer copy is a device-to-device copy. */
+CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+		      CUcontext srcContext, size_t ByteCount)
+{
+	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, NULL, false, DEF_LEGACY);
+}
+
+CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+			   CUcontext srcContext, size_t ByteCount)
+{
+	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, NULL, false, DEF_PTS);
+}
+
+CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+			   CUcontext srcContext, size_t ByteCount, CUstream hStream)
+{
+	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, hStream, true, DEF_LEGACY);
+}
+
+CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+				CUcontext srcContext, size_t ByteCount, CUstream hStream)
+{
+	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, hStream, true, DEF_PTS);
+}
+
+/* One side of a CUDA_MEMCPY2D: its address and whether it is host (true) / device (false) /
+ * to be inferred (returns -1). Arrays are not emulated. */
+static int copy2d_side(CUmemorytype type, const void *host, CUdeviceptr dev, const void **out)
+{
+	switch (type) {
+	case CU_MEMORYTYPE_HOST:
+		*out = host;
+		return 1;
+	case CU_MEMORYTYPE_DEVICE:
+		*out = dptr_to_ptr(dev);
+		return 0;
+	case CU_MEMORYTYPE_UNIFIED:
+		*out = dptr_to_ptr(dev);
+		return -1;
+	default:
+		return -2;
+	}
+}
+
+static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream hStream, bool async,
+		       enum default_stream def)
+{
+	const void *src, *dst;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	int s_host = copy2d_side(p->srcMemoryType, p->srcHost, p->srcDevice, &src);
+	int d_host = copy2d_side(p->dstMemoryType, p->dstHost, p->dstDevice, &dst);
+	if (s_host == -2 || d_host == -2)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	enum copy_dir dir = DIR_INFER;
+	if (s_host >= 0 && d_host >= 0)
+		dir = s_host ? (d_host ? DIR_HTOH : DIR_HTOD) : (d_host ? DIR_DTOH : DIR_DTOD);
+	RESOLVE_STREAM(s, hStream, def);
+	const char *sp = (const char *)src + p->srcY * p->srcPitch + p->srcXInBytes;
+	char *dp = (char *)dst + p->dstY * p->dstPitch + p->dstXInBytes;
+	return engine_copy(s, dp, p->dstPitch, sp, p->srcPitch, p->WidthInBytes, p->Height, dir,
+			   async);
+}
+
+CUresult cuMemcpy2D(const CUDA_MEMCPY2D *pCopy)
+{
+	return copy2d(pCopy, NULL, false, DEF_LEGACY);
+}
+
+CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{
+	return copy2d(pCopy, NULL, false, DEF_PTS);
+}
+
+CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{
+	return copy2d(pCopy, hStream, true, DEF_LEGACY);
+}
+
+CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{
+	return copy2d(pCopy, hStream, true, DEF_PTS);
+}
+
+/* ================================================================== memsets */
+
+static CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
+			 size_t height, CUstream hStream, bool async, enum default_stream def)
+{
+	RESOLVE_STREAM(s, hStream, def);
+	return engine_memset(s, dptr_to_ptr(dst), pitch, value, elem, width, height, async);
+}
+
+#define MEMSET_1D(name, elem, type, async, def)                                                    \
+	CUresult name(CUdeviceptr dstDevice, type value, size_t N)                                 \
+	{                                                                                          \
+		return memset2d(dstDevice, 0, value, elem, N, 1, NULL, false, def);                \
+	}
+#define MEMSET_1D_ASYNC(name, elem, type, def)                                                     \
+	CUresult name(CUdeviceptr dstDevice, type value, size_t N, CUstream hStream)               \
+	{                                                                                          \
+		return memset2d(dstDevice, 0, value, elem, N, 1, hStream, true, def);              \
+	}
+#define MEMSET_2D(name, elem, type, def)                                                           \
+	CUresult name(CUdeviceptr dstDevice, size_t dstPitch, type value, size_t Width,            \
+		      size_t Height)                                                               \
+	{                                                                                          \
+		return memset2d(dstDevice, dstPitch, value, elem, Width, Height, NULL, false,      \
+				def);                                                              \
+	}
+#define MEMSET_2D_ASYNC(name, elem, type, def)                                                     \
+	CUresult name(CUdeviceptr dstDevice, size_t dstPitch, type value, size_t Width,            \
+		      size_t Height, CUstream hStream)                                             \
+	{                                                                                          \
+		return memset2d(dstDevice, dstPitch, value, elem, Width, Height, hStream, true,    \
+				def);                                                              \
+	}
+
+MEMSET_1D(cuMemsetD8, 1, unsigned char, false, DEF_LEGACY)
+MEMSET_1D(cuMemsetD8_v2_ptds, 1, unsigned char, false, DEF_PTS)
+MEMSET_1D(cuMemsetD16, 2, unsigned short, false, DEF_LEGACY)
+MEMSET_1D(cuMemsetD16_v2_ptds, 2, unsigned short, false, DEF_PTS)
+MEMSET_1D(cuMemsetD32, 4, unsigned int, false, DEF_LEGACY)
+MEMSET_1D(cuMemsetD32_v2_ptds, 4, unsigned int, false, DEF_PTS)
+MEMSET_1D_ASYNC(cuMemsetD8Async, 1, unsigned char, DEF_LEGACY)
+MEMSET_1D_ASYNC(cuMemsetD8Async_ptsz, 1, unsigned char, DEF_PTS)
+MEMSET_1D_ASYNC(cuMemsetD16Async, 2, unsigned short, DEF_LEGACY)
+MEMSET_1D_ASYNC(cuMemsetD16Async_ptsz, 2, unsigned short, DEF_PTS)
+MEMSET_1D_ASYNC(cuMemsetD32Async, 4, unsigned int, DEF_LEGACY)
+MEMSET_1D_ASYNC(cuMemsetD32Async_ptsz, 4, unsigned int, DEF_PTS)
+MEMSET_2D(cuMemsetD2D8, 1, unsigned char, DEF_LEGACY)
+MEMSET_2D(cuMemsetD2D8_v2_ptds, 1, unsigned char, DEF_PTS)
+MEMSET_2D(cuMemsetD2D16, 2, unsigned short, DEF_LEGACY)
+MEMSET_2D(cuMemsetD2D16_v2_ptds, 2, unsigned short, DEF_PTS)
+MEMSET_2D(cuMemsetD2D32, 4, unsigned int, DEF_LEGACY)
+MEMSET_2D(cuMemsetD2D32_v2_ptds, 4, unsigned int, DEF_PTS)
+MEMSET_2D_ASYNC(cuMemsetD2D8Async, 1, unsigned char, DEF_LEGACY)
+MEMSET_2D_ASYNC(cuMemsetD2D8Async_ptsz, 1, unsigned char, DEF_PTS)
+MEMSET_2D_ASYNC(cuMemsetD2D16Async, 2, unsigned short, DEF_LEGACY)
+MEMSET_2D_ASYNC(cuMemsetD2D16Async_ptsz, 2, unsigned short, DEF_PTS)
+MEMSET_2D_ASYNC(cuMemsetD2D32Async, 4, unsigned int, DEF_LEGACY)
+MEMSET_2D_ASYNC(cuMemsetD2D32Async_ptsz, 4, unsigned int, DEF_PTS)
+
+/* ================================================================== cuGetProcAddress */
+
+/* What cuGetProcAddress can hand out: the name as callers ask for it (without _v2), the
+ * oldest version that gets this ABI, the legacy-stream function and, for stream functions,
+ * the per-thread-default-stream one. A name asked for at a version older than every entry
+ * gets CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT: older ABIs are not emulated. */
+struct proc_entry {
+	const char *name;
+	int version;
+	void *legacy;
+	void *per_thread;
+};
+
+#define P(name, ver, fn)                                                                           \
+	{                                                                                          \
+		name, ver, (void *)(fn), NULL                                                      \
+	}
+#define PS(name, ver, fn, fn_pt)                                                                   \
+	{                                                                                          \
+		name, ver, (void *)(fn), (void *)(fn_pt)                                           \
+	}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+			     CUdriverProcAddressQueryResult *symbolStatus);
+CUresult get_proc_address_v1(const char *symbol, void **pfn, int cudaVersion,
+			     cuuint64_t flags) __asm__("cuGetProcAddress");
+
+static const struct proc_entry proc_table[] = {
+    P("cuInit", 2000, cuInit),
+    P("cuDriverGetVersion", 2020, cuDriverGetVersion),
+    P("cuDeviceGet", 2000, cuDeviceGet),
+    P("cuDeviceGetCount", 2000, cuDeviceGetCount),
+    P("cuDeviceGetName", 2000, cuDeviceGetName),
+    P("cuDeviceGetAttribute", 2000, cuDeviceGetAttribute),
+    P("cuDeviceTotalMem", 3020, cuDeviceTotalMem_v2),
+    P("cuDevicePrimaryCtxRetain", 7000, cuDevicePrimaryCtxRetain),
+    P("cuDevicePrimaryCtxRelease", 11000, cuDevicePrimaryCtxRelease_v2),
+    P("cuCtxGetCurrent", 4000, cuCtxGetCurrent),
+    P("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
+    P("cuCtxGetDevice", 2000, cuCtxGetDevice),
+    P("cuCtxSynchronize", 2000, cuCtxSynchronize),
+    P("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange),
+    P("cuGetErrorString", 6000, cuGetErrorString),
+    P("cuGetErrorName", 6000, cuGetErrorName),
+    P("cuGetExportTable", 3000, cuGetExportTable),
+    P("cuGetProcAddress", 11030, get_proc_address_v1),
+    P("cuGetProcAddress", 12000, cuGetProcAddress_v2),
+    P("cuMemAlloc", 3020, cuMemAlloc_v2),
+    P("cuMemAllocPitch", 3020, cuMemAllocPitch_v2),
+    P("cuMemFree", 3020, cuMemFree_v2),
+    P("cuMemAllocHost", 3020, cuMemAllocHost_v2),
+    P("cuMemFreeHost", 2000, cuMemFreeHost),
+    P("cuMemHostAlloc", 2020, cuMemHostAlloc),
+    P("cuMemHostRegister", 6050, cuMemHostRegister_v2),
+    P("cuMemHostUnregister", 4000, cuMemHostUnregister),
+    P("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2),
+    P("cuMemAllocManaged", 6000, cuMemAllocManaged),
+    PS("cuMemAllocAsync", 11020, cuMemAllocAsync, cuMemAllocAsync_ptsz),
+    PS("cuMemFreeAsync", 11020, cuMemFreeAsync, cuMemFreeAsync_ptsz),
+    P("cuMemGetInfo", 3020, cuMemGetInfo_v2),
+    P("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2),
+    P("cuPointerGetAttribute", 4000, cuPointerGetAttribute),
+    P("cuPointerGetAttributes", 7000, cuPointerGetAttributes),
+    P("cuStreamCreate", 2000, cuStreamCreate),
+    P("cuStreamCreateWithPriority", 5050, cuStreamCreateWithPriority),
+    P("cuStreamDestroy", 4000, cuStreamDestroy_v2),
+    PS("cuStreamGetFlags", 5050, cuStreamGetFlags, cuStreamGetFlags_ptsz),
+    PS("cuStreamGetPriority", 5050, cuStreamGetPriority, cuStreamGetPriority_ptsz),
+    PS("cuStreamSynchronize", 2000, cuStreamSynchronize, cuStreamSynchronize_ptsz),
+    PS("cuStreamQuery", 2000, cuStreamQuery, cuStreamQuery_ptsz),
+    PS("cuStreamWaitEvent", 3020, cuStreamWaitEvent, cuStreamWaitEvent_ptsz),
+    PS("cuStreamAddCallback", 5000, cuStreamAddCallback, cuStreamAddCallback_ptsz),
+    PS("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz),
+    PS("cuStreamEndCapture", 10000, cuStreamEndCapture, cuStreamEndCapture_ptsz),
+    PS("cuStreamIsCapturing", 10000, cuStreamIsCapturing, cuStreamIsCapturing_ptsz),
+    P("cuEventCreate", 2000, cuEventCreate),
+    P("cuEventDestroy", 4000, cuEventDestroy_v2),
+    PS("cuEventRecord", 2000, cuEventRecord, cuEventRecord_ptsz),
+    PS("cuEventRecordWithFlags", 11010, cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz),
+    P("cuEventQuery", 2000, cuEventQuery),
+    P("cuEventSynchronize", 2000, cuEventSynchronize),
+    P("cuEventElapsedTime", 12080, cuEventElapsedTime_v2),
+    PS("cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz),
+    PS("cuLaunchKernelEx", 11060, cuLaunchKernelEx, cuLaunchKernelEx_ptsz),
+    PS("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel,
+       cuLaunchCooperativeKernel_ptsz),
+    PS("cuLaunchHostFunc", 10000, cuLaunchHostFunc, cuLaunchHostFunc_ptsz),
+    PS("cuMemcpy", 4000, cuMemcpy, cuMemcpy_ptds),
+    PS("cuMemcpyAsync", 4000, cuMemcpyAsync, cuMemcpyAsync_ptsz),
+    PS("cuMemcpyHtoD", 3020, cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds),
+    PS("cuMemcpyDtoH", 3020, cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds),
+    PS("cuMemcpyDtoD", 3020, cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds),
+    PS("cuMemcpyHtoDAsync", 3020, cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz),
+    PS("cuMemcpyDtoHAsync", 3020, cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz),
+    PS("cuMemcpyDtoDAsync", 3020, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz),
+    PS("cuMemcpy2D", 3020, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds),
+    PS("cuMemcpy2DAsync", 3020, cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz),
+    PS("cuMemcpyPeer", 4000, cuMemcpyPeer, cuMemcpyPeer_ptds),
+    PS("cuMemcpyPeerAsync", 4000, cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz),
+    PS("cuMemsetD8", 3020, cuMemsetD8_v2, cuMemsetD8_v2_ptds),
+    PS("cuMemsetD16", 3020, cuMemsetD16_v2, cuMemsetD16_v2_ptds),
+    PS("cuMemsetD32", 3020, cuMemsetD32_v2, cuMemsetD32_v2_ptds),
+    PS("cuMemsetD2D8", 3020, cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds),
+    PS("cuMemsetD2D16", 3020, cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds),
+    PS("cuMemsetD2D32", 3020, cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds),
+    PS("cuMemsetD8Async", 3020, cuMemsetD8Async, cuMemsetD8Async_ptsz),
+    PS("cuMemsetD16Async", 3020, cuMemsetD16Async, cuMemsetD16Async_ptsz),
+    PS("cuMemsetD32Async", 3020, cuMemsetD32Async, cuMemsetD32Async_ptsz),
+    PS("cuMemsetD2D8Async", 3020, cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz),
+    PS("cuMemsetD2D16Async", 3020, cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz),
+    PS("cuMemsetD2D32Async", 3020, cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz),
+    P("cuGraphInstantiate", 12000, cuGraphInstantiateWithFlags),
+    P("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags),
+    PS("cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz),
+    PS("cuGraphUpload", 11010, cuGraphUpload, cuGraphUpload_ptsz),
+    P("cuGraphDestroy", 10000, cuGraphDestroy),
+    P("cuGraphExecDestroy", 10000, cuGraphExecDestroy),
+};
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+			     CUdriverProcAddressQueryResult *symbolStatus)
+{
+	const struct proc_entry *best = NULL;
+	bool name_known = false;
+
+	if (!symbol || !pfn)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+				  CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < sizeof(proc_table) / sizeof(proc_table[0]); i++) {
+		const struct proc_entry *e = &proc_table[i];
+		if (strcmp(e->name, symbol) != 0)
+			continue;
+		name_known = true;
+		if (e->version <= cudaVersion && (!best || e->version > best->version))
+			best = e;
+	}
+	*pfn = NULL;
+	if (!best) {
+		if (symbolStatus)
+			*symbolStatus = name_known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+						   : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	*pfn = per_thread && best->per_thread ? best->per_thread : best->legacy;
+	if (symbolStatus)
+		*symbolStatus = CU_GET_PROC_ADDRESS_SUCCESS;
+	return CUDA_SUCCESS;
+}
+
+/* The pre-12.0 entry point (no status argument), still exported by the real driver and still
+ * asked for by name at version 11030. cuda.h maps the name cuGetProcAddress to _v2, so the C
+ * identifier differs and an asm label gives the symbol its real name. */
+CUresult get_proc_address_v1(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+	return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, NULL);
+}
