@@ -3,7 +3,9 @@
 
 The shim loads SQLite privately (interpose/store.h); a program's own use of SQLite, here
 Python's sqlite3 module, must work as without it, before and after the shim has started.
-The CUDA call goes to the CPU stand-in through ctypes, so the shim really starts."""
+The CUDA call goes to the CPU stand-in through ctypes, so the shim really starts: the library
+is loaded RTLD_GLOBAL and the function looked up in the global scope, where the preloaded
+wrapper comes first (a lookup in the library's own handle would bypass any interposer)."""
 import ctypes
 import os
 import sqlite3
@@ -14,8 +16,8 @@ con = sqlite3.connect(path)
 con.execute("CREATE TABLE t(x INTEGER)")
 con.executemany("INSERT INTO t VALUES(?)", [(i,) for i in range(1000)])
 con.commit()
-cudart = ctypes.CDLL(os.environ.get("CUDART", "libcudart.so.13"))
-rc = cudart.cudaDeviceSynchronize()
+ctypes.CDLL(os.environ.get("CUDART", "libcudart.so.13"), mode=os.RTLD_GLOBAL)
+rc = ctypes.CDLL(None).cudaDeviceSynchronize()
 con.executemany("INSERT INTO t VALUES(?)", [(i,) for i in range(1000)])
 con.commit()
 total = con.execute("SELECT count(*), sum(x) FROM t").fetchone()
