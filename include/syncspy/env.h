@@ -26,6 +26,8 @@
 	  "nothing")                                                                               \
 	X(SYNCSPY_CLOCK, STR, "auto",                                                              \
 	  "auto: the invariant TSC where the CPU has one, else clock_gettime; mono: always "      \
-	  "clock_gettime(CLOCK_MONOTONIC)")
+	  "clock_gettime(CLOCK_MONOTONIC)")                                                        \
+	X(SYNCSPY_CUPTI, BOOL, "0",                                                                \
+	  "1/0: GPU-side activity through CUPTI (module not built yet: no effect)")
 
 #endif
