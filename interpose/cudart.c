@@ -237,7 +237,7 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 		pre errno = saved_errno;                                                           \
 		rec.t_start = ss_now();                                                            \
 		cudaError_t ret = real args;                                                       \
-		rec.t_end = ss_now();                                                              \
+		rec.t_end = ss_needs_end_time(rec.cls) ? ss_now() : rec.t_start;                   \
 		saved_errno = errno;                                                               \
 		post if (freed_kind && ret != cudaSuccess)                                         \
 			ss_range_add(freed_ptr, freed_bytes, freed_kind);                          \

@@ -25,11 +25,38 @@ enum ss_exit {
 #define SS_COMMANDS(X)                                                                             \
 	X(help, "[COMMAND | env]",                                                                 \
 	  "print this help, a command's help, or the SYNCSPY_* environment variables", "")         \
+	X(run, "[-o DIR] [--cupti|--no-cupti] [--] CMD [ARGS...]",                                \
+	  "run CMD (and its children) with libsyncspy.so preloaded, then summarize the recording", \
+	  "  -o DIR      where the databases go (default ./syncspy-out; made absolute)\n"         \
+	  "  --cupti     set SYNCSPY_CUPTI=1 (GPU-side activity; no effect until CUPTI is built)\n" \
+	  "  --no-cupti  set SYNCSPY_CUPTI=0\n"                                                   \
+	  "  exit status: CMD's; 128+N when signal N ended it; 127 when CMD is not found\n")     \
+	X(check, "--budget FILE [--junit FILE] [--top N] DB|DIR...",                               \
+	  "exit 1 when recordings sync more than a budget allows, naming the call sites",         \
+	  "  --budget FILE  the JSON budget: limits per class, API, call site, rank\n"               \
+	  "  --junit FILE   also write a JUnit XML report (one testcase per limit and rank)\n"       \
+	  "  --top N        call sites listed per breach (default 5)\n"                               \
+	  "  GITHUB_ACTIONS=true: each breach is also printed as an ::error:: annotation\n"          \
+	  "  exit status: 0 within budget, 1 over budget, 2 bad budget, database or usage\n")        \
+	X(dump, "[--table T] [--format tsv|csv|json] [--where SQL] DB|DIR...",                     \
+	  "print the rows of one table of each database, for scripts",                             \
+	  "  --table T    api_calls (default), calls, meta, sites, threads, comms, streams\n"     \
+	  "  --format F   tsv (default: '# PATH' line, header line), csv, json (one array)\n"     \
+	  "  --where SQL  only rows where the SQL expression holds (read-only connection)\n")     \
+	X(export, "[--format chrome] -o FILE DB|DIR...",                                           \
+	  "write one trace of all databases for a timeline viewer (Perfetto, chrome://tracing)",   \
+	  "  --format chrome  Chrome trace-event JSON (the default; docs/export.md)\n"             \
+	  "  -o FILE          the trace file, written whole or not at all; - for standard output\n") \
 	X(info, "[--json] [--check] DB|DIR...",                                                    \
 	  "print each database's metadata, calls per API and class, and dropped events",           \
 	  "  --json   one JSON array with one object per database\n"                               \
 	  "  --check  read every page first (PRAGMA quick_check): slower, finds all damage\n"      \
 	  "  DIR      stands for the *.sqlite and *.sqlite.partial files inside it\n")             \
+	X(report, "[--format text|json|html] [-o FILE] [--progress] DB|DIR...",                  \
+	  "merge rank databases into one report: per-rank totals and findings with fix advice",    \
+	  "  --format F   text (default), json (docs/report-json.md) or html\n"                      \
+	  "  -o FILE      write the report to FILE instead of standard output\n"                     \
+	  "  --progress   one line on stderr per database loaded (default when stderr is a TTY)\n") \
 	X(schema, "[--lookups]", "print the SQL schema this syncspy writes and reads",             \
 	  "  --lookups  also print the rows of the classes, memkinds and dirs tables\n")
 

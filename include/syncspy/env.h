@@ -24,6 +24,9 @@
 	X(SYNCSPY_FORK, STR, "child",                                                              \
 	  "child: a forked child that uses CUDA writes its own database; off: children record "   \
 	  "nothing")                                                                               \
+	X(SYNCSPY_ENQUEUE_TIMING, BOOL, "0",                                                       \
+	  "1: also time the end of enqueue calls (E1-E3); 0: enqueue rows carry their start "      \
+	  "time only (end_ns = start_ns), which halves their clock reads")                         \
 	X(SYNCSPY_CLOCK, STR, "auto",                                                              \
 	  "auto: the invariant TSC where the CPU has one, else clock_gettime; mono: always "      \
 	  "clock_gettime(CLOCK_MONOTONIC)")                                                        \

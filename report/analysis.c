@@ -1,0 +1,922 @@
+/*
+ * report/analysis.c: the analysis engine of `syncspy report` (analysis.h): rank databases in,
+ * ranks and findings out. docs/rules.md explains each rule to users; this file is its code.
+ *
+ * How a database is read, so that 8 ranks of a million calls each report in seconds:
+ *   1. one pass over `calls` groups every row by (api, class, dir, host memory, site, legacy
+ *      stream, steady state) into a TEMP table, ss_agg (a few hundred rows for real programs);
+ *   2. the rank's totals, its calls per API and the per-site rules are queries on ss_agg;
+ *   3. two rules need single calls: copy-on-compute-stream looks each async H2D copy's next row up
+ *      by primary key, and the NCCL straggler rule copies one narrow row per collective (hash,
+ *      op, k, time) into the in-memory model database, where the ranks are compared.
+ * Databases are only read: TEMP tables live in the connection's own temporary schema.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "analysis.h"
+#include "commands.h"
+#include "db.h"
+
+/* ------------------------------------------------------------------ documented constants */
+
+/* Steady state (alloc-in-loop): calls that start after this share of the recording. */
+#define SS_STEADY_PERCENT 10
+/* A site is "in a loop" when it made at least this many steady-state calls. */
+#define SS_LOOP_MIN_CALLS 2
+/* copy-on-compute-stream: a site must show the pattern this often (once per step, >= 2 steps). */
+#define SS_OVERLAP_MIN_COPIES 2
+/* Pinned copy bandwidth when the run has no blocking pinned copy of >= SS_PINNED_MIN_BYTES to
+ * measure it from: 64 MiB in 1.47 ms on an H200 (DESIGN.md section 4), rounded down. */
+#define SS_PINNED_BW_DEFAULT 45e9 /* bytes/s, both directions */
+#define SS_PINNED_MIN_BYTES  (1 << 20)
+/* nccl-straggler: the last rank must start a collective this much after the first one. */
+#define SS_STRAGGLER_MIN_NS 1000000LL
+/* rank-imbalance: blocked time must also differ from the median by this much (noise floor). */
+#define SS_IMBALANCE_MIN_NS 1000000LL
+/* Severity: blocked_ns per mille of the rank's wall time. */
+#define SS_SEVERITY_HIGH_PERMILLE   100
+#define SS_SEVERITY_MEDIUM_PERMILLE 10
+
+#define NO_SITE "(no call site)"
+
+/* ------------------------------------------------------------------ rules */
+
+/* X(id, advice). The ids are stable: JSON consumers and `syncspy check` budgets name them. */
+#define SS_RULES(X)                                                                                \
+	X(HOST_SYNC, "host-sync",                                                                  \
+	  "Move the result read (.item(), a stream or device sync) out of the step loop or later "  \
+	  "in it, or wait on an event with cudaStreamWaitEvent so the host keeps queuing work.")   \
+	X(SYNC_COPY, "sync-copy",                                                                  \
+	  "Use cudaMemcpyAsync from pinned memory on a non-default stream and synchronize only "   \
+	  "where the result is needed (for one scalar, read it a step later).")                    \
+	X(PAGEABLE_ASYNC_COPY, "pageable-async-copy",                                              \
+	  "Allocate the host buffer pinned (cudaHostAlloc, tensor.pin_memory(), "                  \
+	  "DataLoader(pin_memory=True)) so the async copy returns at once and overlaps.")          \
+	X(MEMSET_PINNED, "memset-pinned",                                                          \
+	  "Clear host memory with memset on the host, or use cudaMemsetAsync on a stream, instead " \
+	  "of a blocking cudaMemset on pinned or managed memory.")                                 \
+	X(ALLOC_IN_LOOP, "alloc-in-loop",                                                          \
+	  "Allocate once before the loop and reuse the buffer, or use a caching allocator or "     \
+	  "cudaMallocAsync/cudaFreeAsync, which do not synchronize the device.")                   \
+	X(LEGACY_STREAM, "legacy-stream",                                                          \
+	  "Give this work a stream of its own (cudaStreamNonBlocking) or build with "              \
+	  "--default-stream per-thread: the legacy stream serializes with every blocking stream.") \
+	X(POLLING, "polling",                                                                      \
+	  "Replace the query loop by cudaEventSynchronize with a blocking-sync event, or a host "  \
+	  "function callback, so the CPU is free while the GPU works.")                            \
+	X(COPY_ON_COMPUTE_STREAM, "copy-on-compute-stream",                                        \
+	  "Issue the next step's input copy on a separate copy stream and make the kernel wait "   \
+	  "with cudaEventRecord/cudaStreamWaitEvent, so the copy overlaps the current compute.")   \
+	X(NCCL_STRAGGLER, "nccl-straggler",                                                        \
+	  "Look at what this rank does before the collective (data loading, host syncs, uneven "   \
+	  "work): every other rank waits for it.")                                                 \
+	X(RANK_IMBALANCE, "rank-imbalance",                                                        \
+	  "Compare this rank's findings with the other ranks': a rank that syncs or waits more "   \
+	  "than the others slows every collective down to its pace.")
+
+enum ss_rule_id {
+#define SS_RULE_ENUM(e, id, advice) RULE_##e,
+	SS_RULES(SS_RULE_ENUM)
+#undef SS_RULE_ENUM
+};
+
+static const struct {
+	const char *id;
+	const char *advice;
+} rules[] = {
+#define SS_RULE_ENTRY(e, id, advice) {id, advice},
+    SS_RULES(SS_RULE_ENTRY)
+#undef SS_RULE_ENTRY
+};
+
+/* ------------------------------------------------------------------ SQL */
+
+/*
+ * Step 1: one pass over calls. est_ns is the time a pageable async copy (S5) lost against a
+ * pinned one: its blocked time minus bytes / pinned bandwidth, never below 0 (per call).
+ */
+#define AGG_SQL                                                                                    \
+	"CREATE TEMP TABLE ss_agg AS SELECT c.api_id AS api_id, c.class AS class, c.dir AS dir,"   \
+	" c.host_mem AS host_mem, c.site_id AS site_id,"                                           \
+	" coalesce(c.stream = 1, 0) AS legacy, c.start_ns >= :steady_ns AS steady,"                \
+	" count(*) AS n, sum(c.count) AS queries, sum(c.end_ns - c.start_ns) AS t,"                \
+	" max(c.end_ns - c.start_ns) AS w, sum(c.bytes) AS b,"                                     \
+	" sum(CASE WHEN c.class = 'S5' AND c.dir IN (1, 2) AND c.bytes > 0"                        \
+	"  THEN max(0, (c.end_ns - c.start_ns) - CAST(c.bytes * 1e9 /"                             \
+	"  (CASE c.dir WHEN 1 THEN :bw_h2d ELSE :bw_d2h END) AS INTEGER)) END) AS est"             \
+	" FROM calls c GROUP BY 1, 2, 3, 4, 5, 6, 7"
+
+#define META_SQL                                                                                   \
+	"SELECT max(CASE key WHEN 'rank' THEN value END), max(CASE key WHEN 'world_size' THEN"     \
+	" value END), max(CASE key WHEN 'host' THEN value END), max(CASE key WHEN 'pid' THEN"      \
+	" value END), max(CASE key WHEN 'start_mono_ns' THEN value END),"                          \
+	" max(CASE key WHEN 'start_realtime_ns' THEN value END),"                                  \
+	" max(CASE key WHEN 'end_mono_ns' THEN value END),"                                        \
+	" max(key = 'exit_reason'), max(CASE key WHEN 'dropped_events' THEN value END)"            \
+	" FROM meta"
+
+/* Pinned bandwidth per direction, from blocking (S4) copies of pinned memory, which return
+ * when the transfer is done: bytes over host time. */
+#define PINNED_BW_SQL                                                                              \
+	"SELECT dir, sum(bytes), sum(end_ns - start_ns), count(*) FROM calls"                      \
+	" WHERE class = 'S4' AND host_mem = 2 AND dir IN (1, 2) AND bytes > 0 GROUP BY dir"
+
+#define OTHER_STREAMS_SQL "SELECT EXISTS (SELECT 1 FROM calls WHERE stream > 2)"
+
+#define TOTALS_SQL                                                                                 \
+	"SELECT coalesce(sum(CASE WHEN k.sync_point THEN"                                          \
+	"  CASE WHEN g.class = 'S7' THEN g.queries ELSE g.n END END), 0),"                         \
+	" coalesce(sum(CASE WHEN k.sync_point THEN g.t END), 0),"                                  \
+	" coalesce(sum(CASE WHEN g.dir BETWEEN 1 AND 5 THEN g.n END), 0),"                         \
+	" coalesce(sum(CASE WHEN g.dir BETWEEN 1 AND 5 THEN g.b END), 0),"                         \
+	" coalesce(sum(CASE WHEN g.class = 'N2' AND a.name NOT IN"                                 \
+	"  ('ncclGroupStart', 'ncclGroupEnd') THEN g.n END), 0),"                                  \
+	" coalesce(sum(CASE WHEN g.class = 'N2' THEN g.t END), 0),"                                \
+	" (SELECT json_group_object(api, n) FROM (SELECT a2.name AS api,"                          \
+	"  sum(CASE WHEN g2.class = 'S7' THEN g2.queries ELSE g2.n END) AS n"                      \
+	"  FROM temp.ss_agg g2 JOIN apis a2 ON a2.id = g2.api_id GROUP BY a2.name ORDER BY 1))"    \
+	" FROM temp.ss_agg g JOIN apis a ON a.id = g.api_id LEFT JOIN classes k ON k.class = g.class"
+
+/*
+ * Per-site rules on ss_agg: one row per site (ANALYSIS-2) with count (S7: queries), blocked,
+ * worst, bytes, estimate, rows (S7: loops) and the APIs seen there, most calls first.
+ */
+#define SITE_RULE_SQL(where)                                                                       \
+	"SELECT site, sum(n), sum(t), max(w), sum(b), sum(est), sum(rows),"                        \
+	" group_concat(api || ' x' || n, ', ') FROM (SELECT coalesce(s.text, '" NO_SITE "') AS"     \
+	" site, a.name AS api, sum(CASE WHEN g.class = 'S7' THEN g.queries ELSE g.n END) AS n,"    \
+	" sum(g.n) AS rows, sum(g.t) AS t, max(g.w) AS w, sum(g.b) AS b, sum(g.est) AS est"        \
+	" FROM temp.ss_agg g JOIN apis a ON a.id = g.api_id LEFT JOIN sites s ON s.id = g.site_id" \
+	" WHERE " where " GROUP BY site, api ORDER BY site, n DESC, api)"                           \
+	" GROUP BY site HAVING sum(n) >= :min_count"
+
+static const struct site_rule {
+	enum ss_rule_id rule;
+	const char *sql;
+	long long min_count;
+} site_rules[] = {
+    {RULE_HOST_SYNC, SITE_RULE_SQL("g.class IN ('S1', 'S2', 'S3')"), 1},
+    {RULE_SYNC_COPY, SITE_RULE_SQL("g.class = 'S4'"), 1},
+    {RULE_PAGEABLE_ASYNC_COPY, SITE_RULE_SQL("g.class = 'S5'"), 1},
+    {RULE_MEMSET_PINNED, SITE_RULE_SQL("g.class = 'S6' AND g.dir = 6"), 1},
+    {RULE_ALLOC_IN_LOOP, SITE_RULE_SQL("g.class = 'S6' AND g.dir IS NULL AND g.steady"),
+     SS_LOOP_MIN_CALLS},
+    {RULE_LEGACY_STREAM,
+     SITE_RULE_SQL("g.class IN ('E1', 'E2') AND g.legacy AND :other_streams"), 1},
+    {RULE_POLLING, SITE_RULE_SQL("g.class = 'S7'"), 1},
+};
+
+/*
+ * copy-on-compute-stream (host-side heuristic): an async H2D copy from non-pageable memory whose
+ * next row of the same thread (rows are written thread by thread in call order) is a kernel
+ * launch on the same stream: the kernel probably consumes it, and nothing else could overlap
+ * the copy on that stream.
+ */
+#define OVERLAP_SQL                                                                                \
+	"SELECT coalesce(s.text, '" NO_SITE "') AS site, count(*), sum(c.end_ns - c.start_ns),"    \
+	" max(c.end_ns - c.start_ns), sum(c.bytes), group_concat(DISTINCT a.name)"                 \
+	" FROM calls c JOIN calls k ON k.id = c.id + 1 JOIN apis a ON a.id = c.api_id"             \
+	" JOIN apis ka ON ka.id = k.api_id LEFT JOIN sites s ON s.id = c.site_id"                  \
+	" WHERE c.class = 'E1' AND c.dir = 1 AND c.stream IS NOT NULL AND k.tid = c.tid"           \
+	" AND k.stream = c.stream AND k.class = 'E1' AND ka.name LIKE '%Launch%Kernel%'"           \
+	" GROUP BY site HAVING count(*) >= :min_count"
+
+/* The k-th call of each collective on each communicator (by id_hash, the same on every rank),
+ * with its start time; send/recv are point to point and not compared. */
+#define ARRIVALS_SQL                                                                               \
+	"SELECT m.id_hash, a.name, row_number() OVER (PARTITION BY m.id_hash, a.name"              \
+	" ORDER BY c.start_ns), c.start_ns FROM calls c JOIN apis a ON a.id = c.api_id"            \
+	" JOIN comms m ON m.comm = c.comm AND c.start_ns >= coalesce(m.created_ns, 0)"             \
+	" AND (m.destroyed_ns IS NULL OR c.start_ns <= m.destroyed_ns)"                            \
+	" WHERE c.class = 'N2' AND c.comm IS NOT NULL AND m.id_hash IS NOT NULL"                   \
+	" AND a.name NOT IN ('ncclSend', 'ncclRecv', 'ncclGroupStart', 'ncclGroupEnd')"
+
+#define MODEL_SQL                                                                                  \
+	"CREATE TABLE arrivals(id_hash TEXT, op TEXT, k INTEGER, rank_index INTEGER, t INTEGER);"
+
+/*
+ * Per communicator, the rank that arrived last (by at least :min_late after the first) most
+ * often; times are wall-clock ns (SCHEMA-3), so ranks of different hosts compare.
+ */
+#define STRAGGLER_SQL                                                                              \
+	"WITH inst AS (SELECT id_hash, op, k, count(*) AS n, min(t) AS first_t, max(t) AS last_t"  \
+	"  FROM arrivals GROUP BY id_hash, op, k HAVING count(*) >= 2),"                           \
+	" late AS (SELECT a.rank_index AS rank_index, i.id_hash AS id_hash, i.k AS k,"             \
+	"  i.last_t - i.first_t AS late FROM inst i JOIN arrivals a ON a.id_hash = i.id_hash"      \
+	"  AND a.op = i.op AND a.k = i.k AND a.t = i.last_t WHERE i.last_t - i.first_t >= :min_late)," \
+	" per AS (SELECT rank_index, id_hash, count(*) AS times, sum(late) AS total,"              \
+	"  max(late) AS worst, max(k = 1) AS first FROM late GROUP BY rank_index, id_hash),"       \
+	" best AS (SELECT *, row_number() OVER (PARTITION BY id_hash"                              \
+	"  ORDER BY times DESC, total DESC, rank_index) AS rn FROM per),"                          \
+	" tot AS (SELECT id_hash, count(*) AS instances, max(n) AS ranks FROM inst GROUP BY id_hash)" \
+	" SELECT b.rank_index, b.id_hash, b.times, b.total, b.worst, b.first, t.instances, t.ranks" \
+	" FROM best b JOIN tot t ON t.id_hash = b.id_hash WHERE b.rn = 1 ORDER BY b.id_hash"
+
+/* ------------------------------------------------------------------ helpers */
+
+struct loader {
+	struct ss_report *report;
+	size_t findings_capacity;
+	size_t ranks_capacity;
+	sqlite3 *model;
+	sqlite3_stmt *insert_arrival;
+	char *err;
+	size_t errlen;
+};
+
+static int fail(struct loader *ld, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(struct loader *ld, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ld->err, ld->errlen, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static int out_of_memory(struct loader *ld)
+{
+	return fail(ld, SS_EXIT_INTERNAL, "out of memory");
+}
+
+static char *xstrdup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *format(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+const char *ss_severity(long long blocked_ns, long long wall_ns)
+{
+	double permille = wall_ns > 0 ? 1000.0 * (double)blocked_ns / (double)wall_ns : 0;
+
+	if (permille >= SS_SEVERITY_HIGH_PERMILLE)
+		return "high";
+	if (permille >= SS_SEVERITY_MEDIUM_PERMILLE)
+		return "medium";
+	return "low";
+}
+
+static long long column_or(sqlite3_stmt *stmt, int col, long long fallback)
+{
+	if (sqlite3_column_type(stmt, col) == SQLITE_NULL)
+		return fallback;
+	return sqlite3_column_int64(stmt, col);
+}
+
+static void bind_named_int(sqlite3_stmt *stmt, const char *name, long long value)
+{
+	int i = sqlite3_bind_parameter_index(stmt, name);
+
+	if (i > 0)
+		sqlite3_bind_int64(stmt, i, value);
+}
+
+static void bind_named_double(sqlite3_stmt *stmt, const char *name, double value)
+{
+	int i = sqlite3_bind_parameter_index(stmt, name);
+
+	if (i > 0)
+		sqlite3_bind_double(stmt, i, value);
+}
+
+/* Takes ownership of site and detail (freed on failure too). */
+static int add_finding(struct loader *ld, enum ss_rule_id rule, const struct ss_rank *rank,
+		       long long count, long long blocked_ns, long long worst_ns, long long bytes,
+		       long long estimate_ns, char *site, char *detail)
+{
+	struct ss_report *r = ld->report;
+	struct ss_finding *f;
+
+	if (!site || !detail) {
+		free(site);
+		free(detail);
+		return out_of_memory(ld);
+	}
+	if (r->nfindings == ld->findings_capacity) {
+		size_t capacity = ld->findings_capacity ? 2 * ld->findings_capacity : 32;
+		struct ss_finding *grown = realloc(r->findings, capacity * sizeof(*grown));
+
+		if (!grown) {
+			free(site);
+			free(detail);
+			return out_of_memory(ld);
+		}
+		r->findings = grown;
+		ld->findings_capacity = capacity;
+	}
+	f = &r->findings[r->nfindings++];
+	f->rule = rules[rule].id;
+	f->advice = rules[rule].advice;
+	f->rank = rank->rank;
+	f->severity = ss_severity(blocked_ns, rank->wall_ns);
+	f->count = count;
+	f->blocked_ns = blocked_ns;
+	f->worst_ns = worst_ns;
+	f->bytes = bytes;
+	f->estimate_ns = estimate_ns;
+	f->site = site;
+	f->detail = detail;
+	return SS_EXIT_OK;
+}
+
+static int add_note(struct ss_report *r, char *note)
+{
+	char **grown;
+
+	if (!note)
+		return SS_EXIT_INTERNAL;
+	grown = realloc(r->notes, (r->nnotes + 1) * sizeof(*grown));
+	if (!grown) {
+		free(note);
+		return SS_EXIT_INTERNAL;
+	}
+	r->notes = grown;
+	r->notes[r->nnotes++] = note;
+	return SS_EXIT_OK;
+}
+
+static double ms(long long ns)
+{
+	return (double)ns / 1e6;
+}
+
+/* ------------------------------------------------------------------ one database */
+
+struct db_state {
+	sqlite3 *db;
+	const char *path;
+	struct ss_rank *rank;
+	double bw[3];	  /* pinned bandwidth by dir (1 H2D, 2 D2H), bytes/s */
+	int measured[3];  /* 1: bw[dir] comes from this run's pinned copies */
+	int other_streams; /* the process used streams other than the two default ones */
+};
+
+static int prepare(struct loader *ld, struct db_state *st, const char *sql, sqlite3_stmt **stmt)
+{
+	int rc = sqlite3_prepare_v2(st->db, sql, -1, stmt, NULL);
+
+	if (rc != SQLITE_OK)
+		return ss_db_failure(st->db, rc, st->path, ld->err, ld->errlen);
+	return SS_EXIT_OK;
+}
+
+static int step_failed(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt, int rc)
+{
+	int code = ss_db_failure(st->db, rc, st->path, ld->err, ld->errlen);
+
+	sqlite3_finalize(stmt);
+	return code;
+}
+
+static int load_meta(struct loader *ld, struct db_state *st)
+{
+	struct ss_rank *rk = st->rank;
+	sqlite3_stmt *stmt;
+	long long end_ns;
+	int rc, code;
+
+	code = prepare(ld, st, META_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return step_failed(ld, st, stmt, rc);
+	rk->rank = column_or(stmt, 0, -1);
+	rk->world_size = column_or(stmt, 1, -1);
+	rk->host = xstrdup((const char *)sqlite3_column_text(stmt, 2));
+	rk->pid = column_or(stmt, 3, -1);
+	rk->start_mono_ns = column_or(stmt, 4, 0);
+	rk->start_realtime_ns = column_or(stmt, 5, 0);
+	end_ns = column_or(stmt, 6, -1);
+	rk->finished = sqlite3_column_int(stmt, 7) == 1;
+	rk->dropped = column_or(stmt, 8, 0);
+	sqlite3_finalize(stmt);
+	if (!rk->host)
+		return out_of_memory(ld);
+
+	if (end_ns < 0) { /* an unfinished recording: it lasted until its last call */
+		code = prepare(ld, st, "SELECT max(end_ns) FROM calls", &stmt);
+		if (code != SS_EXIT_OK)
+			return code;
+		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_ROW)
+			return step_failed(ld, st, stmt, rc);
+		end_ns = column_or(stmt, 0, rk->start_mono_ns);
+		sqlite3_finalize(stmt);
+	}
+	rk->wall_ns = end_ns - rk->start_mono_ns;
+	if (rk->wall_ns <= 0)
+		rk->wall_ns = 1;
+	return SS_EXIT_OK;
+}
+
+static int load_bandwidth(struct loader *ld, struct db_state *st)
+{
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	st->bw[1] = st->bw[2] = SS_PINNED_BW_DEFAULT;
+	code = prepare(ld, st, PINNED_BW_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		int dir = sqlite3_column_int(stmt, 0);
+		long long bytes = sqlite3_column_int64(stmt, 1), ns = sqlite3_column_int64(stmt, 2);
+
+		if (dir >= 1 && dir <= 2 && bytes >= SS_PINNED_MIN_BYTES && ns > 0) {
+			st->bw[dir] = (double)bytes * 1e9 / (double)ns;
+			st->measured[dir] = 1;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		return step_failed(ld, st, stmt, rc);
+	sqlite3_finalize(stmt);
+
+	code = prepare(ld, st, OTHER_STREAMS_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return step_failed(ld, st, stmt, rc);
+	st->other_streams = sqlite3_column_int(stmt, 0);
+	sqlite3_finalize(stmt);
+	return SS_EXIT_OK;
+}
+
+static int build_aggregate(struct loader *ld, struct db_state *st)
+{
+	struct ss_rank *rk = st->rank;
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	code = prepare(ld, st, AGG_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	bind_named_int(stmt, ":steady_ns", rk->start_mono_ns + rk->wall_ns * SS_STEADY_PERCENT / 100);
+	bind_named_double(stmt, ":bw_h2d", st->bw[1]);
+	bind_named_double(stmt, ":bw_d2h", st->bw[2]);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_DONE)
+		return step_failed(ld, st, stmt, rc);
+	sqlite3_finalize(stmt);
+
+	code = prepare(ld, st, TOTALS_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return step_failed(ld, st, stmt, rc);
+	rk->sync_points = sqlite3_column_int64(stmt, 0);
+	rk->blocked_ns = sqlite3_column_int64(stmt, 1);
+	rk->copies = sqlite3_column_int64(stmt, 2);
+	rk->copy_bytes = sqlite3_column_int64(stmt, 3);
+	rk->nccl_ops = sqlite3_column_int64(stmt, 4);
+	rk->nccl_ns = sqlite3_column_int64(stmt, 5);
+	rk->calls_json = xstrdup(sqlite3_column_type(stmt, 6) == SQLITE_NULL
+					 ? "{}"
+					 : (const char *)sqlite3_column_text(stmt, 6));
+	sqlite3_finalize(stmt);
+	return rk->calls_json ? SS_EXIT_OK : out_of_memory(ld);
+}
+
+static char *site_detail(const struct db_state *st, enum ss_rule_id rule, const char *apis,
+			 long long worst, long long bytes, long long estimate, long long rows)
+{
+	switch (rule) {
+	case RULE_HOST_SYNC:
+		return format("%s; worst %.3f ms; GPU idle time behind it: not measurable without "
+			      "GPU timeline",
+			      apis, ms(worst));
+	case RULE_SYNC_COPY:
+	case RULE_MEMSET_PINNED:
+		return format("%s; %lld bytes; worst %.3f ms", apis, bytes, ms(worst));
+	case RULE_PAGEABLE_ASYNC_COPY: {
+		const char *source = "default";
+
+		if (st->measured[1] || st->measured[2])
+			source = "measured from this run's blocking pinned copies";
+		return format("%s; %lld bytes; estimate: %.3f ms lost against pinned copies at "
+			      "%.1f GB/s H2D, %.1f GB/s D2H (%s)",
+			      apis, bytes, ms(estimate), st->bw[1] / 1e9, st->bw[2] / 1e9, source);
+	}
+	case RULE_ALLOC_IN_LOOP:
+		return format("%s after the first %d%% of the run (steady state)", apis,
+			      SS_STEADY_PERCENT);
+	case RULE_LEGACY_STREAM:
+		return format("%s on the legacy default stream while the process also used other "
+			      "streams",
+			      apis);
+	case RULE_POLLING:
+		return format("%lld polling loops: %s", rows, apis);
+	default:
+		return format("%s", apis);
+	}
+}
+
+static int run_site_rules(struct loader *ld, struct db_state *st)
+{
+	for (size_t r = 0; r < sizeof(site_rules) / sizeof(site_rules[0]); r++) {
+		const struct site_rule *sr = &site_rules[r];
+		sqlite3_stmt *stmt;
+		int rc, code;
+
+		code = prepare(ld, st, sr->sql, &stmt);
+		if (code != SS_EXIT_OK)
+			return code;
+		bind_named_int(stmt, ":min_count", sr->min_count);
+		bind_named_int(stmt, ":other_streams", st->other_streams);
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			long long count = sqlite3_column_int64(stmt, 1);
+			long long blocked = sqlite3_column_int64(stmt, 2);
+			long long worst = sqlite3_column_int64(stmt, 3);
+			long long bytes = column_or(stmt, 4, -1);
+			long long estimate = column_or(stmt, 5, -1);
+			long long rows = sqlite3_column_int64(stmt, 6);
+			const char *apis = (const char *)sqlite3_column_text(stmt, 7);
+
+			if (sr->rule != RULE_PAGEABLE_ASYNC_COPY)
+				estimate = -1;
+			if (sr->rule == RULE_HOST_SYNC || sr->rule == RULE_POLLING ||
+			    sr->rule == RULE_ALLOC_IN_LOOP || sr->rule == RULE_LEGACY_STREAM)
+				bytes = -1;
+			code = add_finding(
+			    ld, sr->rule, st->rank, count, blocked, worst, bytes, estimate,
+			    xstrdup((const char *)sqlite3_column_text(stmt, 0)),
+			    site_detail(st, sr->rule, apis ? apis : "", worst, bytes, estimate, rows));
+			if (code != SS_EXIT_OK) {
+				sqlite3_finalize(stmt);
+				return code;
+			}
+		}
+		if (rc != SQLITE_DONE)
+			return step_failed(ld, st, stmt, rc);
+		sqlite3_finalize(stmt);
+	}
+	return SS_EXIT_OK;
+}
+
+static int run_overlap_rule(struct loader *ld, struct db_state *st)
+{
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	code = prepare(ld, st, OVERLAP_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	bind_named_int(stmt, ":min_count", SS_OVERLAP_MIN_COPIES);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		long long count = sqlite3_column_int64(stmt, 1);
+		long long bytes = column_or(stmt, 4, 0);
+
+		code = add_finding(
+		    ld, RULE_COPY_ON_COMPUTE_STREAM, st->rank, count, sqlite3_column_int64(stmt, 2),
+		    sqlite3_column_int64(stmt, 3), bytes, -1,
+		    xstrdup((const char *)sqlite3_column_text(stmt, 0)),
+		    format("%lld async H2D copies (%s, %lld bytes) enqueued right before a kernel "
+			   "launch on the same stream; host-side heuristic: confirm with GPU "
+			   "timeline",
+			   count, (const char *)sqlite3_column_text(stmt, 5), bytes));
+		if (code != SS_EXIT_OK) {
+			sqlite3_finalize(stmt);
+			return code;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		return step_failed(ld, st, stmt, rc);
+	sqlite3_finalize(stmt);
+	return SS_EXIT_OK;
+}
+
+/* Copies this rank's collectives into the model's arrivals table, in wall-clock ns. */
+static int load_arrivals(struct loader *ld, struct db_state *st, size_t rank_index)
+{
+	long long offset = st->rank->start_realtime_ns - st->rank->start_mono_ns;
+	sqlite3_stmt *stmt, *ins = ld->insert_arrival;
+	int rc, code;
+
+	code = prepare(ld, st, ARRIVALS_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		sqlite3_bind_value(ins, 1, sqlite3_column_value(stmt, 0));
+		sqlite3_bind_value(ins, 2, sqlite3_column_value(stmt, 1));
+		sqlite3_bind_int64(ins, 3, sqlite3_column_int64(stmt, 2));
+		sqlite3_bind_int64(ins, 4, (long long)rank_index);
+		sqlite3_bind_int64(ins, 5, sqlite3_column_int64(stmt, 3) + offset);
+		if (sqlite3_step(ins) != SQLITE_DONE) {
+			sqlite3_finalize(stmt);
+			return fail(ld, SS_EXIT_INTERNAL, "model: %s", sqlite3_errmsg(ld->model));
+		}
+		sqlite3_reset(ins);
+	}
+	if (rc != SQLITE_DONE)
+		return step_failed(ld, st, stmt, rc);
+	sqlite3_finalize(stmt);
+	return SS_EXIT_OK;
+}
+
+/* Two files that claim one rank of one job size, from different processes, are two runs mixed. */
+static int check_duplicate_rank(struct loader *ld, size_t index)
+{
+	const struct ss_rank *rk = &ld->report->ranks[index];
+
+	if (rk->rank < 0)
+		return SS_EXIT_OK;
+	for (size_t i = 0; i < index; i++) {
+		const struct ss_rank *o = &ld->report->ranks[i];
+
+		if (o->rank == rk->rank && o->world_size == rk->world_size &&
+		    (o->pid != rk->pid || strcmp(o->host, rk->host) != 0))
+			return fail(ld, SS_EXIT_INPUT,
+				    "%s: rank %lld of %lld is also recorded by %s (pid %lld): "
+				    "name the databases of one run only",
+				    rk->path, rk->rank, rk->world_size, o->path, o->pid);
+	}
+	return SS_EXIT_OK;
+}
+
+static int load_one(struct loader *ld, const char *path, size_t index)
+{
+	struct ss_rank *rk = &ld->report->ranks[index];
+	struct db_state st = {0};
+	int code;
+
+	memset(rk, 0, sizeof(*rk));
+	rk->path = xstrdup(path);
+	if (!rk->path)
+		return out_of_memory(ld);
+	code = ss_db_open(path, &st.db, ld->err, ld->errlen);
+	if (code != SS_EXIT_OK)
+		return code;
+	st.path = path;
+	st.rank = rk;
+	code = load_meta(ld, &st);
+	if (code == SS_EXIT_OK)
+		code = check_duplicate_rank(ld, index);
+	if (code == SS_EXIT_OK)
+		code = load_bandwidth(ld, &st);
+	if (code == SS_EXIT_OK)
+		code = build_aggregate(ld, &st);
+	if (code == SS_EXIT_OK)
+		code = run_site_rules(ld, &st);
+	if (code == SS_EXIT_OK)
+		code = run_overlap_rule(ld, &st);
+	if (code == SS_EXIT_OK)
+		code = load_arrivals(ld, &st, index);
+	sqlite3_close(st.db);
+	return code;
+}
+
+/* ------------------------------------------------------------------ across ranks */
+
+static int run_straggler_rule(struct loader *ld)
+{
+	sqlite3_stmt *stmt;
+	int rc, code = SS_EXIT_OK;
+
+	if (sqlite3_exec(ld->model, "CREATE INDEX arrivals_k ON arrivals(id_hash, op, k)", NULL,
+			 NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(ld->model, STRAGGLER_SQL, -1, &stmt, NULL) != SQLITE_OK)
+		return fail(ld, SS_EXIT_INTERNAL, "model: %s", sqlite3_errmsg(ld->model));
+	bind_named_int(stmt, ":min_late", SS_STRAGGLER_MIN_NS);
+	while (code == SS_EXIT_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		size_t index = (size_t)sqlite3_column_int64(stmt, 0);
+		const char *hash = (const char *)sqlite3_column_text(stmt, 1);
+		long long times = sqlite3_column_int64(stmt, 2);
+		long long total = sqlite3_column_int64(stmt, 3);
+		long long worst = sqlite3_column_int64(stmt, 4);
+		int first = sqlite3_column_int(stmt, 5);
+		long long instances = sqlite3_column_int64(stmt, 6);
+		long long nranks = sqlite3_column_int64(stmt, 7);
+
+		code = add_finding(
+		    ld, RULE_NCCL_STRAGGLER, &ld->report->ranks[index], times, total, worst, -1, -1,
+		    format("communicator %s", hash),
+		    format("last to start %lld of %lld collectives of communicator %s (%lld ranks), "
+			   "%.3f ms after the first rank at worst%s; blocked_ns is the earliest "
+			   "ranks' wait, from host start times aligned by wall clock",
+			   times, instances, hash, nranks, ms(worst),
+			   first ? "; late at the first collective too" : ""));
+	}
+	if (code == SS_EXIT_OK && rc != SQLITE_DONE)
+		code = fail(ld, SS_EXIT_INTERNAL, "model: %s", sqlite3_errmsg(ld->model));
+	sqlite3_finalize(stmt);
+	return code;
+}
+
+static int compare_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of one per-rank total (the lower middle value for an even count). */
+static long long median_of(const struct ss_report *r, size_t offset)
+{
+	long long *values = malloc(r->nranks * sizeof(*values)), m;
+
+	if (!values)
+		return 0;
+	for (size_t i = 0; i < r->nranks; i++)
+		values[i] = *(const long long *)((const char *)&r->ranks[i] + offset);
+	qsort(values, r->nranks, sizeof(*values), compare_ll);
+	m = values[(r->nranks - 1) / 2];
+	free(values);
+	return m;
+}
+
+static int deviates(long long value, long long median)
+{
+	long long diff = value > median ? value - median : median - value;
+
+	return diff * 100 > median * SS_IMBALANCE_PERCENT && diff > 0;
+}
+
+static long long percent(long long value, long long median)
+{
+	return median ? (value - median) * 100 / median : 100;
+}
+
+static int run_imbalance_rule(struct loader *ld)
+{
+	struct ss_report *r = ld->report;
+	long long m_sync, m_blocked, m_copies, m_nccl;
+
+	if (r->nranks < 2)
+		return SS_EXIT_OK;
+	m_sync = median_of(r, offsetof(struct ss_rank, sync_points));
+	m_blocked = median_of(r, offsetof(struct ss_rank, blocked_ns));
+	m_copies = median_of(r, offsetof(struct ss_rank, copies));
+	m_nccl = median_of(r, offsetof(struct ss_rank, nccl_ops));
+	for (size_t i = 0; i < r->nranks; i++) {
+		struct ss_rank *rk = &r->ranks[i];
+		long long diff = rk->blocked_ns - m_blocked;
+		int code;
+
+		if (diff < 0)
+			diff = -diff;
+		if (deviates(rk->sync_points, m_sync))
+			rk->deviates |= SS_DEV_SYNC_POINTS;
+		if (deviates(rk->blocked_ns, m_blocked) && diff >= SS_IMBALANCE_MIN_NS)
+			rk->deviates |= SS_DEV_BLOCKED;
+		if (deviates(rk->copies, m_copies))
+			rk->deviates |= SS_DEV_COPIES;
+		if (deviates(rk->nccl_ops, m_nccl))
+			rk->deviates |= SS_DEV_NCCL_OPS;
+		if (!(rk->deviates & (SS_DEV_SYNC_POINTS | SS_DEV_BLOCKED)))
+			continue;
+		code = add_finding(ld, RULE_RANK_IMBALANCE, rk, rk->sync_points, diff, -1, -1, -1,
+				   format("(whole rank)"),
+				   format("sync points %lld (median %lld, %+lld%%), blocked %.3f ms "
+					  "(median %.3f ms, %+lld%%); blocked_ns is the difference "
+					  "from the median",
+					  rk->sync_points, m_sync, percent(rk->sync_points, m_sync),
+					  ms(rk->blocked_ns), ms(m_blocked),
+					  percent(rk->blocked_ns, m_blocked)));
+		if (code != SS_EXIT_OK)
+			return code;
+	}
+	return SS_EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ order and notes */
+
+static int compare_findings(const void *a, const void *b)
+{
+	const struct ss_finding *x = a, *y = b;
+	int c;
+
+	if (x->blocked_ns != y->blocked_ns) /* ANALYSIS-1 */
+		return x->blocked_ns > y->blocked_ns ? -1 : 1;
+	c = strcmp(x->rule, y->rule);
+	if (c)
+		return c;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return strcmp(x->site, y->site);
+}
+
+static int compare_ranks(const void *a, const void *b)
+{
+	const struct ss_rank *x = a, *y = b;
+
+	if (x->rank != y->rank) { /* unknown ranks (-1) last */
+		if (x->rank < 0 || y->rank < 0)
+			return x->rank < 0 ? 1 : -1;
+		return x->rank < y->rank ? -1 : 1;
+	}
+	return strcmp(x->path, y->path);
+}
+
+static int add_notes(struct ss_report *r)
+{
+	int hosts_differ = 0, code;
+
+	code = add_note(r, format("GPU idle time behind host syncs: not measurable without GPU "
+				  "timeline (the recording holds host-side calls only)"));
+	if (code == SS_EXIT_OK)
+		code = add_note(r, format("communication/compute overlap: not measurable without "
+					  "GPU timeline"));
+	for (size_t i = 0; code == SS_EXIT_OK && i < r->nranks; i++) {
+		const struct ss_rank *rk = &r->ranks[i];
+
+		if (rk->dropped > 0)
+			code = add_note(r, format("%s: %lld calls were dropped while recording: its "
+						  "counts are lower bounds",
+						  rk->path, rk->dropped));
+		if (code == SS_EXIT_OK && !rk->finished)
+			code = add_note(r, format("%s: unfinished recording (still running, or "
+						  "killed): read up to its last commit",
+						  rk->path));
+		if (strcmp(rk->host, r->ranks[0].host) != 0)
+			hosts_differ = 1;
+	}
+	if (code == SS_EXIT_OK && hosts_differ)
+		code = add_note(r, format("ranks ran on several hosts: arrival times at collectives "
+					  "are as exact as the hosts' clock synchronization"));
+	return code;
+}
+
+/* ------------------------------------------------------------------ entry points */
+
+int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_options *options,
+	       struct ss_report *report, char *err, size_t errlen)
+{
+	struct loader ld = {.report = report, .err = err, .errlen = errlen};
+	int code = SS_EXIT_OK;
+
+	memset(report, 0, sizeof(*report));
+	report->ranks = calloc(npaths ? npaths : 1, sizeof(*report->ranks));
+	if (!report->ranks)
+		return out_of_memory(&ld);
+	if (sqlite3_open(":memory:", &ld.model) != SQLITE_OK ||
+	    sqlite3_exec(ld.model, MODEL_SQL "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(ld.model, "INSERT INTO arrivals VALUES(?, ?, ?, ?, ?)", -1,
+			       &ld.insert_arrival, NULL) != SQLITE_OK) {
+		code = fail(&ld, SS_EXIT_INTERNAL, "model database: %s", sqlite3_errmsg(ld.model));
+		sqlite3_close(ld.model);
+		return code;
+	}
+	for (size_t i = 0; i < npaths && code == SS_EXIT_OK; i++) {
+		code = load_one(&ld, paths[i], i);
+		report->nranks = i + 1; /* so that ss_report_free frees what load_one began */
+		if (code == SS_EXIT_OK && options && options->progress)
+			fprintf(stderr, "syncspy: loaded %zu/%zu %s (rank %lld)\n", i + 1, npaths,
+				paths[i], report->ranks[i].rank);
+	}
+	if (code == SS_EXIT_OK)
+		code = run_straggler_rule(&ld);
+	if (code == SS_EXIT_OK)
+		code = run_imbalance_rule(&ld);
+	sqlite3_finalize(ld.insert_arrival);
+	sqlite3_close(ld.model);
+	if (code == SS_EXIT_OK)
+		code = add_notes(report) == SS_EXIT_OK ? SS_EXIT_OK : out_of_memory(&ld);
+	if (code != SS_EXIT_OK)
+		return code;
+	qsort(report->findings, report->nfindings, sizeof(*report->findings), compare_findings);
+	qsort(report->ranks, report->nranks, sizeof(*report->ranks), compare_ranks);
+	return SS_EXIT_OK;
+}
+
+void ss_report_free(struct ss_report *report)
+{
+	for (size_t i = 0; i < report->nranks; i++) {
+		free(report->ranks[i].path);
+		free(report->ranks[i].host);
+		free(report->ranks[i].calls_json);
+	}
+	for (size_t i = 0; i < report->nfindings; i++) {
+		free(report->findings[i].site);
+		free(report->findings[i].detail);
+	}
+	for (size_t i = 0; i < report->nnotes; i++)
+		free(report->notes[i]);
+	free(report->ranks);
+	free(report->findings);
+	free(report->notes);
+	memset(report, 0, sizeof(*report));
+}

@@ -1,0 +1,97 @@
+/*
+ * report/analysis.h: the analysis engine behind `syncspy report`. It loads rank databases
+ * (opened and checked by db.c), summarizes each with SQL aggregates on its own connection, and
+ * builds an in-memory model: one ss_rank per database and a list of findings, each the verdict of
+ * one rule of docs/rules.md on one (rank, call site). The output backends (out_*.c) only print
+ * this model.
+ *
+ * Invariants (cited in code as ANALYSIS-n):
+ *   ANALYSIS-1  findings are sorted by blocked_ns descending, then rule, rank, site: the order of
+ *               the report is stable for a given set of databases.
+ *   ANALYSIS-2  there is at most one finding per (rule, rank, site).
+ *   ANALYSIS-3  every number is measured on the host (CLOCK_MONOTONIC of the recording host),
+ *               except estimate_ns, which is an estimate and says so; nothing here stands for GPU
+ *               time, which the databases of schema 1 do not hold.
+ */
+#ifndef SYNCSPY_REPORT_ANALYSIS_H
+#define SYNCSPY_REPORT_ANALYSIS_H
+
+#include <stddef.h>
+
+/* Bits of ss_rank.deviates: which per-rank totals differ from the median over ranks by more
+ * than SS_IMBALANCE_PERCENT. */
+enum ss_deviation {
+	SS_DEV_SYNC_POINTS = 1 << 0,
+	SS_DEV_BLOCKED = 1 << 1,
+	SS_DEV_COPIES = 1 << 2,
+	SS_DEV_NCCL_OPS = 1 << 3,
+};
+
+/* A per-rank total farther than this from the median of all ranks is highlighted. */
+#define SS_IMBALANCE_PERCENT 20
+
+/* One rank database: who recorded it and its totals. An unknown number is -1. */
+struct ss_rank {
+	char *path;
+	long long rank;	      /* meta.rank, -1 when unknown */
+	long long world_size; /* meta.world_size, -1 when unknown */
+	char *host;
+	long long pid;
+	int finished;	       /* meta.exit_reason present */
+	long long wall_ns;     /* recording time: end_mono_ns (or the last call's end) - start */
+	char *calls_json;      /* JSON object: API name -> calls (S7: queries, SCHEMA-5) */
+	long long sync_points; /* S1-S7 calls, S7 counted by queries */
+	long long blocked_ns;  /* host time in S1-S7 calls */
+	long long copies;      /* memcpy calls of every class (memsets not counted) */
+	long long copy_bytes;
+	long long nccl_ops;	 /* N2 calls on a communicator (collectives, send/recv) */
+	long long nccl_ns;	 /* host time in all N2 calls, group start/end included */
+	long long dropped;	 /* meta.dropped_events: non-zero makes the counts lower bounds */
+	unsigned deviates;	 /* enum ss_deviation bits */
+	long long start_mono_ns; /* for aligning ranks' clocks (SCHEMA-3) */
+	long long start_realtime_ns;
+};
+
+/* One rule's verdict on one (rank, site). -1 in an optional number means "not applicable". */
+struct ss_finding {
+	const char *rule;     /* stable id, docs/rules.md */
+	const char *severity; /* "high", "medium", "low": blocked_ns against the rank's wall time */
+	long long rank;	      /* the rank (meta.rank), -1 when unknown */
+	long long count;      /* calls (S7: queries), or occurrences for cross-call rules */
+	long long blocked_ns; /* host time the flagged calls took */
+	long long worst_ns;   /* the longest single call, -1 when not applicable */
+	long long bytes;      /* bytes copied or set, -1 when not applicable */
+	long long estimate_ns; /* estimated time lost (ANALYSIS-3), -1 when not applicable */
+	char *site;	       /* sites.text, "(no call site)", or what the rule groups by */
+	char *detail;	       /* one line: what was seen (APIs and counts, medians, ...) */
+	const char *advice;    /* one or two sentences: the fix */
+};
+
+struct ss_report {
+	struct ss_rank *ranks; /* sorted by rank (unknown last), then path */
+	size_t nranks;
+	struct ss_finding *findings; /* ANALYSIS-1 */
+	size_t nfindings;
+	char **notes; /* what the report could not measure, and why */
+	size_t nnotes;
+};
+
+/* Loading options. */
+struct ss_analysis_options {
+	int progress; /* 1: one line on stderr per database loaded */
+};
+
+/*
+ * Loads every database of paths and analyzes them into *report. On failure returns an ss_exit
+ * code with one message in err ("PATH: what is wrong"); a bad database stops the report (a
+ * merge with a rank missing would mislead).
+ */
+int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_options *options,
+	       struct ss_report *report, char *err, size_t errlen);
+
+void ss_report_free(struct ss_report *report);
+
+/* The severity a blocked time gets against a wall time (thresholds in docs/rules.md). */
+const char *ss_severity(long long blocked_ns, long long wall_ns);
+
+#endif

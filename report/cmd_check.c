@@ -1,0 +1,938 @@
+/*
+ * report/cmd_check.c: `syncspy check --budget FILE DB|DIR...`, sync-point budgets for CI.
+ *
+ * Exit 0 when every limit of the budget holds, 1 when one is breached, 2 on bad input (a
+ * malformed budget, a bad database, bad usage). docs/budget.md is the user's description.
+ *
+ * How it works: the budget is read and validated by check_budget.c. Each recording is opened
+ * with ss_db_open (db.c) and summarized by one query into rows of (class, API, call site,
+ * in warm-up?, calls, blocked ns), which are copied into an in-memory SQLite database together
+ * with the recording's rank. The allow-list marks rows there, and every limit is then one query
+ * on that small table: its total (or one total per rank), and for a breach the call sites that
+ * contributed most. Only sync points (classes with classes.sync_point = 1, S1-S7) are counted;
+ * an S7 row counts its `count` queries (SCHEMA-5), and blocked time is sum(end_ns - start_ns).
+ *
+ * Outputs, all from the same results: one text line per check on stdout (PASS, FAIL or WARN
+ * for a limit that could not be checked), the top sites of each breach, a summary line;
+ * --junit FILE writes one JUnit testcase per check; when GITHUB_ACTIONS=true each breach also
+ * becomes a GitHub workflow command (`::error file=F,line=L::...`).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_budget.h"
+#include "commands.h"
+#include "db.h"
+
+/* How many call sites a breach lists unless --top says otherwise. */
+#define DEFAULT_TOP_SITES 5
+
+/* The text shown (and matched by "site" and "allow" globs) for a call without a known site. */
+#define UNKNOWN_SITE "(unknown site)"
+
+/* The in-memory database every limit is evaluated on. */
+#define WORK_SCHEMA_SQL                                                                            \
+	"CREATE TABLE recordings(id INTEGER PRIMARY KEY, path TEXT NOT NULL, rank INTEGER,"        \
+	" unit TEXT NOT NULL, dropped INTEGER NOT NULL);"                                          \
+	"CREATE TABLE contrib(recording INTEGER NOT NULL, class TEXT NOT NULL, api TEXT NOT NULL," \
+	" site TEXT NOT NULL, warmup INTEGER NOT NULL, allowed INTEGER NOT NULL DEFAULT 0,"        \
+	" calls INTEGER NOT NULL, blocked_ns INTEGER NOT NULL);"                                   \
+	"CREATE TABLE apis(name TEXT PRIMARY KEY) WITHOUT ROWID;"                                  \
+	"CREATE TABLE allow(glob TEXT NOT NULL);"
+
+/*
+ * The sync points of one recording, summed per (class, API, site text, in warm-up). ?1: the
+ * warm-up in ns from meta.start_mono_ns (the shim's start; the first call when it is missing),
+ * or NULL; ?2: the number of first calls (every class, in start order) that are warm-up.
+ * A call belongs to the warm-up by its start.
+ */
+#define RECORDING_SQL                                                                              \
+	"WITH origin(ns) AS (SELECT coalesce((SELECT value FROM meta WHERE key = "                 \
+	"'start_mono_ns'),"                                                                        \
+	"  (SELECT min(start_ns) FROM calls))),"                                                   \
+	" warm(id) AS (SELECT id FROM calls ORDER BY start_ns, id LIMIT ?2)"                       \
+	" SELECT c.class, a.name, coalesce(s.text, '" UNKNOWN_SITE "'),"                           \
+	"  (?1 IS NOT NULL AND c.start_ns < (SELECT ns FROM origin) + ?1)"                         \
+	"   OR c.id IN (SELECT id FROM warm),"                                                     \
+	"  sum(CASE WHEN c.class = 'S7' THEN c.count ELSE 1 END), sum(c.end_ns - c.start_ns)"      \
+	" FROM calls c JOIN apis a ON a.id = c.api_id"                                             \
+	" JOIN classes k ON k.class = c.class AND k.sync_point"                                    \
+	" LEFT JOIN sites s ON s.id = c.site_id"                                                   \
+	" GROUP BY 1, 2, 3, 4"
+
+#define RECORDING_META_SQL                                                                         \
+	"SELECT (SELECT value FROM meta WHERE key = 'rank' AND typeof(value) = 'integer'),"        \
+	" coalesce((SELECT value FROM meta WHERE key = 'dropped_events'), 0)"
+
+/* The rows a limit counts: named parameters :class, :api, :site, :rank of the limit. */
+#define LIMIT_FILTER_SQL                                                                           \
+	" c.recording = r.id AND NOT c.warmup AND NOT c.allowed"                                   \
+	" AND (:class = 'sync' OR c.class = :class) AND (:api IS NULL OR c.api = :api)"            \
+	" AND (:site IS NULL OR c.site GLOB :site)"
+
+/* A limit's totals: one row, or one per rank (unit) with :per_rank; no row: no recording. */
+#define LIMIT_TOTAL_SQL                                                                            \
+	"SELECT CASE WHEN :per_rank THEN r.unit END,"                                              \
+	" coalesce(sum(c.calls), 0), coalesce(sum(c.blocked_ns), 0)"                               \
+	" FROM recordings r LEFT JOIN contrib c ON" LIMIT_FILTER_SQL                               \
+	" WHERE (:rank IS NULL OR r.rank = :rank)"                                                 \
+	" GROUP BY 1 ORDER BY min(r.rank IS NULL), min(r.rank), min(r.id)"
+
+/* The call sites behind a breach, the largest contribution to what was breached first. */
+#define LIMIT_SITES_SQL                                                                            \
+	"SELECT site, sum(calls) AS n, sum(blocked_ns) AS ns, group_concat(api, ', ') FROM"        \
+	" (SELECT c.site AS site, c.api AS api, sum(c.calls) AS calls,"                            \
+	"   sum(c.blocked_ns) AS blocked_ns"                                                       \
+	"  FROM recordings r JOIN contrib c ON" LIMIT_FILTER_SQL                                   \
+	"  WHERE (:rank IS NULL OR r.rank = :rank) AND (:unit IS NULL OR r.unit = :unit)"          \
+	"  GROUP BY c.site, c.api ORDER BY c.site, c.api)"                                         \
+	" GROUP BY site ORDER BY CASE WHEN :by_count THEN n ELSE ns END DESC, n DESC, ns DESC, "   \
+	"site"
+
+/* What one `syncspy check` run works with. */
+struct check {
+	sqlite3 *work; /* the in-memory database (also reads the budget's JSON) */
+	struct ss_budget budget;
+	const char *budget_path;
+	int top_sites;
+	int github;	       /* GITHUB_ACTIONS=true: print workflow commands */
+	const char *workspace; /* $GITHUB_WORKSPACE, stripped from annotated file names */
+	FILE *junit;	       /* the testcases, gathered until the totals are known */
+	char *junit_text;
+	size_t junit_len;
+	int checks, passed, breached, unchecked;
+	char err[1024];
+};
+
+/* ------------------------------------------------------------------ text helpers */
+
+/* Prints text with control characters as \xNN, so that a site is always one line. */
+static void put_printable(FILE *out, const char *text)
+{
+	for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f)
+			fprintf(out, "\\x%02x", *c);
+		else
+			fputc(*c, out);
+	}
+}
+
+/* Milliseconds as the budget would write them: 5, 0.25, 13.032 (at most 3 decimals). */
+static void format_ms(char *buf, size_t len, double ms)
+{
+	char *end;
+
+	snprintf(buf, len, "%.3f", ms);
+	end = buf + strlen(buf) - 1;
+	while (end > buf && *end == '0')
+		*end-- = '\0';
+	if (*end == '.')
+		*end = '\0';
+}
+
+/* Length of the valid UTF-8 sequence at s (1-4) that XML 1.0 allows, or 0. */
+static int utf8_sequence(const unsigned char *s)
+{
+	int len, i;
+	unsigned int cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* overlong forms, surrogates, beyond Unicode, and the two non-characters XML refuses */
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
+		return 0;
+	return len;
+}
+
+/*
+ * Writes text escaped for XML attribute values and character data. Strings from a recording
+ * can hold anything: control characters XML 1.0 cannot carry become \xNN, bytes that are not
+ * UTF-8 become U+FFFD, so that the file always parses.
+ */
+static void put_xml(FILE *out, const char *text)
+{
+	const unsigned char *c = (const unsigned char *)text;
+
+	while (*c) {
+		int len = utf8_sequence(c);
+
+		if (len == 0) {
+			fputs("\xef\xbf\xbd", out);
+			c++;
+			continue;
+		}
+		switch (*c) {
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		case '\'':
+			fputs("&apos;", out);
+			break;
+		case '\t':
+		case '\n':
+			fputc(*c, out);
+			break;
+		default:
+			if (*c < 0x20 || *c == 0x7f)
+				fprintf(out, "\\x%02x", *c);
+			else
+				fwrite(c, 1, (size_t)len, out);
+		}
+		c += len;
+	}
+}
+
+/*
+ * Writes text escaped for a GitHub workflow command: '%', CR and LF always (the message),
+ * ':' and ',' too in a property (file=, title=), where they would end the value; other
+ * control characters as \xNN, as in the text output.
+ */
+static void put_github(FILE *out, const char *text, int property)
+{
+	for (const char *c = text; *c; c++) {
+		if (*c == '%')
+			fputs("%25", out);
+		else if (*c == '\r')
+			fputs("%0D", out);
+		else if (*c == '\n')
+			fputs("%0A", out);
+		else if (property && *c == ':')
+			fputs("%3A", out);
+		else if (property && *c == ',')
+			fputs("%2C", out);
+		else if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			fprintf(out, "\\x%02x", (unsigned char)*c);
+		else
+			fputc(*c, out);
+	}
+}
+
+/*
+ * Finds "FILE:LINE" at the start of a site's text (the form of Python frames, "train.py:42 in
+ * step"): file gets FILE (a copy the caller frees), *line LINE. Native sites ("symbol+0x1c
+ * (module)") have none; neither do C++ names, whose "::" is not followed by digits alone.
+ */
+static int site_file_line(const char *site, char **file, long *line)
+{
+	size_t token = strcspn(site, " \t");
+	const char *colon = NULL;
+
+	for (const char *c = site; c < site + token; c++)
+		if (*c == ':')
+			colon = c;
+	if (!colon || colon == site || colon + 1 == site + token)
+		return 0;
+	for (const char *c = colon + 1; c < site + token; c++)
+		if (*c < '0' || *c > '9')
+			return 0;
+	*line = strtol(colon + 1, NULL, 10);
+	*file = strndup(site, (size_t)(colon - site));
+	return *file != NULL && *line > 0;
+}
+
+/* ------------------------------------------------------------------ describing a limit */
+
+/*
+ * "limits[2] \"no syncs in step\" class=sync site=*train.py:42*": the limit as the budget
+ * wrote it, so that a line of output leads back to its place in the file.
+ */
+static void describe_limit(char *buf, size_t len, const struct ss_budget_limit *limit)
+{
+	size_t used;
+
+#define APPEND(...)                                                                                \
+	do {                                                                                       \
+		if (used < len)                                                                    \
+			used += (size_t)snprintf(buf + used, len - used, __VA_ARGS__);             \
+	} while (0)
+
+	used = 0;
+	APPEND("%s", strncmp(limit->path, "$.", 2) == 0 ? limit->path + 2 : limit->path);
+	if (limit->name)
+		APPEND(" \"%s\"", limit->name);
+	APPEND(" class=%s", limit->cls);
+	if (limit->api)
+		APPEND(" api=%s", limit->api);
+	if (limit->site)
+		APPEND(" site=%s", limit->site);
+	if (limit->rank >= 0)
+		APPEND(" rank=%lld", limit->rank);
+	if (limit->per_rank)
+		APPEND(" per_rank");
+	if (limit->range)
+		APPEND(" range=%s", limit->range);
+#undef APPEND
+}
+
+/* "count 46 <= 60, blocked 13.032 ms > 10 ms"; sets *count_over and *blocked_over. */
+static void describe_measure(char *buf, size_t len, const struct ss_budget_limit *limit,
+			     long long calls, long long blocked_ns, int *count_over,
+			     int *blocked_over)
+{
+	char measured[32], max[32];
+	size_t used = 0;
+
+	*count_over = limit->max_count >= 0 && calls > limit->max_count;
+	*blocked_over =
+	    limit->max_blocked_ms >= 0.0 && (double)blocked_ns > limit->max_blocked_ms * 1e6;
+	buf[0] = '\0';
+	if (limit->max_count >= 0)
+		used += (size_t)snprintf(buf, len, "count %lld %s %lld", calls,
+					 *count_over ? ">" : "<=", limit->max_count);
+	if (limit->max_blocked_ms >= 0.0 && used < len) {
+		format_ms(measured, sizeof(measured), (double)blocked_ns / 1e6);
+		format_ms(max, sizeof(max), limit->max_blocked_ms);
+		snprintf(buf + used, len - used, "%sblocked %s ms %s %s ms", used ? ", " : "",
+			 measured, *blocked_over ? ">" : "<=", max);
+	}
+}
+
+/* ------------------------------------------------------------------ JUnit */
+
+static void junit_testcase(struct check *ck, const char *name, const char *status,
+			   const char *message, const char *details)
+{
+	FILE *out = ck->junit;
+
+	if (!out)
+		return;
+	fputs("    <testcase classname=\"syncspy.check\" name=\"", out);
+	put_xml(out, name);
+	fputs("\" time=\"0\"", out);
+	if (strcmp(status, "PASS") == 0) {
+		fputs("/>\n", out);
+		return;
+	}
+	fputs(">\n", out);
+	if (strcmp(status, "FAIL") == 0) {
+		fputs("      <failure type=\"over budget\" message=\"", out);
+		put_xml(out, message);
+		fputs("\">", out);
+		put_xml(out, details ? details : message);
+		fputs("</failure>\n", out);
+	} else {
+		fputs("      <skipped message=\"", out);
+		put_xml(out, message);
+		fputs("\"/>\n", out);
+	}
+	fputs("    </testcase>\n", out);
+}
+
+/* Writes the JUnit file: the suite's totals, then the testcases gathered in ck->junit. */
+static int junit_write(struct check *ck, const char *path)
+{
+	FILE *out;
+	int failed;
+
+	if (fclose(ck->junit) != 0)
+		return ss_error(SS_EXIT_INTERNAL, "--junit: out of memory");
+	ck->junit = NULL;
+	out = fopen(path, "w");
+	if (!out)
+		return ss_error(SS_EXIT_INPUT, "--junit %s: %s", path, strerror(errno));
+	fprintf(out,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<testsuites name=\"syncspy check\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n",
+		ck->checks, ck->breached, ck->unchecked);
+	fputs("  <testsuite name=\"syncspy check ", out);
+	put_xml(out, ck->budget_path);
+	fprintf(out, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"0\">\n",
+		ck->checks, ck->breached, ck->unchecked);
+	fwrite(ck->junit_text, 1, ck->junit_len, out);
+	fputs("  </testsuite>\n</testsuites>\n", out);
+	failed = ferror(out);
+	if (fclose(out) != 0 || failed)
+		return ss_error(SS_EXIT_INTERNAL, "--junit %s: write error", path);
+	return SS_EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ reading recordings */
+
+static int work_failure(struct check *ck)
+{
+	return ss_error(SS_EXIT_INTERNAL, "check: SQLite: %s", sqlite3_errmsg(ck->work));
+}
+
+static int work_exec(struct check *ck, const char *sql)
+{
+	if (sqlite3_exec(ck->work, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return work_failure(ck);
+	return SS_EXIT_OK;
+}
+
+/* Reports a failed query on a recording with db.c's message; returns its exit code. */
+static int recording_failure(struct check *ck, sqlite3 *db, int rc, const char *path)
+{
+	int code = ss_db_failure(db, rc, path, ck->err, sizeof(ck->err));
+
+	return ss_error(code, "%s", ck->err);
+}
+
+/* Copies the recording's summary rows and API names into the work database. */
+static int copy_recording(struct check *ck, sqlite3 *db, const char *path, int id)
+{
+	sqlite3_stmt *read = NULL, *meta = NULL, *add = NULL, *add_api = NULL, *add_rec = NULL;
+	long long rank = -1, dropped = 0;
+	int rc, code = SS_EXIT_OK;
+
+	rc = sqlite3_prepare_v2(db, RECORDING_META_SQL, -1, &meta, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(meta)) == SQLITE_ROW) {
+		if (sqlite3_column_type(meta, 0) != SQLITE_NULL)
+			rank = sqlite3_column_int64(meta, 0);
+		dropped = sqlite3_column_int64(meta, 1);
+		rc = SQLITE_OK;
+	}
+	if (rc != SQLITE_OK) {
+		code = recording_failure(ck, db, rc, path);
+		goto out;
+	}
+
+	if (sqlite3_prepare_v2(ck->work,
+			       "INSERT INTO recordings VALUES(?1, ?2, ?3,"
+			       " CASE WHEN ?3 IS NULL THEN ?2 ELSE 'rank ' || ?3 END, ?4)",
+			       -1, &add_rec, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(ck->work,
+			       "INSERT INTO contrib VALUES(?1, ?2, ?3, ?4, ?5, 0, ?6, ?7)", -1,
+			       &add, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(ck->work, "INSERT OR IGNORE INTO apis VALUES(?1)", -1, &add_api,
+			       NULL) != SQLITE_OK) {
+		code = work_failure(ck);
+		goto out;
+	}
+	sqlite3_bind_int(add_rec, 1, id);
+	sqlite3_bind_text(add_rec, 2, path, -1, SQLITE_STATIC);
+	if (rank >= 0)
+		sqlite3_bind_int64(add_rec, 3, rank);
+	sqlite3_bind_int64(add_rec, 4, dropped);
+	if (sqlite3_step(add_rec) != SQLITE_DONE) {
+		code = work_failure(ck);
+		goto out;
+	}
+
+	rc = sqlite3_prepare_v2(db, RECORDING_SQL, -1, &read, NULL);
+	if (rc != SQLITE_OK) {
+		code = recording_failure(ck, db, rc, path);
+		goto out;
+	}
+	if (ck->budget.warmup_seconds >= 0.0) {
+		double ns = ck->budget.warmup_seconds * 1e9;
+
+		/* past any real run, and clear of int64 overflow */
+		if (ns > 4e18)
+			ns = 4e18;
+		sqlite3_bind_int64(read, 1, (sqlite3_int64)(ns + 0.5));
+	}
+	sqlite3_bind_int64(read, 2, ck->budget.warmup_calls > 0 ? ck->budget.warmup_calls : 0);
+	while ((rc = sqlite3_step(read)) == SQLITE_ROW) {
+		sqlite3_bind_int(add, 1, id);
+		for (int col = 0; col < 6; col++)
+			sqlite3_bind_value(add, col + 2, sqlite3_column_value(read, col));
+		if (sqlite3_step(add) != SQLITE_DONE) {
+			code = work_failure(ck);
+			goto out;
+		}
+		sqlite3_reset(add);
+	}
+	if (rc != SQLITE_DONE) {
+		code = recording_failure(ck, db, rc, path);
+		goto out;
+	}
+
+	/* Every API the recording library knows, to catch a misspelt "api" in the budget. */
+	sqlite3_finalize(read);
+	rc = sqlite3_prepare_v2(db, "SELECT name FROM apis", -1, &read, NULL);
+	if (rc != SQLITE_OK) {
+		code = recording_failure(ck, db, rc, path);
+		goto out;
+	}
+	while ((rc = sqlite3_step(read)) == SQLITE_ROW) {
+		sqlite3_bind_value(add_api, 1, sqlite3_column_value(read, 0));
+		if (sqlite3_step(add_api) != SQLITE_DONE) {
+			code = work_failure(ck);
+			goto out;
+		}
+		sqlite3_reset(add_api);
+	}
+	if (rc != SQLITE_DONE)
+		code = recording_failure(ck, db, rc, path);
+out:
+	sqlite3_finalize(read);
+	sqlite3_finalize(meta);
+	sqlite3_finalize(add);
+	sqlite3_finalize(add_api);
+	sqlite3_finalize(add_rec);
+	return code;
+}
+
+/*
+ * Opens and summarizes every recording. A bad one is reported (db.c's message) and the others
+ * are still read, so that one run names every bad file; any bad file makes the result 2, as a
+ * budget cannot be judged on part of a run.
+ */
+static int read_recordings(struct check *ck, const struct ss_db_list *list)
+{
+	int worst = SS_EXIT_OK;
+
+	for (size_t i = 0; i < list->count; i++) {
+		sqlite3 *db;
+		int code;
+
+		code = ss_db_open(list->paths[i], &db, ck->err, sizeof(ck->err));
+		if (code != SS_EXIT_OK) {
+			ss_error(code, "%s", ck->err);
+		} else {
+			code = copy_recording(ck, db, list->paths[i], (int)i + 1);
+			sqlite3_close(db);
+		}
+		if (code > worst)
+			worst = code;
+	}
+	return worst;
+}
+
+/* The allow-list, matched once against the site texts of the work database. */
+static int apply_allow_list(struct check *ck)
+{
+	sqlite3_stmt *add;
+
+	if (sqlite3_prepare_v2(ck->work, "INSERT INTO allow VALUES(?1)", -1, &add, NULL) !=
+	    SQLITE_OK)
+		return work_failure(ck);
+	for (size_t i = 0; i < ck->budget.allow_count; i++) {
+		sqlite3_bind_text(add, 1, ck->budget.allow[i], -1, SQLITE_STATIC);
+		if (sqlite3_step(add) != SQLITE_DONE) {
+			sqlite3_finalize(add);
+			return work_failure(ck);
+		}
+		sqlite3_reset(add);
+	}
+	sqlite3_finalize(add);
+	return work_exec(ck, "UPDATE contrib SET allowed ="
+			     " EXISTS (SELECT 1 FROM allow WHERE contrib.site GLOB allow.glob)");
+}
+
+/* An "api" the recordings do not know is a typo (or an API this syncspy does not record). */
+static int check_api_names(struct check *ck)
+{
+	sqlite3_stmt *find;
+	int code = SS_EXIT_OK;
+
+	if (sqlite3_prepare_v2(ck->work, "SELECT 1 FROM apis WHERE name = ?1", -1, &find, NULL) !=
+	    SQLITE_OK)
+		return work_failure(ck);
+	for (size_t i = 0; i < ck->budget.limit_count && code == SS_EXIT_OK; i++) {
+		const struct ss_budget_limit *limit = &ck->budget.limits[i];
+
+		if (!limit->api)
+			continue;
+		sqlite3_bind_text(find, 1, limit->api, -1, SQLITE_STATIC);
+		if (sqlite3_step(find) != SQLITE_ROW)
+			code = ss_error(SS_EXIT_INPUT,
+					"%s: %s.api: no API named \"%s\" in the recordings (names "
+					"are case-sensitive, e.g. cudaStreamSynchronize)",
+					ck->budget_path, limit->path, limit->api);
+		sqlite3_reset(find);
+	}
+	sqlite3_finalize(find);
+	return code;
+}
+
+/* "budget FILE: 4 recordings, 120 sync points (8 in warm-up, 3 on allowed sites)" and a
+ * warning for each recording that lost events (its counts are lower bounds). */
+static int print_header(struct check *ck)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	rc = sqlite3_prepare_v2(
+	    ck->work,
+	    "SELECT (SELECT count(*) FROM recordings),"
+	    " coalesce(sum(calls), 0), coalesce(sum(calls) FILTER (WHERE warmup), 0),"
+	    " coalesce(sum(calls) FILTER (WHERE allowed AND NOT warmup), 0)"
+	    " FROM contrib",
+	    -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		return work_failure(ck);
+	if (sqlite3_step(stmt) == SQLITE_ROW) {
+		long long n = sqlite3_column_int64(stmt, 0);
+
+		printf("budget %s: %lld recording%s, %lld sync points (%lld in warm-up, %lld on "
+		       "allowed sites)\n",
+		       ck->budget_path, n, n == 1 ? "" : "s", sqlite3_column_int64(stmt, 1),
+		       sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3));
+	}
+	sqlite3_finalize(stmt);
+	rc = sqlite3_prepare_v2(
+	    ck->work, "SELECT path, dropped FROM recordings WHERE dropped > 0 ORDER BY id", -1,
+	    &stmt, NULL);
+	if (rc != SQLITE_OK)
+		return work_failure(ck);
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+		printf(
+		    "WARN %s: %lld events dropped while recording; its counts are lower bounds\n",
+		    (const char *)sqlite3_column_text(stmt, 0), sqlite3_column_int64(stmt, 1));
+	sqlite3_finalize(stmt);
+	return SS_EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ evaluating limits */
+
+static void bind_named(sqlite3_stmt *stmt, const char *name, const char *text)
+{
+	int index = sqlite3_bind_parameter_index(stmt, name);
+
+	if (index && text)
+		sqlite3_bind_text(stmt, index, text, -1, SQLITE_STATIC);
+	else if (index)
+		sqlite3_bind_null(stmt, index);
+}
+
+static void bind_limit(sqlite3_stmt *stmt, const struct ss_budget_limit *limit, const char *unit)
+{
+	int index;
+
+	bind_named(stmt, ":class", limit->cls);
+	bind_named(stmt, ":api", limit->api);
+	bind_named(stmt, ":site", limit->site);
+	bind_named(stmt, ":unit", unit);
+	index = sqlite3_bind_parameter_index(stmt, ":rank");
+	if (limit->rank >= 0)
+		sqlite3_bind_int64(stmt, index, limit->rank);
+	else
+		sqlite3_bind_null(stmt, index);
+	index = sqlite3_bind_parameter_index(stmt, ":per_rank");
+	if (index)
+		sqlite3_bind_int(stmt, index, limit->per_rank);
+}
+
+/* Prints (and annotates) one GitHub error for a breach at a site, or for the breach itself. */
+static void github_error(struct check *ck, FILE *out, const char *site, const char *message)
+{
+	char *file = NULL;
+	long line = 0;
+	size_t ws = ck->workspace ? strlen(ck->workspace) : 0;
+
+	fputs("::error ", out);
+	if (site && site_file_line(site, &file, &line)) {
+		const char *shown = file;
+
+		/* GitHub places annotations by paths relative to the checkout. */
+		if (ws && strncmp(file, ck->workspace, ws) == 0 && file[ws] == '/')
+			shown = file + ws + 1;
+		fputs("file=", out);
+		put_github(out, shown, 1);
+		fprintf(out, ",line=%ld,", line);
+	}
+	free(file);
+	fputs("title=syncspy check::", out);
+	put_github(out, message, 0);
+	fputc('\n', out);
+}
+
+/*
+ * Prints the sites behind a breach, then its GitHub annotations (with GITHUB_ACTIONS=true);
+ * the site lines also become the JUnit failure's text in *details (malloc'd).
+ */
+static int print_breach_sites(struct check *ck, const struct ss_budget_limit *limit,
+			      const char *unit, const char *headline, int by_count, char **details)
+{
+	sqlite3_stmt *stmt;
+	char *text = NULL, *annotations = NULL, first_message[2048] = "";
+	size_t text_len = 0, annotations_len = 0;
+	FILE *lines = open_memstream(&text, &text_len);
+	FILE *notes = open_memstream(&annotations, &annotations_len);
+	int shown = 0, more = 0, annotated = 0, failed;
+
+	*details = NULL;
+	if (!lines || !notes ||
+	    sqlite3_prepare_v2(ck->work, LIMIT_SITES_SQL, -1, &stmt, NULL) != SQLITE_OK) {
+		if (lines)
+			fclose(lines);
+		if (notes)
+			fclose(notes);
+		free(text);
+		free(annotations);
+		return lines && notes ? work_failure(ck)
+				      : ss_error(SS_EXIT_INTERNAL, "check: out of memory");
+	}
+	bind_limit(stmt, limit, unit);
+	sqlite3_bind_int(stmt, sqlite3_bind_parameter_index(stmt, ":by_count"), by_count);
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		const char *site = (const char *)sqlite3_column_text(stmt, 0);
+		long long calls = sqlite3_column_int64(stmt, 1);
+		char ms[32], message[2048];
+
+		if (shown == ck->top_sites) {
+			more++;
+			continue;
+		}
+		shown++;
+		format_ms(ms, sizeof(ms), (double)sqlite3_column_int64(stmt, 2) / 1e6);
+		fprintf(lines, "  %lld call%s, %s ms: ", calls, calls == 1 ? "" : "s", ms);
+		put_printable(lines, site);
+		fprintf(lines, " [%s]\n", (const char *)sqlite3_column_text(stmt, 3));
+		if (ck->github) {
+			char *file;
+			long line;
+
+			snprintf(message, sizeof(message), "%s; %s: %lld call%s, %s ms", headline,
+				 site, calls, calls == 1 ? "" : "s", ms);
+			/* Each site with a file and line gets its own annotation, at that line. */
+			if (site_file_line(site, &file, &line)) {
+				free(file);
+				github_error(ck, notes, site, message);
+				annotated++;
+			} else if (shown == 1) {
+				snprintf(first_message, sizeof(first_message), "%s", message);
+			}
+		}
+	}
+	sqlite3_finalize(stmt);
+	/* A breach with no located site (native frames only) still gets one annotation. */
+	if (ck->github && !annotated)
+		github_error(ck, notes, NULL, first_message[0] ? first_message : headline);
+	if (more)
+		fprintf(lines, "  ... and %d more site%s\n", more, more == 1 ? "" : "s");
+	failed = fclose(lines) != 0;
+	failed |= fclose(notes) != 0;
+	if (failed) {
+		free(text);
+		free(annotations);
+		return ss_error(SS_EXIT_INTERNAL, "check: out of memory");
+	}
+	/* the sites first, then the workflow commands, which GitHub hides from the log */
+	fputs(text, stdout);
+	fputs(annotations, stdout);
+	free(annotations);
+	*details = text;
+	return SS_EXIT_OK;
+}
+
+/* A limit that cannot be checked: a WARN line, a skipped testcase, no effect on the exit. */
+static void not_checked(struct check *ck, const char *description, const char *reason)
+{
+	char message[512];
+
+	printf("WARN %s: %s; limit not checked\n", description, reason);
+	ck->checks++;
+	ck->unchecked++;
+	snprintf(message, sizeof(message), "%s; limit not checked", reason);
+	junit_testcase(ck, description, "SKIP", message, NULL);
+}
+
+static int check_limit(struct check *ck, const struct ss_budget_limit *limit)
+{
+	char description[1024], reason[256];
+	sqlite3_stmt *stmt;
+	int rc, rows = 0, code = SS_EXIT_OK;
+
+	describe_limit(description, sizeof(description), limit);
+	/* Schema version 1 records no NVTX ranges; the key is kept for when recordings do. */
+	if (limit->range) {
+		not_checked(ck, description, "no NVTX ranges recorded");
+		return SS_EXIT_OK;
+	}
+	if (sqlite3_prepare_v2(ck->work, LIMIT_TOTAL_SQL, -1, &stmt, NULL) != SQLITE_OK)
+		return work_failure(ck);
+	bind_limit(stmt, limit, NULL);
+	while (code == SS_EXIT_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *unit = (const char *)sqlite3_column_text(stmt, 0);
+		long long calls = sqlite3_column_int64(stmt, 1);
+		long long blocked_ns = sqlite3_column_int64(stmt, 2);
+		char name[1200], measure[256], headline[1500];
+		int count_over, blocked_over;
+
+		rows++;
+		if (unit)
+			snprintf(name, sizeof(name), "%s [%s]", description, unit);
+		else
+			snprintf(name, sizeof(name), "%s", description);
+		describe_measure(measure, sizeof(measure), limit, calls, blocked_ns, &count_over,
+				 &blocked_over);
+		ck->checks++;
+		if (!count_over && !blocked_over) {
+			ck->passed++;
+			fputs("PASS ", stdout);
+			put_printable(stdout, name);
+			printf(": %s\n", measure);
+			junit_testcase(ck, name, "PASS", NULL, NULL);
+		} else {
+			char *details;
+
+			ck->breached++;
+			fputs("FAIL ", stdout);
+			put_printable(stdout, name);
+			printf(": %s\n", measure);
+			snprintf(headline, sizeof(headline), "%s: %s", name, measure);
+			code = print_breach_sites(ck, limit, unit, headline, count_over, &details);
+			if (code == SS_EXIT_OK) {
+				char *full = NULL;
+
+				if (asprintf(&full, "%s\n%s", headline, details) < 0)
+					full = NULL;
+				junit_testcase(ck, name, "FAIL", measure, full ? full : headline);
+				free(full);
+			}
+			free(details);
+		}
+	}
+	if (code == SS_EXIT_OK && rc != SQLITE_DONE)
+		code = work_failure(ck);
+	sqlite3_finalize(stmt);
+	if (code == SS_EXIT_OK && rows == 0) {
+		snprintf(reason, sizeof(reason), "no recording of rank %lld", limit->rank);
+		not_checked(ck, description, reason);
+	}
+	return code;
+}
+
+/* ------------------------------------------------------------------ the command */
+
+static int parse_top(const char *arg, int *top)
+{
+	char *end;
+	long value;
+
+	errno = 0;
+	value = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || value < 0 || value > 1000)
+		return ss_error(SS_EXIT_INPUT, "check: --top %s: expected a number from 0 to 1000",
+				arg);
+	*top = (int)value;
+	return SS_EXIT_OK;
+}
+
+static int run_check(struct check *ck, int argc, char **argv, const char *junit_path)
+{
+	struct ss_db_list list = {0};
+	int code;
+
+	if (sqlite3_open_v2(":memory:", &ck->work, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+		return ss_error(SS_EXIT_INTERNAL, "check: cannot open an in-memory database");
+	code = ss_budget_load(ck->work, ck->budget_path, &ck->budget, ck->err, sizeof(ck->err));
+	if (code != SS_EXIT_OK)
+		return ss_error(code, "%s", ck->err);
+	code = ss_db_expand(argc, argv, &list, ck->err, sizeof(ck->err));
+	if (code != SS_EXIT_OK) {
+		ss_db_list_free(&list);
+		return ss_error(code, "%s", ck->err);
+	}
+	code = work_exec(ck, WORK_SCHEMA_SQL);
+	if (code == SS_EXIT_OK)
+		code = read_recordings(ck, &list);
+	ss_db_list_free(&list);
+	if (code == SS_EXIT_OK)
+		code = check_api_names(ck);
+	if (code == SS_EXIT_OK)
+		code = apply_allow_list(ck);
+	if (code == SS_EXIT_OK && junit_path) {
+		ck->junit = open_memstream(&ck->junit_text, &ck->junit_len);
+		if (!ck->junit)
+			code = ss_error(SS_EXIT_INTERNAL, "check: out of memory");
+	}
+	if (code == SS_EXIT_OK)
+		code = print_header(ck);
+	for (size_t i = 0; i < ck->budget.limit_count && code == SS_EXIT_OK; i++)
+		code = check_limit(ck, &ck->budget.limits[i]);
+	if (code != SS_EXIT_OK)
+		return code;
+	printf("syncspy check: %zu limit%s, %d check%s: %d passed, %d breached, %d not checked\n",
+	       ck->budget.limit_count, ck->budget.limit_count == 1 ? "" : "s", ck->checks,
+	       ck->checks == 1 ? "" : "s", ck->passed, ck->breached, ck->unchecked);
+	if (junit_path) {
+		fflush(stdout);
+		code = junit_write(ck, junit_path);
+		if (code != SS_EXIT_OK)
+			return code;
+	}
+	return ck->breached ? SS_EXIT_OVER_BUDGET : SS_EXIT_OK;
+}
+
+int cmd_check(int argc, char **argv)
+{
+	static const struct option options[] = {
+	    {"budget", required_argument, NULL, 'b'},
+	    {"junit", required_argument, NULL, 'j'},
+	    {"top", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct check ck = {0};
+	const char *junit_path = NULL, *github;
+	int ch, code;
+
+	ck.top_sites = DEFAULT_TOP_SITES;
+	opterr = 0;
+	optind = 0; /* glibc: start a fresh scan */
+	while ((ch = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+		switch (ch) {
+		case 'b':
+			ck.budget_path = optarg;
+			break;
+		case 'j':
+			junit_path = optarg;
+			break;
+		case 't':
+			code = parse_top(optarg, &ck.top_sites);
+			if (code != SS_EXIT_OK)
+				return code;
+			break;
+		case 'h':
+			ss_command_usage(stdout, "check");
+			return SS_EXIT_OK;
+		case ':':
+			/* every option of check is long: getopt's optopt would name a letter */
+			return ss_error(SS_EXIT_INPUT, "check: option %s needs an argument",
+					argv[optind - 1]);
+		default:
+			return ss_bad_option("check", ch, argv);
+		}
+	}
+	if (!ck.budget_path)
+		return ss_error(SS_EXIT_INPUT,
+				"check: --budget FILE is required (see docs/budget.md)");
+	if (optind == argc)
+		return ss_error(SS_EXIT_INPUT, "check: name at least one database or directory");
+	github = getenv("GITHUB_ACTIONS");
+	ck.github = github && strcmp(github, "true") == 0;
+	ck.workspace = getenv("GITHUB_WORKSPACE");
+
+	code = run_check(&ck, argc - optind, argv + optind, junit_path);
+
+	fflush(stdout);
+	if (ck.junit)
+		fclose(ck.junit);
+	free(ck.junit_text);
+	ss_budget_free(&ck.budget);
+	sqlite3_close(ck.work);
+	if (ferror(stdout))
+		return ss_error(SS_EXIT_INTERNAL, "check: write error on standard output");
+	return code;
+}

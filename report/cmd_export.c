@@ -1,0 +1,265 @@
+/*
+ * report/cmd_export.c: `syncspy export [--format chrome] DB|DIR... -o FILE`, one trace file for
+ * a timeline viewer from one or many rank databases.
+ *
+ * What every format needs is done here (export.h): check each database, find its rank, pid and
+ * host, put all of them on one time axis (EXPORT-1) and give each one a distinct process id
+ * (EXPORT-2); the backend named by --format writes the rows. The file is written beside its
+ * final name and renamed when complete, so a viewer never opens half a trace.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "db.h"
+#include "export.h"
+
+static const struct ss_export_ops *const formats[] = {
+#define SS_EXPORT_ENTRY(name) &ss_export_##name,
+    SS_EXPORT_FORMATS(SS_EXPORT_ENTRY)
+#undef SS_EXPORT_ENTRY
+};
+#define N_FORMATS (sizeof(formats) / sizeof(formats[0]))
+
+/* What alignment and naming need from one database; the first call's wall-clock time in ns
+ * (NULL when there are no calls) places it on the axis. */
+#define PLACE_SQL                                                                                  \
+	"SELECT (SELECT value FROM meta WHERE key = 'rank'),"                                      \
+	" coalesce((SELECT value FROM meta WHERE key = 'pid'), 0),"                                \
+	" coalesce((SELECT value FROM meta WHERE key = 'host'), '?'),"                             \
+	" (SELECT value FROM meta WHERE key = 'start_realtime_ns')"                                \
+	"  - (SELECT value FROM meta WHERE key = 'start_mono_ns'),"                                \
+	" (SELECT min(start_ns) FROM calls), (SELECT count(*) FROM calls)"
+
+struct placed_db {
+	struct ss_export_db info;
+	char *host;
+	long long mono_to_real; /* add to a CLOCK_MONOTONIC time: wall-clock ns */
+	int has_calls;
+	long long first_real;
+};
+
+static int place(sqlite3 *db, const char *path, struct placed_db *p, char *err, size_t errlen)
+{
+	sqlite3_stmt *stmt;
+	int rc, code = SS_EXIT_OK;
+
+	rc = sqlite3_prepare_v2(db, PLACE_SQL, -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		return ss_db_failure(db, rc, path, err, errlen);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW) {
+		code = ss_db_failure(db, rc, path, err, errlen);
+		sqlite3_finalize(stmt);
+		return code;
+	}
+	p->info.rank =
+	    sqlite3_column_type(stmt, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(stmt, 0);
+	p->info.os_pid = sqlite3_column_int64(stmt, 1);
+	p->host = strdup((const char *)sqlite3_column_text(stmt, 2));
+	/* Without the pair (never written by a working shim), the database keeps its own clock. */
+	p->mono_to_real = sqlite3_column_int64(stmt, 3);
+	p->has_calls = sqlite3_column_type(stmt, 4) != SQLITE_NULL;
+	p->first_real = sqlite3_column_int64(stmt, 4) + p->mono_to_real;
+	p->info.calls = sqlite3_column_int64(stmt, 5);
+	sqlite3_finalize(stmt);
+	if (!p->host)
+		return ss_error(SS_EXIT_INTERNAL, "out of memory");
+	return SS_EXIT_OK;
+}
+
+/* EXPORT-2: the rank, else the OS pid, else a number after every rank and pid. */
+static void assign_pids(struct placed_db *dbs, size_t n)
+{
+	long long spare = 1LL << 31;
+
+	for (size_t i = 0; i < n; i++) {
+		long long want[2] = {dbs[i].info.rank, dbs[i].info.os_pid};
+
+		dbs[i].info.pid = -1;
+		for (int k = 0; k < 2 && dbs[i].info.pid < 0; k++) {
+			int taken = want[k] < 0;
+
+			for (size_t j = 0; j < i && !taken; j++)
+				taken = dbs[j].info.pid == want[k];
+			if (!taken)
+				dbs[i].info.pid = want[k];
+		}
+		if (dbs[i].info.pid < 0)
+			dbs[i].info.pid = spare++;
+	}
+}
+
+/* A temporary file beside path (so that rename is atomic), opened for writing. */
+static FILE *open_beside(const char *path, char **tmp_path)
+{
+	int fd;
+	mode_t mask;
+	FILE *file;
+
+	if (asprintf(tmp_path, "%s.tmp.XXXXXX", path) < 0)
+		return NULL;
+	fd = mkstemp(*tmp_path);
+	if (fd < 0) {
+		free(*tmp_path);
+		*tmp_path = NULL;
+		return NULL;
+	}
+	/* mkstemp makes it 0600; a trace is as readable as any file the user writes. */
+	mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
+	file = fdopen(fd, "w");
+	if (!file) {
+		close(fd);
+		unlink(*tmp_path);
+	}
+	return file;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option options[] = {
+	    {"format", required_argument, NULL, 'f'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const struct ss_export_ops *ops = formats[0];
+	const char *output = NULL;
+	struct ss_db_list list = {0};
+	struct placed_db *dbs = NULL;
+	struct ss_export_out out = {0};
+	char err[1024], *tmp_path = NULL;
+	static char buffer[1 << 20];
+	size_t n = 0;
+	long long origin = 0;
+	int ch, code, worst = SS_EXIT_OK, have_origin = 0;
+
+	opterr = 0;
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, ":f:o:h", options, NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			ops = NULL;
+			for (size_t i = 0; i < N_FORMATS; i++)
+				if (strcmp(optarg, formats[i]->name) == 0)
+					ops = formats[i];
+			if (!ops)
+				return ss_error(SS_EXIT_INPUT,
+						"export: unknown format '%s' (chrome)", optarg);
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			ss_command_usage(stdout, "export");
+			return SS_EXIT_OK;
+		default:
+			return ss_bad_option("export", ch, argv);
+		}
+	}
+	if (!output)
+		return ss_error(SS_EXIT_INPUT,
+				"export: -o FILE is required (-o - for standard output)");
+	if (optind >= argc)
+		return ss_error(SS_EXIT_INPUT, "export: no database or directory given");
+	code = ss_db_expand(argc - optind, argv + optind, &list, err, sizeof(err));
+	if (code != SS_EXIT_OK) {
+		ss_db_list_free(&list);
+		return ss_error(code, "%s", err);
+	}
+
+	/* Pass 1: check and place every database; the bad ones are reported and skipped. */
+	dbs = calloc(list.count, sizeof(*dbs));
+	if (!dbs) {
+		ss_db_list_free(&list);
+		return ss_error(SS_EXIT_INTERNAL, "out of memory");
+	}
+	for (size_t i = 0; i < list.count; i++) {
+		struct placed_db *p = &dbs[n];
+		sqlite3 *db;
+
+		code = ss_db_open(list.paths[i], &db, err, sizeof(err));
+		if (code == SS_EXIT_OK) {
+			code = place(db, list.paths[i], p, err, sizeof(err));
+			sqlite3_close(db);
+		}
+		if (code != SS_EXIT_OK) {
+			ss_error(code, "%s", err);
+			worst = code > worst ? code : worst;
+			continue;
+		}
+		p->info.path = list.paths[i];
+		p->info.host = p->host;
+		p->info.index = n++;
+		if (p->has_calls && (!have_origin || p->first_real < origin)) {
+			origin = p->first_real;
+			have_origin = 1;
+		}
+	}
+	if (n == 0) {
+		code = worst;
+		goto out;
+	}
+	assign_pids(dbs, n);
+
+	if (strcmp(output, "-") == 0) {
+		out.file = stdout;
+	} else {
+		out.file = open_beside(output, &tmp_path);
+		if (!out.file) {
+			code = ss_error(SS_EXIT_INPUT, "export: cannot write %s: %s", output,
+					strerror(errno));
+			goto out;
+		}
+	}
+	setvbuf(out.file, buffer, _IOFBF, sizeof(buffer));
+
+	/* Pass 2: the backend, one database at a time (each opened again: few files open). */
+	err[0] = '\0';
+	code = ops->begin(&out, err, sizeof(err));
+	for (size_t i = 0; i < n && code == SS_EXIT_OK; i++) {
+		struct placed_db *p = &dbs[i];
+
+		p->info.shift_ns = p->mono_to_real - origin;
+		code = ss_db_open(p->info.path, &p->info.db, err, sizeof(err));
+		if (code == SS_EXIT_OK)
+			code = ops->database(&out, &p->info, err, sizeof(err));
+		sqlite3_close(p->info.db);
+		p->info.db = NULL;
+	}
+	if (code == SS_EXIT_OK)
+		code = ops->end(&out, err, sizeof(err));
+	if (code != SS_EXIT_OK && err[0])
+		ss_error(code, "%s", err);
+	if (out.file != stdout) {
+		if (fclose(out.file) != 0 && code == SS_EXIT_OK)
+			code = ss_error(SS_EXIT_INTERNAL, "export: cannot write %s: %s", output,
+					strerror(errno));
+		if (code == SS_EXIT_OK && rename(tmp_path, output) != 0)
+			code = ss_error(SS_EXIT_INTERNAL, "export: cannot rename %s to %s: %s",
+					tmp_path, output, strerror(errno));
+		if (code != SS_EXIT_OK)
+			unlink(tmp_path);
+		else
+			fprintf(stderr,
+				"syncspy: export: %zu database%s, %zu events (%zu flows) -> %s\n",
+				n, n == 1 ? "" : "s", out.events, out.flows, output);
+	} else if (fflush(stdout) != 0 && code == SS_EXIT_OK) {
+		code = ss_error(SS_EXIT_INTERNAL, "export: cannot write the output: %s",
+				strerror(errno));
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		free(dbs[i].host);
+	free(dbs);
+	free(tmp_path);
+	ss_db_list_free(&list);
+	return code > worst ? code : worst;
+}

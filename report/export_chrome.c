@@ -1,0 +1,243 @@
+/*
+ * report/export_chrome.c: the Chrome trace-event JSON backend of `syncspy export` (export.h),
+ * the format chrome://tracing, Perfetto (ui.perfetto.dev) and speedscope open.
+ *
+ * Layout (docs/export.md): one process per database (EXPORT-2), named "rank R (host pid)";
+ * one track per host thread with every call as a complete event ("ph": "X"); one track per
+ * stream with the calls that name that stream (enqueues, records, waits, syncs, NCCL
+ * operations), at their host-side times: GPU times are not recorded yet; flow arrows from each
+ * event record (E2) to the stream waits (E3) that wait on it.
+ *
+ * Every event is built by SQLite's JSON functions in SQL over the recording, one row per event,
+ * and written as it comes: memory stays flat however many calls a database holds.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "export.h"
+
+/*
+ * Track ids of streams: above any Linux tid (pid_max is at most 2^22), distinct per database
+ * so that no two processes share one. CHROME_STREAM_TRACKS per database.
+ */
+#define CHROME_STREAM_TID_BASE 0x40000000LL
+#define CHROME_STREAM_TRACKS   0x10000LL
+/* Flow ids: unique in the trace (database index above, calls.id below), and below 2^53 so
+ * that JavaScript viewers read them exactly. */
+#define CHROME_FLOW_ID_SHIFT 32
+
+/*
+ * Bound parameters of every query: ?1 process id, ?2 shift_ns (EXPORT-1), ?3 first stream
+ * track id - 1, ?4 first flow id, ?5 process name, ?6 process sort index.
+ *
+ * Two lookups are built first, as TEMP tables (the connection stays read-only: TEMP lives
+ * apart from the recording, on disk when large, so memory stays flat):
+ *   stream_tracks  one row per stream track: a stream handle, except the per-thread default
+ *                  stream (SCHEMA-4: 2), which is one stream per thread: its owner is the tid;
+ *   records        the event records (E2) of events some stream waits on (E3), indexed so that
+ *                  each wait finds the last record before it without sorting every edge.
+ */
+#define SETUP_SQL                                                                                  \
+	"CREATE TEMP TABLE stream_tracks(stream INTEGER, owner INTEGER, n INTEGER,"                \
+	" PRIMARY KEY (stream, owner));"                                                           \
+	"INSERT INTO stream_tracks SELECT stream, owner,"                                          \
+	" row_number() OVER (ORDER BY stream, owner) FROM"                                         \
+	" (SELECT DISTINCT stream, CASE WHEN stream = 2 THEN tid ELSE 0 END AS owner"              \
+	"  FROM calls WHERE stream IS NOT NULL);"                                                  \
+	"CREATE TEMP TABLE records(event INTEGER, start_ns INTEGER, id INTEGER, stream INTEGER,"   \
+	" tid INTEGER, mid_ns INTEGER);"                                                           \
+	"INSERT INTO records SELECT event, start_ns, id, stream, tid, (start_ns + end_ns) / 2"     \
+	" FROM calls WHERE class = 'E2'"                                                           \
+	" AND event IN (SELECT event FROM calls WHERE class = 'E3');"                              \
+	"CREATE INDEX temp.records_by_event ON records(event, start_ns, id);"
+
+#define STREAM_OWNER(stream, tid) "CASE WHEN " stream " = 2 THEN " tid " ELSE 0 END"
+
+/* Threads the calls name, with the names the threads table has for them. */
+#define THREADS_CTE                                                                                \
+	"thread_tracks(tid, name) AS ("                                                            \
+	" SELECT tid, name FROM threads"                                                           \
+	" UNION SELECT DISTINCT tid, NULL FROM calls WHERE tid NOT IN (SELECT tid FROM threads))"
+
+/* Process and track names, and their order in the viewer: threads by tid, then streams. */
+#define METADATA_SQL                                                                               \
+	"WITH " THREADS_CTE                                                                        \
+	" SELECT json_object('ph', 'M', 'name', 'process_name', 'pid', ?1, 'tid', 0,"              \
+	"  'args', json_object('name', ?5))"                                                       \
+	" UNION ALL SELECT json_object('ph', 'M', 'name', 'process_sort_index', 'pid', ?1,"        \
+	"  'tid', 0, 'args', json_object('sort_index', ?6))"                                       \
+	" UNION ALL SELECT json_object('ph', 'M', 'name', 'thread_name', 'pid', ?1, 'tid', tid,"   \
+	"  'args', json_object('name', coalesce(name, 'thread') || ' (tid ' || tid || ')'))"       \
+	"  FROM thread_tracks"                                                                     \
+	" UNION ALL SELECT json_object('ph', 'M', 'name', 'thread_sort_index', 'pid', ?1,"         \
+	"  'tid', tid, 'args', json_object('sort_index', row_number() OVER (ORDER BY tid)))"       \
+	"  FROM thread_tracks"                                                                     \
+	" UNION ALL SELECT json_object('ph', 'M', 'name', 'thread_name', 'pid', ?1, 'tid', ?3 + "  \
+	"n,"                                                                                       \
+	"  'args', json_object('name', CASE stream WHEN 1 THEN 'legacy stream'"                    \
+	"   WHEN 2 THEN 'per-thread stream (tid ' || owner || ')'"                                 \
+	"   ELSE printf('stream 0x%x', stream) END))"                                              \
+	"  FROM stream_tracks"                                                                     \
+	" UNION ALL SELECT json_object('ph', 'M', 'name', 'thread_sort_index', 'pid', ?1,"         \
+	"  'tid', ?3 + n, 'args', json_object('sort_index', 1000000 + n))"                         \
+	"  FROM stream_tracks"
+
+/* A call's arguments, NULLs left out (json_patch onto {} drops them). */
+#define CALL_ARGS                                                                                  \
+	"json_patch('{}', json_object("                                                            \
+	" 'stream', CASE WHEN c.stream IS NULL THEN NULL WHEN c.stream = 1 THEN 'legacy'"          \
+	"  WHEN c.stream = 2 THEN 'per-thread' ELSE printf('0x%x', c.stream) END,"                 \
+	" 'bytes', c.bytes, 'host_mem', m.name, 'dir', d.name, 'ret', c.ret, 'site', s.text,"      \
+	" 'count', c.count, 'tid', c.tid,"                                                         \
+	" 'event', CASE WHEN c.event IS NULL THEN NULL ELSE printf('0x%x', c.event) END,"          \
+	" 'comm', CASE WHEN c.comm IS NULL THEN NULL ELSE printf('0x%x', c.comm) END))"
+
+#define CALL_JOINS                                                                                 \
+	" FROM calls c JOIN apis a ON a.id = c.api_id"                                             \
+	" LEFT JOIN memkinds m ON m.id = c.host_mem LEFT JOIN dirs d ON d.id = c.dir"              \
+	" LEFT JOIN sites s ON s.id = c.site_id"
+
+/*
+ * One complete event of a call: on its thread's track with all its arguments, on a stream's
+ * track with its tid only (the thread's slice has the rest; building JSON is most of the time).
+ * Sync points (S1-S7) are colored as waits; cname is left out of other calls rather than null.
+ */
+#define SLICE(TID, ARGS, EXTRA)                                                                    \
+	"json_object('ph', 'X', 'name', a.name, 'cat', c.class, 'pid', ?1, 'tid', " TID ","        \
+	" 'ts', (c.start_ns + ?2) / 1000.0, 'dur', (c.end_ns - c.start_ns) / 1000.0,"              \
+	" 'args', " ARGS EXTRA ")"
+#define CALL_EVENT(TID, ARGS)                                                                      \
+	"CASE WHEN c.class GLOB 'S[1-7]' THEN " SLICE(                                             \
+	    TID, ARGS, ", 'cname', 'terrible'") " ELSE " SLICE(TID, ARGS, "") " END"
+
+/*
+ * Every call on its thread's track. Calls come in id order, which is time order within a thread
+ * (the writer drains each thread's buffer in order): every thread track is sorted without a
+ * sort, which for a million calls would cost more than building their JSON.
+ */
+#define THREAD_SLICES_SQL "SELECT " CALL_EVENT("c.tid", CALL_ARGS) CALL_JOINS " ORDER BY c.id"
+
+/* The calls that name a stream, again, on the stream's track (sorted when one thread feeds it;
+ * viewers sort the rest). */
+#define STREAM_SLICES_SQL                                                                          \
+	"SELECT " CALL_EVENT(                                                                      \
+	    "?3 + t.n",                                                                            \
+	    "json_object('tid', c.tid)") " FROM calls c JOIN apis a ON a.id = c.api_id"            \
+					 " JOIN stream_tracks t ON t.stream = c.stream"            \
+					 "  AND t.owner = " STREAM_OWNER("c.stream",               \
+									 "c.tid") " ORDER BY c.id"
+
+/*
+ * Flows: each stream wait (E3) from the last record (E2) of the same event at or before it
+ * (an event may be recorded again and again: a wait orders after the latest record). Flow
+ * points sit in the middle of their slices, where viewers bind them to the slice.
+ */
+#define FLOWS_SQL                                                                                  \
+	"SELECT json_object('ph', 's', 'id', ?4 + w.id, 'name', printf('event 0x%x', w.event),"    \
+	"  'cat', 'dependency', 'pid', ?1, 'tid', ?3 + rt.n, 'ts', (r.mid_ns + ?2) / 1000.0),"     \
+	" json_object('ph', 'f', 'bp', 'e', 'id', ?4 + w.id,"                                      \
+	"  'name', printf('event 0x%x', w.event), 'cat', 'dependency', 'pid', ?1,"                 \
+	"  'tid', ?3 + wt.n, 'ts', ((w.start_ns + w.end_ns) / 2 + ?2) / 1000.0)"                   \
+	" FROM calls w"                                                                            \
+	" JOIN records r ON r.rowid = (SELECT rowid FROM records x WHERE x.event = w.event"        \
+	"  AND x.start_ns <= w.start_ns ORDER BY x.start_ns DESC, x.id DESC LIMIT 1)"              \
+	" JOIN stream_tracks rt ON rt.stream = r.stream"                                           \
+	"  AND rt.owner = " STREAM_OWNER(                                                          \
+	    "r.stream", "r.tid") " JOIN stream_tracks wt ON wt.stream = w.stream"                  \
+				 "  AND wt.owner = " STREAM_OWNER("w.stream",                      \
+								  "w.tid") " WHERE w.class = 'E3'"
+
+static int chrome_begin(struct ss_export_out *out, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	fprintf(out->file,
+		"{\"displayTimeUnit\": \"ns\",\n"
+		" \"otherData\": {\"generator\": \"syncspy %s\", \"times\": \"host-side call "
+		"times (CLOCK_MONOTONIC, aligned on the wall clock); GPU times are not "
+		"recorded\"},\n"
+		" \"traceEvents\": [",
+		PACKAGE_VERSION);
+	return SS_EXIT_OK;
+}
+
+/* Writes each row's columns (JSON texts) as events of the array. */
+static int write_rows(struct ss_export_out *out, const struct ss_export_db *d, const char *sql,
+		      const char *label, size_t *counter, char *err, size_t errlen)
+{
+	sqlite3_stmt *stmt;
+	char *name;
+	int rc;
+
+	rc = sqlite3_prepare_v2(d->db, sql, -1, &stmt, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s: SQLite error: %s", d->path, label,
+			 sqlite3_errmsg(d->db));
+		return SS_EXIT_INTERNAL;
+	}
+	if (d->rank >= 0)
+		name = sqlite3_mprintf("rank %lld (%s %lld)", d->rank, d->host, d->os_pid);
+	else
+		name = sqlite3_mprintf("rank - (%s %lld)", d->host, d->os_pid);
+	sqlite3_bind_int64(stmt, 1, d->pid);
+	sqlite3_bind_int64(stmt, 2, d->shift_ns);
+	sqlite3_bind_int64(stmt, 3,
+			   CHROME_STREAM_TID_BASE + (long long)d->index * CHROME_STREAM_TRACKS);
+	sqlite3_bind_int64(stmt, 4, (long long)d->index << CHROME_FLOW_ID_SHIFT);
+	sqlite3_bind_text(stmt, 5, name, -1, sqlite3_free);
+	sqlite3_bind_int64(stmt, 6, d->rank >= 0 ? d->rank : 1000000 + (long long)d->index);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		for (int col = 0; col < sqlite3_column_count(stmt); col++) {
+			fputs(out->events++ ? ",\n" : "\n", out->file);
+			fputs((const char *)sqlite3_column_text(stmt, col), out->file);
+		}
+		if (counter)
+			(*counter)++;
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE) {
+		snprintf(err, errlen, "%s: %s: %s", d->path, label, sqlite3_errstr(rc));
+		return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB
+			   ? SS_EXIT_INPUT
+			   : SS_EXIT_INTERNAL;
+	}
+	return ferror(out->file) ? SS_EXIT_INTERNAL : SS_EXIT_OK;
+}
+
+static int chrome_database(struct ss_export_out *out, const struct ss_export_db *d, char *err,
+			   size_t errlen)
+{
+	int rc = sqlite3_exec(d->db, SETUP_SQL, NULL, NULL, NULL), code;
+
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: building the track tables: %s", d->path,
+			 sqlite3_errmsg(d->db));
+		return SS_EXIT_INTERNAL;
+	}
+	code = write_rows(out, d, METADATA_SQL, "track names", NULL, err, errlen);
+
+	if (code == SS_EXIT_OK)
+		code = write_rows(out, d, THREAD_SLICES_SQL, "thread tracks", NULL, err, errlen);
+	if (code == SS_EXIT_OK)
+		code = write_rows(out, d, STREAM_SLICES_SQL, "stream tracks", NULL, err, errlen);
+	if (code == SS_EXIT_OK)
+		code = write_rows(out, d, FLOWS_SQL, "flows", &out->flows, err, errlen);
+	return code;
+}
+
+static int chrome_end(struct ss_export_out *out, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	fputs("\n]}\n", out->file);
+	return SS_EXIT_OK;
+}
+
+const struct ss_export_ops ss_export_chrome = {
+    .name = "chrome",
+    .description = "Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev)",
+    .begin = chrome_begin,
+    .database = chrome_database,
+    .end = chrome_end,
+};

@@ -1,0 +1,27 @@
+/*
+ * report/out_html.h: the HTML backend of `syncspy report`: one self-contained file (the viewer
+ * of viewer/, inlined at build time) with the report's JSON and a timeline read from the rank
+ * databases. docs/viewer.md describes the page and the data it embeds.
+ */
+#ifndef SYNCSPY_REPORT_OUT_HTML_H
+#define SYNCSPY_REPORT_OUT_HTML_H
+
+#include <stdio.h>
+
+#include <sqlite3.h>
+
+/* Calls per rank the timeline holds at most (sync points first); the page says when a rank has
+ * more. At about 40 bytes a call this keeps a rank's timeline under 10 MB. */
+#define SS_HTML_CALL_CAP 200000
+
+/*
+ * Writes the HTML report to out. report_json is the report's JSON text (docs/report-json.md),
+ * embedded as it is (NULL: the page shows the timeline and call sites only). dbs are the open
+ * rank databases, in the order of the JSON's ranks[], for the timeline and the call-site table;
+ * at most max_calls calls per rank go into the timeline (0: SS_HTML_CALL_CAP). Returns an
+ * ss_exit code (commands.h); on failure err holds one message, "PATH: what is wrong".
+ */
+int ss_html_write(FILE *out, const char *report_json, sqlite3 *const *dbs, size_t ndbs,
+		  long max_calls, char *err, size_t errlen);
+
+#endif

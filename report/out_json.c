@@ -1,0 +1,172 @@
+/*
+ * report/out_json.c: the `--format json` backend of `syncspy report` (docs/report-json.md).
+ *
+ * The document is built by SQLite's JSON functions, not by hand: each rank and finding becomes a
+ * json_object() row of an in-memory database, and end() assembles the whole document with
+ * json_group_array() in one query, so quoting and escaping are SQLite's.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "syncspy/schema.h"
+#include "commands.h"
+#include "output.h"
+
+#define RANK_SQL                                                                                   \
+	"INSERT INTO docs(kind, doc) VALUES('rank', json_object('rank', ?1, 'world_size', ?2,"      \
+	" 'host', ?3, 'pid', ?4, 'path', ?5, 'finished', json(?6), 'wall_ns', ?7,"                 \
+	" 'calls', json(?8), 'sync_points', ?9, 'blocked_ns', ?10, 'copies', ?11,"                 \
+	" 'copy_bytes', ?12, 'nccl_ops', ?13, 'nccl_ns', ?14, 'dropped_events', ?15,"              \
+	" 'deviates', json(?16)))"
+
+#define FINDING_SQL                                                                                \
+	"INSERT INTO docs(kind, doc) VALUES('finding', json_object('rule', ?1, 'severity', ?2,"     \
+	" 'rank', ?3, 'count', ?4, 'blocked_ns', ?5, 'worst_ns', ?6, 'bytes', ?7,"                 \
+	" 'estimate_ns', ?8, 'site', ?9, 'detail', ?10, 'advice', ?11))"
+
+#define NOTE_SQL "INSERT INTO docs(kind, doc) VALUES('note', json_quote(?1))"
+
+#define DOCUMENT_SQL                                                                               \
+	"SELECT json_object('report_version', ?1, 'syncspy_version', ?2, 'schema_version', ?3,"    \
+	" 'ranks', (SELECT json_group_array(json(doc)) FROM (SELECT doc FROM docs"                 \
+	"  WHERE kind = 'rank' ORDER BY id)),"                                                     \
+	" 'findings', (SELECT json_group_array(json(doc)) FROM (SELECT doc FROM docs"              \
+	"  WHERE kind = 'finding' ORDER BY id)),"                                                  \
+	" 'notes', (SELECT json_group_array(json(doc)) FROM (SELECT doc FROM docs"                 \
+	"  WHERE kind = 'note' ORDER BY id)))"
+
+static sqlite3 *doc_db;
+
+static int sql_failed(void)
+{
+	ss_error(SS_EXIT_INTERNAL, "json output: %s", sqlite3_errmsg(doc_db));
+	sqlite3_close(doc_db);
+	doc_db = NULL;
+	return SS_EXIT_INTERNAL;
+}
+
+/* -1 stands for "not applicable" in the model: JSON null. */
+static void bind_optional(sqlite3_stmt *stmt, int i, long long value)
+{
+	if (value < 0)
+		sqlite3_bind_null(stmt, i);
+	else
+		sqlite3_bind_int64(stmt, i, value);
+}
+
+static int run(sqlite3_stmt *stmt)
+{
+	int rc = sqlite3_step(stmt);
+
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_DONE ? SS_EXIT_OK : sql_failed();
+}
+
+static int json_begin(FILE *out, const struct ss_report *report)
+{
+	(void)out;
+	(void)report;
+	if (sqlite3_open(":memory:", &doc_db) != SQLITE_OK ||
+	    sqlite3_exec(doc_db,
+			 "CREATE TABLE docs(id INTEGER PRIMARY KEY, kind TEXT, doc TEXT)", NULL,
+			 NULL, NULL) != SQLITE_OK)
+		return sql_failed();
+	return SS_EXIT_OK;
+}
+
+static int json_rank(FILE *out, const struct ss_report *report, const struct ss_rank *rk)
+{
+	static const char *const names[] = {"sync_points", "blocked_ns", "copies", "nccl_ops"};
+	char deviates[96] = "[";
+	sqlite3_stmt *stmt;
+
+	(void)out;
+	(void)report;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (rk->deviates & (1u << i))
+			snprintf(deviates + strlen(deviates), sizeof(deviates) - strlen(deviates),
+				 "%s\"%s\"", deviates[1] ? "," : "", names[i]);
+	strcat(deviates, "]");
+	if (sqlite3_prepare_v2(doc_db, RANK_SQL, -1, &stmt, NULL) != SQLITE_OK)
+		return sql_failed();
+	bind_optional(stmt, 1, rk->rank);
+	bind_optional(stmt, 2, rk->world_size);
+	sqlite3_bind_text(stmt, 3, rk->host, -1, SQLITE_STATIC);
+	bind_optional(stmt, 4, rk->pid);
+	sqlite3_bind_text(stmt, 5, rk->path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 6, rk->finished ? "true" : "false", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 7, rk->wall_ns);
+	sqlite3_bind_text(stmt, 8, rk->calls_json, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 9, rk->sync_points);
+	sqlite3_bind_int64(stmt, 10, rk->blocked_ns);
+	sqlite3_bind_int64(stmt, 11, rk->copies);
+	sqlite3_bind_int64(stmt, 12, rk->copy_bytes);
+	sqlite3_bind_int64(stmt, 13, rk->nccl_ops);
+	sqlite3_bind_int64(stmt, 14, rk->nccl_ns);
+	sqlite3_bind_int64(stmt, 15, rk->dropped);
+	sqlite3_bind_text(stmt, 16, deviates, -1, SQLITE_TRANSIENT);
+	return run(stmt);
+}
+
+static int json_finding(FILE *out, const struct ss_report *report, const struct ss_finding *f)
+{
+	sqlite3_stmt *stmt;
+
+	(void)out;
+	(void)report;
+	if (sqlite3_prepare_v2(doc_db, FINDING_SQL, -1, &stmt, NULL) != SQLITE_OK)
+		return sql_failed();
+	sqlite3_bind_text(stmt, 1, f->rule, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 2, f->severity, -1, SQLITE_STATIC);
+	bind_optional(stmt, 3, f->rank);
+	sqlite3_bind_int64(stmt, 4, f->count);
+	sqlite3_bind_int64(stmt, 5, f->blocked_ns);
+	bind_optional(stmt, 6, f->worst_ns);
+	bind_optional(stmt, 7, f->bytes);
+	bind_optional(stmt, 8, f->estimate_ns);
+	sqlite3_bind_text(stmt, 9, f->site, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 10, f->detail, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 11, f->advice, -1, SQLITE_STATIC);
+	return run(stmt);
+}
+
+static int json_end(FILE *out, const struct ss_report *report)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	for (size_t i = 0; i < report->nnotes; i++) {
+		if (sqlite3_prepare_v2(doc_db, NOTE_SQL, -1, &stmt, NULL) != SQLITE_OK)
+			return sql_failed();
+		sqlite3_bind_text(stmt, 1, report->notes[i], -1, SQLITE_STATIC);
+		if (run(stmt) != SS_EXIT_OK)
+			return SS_EXIT_INTERNAL;
+	}
+	if (sqlite3_prepare_v2(doc_db, DOCUMENT_SQL, -1, &stmt, NULL) != SQLITE_OK)
+		return sql_failed();
+	sqlite3_bind_text(stmt, 1, SS_REPORT_JSON_VERSION, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 2, PACKAGE_VERSION, -1, SQLITE_STATIC);
+	sqlite3_bind_int(stmt, 3, SS_SCHEMA_VERSION);
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(stmt);
+		return sql_failed();
+	}
+	fprintf(out, "%s\n", (const char *)sqlite3_column_text(stmt, 0));
+	sqlite3_finalize(stmt);
+	sqlite3_close(doc_db);
+	doc_db = NULL;
+	return SS_EXIT_OK;
+}
+
+const struct ss_report_ops ss_report_json_ops = {
+    .format = "json",
+    .begin = json_begin,
+    .rank = json_rank,
+    .finding = json_finding,
+    .end = json_end,
+};

@@ -1,0 +1,100 @@
+/*
+ * report/out_text.c: the `--format text` backend of `syncspy report`: plain aligned text for a
+ * terminal or a golden test. A per-rank table (a '*' marks a total more than
+ * SS_IMBALANCE_PERCENT from the median of the ranks), the findings in ANALYSIS-1 order, each
+ * with what was seen and the fix, then what could not be measured.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "output.h"
+
+static int host_width;
+
+static int text_begin(FILE *out, const struct ss_report *report)
+{
+	host_width = 4;
+	for (size_t i = 0; i < report->nranks; i++)
+		if ((int)strlen(report->ranks[i].host) > host_width)
+			host_width = (int)strlen(report->ranks[i].host);
+	fprintf(out, "syncspy report: %zu rank%s, %zu finding%s\n\nranks:\n", report->nranks,
+		report->nranks == 1 ? "" : "s", report->nfindings,
+		report->nfindings == 1 ? "" : "s");
+	fprintf(out, "  %5s  %-*s  %8s  %11s  %12s  %12s  %8s  %9s  %10s\n", "rank", host_width,
+		"host", "pid", "wall_ms", "sync_points", "blocked_ms", "copies", "nccl_ops",
+		"nccl_ms");
+	return SS_EXIT_OK;
+}
+
+static const char *mark(const struct ss_rank *rk, unsigned bit)
+{
+	return rk->deviates & bit ? "*" : " ";
+}
+
+static int text_rank(FILE *out, const struct ss_report *report, const struct ss_rank *rk)
+{
+	char rank[24] = "-";
+
+	(void)report;
+	if (rk->rank >= 0)
+		snprintf(rank, sizeof(rank), "%lld", rk->rank);
+	fprintf(out, "  %5s  %-*s  %8lld  %11.3f  %11lld%s  %11.3f%s  %7lld%s  %9lld  %10.3f\n",
+		rank, host_width, rk->host, rk->pid, (double)rk->wall_ns / 1e6, rk->sync_points,
+		mark(rk, SS_DEV_SYNC_POINTS), (double)rk->blocked_ns / 1e6,
+		mark(rk, SS_DEV_BLOCKED), rk->copies, mark(rk, SS_DEV_COPIES), rk->nccl_ops,
+		(double)rk->nccl_ns / 1e6);
+	return SS_EXIT_OK;
+}
+
+static int findings_started;
+
+/* Ends the rank table (with its legend when a rank is marked) and starts the findings. */
+static void start_findings(FILE *out, const struct ss_report *report)
+{
+	int marked = 0;
+
+	for (size_t i = 0; i < report->nranks; i++)
+		marked |= report->ranks[i].deviates != 0;
+	if (marked)
+		fprintf(out, "  (* more than %d%% from the median of the ranks)\n",
+			SS_IMBALANCE_PERCENT);
+	fputs(report->nfindings ? "\nfindings (most blocked time first):\n" : "\nfindings: none\n",
+	      out);
+	findings_started = 1;
+}
+
+static int text_finding(FILE *out, const struct ss_report *report, const struct ss_finding *f)
+{
+	char rank[24] = "-";
+
+	if (!findings_started)
+		start_findings(out, report);
+	if (f->rank >= 0)
+		snprintf(rank, sizeof(rank), "%lld", f->rank);
+	fprintf(out, "  [%s] %s  rank %s  %s\n", f->severity, f->rule, rank, f->site);
+	fprintf(out, "      count %lld, %.3f ms blocked: %s\n", f->count, (double)f->blocked_ns / 1e6,
+		f->detail);
+	fprintf(out, "      fix: %s\n", f->advice);
+	return SS_EXIT_OK;
+}
+
+static int text_end(FILE *out, const struct ss_report *report)
+{
+	if (!findings_started)
+		start_findings(out, report);
+	findings_started = 0;
+	if (report->nnotes)
+		fputs("\nnotes:\n", out);
+	for (size_t i = 0; i < report->nnotes; i++)
+		fprintf(out, "  - %s\n", report->notes[i]);
+	return SS_EXIT_OK;
+}
+
+const struct ss_report_ops ss_report_text_ops = {
+    .format = "text",
+    .begin = text_begin,
+    .rank = text_rank,
+    .finding = text_finding,
+    .end = text_end,
+};

@@ -1,0 +1,59 @@
+#!/bin/sh
+# t202: `syncspy report --format json` is one valid JSON document (parsed by SQLite's json
+# functions, and by python3 when there is one) with every field docs/report-json.md documents,
+# of the documented types; the merge of the 4-rank NCCL run has ranks 0-3 in order, each with
+# its calls per API, sync points and NCCL operations.
+. "$E2E_DIR/lib.sh"
+under_shim env SYNCSPY_QUIET=1 "$PROGS/scenarios" nccl 4 >/dev/null || fail "scenario nccl 4"
+"$SYNCSPY" report --format json "$out" >"$tmp/r.json" 2>"$tmp/err" || fail "report exited $?: $(cat "$tmp/err")"
+j() {
+	"$SQLITE3" -batch :memory: "SELECT $1 FROM (SELECT readfile('$tmp/r.json') AS d)"
+}
+[ "$(j 'json_valid(d)')" = 1 ] || fail "not valid JSON: $(head -c 300 "$tmp/r.json")"
+if [ -n "${PYTHON3:-}" ] && command -v "$PYTHON3" >/dev/null 2>&1; then
+	"$PYTHON3" -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/r.json" || fail "python3 cannot parse it"
+fi
+
+# Top-level fields and their types.
+j "json_type(d, '\$.schema_version') || ' ' || json_type(d, '\$.report_version') || ' ' ||
+   json_type(d, '\$.syncspy_version') || ' ' || json_type(d, '\$.ranks') || ' ' ||
+   json_type(d, '\$.findings') || ' ' || json_type(d, '\$.notes') || ' ' || json_extract(d, '\$.schema_version')" >"$tmp/actual"
+echo "integer text text array array array 1" | diff -u - "$tmp/actual" >&2 || fail "top-level fields"
+
+# Every rank: the documented keys, in order, and the numbers the scenario makes.
+"$SQLITE3" -batch :memory: "SELECT (SELECT group_concat(k.key, ',') FROM json_each(r.value) AS k),
+	json_extract(value, '\$.rank'), json_extract(value, '\$.world_size'),
+	json_extract(value, '\$.calls.ncclAllReduce'), json_extract(value, '\$.calls.cudaMemcpy'),
+	json_extract(value, '\$.sync_points'), json_extract(value, '\$.nccl_ops'),
+	json_extract(value, '\$.copies'), json_type(value, '\$.blocked_ns'), json_type(value, '\$.deviates')
+	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.ranks')) AS r" >"$tmp/actual"
+keys=rank,world_size,host,pid,path,finished,wall_ns,calls,sync_points,blocked_ns,copies,copy_bytes,nccl_ops,nccl_ns,dropped_events,deviates
+cat >"$tmp/expected" <<END
+$keys|0|4|2|2|4|4|2|integer|array
+$keys|1|4|2|2|4|4|2|integer|array
+$keys|2|4|2|2|4|4|2|integer|array
+$keys|3|4|2|2|4|4|2|integer|array
+END
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "ranks"
+
+# Every finding: the documented keys, in order; severities and rules from the documented sets;
+# sorted by blocked_ns, largest first.
+"$SQLITE3" -batch :memory: "SELECT DISTINCT (SELECT group_concat(k.key, ',') FROM json_each(r.value) AS k)
+	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings')) AS r" >"$tmp/actual"
+echo "rule,severity,rank,count,blocked_ns,worst_ns,bytes,estimate_ns,site,detail,advice" |
+	diff -u - "$tmp/actual" >&2 || fail "finding keys"
+"$SQLITE3" -batch :memory: "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.severity') NOT IN ('high', 'medium', 'low')
+	OR json_extract(value, '\$.rule') NOT IN ('host-sync', 'sync-copy', 'pageable-async-copy',
+	 'memset-pinned', 'alloc-in-loop', 'legacy-stream', 'polling', 'copy-on-compute-stream',
+	 'nccl-straggler', 'rank-imbalance')
+	OR json_type(value, '\$.advice') <> 'text' OR json_type(value, '\$.site') <> 'text'" >"$tmp/actual"
+echo 0 | diff -u - "$tmp/actual" >&2 || fail "finding values"
+"$SQLITE3" -batch :memory: "SELECT count(*) FROM (SELECT json_extract(value, '\$.blocked_ns') AS b,
+	lag(json_extract(value, '\$.blocked_ns')) OVER (ORDER BY CAST(key AS INTEGER)) AS prev
+	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))) WHERE b > prev" >"$tmp/actual"
+echo 0 | diff -u - "$tmp/actual" >&2 || fail "findings not sorted by blocked_ns"
+j "json_extract(d, '\$.notes[1]')" >"$tmp/actual"
+echo "communication/compute overlap: not measurable without GPU timeline" | diff -u - "$tmp/actual" >&2 ||
+	fail "overlap note"
+exit 0

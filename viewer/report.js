@@ -1,0 +1,680 @@
+/*
+ * viewer/report.js: draws syncspy's HTML report from the JSON that report/out_html.c embeds in
+ * <script id="syncspy-data">: {"report": the report JSON (docs/report-json.md), "timeline":
+ * the per-rank timeline and call-site payload (docs/viewer.md)}.
+ *
+ * Rules this file keeps:
+ *   VIEW-1  every string from the data reaches the page through textContent or canvas text,
+ *           never innerHTML: a call site named `<img onerror=...>` stays text.
+ *   VIEW-2  nothing is fetched: no network, no fonts, no frameworks (the page works offline,
+ *           from one file, and its Content-Security-Policy forbids fetches anyway).
+ *   VIEW-3  when rendering finished, body[data-rendered] is "ok"; an uncaught error sets
+ *           body[data-error]. The headless-browser test reads both.
+ */
+(function () {
+	"use strict";
+
+	window.addEventListener("error", function (ev) {
+		document.body.dataset.error = String(ev.message || ev.type);
+	});
+
+	var raw = document.getElementById("syncspy-data").textContent;
+	var data = raw.trim() ? JSON.parse(raw) : {};
+	var report = data.report || {};
+	var timeline = data.timeline || {};
+	var tlRanks = timeline.ranks || [];
+	var classes = timeline.classes || [];
+
+	/* Class colors for the canvas and the tables: sync points warm, enqueues cool. */
+	var CLASS_COLORS = {
+		S1: "#9b1c1c", S2: "#d62828", S3: "#e85d04", S4: "#f48c06", S5: "#c9184a",
+		S6: "#7b2cbf", S7: "#ff5d8f", E1: "#4a7bd0", E2: "#63a4d9", E3: "#2a9d8f",
+		N1: "#6a994e", N2: "#38b000", X1: "#a0a8b5"
+	};
+	var TOP_FINDINGS = 8;
+	var SEVERITY_ORDER = { error: 0, high: 0, warning: 1, medium: 1, info: 2, low: 2 };
+
+	/* ------------------------------------------------------------ small helpers */
+
+	/* Builds an element; text goes through textContent only (VIEW-1). */
+	function el(tag, cls, text) {
+		var node = document.createElement(tag);
+		if (cls)
+			node.className = cls;
+		if (text !== undefined && text !== null)
+			node.textContent = String(text);
+		return node;
+	}
+
+	function isNum(v) {
+		return typeof v === "number" && isFinite(v);
+	}
+
+	function fmtInt(n) {
+		return isNum(n) ? Math.round(n).toLocaleString("en-US") : "-";
+	}
+
+	/* Nanoseconds as the shortest readable unit: 950 ns, 1.47 us, 7.95 ms, 2.10 s. */
+	function fmtNs(ns) {
+		if (!isNum(ns))
+			return "-";
+		var a = Math.abs(ns);
+		if (a < 1e3)
+			return ns.toFixed(0) + " ns";
+		if (a < 1e6)
+			return (ns / 1e3).toPrecision(3) + " us";
+		if (a < 1e9)
+			return (ns / 1e6).toPrecision(3) + " ms";
+		return (ns / 1e9).toFixed(a < 1e11 ? 3 : 1) + " s";
+	}
+
+	function fmtBytes(b) {
+		if (!isNum(b) || b < 0)
+			return "";
+		var units = ["B", "KiB", "MiB", "GiB", "TiB"];
+		var i = 0;
+		while (b >= 1024 && i < units.length - 1) {
+			b /= 1024;
+			i++;
+		}
+		return (i ? b.toFixed(1) : b) + " " + units[i];
+	}
+
+	function classBadge(name) {
+		var b = el("span", "cls", name);
+		b.style.background = CLASS_COLORS[name] || "#888";
+		return b;
+	}
+
+	function rankLabel(r) {
+		return r === null || r === undefined ? "-" : String(r);
+	}
+
+	function median(values) {
+		var v = values.filter(isNum).sort(function (a, b) { return a - b; });
+		if (!v.length)
+			return NaN;
+		var m = v.length >> 1;
+		return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+	}
+
+	/* ------------------------------------------------------------ header */
+
+	function unique(values) {
+		var seen = {}, out = [];
+		values.forEach(function (v) {
+			if (v !== undefined && v !== null && v !== "" && !seen["$" + v]) {
+				seen["$" + v] = true;
+				out.push(String(v));
+			}
+		});
+		return out;
+	}
+
+	function renderHeader() {
+		var dl = document.getElementById("profiled");
+		var ranks = report.ranks || [];
+		function row(label, value) {
+			if (value === undefined || value === null || value === "")
+				return;
+			dl.appendChild(el("dt", null, label));
+			dl.appendChild(el("dd", null, value));
+		}
+		var cmdlines = unique(tlRanks.map(function (r) { return r.cmdline; }));
+		var hosts = unique(ranks.map(function (r) { return r.host; })
+			.concat(tlRanks.map(function (r) { return r.host; })));
+		var nranks = Math.max(ranks.length, tlRanks.length);
+		var sync = 0, blocked = 0, haveTotals = false;
+		ranks.forEach(function (r) {
+			if (isNum(r.sync_points)) { sync += r.sync_points; haveTotals = true; }
+			if (isNum(r.blocked_ns)) blocked += r.blocked_ns;
+		});
+		row("command", cmdlines.length > 3 ? cmdlines.slice(0, 3).join("\n") + "\n..." : cmdlines.join("\n"));
+		row("hosts", hosts.join(", "));
+		row("processes", nranks ? String(nranks) : "none");
+		if (haveTotals)
+			row("sync points", fmtInt(sync) + " calls, host blocked " + fmtNs(blocked) + " in all");
+		row("recorded by", unique(tlRanks.map(function (r) { return r.syncspy_version; }))
+			.map(function (v) { return "syncspy " + v; }).join(", "));
+		if (hosts.length)
+			document.title = "syncspy report: " + hosts.join(", ");
+	}
+
+	/* ------------------------------------------------------------ findings */
+
+	function renderFindings() {
+		var box = document.getElementById("findings");
+		var findings = (report.findings || []).slice();
+		if (!data.report) {
+			box.appendChild(el("p", "note", "No report data in this file: only the timeline and call sites are shown."));
+			return;
+		}
+		if (!findings.length) {
+			box.appendChild(el("p", "note", "No findings: no rule found a wait worth fixing."));
+			return;
+		}
+		findings.sort(function (a, b) {
+			var sa = SEVERITY_ORDER[a.severity], sb = SEVERITY_ORDER[b.severity];
+			sa = sa === undefined ? 3 : sa;
+			sb = sb === undefined ? 3 : sb;
+			return sa - sb || (b.blocked_ns || 0) - (a.blocked_ns || 0);
+		});
+		findings.forEach(function (f, i) {
+			var sev = String(f.severity || "note").toLowerCase();
+			var card = el("div", "finding sev-" + sev.replace(/[^a-z]/g, ""));
+			card.dataset.rule = String(f.rule || "");
+			var title = el("div", "title");
+			title.appendChild(el("span", "sev", sev));
+			title.appendChild(document.createTextNode(String(f.rule || "") +
+				(f.title || f.message ? ": " + (f.title || f.message) : "")));
+			card.appendChild(title);
+			var facts = [];
+			if (f.rank !== undefined)
+				facts.push("rank " + rankLabel(f.rank));
+			if (isNum(f.count))
+				facts.push(fmtInt(f.count) + (f.count === 1 ? " call" : " calls"));
+			if (isNum(f.blocked_ns))
+				facts.push(fmtNs(f.blocked_ns) + " blocked");
+			if (f.class)
+				facts.push("class " + f.class);
+			card.appendChild(el("div", "facts", facts.join(" \u00b7 ")));
+			if (f.site)
+				card.appendChild(el("div", "site mono", f.site));
+			if (f.detail)
+				card.appendChild(el("div", "detail", f.detail));
+			if (f.advice)
+				card.appendChild(el("div", "advice", f.advice));
+			/* The top findings first; the rest one click away. */
+			if (i >= TOP_FINDINGS)
+				card.hidden = true;
+			box.appendChild(card);
+		});
+		if (findings.length > TOP_FINDINGS) {
+			var more = el("button", "more", "show all " + findings.length + " findings");
+			more.addEventListener("click", function () {
+				Array.prototype.forEach.call(box.querySelectorAll(".finding"), function (c) { c.hidden = false; });
+				more.remove();
+			});
+			box.appendChild(more);
+		}
+	}
+
+	/* ------------------------------------------------------------ per-rank comparison */
+
+	/* The timeline payload of a report rank: the same pid on the same host, else the same place. */
+	function timelineOf(r, i) {
+		for (var k = 0; k < tlRanks.length; k++)
+			if (tlRanks[k].pid === r.pid && tlRanks[k].host === r.host)
+				return tlRanks[k];
+		return tlRanks[i] || {};
+	}
+
+	function renderRanks() {
+		var table = document.getElementById("ranks");
+		var rows = (report.ranks || []).map(function (r, i) {
+			var t = timelineOf(r, i);
+			var row = Object.assign({}, r);
+			row.threads = t.threads;
+			row.streams = t.streams;
+			return row;
+		});
+		if (!rows.length)
+			rows = tlRanks.map(function (t) {
+				return { rank: t.rank, host: t.host, pid: t.pid, threads: t.threads, streams: t.streams,
+					dropped_events: t.dropped_events };
+			});
+		var cols = [
+			["rank", "rank", "num", rankLabel], ["host", "host", "", String], ["pid", "pid", "num", String],
+			["wall_ns", "recorded", "num", fmtNs], ["sync_points", "sync points", "num", fmtInt],
+			["blocked_ns", "host blocked", "num", fmtNs], ["copies", "copies", "num", fmtInt],
+			["copy_bytes", "copied", "num", fmtBytes], ["nccl_ops", "NCCL ops", "num", fmtInt],
+			["nccl_ns", "in NCCL calls", "num", fmtNs], ["threads", "threads", "num", fmtInt],
+			["streams", "streams", "num", fmtInt], ["dropped_events", "dropped", "num", fmtInt]
+		].filter(function (c) {
+			return rows.some(function (r) { return r[c[0]] !== undefined && r[c[0]] !== null; });
+		});
+		var head = el("tr");
+		cols.forEach(function (c) { head.appendChild(el("th", c[2], c[1])); });
+		table.appendChild(head);
+		/* The report says which totals deviate (docs/report-json.md, deviates); without it, a
+		   value a quarter above its column's median is highlighted. */
+		var medians = {};
+		cols.forEach(function (c) {
+			medians[c[0]] = median(rows.map(function (r) { return r[c[0]]; }));
+		});
+		function deviates(r, key) {
+			if (Array.isArray(r.deviates))
+				return r.deviates.indexOf(key) >= 0;
+			var v = r[key], m = medians[key];
+			return rows.length > 1 && (key === "sync_points" || key === "blocked_ns") && isNum(v) &&
+				v > m * 1.25 && v - m > (key === "blocked_ns" ? 1e6 : 1);
+		}
+		rows.forEach(function (r) {
+			var tr = el("tr");
+			cols.forEach(function (c) {
+				var v = r[c[0]];
+				var td = el("td", c[2], v === undefined || v === null ? "-" : c[3](v));
+				if (deviates(r, c[0])) {
+					td.classList.add("outlier");
+					td.title = "median of the ranks: " + c[3](medians[c[0]]);
+				}
+				tr.appendChild(td);
+			});
+			table.appendChild(tr);
+		});
+	}
+
+	/* ------------------------------------------------------------ timeline */
+
+	var LANE_H = 18, SYNC_STRIP = 4, AXIS_H = 22, GUTTER = 190, PAD_TOP = 4;
+	var C_T = 0, C_DUR = 1, C_API = 2, C_CLS = 3, C_TLANE = 4, C_SLANE = 5, C_SITE = 6, C_COUNT = 7,
+		C_BYTES = 8;
+	var panels = [];
+	var view = { t0: 0, t1: 1, min: 0, max: 1 };
+	var tooltip = document.getElementById("tooltip");
+
+	/* Prepares one rank: calls sorted by start, the call indexes of each lane, lookup maps. */
+	function preparePanel(r) {
+		var calls = r.calls || [];
+		var lanes = (r.lanes || []).map(function (l) { return { info: l, idx: [], maxDur: 0 }; });
+		calls.sort(function (a, b) { return a[C_T] - b[C_T]; });
+		calls.forEach(function (c, i) {
+			[c[C_TLANE], c[C_SLANE]].forEach(function (ln) {
+				if (ln === undefined || ln < 0 || !lanes[ln])
+					return;
+				lanes[ln].idx.push(i);
+				if (c[C_DUR] > lanes[ln].maxDur)
+					lanes[ln].maxDur = c[C_DUR];
+			});
+		});
+		var apis = {}, sites = {};
+		(r.apis || []).forEach(function (a) { apis[a[0]] = a[1]; });
+		(r.sites || []).forEach(function (s) { sites[s[0]] = s[1]; });
+		return { r: r, calls: calls, lanes: lanes, apis: apis, sites: sites, offset: r.origin_ns || 0 };
+	}
+
+	function laneLabel(info) {
+		if (info[0] === "thread")
+			return "thread " + info[1] + (info[2] ? " " + info[2] : "");
+		return "stream " + info[1] + (info[2] ? " (tid " + info[2] + ")" : "");
+	}
+
+	function renderLegend() {
+		var box = document.getElementById("legend");
+		classes.forEach(function (c) {
+			var item = el("span");
+			item.title = c[2];
+			var sw = el("span", "swatch");
+			sw.style.background = CLASS_COLORS[c[0]] || "#888";
+			item.appendChild(sw);
+			item.appendChild(document.createTextNode(c[0] + (c[1] ? " sync" : "")));
+			box.appendChild(item);
+		});
+	}
+
+	function renderTimelines() {
+		var box = document.getElementById("timelines");
+		if (!tlRanks.length) {
+			box.appendChild(el("p", "note", "No timeline data in this file."));
+			return;
+		}
+		var max = 0;
+		tlRanks.forEach(function (r) {
+			var p = preparePanel(r);
+			p.calls.forEach(function (c) { max = Math.max(max, p.offset + c[C_T] + c[C_DUR]); });
+			var panel = el("div", "rank-panel");
+			var title = "rank " + rankLabel(r.rank) + " \u00b7 " + (r.host || "?") + " pid " + (r.pid || "?") +
+				" \u00b7 " + fmtInt(r.calls_shown) + " calls";
+			if (r.truncated)
+				title += " (first " + fmtInt(r.calls_shown) + " of " + fmtInt(r.calls_total) + ": see notes)";
+			panel.appendChild(el("h3", null, title));
+			p.canvas = el("canvas");
+			p.canvas.setAttribute("aria-label", "timeline of rank " + rankLabel(r.rank));
+			panel.appendChild(p.canvas);
+			box.appendChild(panel);
+			attachInteraction(p);
+			panels.push(p);
+		});
+		view.min = 0;
+		view.max = max > 0 ? max * 1.01 : 1;
+		view.t0 = view.min;
+		view.t1 = view.max;
+		drawAll();
+		window.addEventListener("resize", drawAll);
+	}
+
+	function drawAll() {
+		panels.forEach(drawPanel);
+	}
+
+	/* First index in lane.idx whose call may still be visible at time t (calls sorted by start). */
+	function firstVisible(p, lane, t) {
+		var lo = 0, hi = lane.idx.length, from = t - lane.maxDur - p.offset;
+		while (lo < hi) {
+			var mid = (lo + hi) >> 1;
+			if (p.calls[lane.idx[mid]][C_T] < from)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return lo;
+	}
+
+	function drawPanel(p) {
+		var canvas = p.canvas, dpr = window.devicePixelRatio || 1;
+		var width = canvas.clientWidth || 800;
+		var height = PAD_TOP + p.lanes.length * LANE_H + AXIS_H;
+		canvas.style.height = height + "px";
+		canvas.width = Math.round(width * dpr);
+		canvas.height = Math.round(height * dpr);
+		var g = canvas.getContext("2d");
+		g.setTransform(dpr, 0, 0, dpr, 0, 0);
+		g.clearRect(0, 0, width, height);
+		var plotW = Math.max(10, width - GUTTER);
+		var scale = plotW / (view.t1 - view.t0);
+		p.geom = { plotW: plotW, scale: scale, width: width };
+		g.font = "11px system-ui, sans-serif";
+		g.textBaseline = "middle";
+
+		p.lanes.forEach(function (lane, li) {
+			var y = PAD_TOP + li * LANE_H;
+			g.fillStyle = li % 2 ? "#ffffff" : "#f3f5f9";
+			g.fillRect(0, y, width, LANE_H);
+			g.fillStyle = lane.info[0] === "thread" ? "#1d2330" : "#4b5568";
+			g.fillText(fitText(g, laneLabel(lane.info), GUTTER - 8), 4, y + LANE_H / 2);
+			g.save();
+			g.beginPath();
+			g.rect(GUTTER, y, plotW, LANE_H);
+			g.clip();
+			var lastPx = -1, lastCls = -1;
+			for (var k = firstVisible(p, lane, view.t0); k < lane.idx.length; k++) {
+				var c = p.calls[lane.idx[k]];
+				var t = p.offset + c[C_T];
+				if (t > view.t1)
+					break;
+				if (t + c[C_DUR] < view.t0)
+					continue;
+				var x0 = GUTTER + (t - view.t0) * scale;
+				var w = Math.max(c[C_DUR] * scale, 1);
+				var cls = classes[c[C_CLS]] || ["?", 0];
+				/* Many calls inside one pixel column: draw the column once per class. */
+				if (w <= 1 && Math.floor(x0) === lastPx && c[C_CLS] === lastCls)
+					continue;
+				lastPx = Math.floor(x0);
+				lastCls = c[C_CLS];
+				g.fillStyle = CLASS_COLORS[cls[0]] || "#888";
+				g.fillRect(x0, y + SYNC_STRIP + 1, w, LANE_H - SYNC_STRIP - 3);
+				/* Sync points get a dark strip on top, at least 3 px wide, so they stand out
+				   at any zoom. */
+				if (cls[1] && li === c[C_TLANE]) {
+					g.fillStyle = "#5c0a0a";
+					g.fillRect(x0 - (w < 3 ? 1 : 0), y, Math.max(w, 3), SYNC_STRIP);
+				}
+			}
+			g.restore();
+		});
+		drawAxis(g, PAD_TOP + p.lanes.length * LANE_H, plotW, scale, width);
+	}
+
+	function fitText(g, text, maxW) {
+		if (g.measureText(text).width <= maxW)
+			return text;
+		while (text.length > 1 && g.measureText(text + "\u2026").width > maxW)
+			text = text.slice(0, -1);
+		return text + "\u2026";
+	}
+
+	/* Ticks at 1, 2 or 5 times a power of ten, about every 100 px. */
+	function drawAxis(g, y, plotW, scale, width) {
+		var span = view.t1 - view.t0;
+		var raw = span / Math.max(1, plotW / 100);
+		var pow = Math.pow(10, Math.floor(Math.log10(raw)));
+		var step = [1, 2, 5, 10].map(function (m) { return m * pow; })
+			.filter(function (s) { return s >= raw; })[0];
+		g.strokeStyle = "#9aa3b2";
+		g.fillStyle = "#5d6678";
+		g.beginPath();
+		g.moveTo(GUTTER, y + 0.5);
+		g.lineTo(width, y + 0.5);
+		for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+			var x = Math.round(GUTTER + (t - view.t0) * scale) + 0.5;
+			g.moveTo(x, y);
+			g.lineTo(x, y + 5);
+			if (x < width - 50)
+				g.fillText(fmtNs(t), x + 2, y + 13);
+		}
+		g.stroke();
+	}
+
+	/* The call under the mouse: in the lane at y, the one nearest x within 3 px, sync points
+	   preferred. */
+	function hitTest(p, x, y) {
+		var li = Math.floor((y - PAD_TOP) / LANE_H);
+		var lane = p.lanes[li];
+		if (!lane || x < GUTTER || !p.geom)
+			return null;
+		var t = view.t0 + (x - GUTTER) / p.geom.scale, slack = 3 / p.geom.scale;
+		var best = null, bestScore = Infinity;
+		for (var k = firstVisible(p, lane, t - slack); k < lane.idx.length; k++) {
+			var c = p.calls[lane.idx[k]];
+			var s = p.offset + c[C_T];
+			if (s > t + slack)
+				break;
+			var e = s + c[C_DUR];
+			if (e < t - slack)
+				continue;
+			var dist = t < s ? s - t : t > e ? t - e : 0;
+			var score = dist - ((classes[c[C_CLS]] || [])[1] ? slack : 0);
+			if (score < bestScore) {
+				best = c;
+				bestScore = score;
+			}
+		}
+		return best;
+	}
+
+	function describe(p, c) {
+		var cls = classes[c[C_CLS]] || ["?", 0, ""];
+		var lines = [
+			(p.apis[c[C_API]] || "api #" + c[C_API]) + "   " + cls[0] + (cls[1] ? " (sync point)" : ""),
+			cls[2],
+			"took " + fmtNs(c[C_DUR]) + ", started at " + fmtNs(p.offset + c[C_T])
+		];
+		if (c[C_COUNT] > 1)
+			lines.push(fmtInt(c[C_COUNT]) + " queries in this polling loop");
+		if (c[C_BYTES])
+			lines.push(fmtBytes(c[C_BYTES]) + " (" + fmtInt(c[C_BYTES]) + " bytes)");
+		var slane = p.lanes[c[C_SLANE]];
+		if (slane)
+			lines.push(laneLabel(slane.info));
+		var tlane = p.lanes[c[C_TLANE]];
+		if (tlane)
+			lines.push("called by " + laneLabel(tlane.info));
+		lines.push("site: " + (c[C_SITE] ? p.sites[c[C_SITE]] || "#" + c[C_SITE] : "(not attributed)"));
+		return lines.join("\n");
+	}
+
+	function attachInteraction(p) {
+		var canvas = p.canvas, drag = null;
+		canvas.addEventListener("wheel", function (ev) {
+			ev.preventDefault();
+			var rect = canvas.getBoundingClientRect();
+			var x = ev.clientX - rect.left;
+			if (x < GUTTER || !p.geom)
+				return;
+			var at = view.t0 + (x - GUTTER) / p.geom.scale;
+			var factor = Math.pow(1.0015, ev.deltaY * (ev.deltaMode === 1 ? 30 : 1));
+			var span = Math.min(view.max - view.min, Math.max(1000, (view.t1 - view.t0) * factor));
+			view.t0 = at - (at - view.t0) * span / (view.t1 - view.t0);
+			view.t1 = view.t0 + span;
+			clampView();
+			drawAll();
+		}, { passive: false });
+		canvas.addEventListener("mousedown", function (ev) {
+			drag = { x: ev.clientX, t0: view.t0, t1: view.t1 };
+			canvas.classList.add("dragging");
+			ev.preventDefault();
+		});
+		window.addEventListener("mousemove", function (ev) {
+			if (drag && p.geom) {
+				var dt = (ev.clientX - drag.x) / p.geom.scale;
+				view.t0 = drag.t0 - dt;
+				view.t1 = drag.t1 - dt;
+				clampView();
+				drawAll();
+			}
+		});
+		window.addEventListener("mouseup", function () {
+			drag = null;
+			canvas.classList.remove("dragging");
+		});
+		canvas.addEventListener("dblclick", function () {
+			view.t0 = view.min;
+			view.t1 = view.max;
+			drawAll();
+		});
+		canvas.addEventListener("mousemove", function (ev) {
+			var rect = canvas.getBoundingClientRect();
+			var c = drag ? null : hitTest(p, ev.clientX - rect.left, ev.clientY - rect.top);
+			if (!c) {
+				tooltip.hidden = true;
+				return;
+			}
+			tooltip.textContent = describe(p, c);
+			tooltip.hidden = false;
+			var left = Math.min(ev.clientX + 14, window.innerWidth - tooltip.offsetWidth - 8);
+			tooltip.style.left = Math.max(0, left) + "px";
+			tooltip.style.top = ev.clientY + 16 + "px";
+		});
+		canvas.addEventListener("mouseleave", function () {
+			tooltip.hidden = true;
+		});
+	}
+
+	function clampView() {
+		var span = view.t1 - view.t0;
+		if (view.t0 < view.min) {
+			view.t0 = view.min;
+			view.t1 = view.min + span;
+		}
+		if (view.t1 > view.max) {
+			view.t1 = view.max;
+			view.t0 = Math.max(view.min, view.max - span);
+		}
+	}
+
+	/* ------------------------------------------------------------ call sites */
+
+	var SITE_LIMIT = 2000;
+	var siteRows = [];
+	var siteSort = { key: "blocked", dir: -1 };
+	var SITE_COLS = [
+		["rank", "rank", "num"], ["site", "call site", "site"], ["kind", "kind", ""],
+		["cls", "class", ""], ["calls", "calls", "num"], ["blocked", "time in calls", "num"]
+	];
+
+	function collectSites() {
+		var syncClass = {};
+		classes.forEach(function (c) { syncClass[c[0]] = !!c[1]; });
+		tlRanks.forEach(function (r) {
+			var sites = {};
+			(r.sites || []).forEach(function (s) { sites[s[0]] = s; });
+			(r.site_stats || []).forEach(function (st) {
+				var s = sites[st[0]];
+				siteRows.push({
+					rank: r.rank, site: s ? s[1] || "" : "(not attributed)", kind: s ? s[2] : "-",
+					cls: st[1], sync: !!syncClass[st[1]], calls: st[2], blocked: st[3]
+				});
+			});
+		});
+	}
+
+	function renderSites() {
+		collectSites();
+		var table = document.getElementById("sites");
+		var filter = document.getElementById("site-filter");
+		var syncOnly = document.getElementById("site-sync-only");
+		var head = el("tr");
+		SITE_COLS.forEach(function (c) {
+			var th = el("th", c[2] === "num" ? "num" : "", c[1]);
+			th.dataset.key = c[0];
+			th.addEventListener("click", function () {
+				siteSort.dir = siteSort.key === c[0] ? -siteSort.dir : (c[2] === "num" ? -1 : 1);
+				siteSort.key = c[0];
+				fillSites(table, filter.value, syncOnly.checked);
+			});
+			head.appendChild(th);
+		});
+		table.appendChild(el("thead")).appendChild(head);
+		table.appendChild(el("tbody"));
+		filter.addEventListener("input", function () { fillSites(table, filter.value, syncOnly.checked); });
+		syncOnly.addEventListener("change", function () { fillSites(table, filter.value, syncOnly.checked); });
+		fillSites(table, "", syncOnly.checked);
+	}
+
+	function fillSites(table, text, syncOnly) {
+		var needle = text.trim().toLowerCase();
+		var rows = siteRows.filter(function (r) {
+			if (syncOnly && !r.sync)
+				return false;
+			return !needle || [r.site, r.cls, r.kind, "rank " + rankLabel(r.rank)].join(" ")
+				.toLowerCase().indexOf(needle) >= 0;
+		});
+		var key = siteSort.key, dir = siteSort.dir;
+		rows.sort(function (a, b) {
+			var x = a[key], y = b[key];
+			if (typeof x === "number" || typeof y === "number")
+				return dir * ((x || 0) - (y || 0));
+			return dir * String(x).localeCompare(String(y));
+		});
+		Array.prototype.forEach.call(table.querySelectorAll("th"), function (th) {
+			th.classList.toggle("sorted-asc", th.dataset.key === key && dir > 0);
+			th.classList.toggle("sorted-desc", th.dataset.key === key && dir < 0);
+		});
+		var body = el("tbody");
+		rows.slice(0, SITE_LIMIT).forEach(function (r) {
+			var tr = el("tr");
+			tr.appendChild(el("td", "num", rankLabel(r.rank)));
+			tr.appendChild(el("td", "site mono", r.site));
+			tr.appendChild(el("td", null, r.kind));
+			tr.appendChild(el("td")).appendChild(classBadge(r.cls));
+			tr.appendChild(el("td", "num", fmtInt(r.calls)));
+			tr.appendChild(el("td", "num", fmtNs(r.blocked)));
+			body.appendChild(tr);
+		});
+		table.replaceChild(body, table.querySelector("tbody"));
+		document.getElementById("site-count").textContent = rows.length > SITE_LIMIT ?
+			"showing " + SITE_LIMIT + " of " + rows.length + " rows: filter to narrow" : rows.length + " rows";
+	}
+
+	/* ------------------------------------------------------------ notes */
+
+	function renderNotes() {
+		var list = document.getElementById("notes");
+		var notes = [];
+		tlRanks.forEach(function (r) {
+			var who = "rank " + rankLabel(r.rank) + " (" + (r.host || "?") + " pid " + (r.pid || "?") + ")";
+			if (r.truncated)
+				notes.push(who + ": the timeline shows " + fmtInt(r.calls_shown) + " of " + fmtInt(r.calls_total) +
+					" calls (sync points first, then the earliest others); the tables count all of them.");
+			if (data.report)
+				return;
+			if (r.dropped_events > 0)
+				notes.push(who + ": " + fmtInt(r.dropped_events) + " calls were dropped while recording; counts are lower bounds.");
+			if (!r.exit_reason)
+				notes.push(who + ": the recording is unfinished (still running or killed); it ends at its last commit.");
+		});
+		(report.notes || []).forEach(function (n) { notes.push(typeof n === "string" ? n : JSON.stringify(n)); });
+		notes.push("Timeline times are host-side: when each call ran on the CPU, not when the GPU ran the work.");
+		notes.forEach(function (n) { list.appendChild(el("li", null, n)); });
+	}
+
+	renderHeader();
+	renderFindings();
+	renderRanks();
+	renderLegend();
+	renderTimelines();
+	renderSites();
+	renderNotes();
+	document.body.dataset.rendered = "ok";
+})();
