@@ -5,6 +5,8 @@
  *
  * A wrapper (SS_CUDART_WRAPPER) runs: SHIM-3 guard, pre (reads arguments), clock, real call,
  * clock, post (reads results), append to the thread's ring (SHIM-1), return (SHIM-2).
+ * errno (SHIM-2): the fast path touches nothing that sets it; each helper that may (a driver
+ * query, the range table's allocations, a ring's first attach) restores it itself.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -44,13 +46,19 @@ static int query_memkind(const void *ptr)
 		take_error = ss_resolve_helper(SS_LAYER_RUNTIME, "cudaGetLastError");
 		get_attributes = ss_resolve_helper(SS_LAYER_RUNTIME, "cudaPointerGetAttributes");
 	}
-	if (!get_attributes || !peek_error || !take_error || peek_error() != cudaSuccess)
+	if (!get_attributes || !peek_error || !take_error)
 		return SS_MEM_UNKNOWN;
+	int saved_errno = errno;
 	struct cudaPointerAttributes attributes;
-	if (get_attributes(&attributes, ptr) != cudaSuccess) {
-		take_error();
-		return SS_MEM_UNKNOWN;
+	cudaError_t status = peek_error();
+	if (status == cudaSuccess) {
+		status = get_attributes(&attributes, ptr);
+		if (status != cudaSuccess)
+			take_error();
 	}
+	errno = saved_errno;
+	if (status != cudaSuccess)
+		return SS_MEM_UNKNOWN;
 	switch (attributes.type) {
 	case cudaMemoryTypeUnregistered:
 		return SS_MEM_PAGEABLE;
@@ -189,7 +197,7 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
  * cudaFree is not an implicit sync (DESIGN.md section 3, S6). */
 #define FREE(ptr)                                                                                  \
 	freed_ptr = (ptr);                                                                         \
-	freed_kind = ss_range_remove(freed_ptr, &freed_bytes);                                     \
+	freed_kind = ss_range_remove(freed_ptr, &freed_bytes);      /* keeps errno */              \
 	rec.obj = (uintptr_t)freed_ptr;                                                            \
 	rec.bytes = freed_bytes;                                                                   \
 	rec.host_mem = freed_kind & ~SS_RANGE_ASYNC;                                               \
@@ -233,19 +241,15 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 		(void)freed_ptr;                                                                   \
 		struct ss_rec rec = {.api = (id), .cls = SS_##cls_, .aux = UINT64_MAX};            \
 		tls->depth++;                                                                      \
-		int saved_errno = errno;                                                           \
-		pre errno = saved_errno;                                                           \
-		rec.t_start = ss_now();                                                            \
+		pre rec.t_start = ss_now();                                                        \
 		cudaError_t ret = real args;                                                       \
 		rec.t_end = ss_needs_end_time(rec.cls) ? ss_now() : rec.t_start;                   \
-		saved_errno = errno;                                                               \
 		post if (freed_kind && ret != cudaSuccess)                                         \
 			ss_range_add(freed_ptr, freed_bytes, freed_kind);                          \
 		rec.ret = (int32_t)ret;                                                            \
 		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
 		ss_emit(tls, &rec);                                                                \
 		tls->depth--;                                                                      \
-		errno = saved_errno;                                                               \
 		return ret;                                                                        \
 	}
 

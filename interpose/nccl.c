@@ -183,17 +183,15 @@ static size_t datatype_size(ncclDataType_t datatype)
 			return real args;                                                          \
 		struct ss_rec rec = {.api = SS_API_##name, .cls = SS_##cls_, .aux = UINT64_MAX};  \
 		tls->depth++;                                                                      \
-		int saved_errno = errno;                                                           \
-		pre errno = saved_errno;                                                           \
-		rec.t_start = ss_now();                                                            \
+		pre rec.t_start = ss_now();                                                        \
 		ncclResult_t ret = real args;                                                      \
 		rec.t_end = ss_now();                                                              \
-		saved_errno = errno;                                                               \
-		post rec.ret = (int32_t)ret;                                                       \
+		int saved_errno = errno; /* SHIM-2: the creation helpers call into NCCL */         \
+		post errno = saved_errno;                                                          \
+		rec.ret = (int32_t)ret;                                                            \
 		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
 		ss_emit(tls, &rec);                                                                \
 		tls->depth--;                                                                      \
-		errno = saved_errno;                                                               \
 		return ret;                                                                        \
 	}
 

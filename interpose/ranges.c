@@ -6,6 +6,7 @@
  * When the array grows, the old one is kept, not freed: a reader may still be searching it;
  * the sizes double, so what is kept is less than what is in use.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -114,12 +115,14 @@ void ss_range_add(const void *base, uint64_t size, int kind)
 {
 	if (base == NULL || size == 0)
 		return;
+	int saved_errno = errno; /* SHIM-2: a failed malloc here must not show in the program */
 	uintptr_t addr = (uintptr_t)base;
 	write_begin();
 	size_t count = atomic_load(&table.count);
 	if (count == table.capacity && grow() != 0) {
 		ss_range_overflow++;
 		write_end();
+		errno = saved_errno;
 		return;
 	}
 	struct range *items = atomic_load(&table.items);
@@ -133,6 +136,7 @@ void ss_range_add(const void *base, uint64_t size, int kind)
 		atomic_store(&table.count, count + 1);
 	}
 	write_end();
+	errno = saved_errno;
 }
 
 int ss_range_remove(const void *base, uint64_t *size)

@@ -7,6 +7,7 @@
  * dropped_no_buffer (SHIM-5). A pthread key's destructor marks the ring orphaned when the thread
  * exits; the writer drains it and gives its storage back to the cap.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -54,7 +55,18 @@ static size_t reserve_bytes(size_t want)
 	}
 }
 
+static struct ss_ring *attach(struct ss_tls *tls);
+
+/* SHIM-2: starting the writer and allocating a ring make system calls that may set errno. */
 struct ss_ring *ss_ring_attach(struct ss_tls *tls)
+{
+	int saved_errno = errno;
+	struct ss_ring *ring = attach(tls);
+	errno = saved_errno;
+	return ring;
+}
+
+static struct ss_ring *attach(struct ss_tls *tls)
 {
 	ss_start();
 	unsigned generation = atomic_load(&ss_generation);

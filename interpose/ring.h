@@ -42,7 +42,8 @@ void ss_ring_release(struct ss_ring *ring);
 void ss_ring_forget_all(void);
 extern _Atomic uint64_t ss_dropped_no_buffer;
 
-static inline void ss_ring_push(struct ss_ring *ring, const struct ss_rec *rec)
+__attribute__((always_inline)) static inline void ss_ring_push(struct ss_ring *ring,
+								    const struct ss_rec *rec)
 {
 	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
 	if (ss_unlikely(head - ring->tail_seen > ring->mask)) {
@@ -72,7 +73,8 @@ int ss_ring_peek_poll(struct ss_ring *ring, struct ss_rec *out);
 /* The hot-path append (SHIM-1). A polling loop (SCHEMA-5) is folded in place, in the ring's
  * `poll` record, and reaches the ring once, when the thread makes any other call: a loop of a
  * million cudaEventQuery calls costs one record, not a full ring. */
-static inline void ss_emit(struct ss_tls *tls, const struct ss_rec *rec)
+__attribute__((always_inline)) static inline void ss_emit(struct ss_tls *tls,
+							       const struct ss_rec *rec)
 {
 	struct ss_ring *ring = tls->ring;
 	if (ss_unlikely(ring == NULL ||

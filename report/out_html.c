@@ -158,18 +158,17 @@ static int finish(sqlite3 *db, sqlite3_stmt *stmt, int rc, char *err, size_t err
 /* The times that place a rank on the common axis (SCHEMA-3): its first call, in its own
  * CLOCK_MONOTONIC and in wall-clock ns. */
 struct rank_clock {
-	long long first_ns;  /* min(start_ns); 0 when it has no calls */
-	long long wall_ns;   /* first_ns as wall-clock time, or first_ns when meta lacks the pair */
-	long long calls;     /* rows of calls */
+	long long first_ns; /* min(start_ns); 0 when it has no calls */
+	long long wall_ns;  /* first_ns as wall-clock time, or first_ns when meta lacks the pair */
+	long long calls;    /* rows of calls */
 };
 
 static int read_clock(sqlite3 *db, struct rank_clock *clock, char *err, size_t errlen)
 {
-	static const char sql[] =
-	    "SELECT coalesce((SELECT min(start_ns) FROM calls), 0),"
-	    " (SELECT value FROM meta WHERE key = 'start_realtime_ns')"
-	    " - (SELECT value FROM meta WHERE key = 'start_mono_ns'),"
-	    " (SELECT count(*) FROM calls)";
+	static const char sql[] = "SELECT coalesce((SELECT min(start_ns) FROM calls), 0),"
+				  " (SELECT value FROM meta WHERE key = 'start_realtime_ns')"
+				  " - (SELECT value FROM meta WHERE key = 'start_mono_ns'),"
+				  " (SELECT count(*) FROM calls)";
 	sqlite3_stmt *stmt;
 	int rc = prepare(db, sql, NULL, 0, &stmt, err, errlen);
 
@@ -186,8 +185,8 @@ static int read_clock(sqlite3 *db, struct rank_clock *clock, char *err, size_t e
 }
 
 /* Writes the rows of sql as a JSON array of arrays (one array per row, every column). */
-static int rows_json(FILE *out, sqlite3 *db, const char *sql, const long long *params,
-		     int nparams, char *err, size_t errlen)
+static int rows_json(FILE *out, sqlite3 *db, const char *sql, const long long *params, int nparams,
+		     char *err, size_t errlen)
 {
 	sqlite3_stmt *stmt;
 	int rc = prepare(db, sql, params, nparams, &stmt, err, errlen);
@@ -224,8 +223,7 @@ static int rows_json(FILE *out, sqlite3 *db, const char *sql, const long long *p
 	" CASE WHEN stream = 2 THEN tid ELSE 0 END) - 1 AS lane"                                   \
 	" FROM calls WHERE stream IS NOT NULL GROUP BY 1, 2)"
 
-static const char lanes_sql[] =
-    LANE_CTES
+static const char lanes_sql[] = LANE_CTES
     " SELECT 'thread', th.tid, t.name, th.lane FROM th LEFT JOIN threads t ON t.tid = th.tid"
     " UNION ALL"
     " SELECT 'stream', CASE stream WHEN 1 THEN 'legacy' WHEN 2 THEN 'per-thread'"
@@ -239,14 +237,14 @@ static const char lanes_sql[] =
  */
 static const char calls_sql[] =
     LANE_CTES ","
-    " picked AS (SELECT c.* FROM calls c JOIN classes k ON k.class = c.class"
-    " ORDER BY k.sync_point DESC, c.start_ns LIMIT ?1)"
-    " SELECT p.start_ns - ?2, p.end_ns - p.start_ns, p.api_id, p.class, th.lane,"
-    " coalesce(st.lane, -1), coalesce(p.site_id, 0), p.count, coalesce(p.bytes, 0)"
-    " FROM picked p JOIN th ON th.tid = p.tid"
-    " LEFT JOIN st ON st.stream = p.stream"
-    " AND st.owner = CASE WHEN p.stream = 2 THEN p.tid ELSE 0 END"
-    " ORDER BY p.start_ns, p.id";
+	      " picked AS (SELECT c.* FROM calls c JOIN classes k ON k.class = c.class"
+	      " ORDER BY k.sync_point DESC, c.start_ns LIMIT ?1)"
+	      " SELECT p.start_ns - ?2, p.end_ns - p.start_ns, p.api_id, p.class, th.lane,"
+	      " coalesce(st.lane, -1), coalesce(p.site_id, 0), p.count, coalesce(p.bytes, 0)"
+	      " FROM picked p JOIN th ON th.tid = p.tid"
+	      " LEFT JOIN st ON st.stream = p.stream"
+	      " AND st.owner = CASE WHEN p.stream = 2 THEN p.tid ELSE 0 END"
+	      " ORDER BY p.start_ns, p.id";
 
 /* Writes the calls array, trailing default fields left out to keep the file small. */
 static int calls_json(FILE *out, sqlite3 *db, long long cap, long long first_ns, char *err,
@@ -270,7 +268,8 @@ static int calls_json(FILE *out, sqlite3 *db, long long cap, long long first_ns,
 		/* Defaults: stream lane -1, site 0, count 1, bytes 0. */
 		while (n > 5 && v[n - 1] == (n - 1 == 5 ? -1 : n - 1 == 7 ? 1 : 0))
 			n--;
-		fputs(row++ ? (row % 8 ? "," : ",\n") : "", out);
+		if (row++) /* a line break every 8 calls keeps the file readable in an editor */
+			fputs(row % 8 ? "," : ",\n", out);
 		putc('[', out);
 		for (int i = 0; i < n; i++)
 			fprintf(out, i ? ",%lld" : "%lld", v[i]);

@@ -5,7 +5,8 @@
  *
  * Rules this file keeps:
  *   VIEW-1  every string from the data reaches the page through textContent or canvas text,
- *           never innerHTML: a call site named `<img onerror=...>` stays text.
+ *           never innerHTML: a call site whose text is markup (an img tag with an
+ *           onerror handler) stays text.
  *   VIEW-2  nothing is fetched: no network, no fonts, no frameworks (the page works offline,
  *           from one file, and its Content-Security-Policy forbids fetches anyway).
  *   VIEW-3  when rendering finished, body[data-rendered] is "ok"; an uncaught error sets

@@ -1,0 +1,51 @@
+# tests/e2e/html-lib.sh: what the HTML report tests (t5NN-html-*) share. Sourced after lib.sh.
+#
+#   make_html_inputs      writes $tmp/in/: tests/fixtures/make-db.sh's database as rank 0, and
+#                         a copy as rank 1 whose syncs took four times as long and whose first
+#                         call site is $HOSTILE (markup that would run script if unescaped)
+#   html_report OUT IN... runs `syncspy report --format html -o OUT IN...`
+#   need_chromium         sets $chromium to Debian's chromium, or skips the test
+#   chromium_run ARGS...  headless Chromium as CI runs it (as root, no network, fresh profile);
+#                         its log goes to $tmp/chromium.log
+#   no_console_messages   fails the test if the page logged anything to the console (an
+#                         uncaught error, a refused fetch): the page itself logs nothing
+
+# If it ever runs, it marks the body; the tests look for that mark.
+HOSTILE='</script><img src=x onerror="document.body.dataset.pwned=1"><!--'
+
+make_html_inputs() {
+	mkdir -p "$tmp/in"
+	SYNCSPY=$SYNCSPY SQLITE3=$SQLITE3 sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" \
+		"$tmp/in/rank0.sqlite" >/dev/null || fail "make-db.sh failed"
+	cp "$tmp/in/rank0.sqlite" "$tmp/in/rank1.sqlite"
+	"$SQLITE3" -batch "$tmp/in/rank1.sqlite" "
+		UPDATE meta SET value = 1 WHERE key = 'rank';
+		UPDATE meta SET value = 4243 WHERE key = 'pid';
+		UPDATE calls SET end_ns = end_ns + 3 * (end_ns - start_ns) WHERE class LIKE 'S%';
+		UPDATE sites SET text = '$HOSTILE' WHERE id = 1;" || fail "cannot edit rank1.sqlite"
+}
+
+html_report() {
+	report_out=$1
+	shift
+	"$SYNCSPY" report --format html -o "$report_out" "$@" >"$tmp/report.stdout" \
+		2>"$tmp/report.stderr" || fail "syncspy report --format html failed: $(cat "$tmp/report.stderr")"
+}
+
+need_chromium() {
+	chromium=$(command -v chromium || command -v chromium-browser || true)
+	[ -n "$chromium" ] || skip "no chromium (install Debian's chromium package)"
+}
+
+chromium_run() {
+	timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--user-data-dir="$tmp/chromium-profile" --enable-logging=stderr --v=0 \
+		"$@" 2>"$tmp/chromium.log"
+}
+
+no_console_messages() {
+	if grep -E ':CONSOLE[:(]|Uncaught|Refused to' "$tmp/chromium.log" >&2; then
+		fail "the page logged to the console (above)"
+	fi
+}
