@@ -11,7 +11,6 @@
 
 #include "clock.h"
 
-int ss_clock_is_tsc;
 static uint64_t tsc0, mono0;
 static _Atomic double ns_per_tick = 1.0; /* only the writer thread writes it */
 
@@ -43,8 +42,8 @@ static void pair_now(uint64_t *tsc, uint64_t *mono)
 
 void ss_clock_init(int allow_tsc)
 {
-	ss_clock_is_tsc = allow_tsc && cpu_has_invariant_tsc();
-	if (ss_clock_is_tsc) {
+	ss_hot.clock_is_tsc = allow_tsc && cpu_has_invariant_tsc();
+	if (ss_hot.clock_is_tsc) {
 		pair_now(&tsc0, &mono0);
 		atomic_store(&ns_per_tick, 1.0 / 3.0); /* placeholder until the first calibration */
 	}
@@ -52,7 +51,7 @@ void ss_clock_init(int allow_tsc)
 
 void ss_clock_calibrate(void)
 {
-	if (!ss_clock_is_tsc)
+	if (!ss_hot.clock_is_tsc)
 		return;
 	uint64_t tsc, mono;
 	do /* at least 1 ms of baseline: only the writer waits, and only right after load */
@@ -63,7 +62,7 @@ void ss_clock_calibrate(void)
 
 uint64_t ss_clock_to_ns(uint64_t raw)
 {
-	if (!ss_clock_is_tsc)
+	if (!ss_hot.clock_is_tsc)
 		return raw;
 	double rate = atomic_load_explicit(&ns_per_tick, memory_order_relaxed);
 	double delta = ((double)(int64_t)(raw - tsc0)) * rate;
@@ -72,5 +71,5 @@ uint64_t ss_clock_to_ns(uint64_t raw)
 
 const char *ss_clock_name(void)
 {
-	return ss_clock_is_tsc ? "tsc" : "mono";
+	return ss_hot.clock_is_tsc ? "tsc" : "mono";
 }

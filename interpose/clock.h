@@ -12,11 +12,12 @@
 
 #include <stdint.h>
 #include <time.h>
+
+#include "hot.h"
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
 
-extern int ss_clock_is_tsc;
 
 static inline uint64_t ss_mono_ns(void)
 {
@@ -28,7 +29,7 @@ static inline uint64_t ss_mono_ns(void)
 static inline uint64_t ss_now(void)
 {
 #if defined(__x86_64__)
-	if (__builtin_expect(ss_clock_is_tsc, 1))
+	if (__builtin_expect(ss_hot.clock_is_tsc, 1))
 		return __rdtsc();
 #endif
 	return ss_mono_ns();

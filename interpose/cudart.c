@@ -233,6 +233,7 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 		struct ss_tls *tls = &ss_tls;                                                      \
 		if (!ss_should_record(tls))                                                        \
 			return real args;                                                          \
+		ss_prefetch_slot(tls);                                                             \
 		const int per_thread_variant = (per_thread);                                       \
 		(void)per_thread_variant;                                                          \
 		const void *freed_ptr = NULL;                                                      \

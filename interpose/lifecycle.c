@@ -38,8 +38,7 @@
 #include "shim.h"
 
 __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec")));
-_Atomic int ss_state;
-_Atomic unsigned ss_generation;
+struct ss_hot ss_hot;
 struct ss_process ss_process = {.rank = -1, .world_size = -1, .local_rank = -1};
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -135,13 +134,13 @@ void ss_note_versions(void)
 
 static void before_fork(void)
 {
-	if (atomic_load(&ss_state) == SS_STATE_RUNNING)
+	if (atomic_load(&ss_hot.state) == SS_STATE_RUNNING)
 		ss_writer_fork_prepare();
 }
 
 static int writer_locked_for_fork(void)
 {
-	return atomic_load(&ss_state) == SS_STATE_RUNNING;
+	return atomic_load(&ss_hot.state) == SS_STATE_RUNNING;
 }
 
 static void after_fork_parent(void)
@@ -152,11 +151,11 @@ static void after_fork_parent(void)
 
 static void after_fork_child(void)
 {
-	int state = atomic_load(&ss_state);
+	int state = atomic_load(&ss_hot.state);
 	ss_writer_fork_child(); /* re-initializes the lock the parent held across fork */
 	pthread_mutex_init(&start_lock, NULL);
 	if (state == SS_STATE_RUNNING || state == SS_STATE_READY) {
-		atomic_fetch_add(&ss_generation, 1);
+		atomic_fetch_add(&ss_hot.generation, 1);
 		ss_ring_forget_all();
 		ss_range_reset();
 		ss_nccl_fork_child();
@@ -165,7 +164,7 @@ static void after_fork_child(void)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ss_process.start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
 		int child_records = strcmp(ss_config.SYNCSPY_FORK, "off") != 0;
-		atomic_store(&ss_state, child_records ? SS_STATE_READY : SS_STATE_CLOSED);
+		atomic_store(&ss_hot.state, child_records ? SS_STATE_READY : SS_STATE_CLOSED);
 	}
 }
 
@@ -175,17 +174,18 @@ static void load(void)
 {
 	ss_config_load();
 	if (ss_config.SYNCSPY_DISABLE) {
-		atomic_store(&ss_state, SS_STATE_CLOSED);
+		atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 		return;
 	}
 	ss_clock_init(strcmp(ss_config.SYNCSPY_CLOCK, "mono") != 0);
+	ss_hot.enqueue_timing = ss_config.SYNCSPY_ENQUEUE_TIMING;
 	ss_process.start_mono_ns = ss_mono_ns();
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ss_process.start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
 	rank_from_environment();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-	atomic_store(&ss_state, SS_STATE_READY);
+	atomic_store(&ss_hot.state, SS_STATE_READY);
 }
 
 void ss_load(void)
@@ -195,16 +195,16 @@ void ss_load(void)
 
 void ss_start(void)
 {
-	if (atomic_load(&ss_state) != SS_STATE_READY)
+	if (atomic_load(&ss_hot.state) != SS_STATE_READY)
 		return;
 	pthread_mutex_lock(&start_lock);
-	if (atomic_load(&ss_state) == SS_STATE_READY) {
+	if (atomic_load(&ss_hot.state) == SS_STATE_READY) {
 		ss_note_versions();
 		if (ss_writer_start() == 0) {
-			atomic_store(&ss_state, SS_STATE_RUNNING);
+			atomic_store(&ss_hot.state, SS_STATE_RUNNING);
 			install_signal_handlers();
 		} else {
-			atomic_store(&ss_state, SS_STATE_CLOSED);
+			atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 		}
 	}
 	pthread_mutex_unlock(&start_lock);
@@ -213,7 +213,7 @@ void ss_start(void)
 static void stop(const char *reason)
 {
 	pthread_mutex_lock(&start_lock);
-	if (atomic_load(&ss_state) == SS_STATE_RUNNING)
+	if (atomic_load(&ss_hot.state) == SS_STATE_RUNNING)
 		ss_writer_finalize(reason);
 	pthread_mutex_unlock(&start_lock);
 }
@@ -226,7 +226,7 @@ __attribute__((constructor)) static void on_load(void)
 __attribute__((destructor)) static void on_unload(void)
 {
 	stop("exit");
-	atomic_store(&ss_state, SS_STATE_CLOSED);
+	atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 }
 
 /* ------------------------------------------------------------------ exec */
@@ -238,9 +238,9 @@ static void before_exec(void)
 	int saved_errno = errno;
 	stop("exec");
 	pthread_mutex_lock(&start_lock);
-	if (atomic_load(&ss_state) == SS_STATE_CLOSED && !ss_config.SYNCSPY_DISABLE &&
+	if (atomic_load(&ss_hot.state) == SS_STATE_CLOSED && !ss_config.SYNCSPY_DISABLE &&
 	    load_once != PTHREAD_ONCE_INIT)
-		atomic_store(&ss_state, SS_STATE_READY);
+		atomic_store(&ss_hot.state, SS_STATE_READY);
 	pthread_mutex_unlock(&start_lock);
 	errno = saved_errno;
 }
@@ -278,8 +278,11 @@ SS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 }
 
 /* execl, execlp, execle: glibc builds the argument vector and calls execve/execvpe
- * internally, where no interposer sees it; so these collect it themselves. */
-static char **collect_args(const char *arg0, va_list ap, char *const **envp_out)
+ * internally, where no interposer sees it; so these collect it themselves and go through the
+ * vector forms above. */
+enum exec_list_kind { EXEC_PATH, EXEC_SEARCH, EXEC_ENV };
+
+static int exec_list(enum exec_list_kind kind, const char *target, const char *arg0, va_list ap)
 {
 	size_t n = 1;
 	va_list count;
@@ -288,63 +291,36 @@ static char **collect_args(const char *arg0, va_list ap, char *const **envp_out)
 		n++;
 	va_end(count);
 	char **argv = malloc((n + 1) * sizeof(*argv));
-	if (!argv)
-		return NULL;
+	if (!argv) {
+		errno = ENOMEM;
+		return -1;
+	}
 	argv[0] = (char *)arg0;
 	for (size_t i = 1; i <= n; i++)
-		argv[i] = i < n ? va_arg(ap, char *) : NULL;
-	if (n > 0)
-		(void)va_arg(ap, char *); /* the terminating NULL */
-	if (envp_out)
-		*envp_out = va_arg(ap, char *const *);
-	return argv;
-}
-
-SS_EXPORT int execl(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	va_start(ap, arg);
-	char **argv = collect_args(arg, ap, NULL);
-	va_end(ap);
-	if (!argv) {
-		errno = ENOMEM;
-		return -1;
-	}
-	int rc = execv(path, argv);
+		argv[i] = va_arg(ap, char *); /* the last one read is the terminating NULL */
+	int rc;
+	if (kind == EXEC_ENV)
+		rc = execve(target, argv, va_arg(ap, char *const *));
+	else if (kind == EXEC_SEARCH)
+		rc = execvp(target, argv);
+	else
+		rc = execv(target, argv);
 	free(argv);
 	return rc;
 }
 
-SS_EXPORT int execlp(const char *file, const char *arg, ...)
-{
-	va_list ap;
-	va_start(ap, arg);
-	char **argv = collect_args(arg, ap, NULL);
-	va_end(ap);
-	if (!argv) {
-		errno = ENOMEM;
-		return -1;
+#define DEFINE_EXEC_LIST(name, kind)                                                               \
+	SS_EXPORT int name(const char *target, const char *arg, ...)                               \
+	{                                                                                          \
+		va_list ap;                                                                        \
+		va_start(ap, arg);                                                                 \
+		int rc = exec_list(kind, target, arg, ap);                                         \
+		va_end(ap);                                                                        \
+		return rc;                                                                         \
 	}
-	int rc = execvp(file, argv);
-	free(argv);
-	return rc;
-}
-
-SS_EXPORT int execle(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	char *const *envp = NULL;
-	va_start(ap, arg);
-	char **argv = collect_args(arg, ap, &envp);
-	va_end(ap);
-	if (!argv) {
-		errno = ENOMEM;
-		return -1;
-	}
-	int rc = execve(path, argv, envp);
-	free(argv);
-	return rc;
-}
+DEFINE_EXEC_LIST(execl, EXEC_PATH)
+DEFINE_EXEC_LIST(execlp, EXEC_SEARCH)
+DEFINE_EXEC_LIST(execle, EXEC_ENV)
 
 /* ------------------------------------------------------------------ signals */
 

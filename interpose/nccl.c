@@ -181,6 +181,7 @@ static size_t datatype_size(ncclDataType_t datatype)
 		struct ss_tls *tls = &ss_tls;                                                      \
 		if (!ss_should_record(tls))                                                        \
 			return real args;                                                          \
+		ss_prefetch_slot(tls);                                                             \
 		struct ss_rec rec = {.api = SS_API_##name, .cls = SS_##cls_, .aux = UINT64_MAX};  \
 		tls->depth++;                                                                      \
 		pre rec.t_start = ss_now();                                                        \

@@ -69,8 +69,8 @@ struct ss_ring *ss_ring_attach(struct ss_tls *tls)
 static struct ss_ring *attach(struct ss_tls *tls)
 {
 	ss_start();
-	unsigned generation = atomic_load(&ss_generation);
-	if (atomic_load(&ss_state) != SS_STATE_RUNNING)
+	unsigned generation = atomic_load(&ss_hot.generation);
+	if (atomic_load(&ss_hot.state) != SS_STATE_RUNNING)
 		return NULL;
 	pthread_once(&exit_key_once, make_exit_key);
 

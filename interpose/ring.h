@@ -53,14 +53,21 @@ __attribute__((always_inline)) static inline void ss_ring_push(struct ss_ring *r
 			return;
 		}
 	}
-#ifndef SS_NO_PREFETCH
-	/* Each record fills a fresh cache line, which the writer's core read on the last lap: a
-	 * store to it must first fetch it for ownership. Asking for the line a few records ahead
-	 * lets that fetch overlap the real calls in between instead of stalling this one. */
-	__builtin_prefetch(&ring->recs[(head + 4) & ring->mask], 1, 3);
-#endif
 	ring->recs[head & ring->mask] = *rec;
 	atomic_store_explicit(&ring->head, head + 1, memory_order_release);
+}
+
+/* Each record fills a fresh cache line, which the writer's core read on the last lap: a store
+ * to it must first fetch it for ownership. A wrapper asks for its line on entry, so the fetch
+ * overlaps the real call instead of stalling the append. */
+__attribute__((always_inline)) static inline void ss_prefetch_slot(const struct ss_tls *tls)
+{
+	const struct ss_ring *ring = tls->ring;
+	if (ss_likely(ring != NULL))
+		__builtin_prefetch(&ring->recs[atomic_load_explicit(&ring->head,
+								    memory_order_relaxed) &
+						ring->mask],
+				   1, 3);
 }
 
 /* S7 calls, and the first call after a polling loop (ring.c). */
@@ -78,7 +85,7 @@ __attribute__((always_inline)) static inline void ss_emit(struct ss_tls *tls,
 {
 	struct ss_ring *ring = tls->ring;
 	if (ss_unlikely(ring == NULL ||
-			tls->generation != atomic_load_explicit(&ss_generation,
+			tls->generation != atomic_load_explicit(&ss_hot.generation,
 								memory_order_relaxed))) {
 		ring = ss_ring_attach(tls);
 		if (ring == NULL)

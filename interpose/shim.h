@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hot.h"
 #include "syncspy/env.h"
 #include "syncspy/model.h"
 
@@ -111,8 +112,6 @@ enum ss_state {
 	SS_STATE_RUNNING,      /* writer running */
 	SS_STATE_CLOSED,       /* database closed (exit, exec) or disabled: pass through */
 };
-extern _Atomic int ss_state;
-extern _Atomic unsigned ss_generation;
 
 void ss_load(void); /* idempotent: reads the configuration, sets READY or CLOSED */
 void ss_start(void); /* idempotent: starts the writer (first recorded call of the process) */
@@ -139,10 +138,10 @@ void ss_writer_fork_child(void);
 
 static inline int ss_should_record(struct ss_tls *tls)
 {
-	int state = atomic_load_explicit(&ss_state, memory_order_relaxed);
+	int state = atomic_load_explicit(&ss_hot.state, memory_order_relaxed);
 	if (ss_unlikely(state == SS_STATE_UNLOADED)) {
 		ss_load();
-		state = atomic_load_explicit(&ss_state, memory_order_relaxed);
+		state = atomic_load_explicit(&ss_hot.state, memory_order_relaxed);
 	}
 	return state != SS_STATE_CLOSED && tls->depth == 0;
 }
@@ -153,7 +152,7 @@ static inline int ss_should_record(struct ss_tls *tls)
  * the one decided before the call, so an async copy found pageable (S5) is timed in full. */
 static inline int ss_needs_end_time(int cls)
 {
-	return cls < SS_E1 || cls > SS_E3 || ss_config.SYNCSPY_ENQUEUE_TIMING;
+	return cls < SS_E1 || cls > SS_E3 || ss_hot.enqueue_timing;
 }
 
 /* ------------------------------------------------------------------ real functions (resolve.c) */

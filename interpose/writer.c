@@ -535,20 +535,19 @@ static void fill_lookup_tables(void)
 	exec_sql(sql);
 	SS_CLASSES(SS_CLASS_ROW)
 #undef SS_CLASS_ROW
-#define SS_MEMKIND_ROW(id, n, s)                                                                   \
+#define SS_LOOKUP_ROW(table, id, s)                                                                \
 	if (s) {                                                                                   \
-		sq.sqlite3_snprintf(sizeof(sql), sql, "INSERT INTO memkinds VALUES(%d, %Q)", id, s);  \
+		sq.sqlite3_snprintf(sizeof(sql), sql, "INSERT INTO %s VALUES(%d, %Q)", table, id,  \
+				    s);                                                            \
 		exec_sql(sql);                                                                     \
 	}
+#define SS_MEMKIND_ROW(id, n, s) SS_LOOKUP_ROW("memkinds", id, s)
+#define SS_DIR_ROW(id, n, s)     SS_LOOKUP_ROW("dirs", id, s)
 	SS_MEMKINDS(SS_MEMKIND_ROW)
-#undef SS_MEMKIND_ROW
-#define SS_DIR_ROW(id, n, s)                                                                       \
-	if (s) {                                                                                   \
-		sq.sqlite3_snprintf(sizeof(sql), sql, "INSERT INTO dirs VALUES(%d, %Q)", id, s);      \
-		exec_sql(sql);                                                                     \
-	}
 	SS_DIRS(SS_DIR_ROW)
+#undef SS_MEMKIND_ROW
 #undef SS_DIR_ROW
+#undef SS_LOOKUP_ROW
 	static const char *const layer_names[SS_LAYER_COUNT] = {
 #define SS_LAYER_NAME(n, s) [SS_LAYER_##n] = s,
 		SS_LAYERS(SS_LAYER_NAME)
@@ -744,7 +743,7 @@ static void print_summary(void)
 
 static void close_database(const char *reason)
 {
-	atomic_store(&ss_state, SS_STATE_CLOSED);
+	atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 	drain_all();
 	meta_int("end_mono_ns", (int64_t)ss_mono_ns());
 	meta_text("exit_reason", reason);
@@ -793,7 +792,7 @@ static void *writer_main(void *arg)
 			sq.sqlite3_close(db);
 			db = NULL;
 		}
-		atomic_store(&ss_state, SS_STATE_CLOSED);
+		atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 	}
 
 	for (;;) {

@@ -1,0 +1,18 @@
+/*
+ * interpose/hot.h: the process-wide values every wrapper reads on its hot path.
+ */
+#ifndef SYNCSPY_HOT_H
+#define SYNCSPY_HOT_H
+
+/* What every wrapper reads, in one cache line: a heavy real call (a kernel launch runs
+ * microseconds of driver code) evicts the wrapper's data from L1, and each line it must fetch
+ * back costs nanoseconds against a budget of 25 (bench/results). */
+struct ss_hot {
+	_Atomic int state;           /* enum ss_state */
+	_Atomic unsigned generation; /* bumped in a fork child: rings of the parent are stale */
+	int clock_is_tsc;            /* clock.h */
+	int enqueue_timing;          /* SYNCSPY_ENQUEUE_TIMING */
+} __attribute__((aligned(64)));
+extern struct ss_hot ss_hot;
+
+#endif
