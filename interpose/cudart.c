@@ -11,12 +11,14 @@
 #include <errno.h>
 #include <stdint.h>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "clock.h"
 #include "ranges.h"
 #include "ring.h"
 #include "shim.h"
+#include "describe.h"
 
 /* Not in the C headers (crt/device_functions.h declares them for C++ only): what nvcc's <<<>>>
  * launches call in CUDA 13 (DESIGN.md section 4). */
@@ -25,7 +27,7 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
 
 /* ------------------------------------------------------------------ describing a call */
 
-static inline uint64_t stream_id(cudaStream_t stream, int per_thread_variant)
+uint64_t ss_stream_id(const void *stream, int per_thread_variant)
 {
 	uintptr_t handle = (uintptr_t)stream;
 	if (handle == 0) /* SCHEMA-4: 0 is the legacy stream, or the per-thread one in _ptsz/_ptds */
@@ -33,10 +35,40 @@ static inline uint64_t stream_id(cudaStream_t stream, int per_thread_variant)
 	return handle; /* cudaStreamLegacy (0x1) and cudaStreamPerThread (0x2) map to themselves */
 }
 
-/* The driver's view of a pointer, for memory the shim has not seen allocated. Must not disturb
- * the program's pending error (cudaGetLastError), so it stays out when one is pending and
+/* The driver's view of a pointer, for memory the shim has not seen allocated. The driver is
+ * asked first: cuPointerGetAttributes answers for any pointer (zeros for pageable memory) and
+ * has no sticky error to disturb. Without a loaded driver, the runtime is asked, which must not
+ * disturb the program's pending error (cudaGetLastError): it stays out when one is pending and
  * clears only an error it caused itself. */
-static int query_memkind(const void *ptr)
+static int query_memkind_driver(const void *ptr)
+{
+	static CUresult (*_Atomic get_attributes)(unsigned, CUpointer_attribute *, void **,
+						  CUdeviceptr);
+	if (!get_attributes)
+		get_attributes = ss_resolve_helper(SS_LAYER_DRIVER, "cuPointerGetAttributes");
+	if (!get_attributes)
+		return SS_MEM_UNKNOWN;
+	CUpointer_attribute which[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+					CU_POINTER_ATTRIBUTE_IS_MANAGED};
+	unsigned int type = 0, managed = 0;
+	void *values[2] = {&type, &managed};
+	if (get_attributes(2, which, values, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS)
+		return SS_MEM_UNKNOWN;
+	if (managed)
+		return SS_MEM_MANAGED;
+	switch (type) {
+	case 0:
+		return SS_MEM_PAGEABLE;
+	case CU_MEMORYTYPE_HOST:
+		return SS_MEM_PINNED;
+	case CU_MEMORYTYPE_DEVICE:
+	case CU_MEMORYTYPE_ARRAY:
+		return SS_MEM_DEVICE;
+	}
+	return SS_MEM_UNKNOWN;
+}
+
+static int query_memkind_runtime(const void *ptr)
 {
 	static cudaError_t (*_Atomic get_attributes)(struct cudaPointerAttributes *, const void *);
 	static cudaError_t (*_Atomic peek_error)(void);
@@ -48,7 +80,6 @@ static int query_memkind(const void *ptr)
 	}
 	if (!get_attributes || !peek_error || !take_error)
 		return SS_MEM_UNKNOWN;
-	int saved_errno = errno;
 	struct cudaPointerAttributes attributes;
 	cudaError_t status = peek_error();
 	if (status == cudaSuccess) {
@@ -56,7 +87,6 @@ static int query_memkind(const void *ptr)
 		if (status != cudaSuccess)
 			take_error();
 	}
-	errno = saved_errno;
 	if (status != cudaSuccess)
 		return SS_MEM_UNKNOWN;
 	switch (attributes.type) {
@@ -70,6 +100,16 @@ static int query_memkind(const void *ptr)
 		return SS_MEM_MANAGED;
 	}
 	return SS_MEM_UNKNOWN;
+}
+
+static int query_memkind(const void *ptr)
+{
+	int saved_errno = errno; /* SHIM-2 */
+	int kind = query_memkind_driver(ptr);
+	if (kind == SS_MEM_UNKNOWN)
+		kind = query_memkind_runtime(ptr);
+	errno = saved_errno;
+	return kind;
 }
 
 /* Memory kind of ptr; NULL stands for a device-side object (a symbol or an array). */
@@ -88,8 +128,8 @@ static inline int is_host_kind(int kind)
 
 /* A copy: direction, bytes, host memory kind, and S5 for an async copy that the pageable host
  * side turns into a staged, blocking one. dst/src NULL = device side (symbol, array). */
-static void describe_copy(struct ss_rec *rec, const void *dst, const void *src, uint64_t bytes,
-			  enum cudaMemcpyKind kind, int async)
+void ss_describe_copy(struct ss_rec *rec, const void *dst, const void *src, uint64_t bytes,
+		      int kind, int async)
 {
 	const void *host = NULL;
 	rec->bytes = bytes;
@@ -141,7 +181,7 @@ static void describe_copy3d(struct ss_rec *rec, const struct cudaMemcpy3DParms *
 {
 	if (p == NULL)
 		return;
-	describe_copy(rec, p->dstArray ? NULL : p->dstPtr.ptr, p->srcArray ? NULL : p->srcPtr.ptr,
+	ss_describe_copy(rec, p->dstArray ? NULL : p->dstPtr.ptr, p->srcArray ? NULL : p->srcPtr.ptr,
 		      (uint64_t)p->extent.width * p->extent.height * p->extent.depth, p->kind, async);
 }
 
@@ -153,11 +193,11 @@ static void describe_batch(struct ss_rec *rec, void *const *dsts, const void *co
 	uint64_t total = 0;
 	for (size_t i = 0; i < count; i++)
 		total += sizes[i];
-	describe_copy(rec, dsts[0], srcs[0], total, cudaMemcpyDefault, 1);
+	ss_describe_copy(rec, dsts[0], srcs[0], total, cudaMemcpyDefault, 1);
 }
 
 /* Non-async memsets to pinned or managed memory are implicit syncs (S6). */
-static void describe_memset(struct ss_rec *rec, const void *ptr, uint64_t bytes, int async)
+void ss_describe_memset(struct ss_rec *rec, const void *ptr, uint64_t bytes, int async)
 {
 	rec->dir = SS_DIR_MEMSET;
 	rec->bytes = bytes;
@@ -176,14 +216,14 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 
 /* ------------------------------------------------------------------ the table's vocabulary */
 
-#define STREAM(s)   rec.stream = stream_id((cudaStream_t)(s), per_thread_variant);
+#define STREAM(s)   rec.stream = ss_stream_id((const void *)(s), per_thread_variant);
 #define EVENT(e)    rec.obj = (uintptr_t)(e);
 #define BYTES(n)    rec.bytes = (n);
 #define AUX(x)      rec.aux = (uint64_t)(uintptr_t)(x);
-#define COPY(dst, src, n, kind, async) describe_copy(&rec, dst, src, n, kind, async);
+#define COPY(dst, src, n, kind, async) ss_describe_copy(&rec, dst, src, n, kind, async);
 #define COPY3D(p, async)               describe_copy3d(&rec, p, async);
 #define COPY_SYMBOL(host, n, kind, to_device, async)                                               \
-	describe_copy(&rec, (to_device) ? NULL : (host), (to_device) ? (host) : NULL, n, kind, async);
+	ss_describe_copy(&rec, (to_device) ? NULL : (host), (to_device) ? (host) : NULL, n, kind, async);
 #define COPY_PEER(n)                                                                               \
 	rec.dir = SS_DIR_PEER;                                                                     \
 	rec.bytes = (n);
@@ -191,7 +231,7 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 	rec.dir = SS_DIR_D2D;                                                                      \
 	rec.bytes = (n);
 #define COPY_BATCH(dsts, srcs, sizes, count) describe_batch(&rec, dsts, srcs, sizes, count);
-#define MEMSET(ptr, n, async)                describe_memset(&rec, ptr, n, async);
+#define MEMSET(ptr, n, async)                ss_describe_memset(&rec, ptr, n, async);
 /* The range is forgotten before the real free runs (another thread may get the same address
  * as soon as it returns) and put back if the free fails. Freeing stream-ordered memory with
  * cudaFree is not an implicit sync (DESIGN.md section 3, S6). */
@@ -212,7 +252,7 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 	}
 #define CREATED_STREAM(s, flags, priority)                                                         \
 	if (ret == cudaSuccess) {                                                                  \
-		rec.stream = stream_id((s), 0);                                                    \
+		rec.stream = ss_stream_id((const void *)(s), 0);                                                    \
 		rec.aux = (uint64_t)(flags) | ((uint64_t)(uint32_t)(priority) << 32);              \
 	}
 #define CREATED_EVENT(e, flags)                                                                    \

@@ -21,8 +21,13 @@ const struct ss_api_info ss_apis[SS_API_COUNT] = {
 #define INFO_PTDS(name, cls) [SS_API_##name##_ptds] = {#name "_ptds", SS_LAYER_RUNTIME, SS_##cls},
 #define CUDART_INFO(name, variant, cls, params, args, pre, post)                                   \
 	[SS_API_##name] = {#name, SS_LAYER_RUNTIME, SS_##cls}, INFO_##variant(name, cls)
+#define DINFO_NONE(name, cls)
+#define DINFO_PTSZ(name, cls) [SS_API_##name##_ptsz] = {#name "_ptsz", SS_LAYER_DRIVER, SS_##cls},
+#define DINFO_PTDS(name, cls) [SS_API_##name##_ptds] = {#name "_ptds", SS_LAYER_DRIVER, SS_##cls},
+#define DRIVER_INFO(name, variant, cls, params, args, pre, post)                                   \
+	[SS_API_##name] = {#name, SS_LAYER_DRIVER, SS_##cls}, DINFO_##variant(name, cls)
 #define NCCL_INFO(name, cls, params, args, pre, post) [SS_API_##name] = {#name, SS_LAYER_NCCL, SS_##cls},
-	SS_CUDART_FUNCS(CUDART_INFO) SS_NCCL_FUNCS(NCCL_INFO)
+	SS_CUDART_FUNCS(CUDART_INFO) SS_DRIVER_FUNCS(DRIVER_INFO) SS_NCCL_FUNCS(NCCL_INFO)
 #undef CUDART_INFO
 #undef NCCL_INFO
 };
@@ -47,6 +52,8 @@ static void *loaded_library(enum ss_layer layer)
 	return handle;
 }
 
+void *ss_dlsym(void *handle, const char *name); /* driver.c: the real dlsym (DRIVER-2) */
+
 void *ss_resolve_helper(enum ss_layer layer, const char *name)
 {
 	void *fn = NULL;
@@ -55,20 +62,20 @@ void *ss_resolve_helper(enum ss_layer layer, const char *name)
 		snprintf(profiling_name, sizeof(profiling_name), "p%s", name);
 		void *handle = loaded_library(layer);
 		if (handle)
-			fn = dlsym(handle, profiling_name);
+			fn = ss_dlsym(handle, profiling_name);
 		if (!fn && handle)
-			fn = dlsym(handle, name);
+			fn = ss_dlsym(handle, name);
 		if (!fn)
-			fn = dlsym(RTLD_NEXT, profiling_name);
+			fn = ss_dlsym(RTLD_NEXT, profiling_name);
 		if (!fn)
-			fn = dlsym(RTLD_NEXT, name);
+			fn = ss_dlsym(RTLD_NEXT, name);
 		return fn;
 	}
-	fn = dlsym(RTLD_NEXT, name);
+	fn = ss_dlsym(RTLD_NEXT, name);
 	if (!fn) {
 		void *handle = loaded_library(layer);
 		if (handle)
-			fn = dlsym(handle, name);
+			fn = ss_dlsym(handle, name);
 	}
 	return fn;
 }

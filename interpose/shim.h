@@ -51,6 +51,7 @@ void ss_config_load(void);
 /* ------------------------------------------------------------------ API registry */
 
 #include "cudart_table.h"
+#include "driver_table.h"
 #include "nccl_table.h"
 
 /* One id per exported entry point, variants included: SS_API_cudaMemcpy, SS_API_cudaMemcpy_ptds */
@@ -61,7 +62,7 @@ enum ss_api {
 #define SS_CUDART_ID(name, variant, cls, params, args, pre, post)                                  \
 	SS_API_##name, SS_ID_##variant(name)
 #define SS_NCCL_ID(name, cls, params, args, pre, post) SS_API_##name,
-	SS_CUDART_FUNCS(SS_CUDART_ID) SS_NCCL_FUNCS(SS_NCCL_ID)
+	SS_CUDART_FUNCS(SS_CUDART_ID) SS_DRIVER_FUNCS(SS_CUDART_ID) SS_NCCL_FUNCS(SS_NCCL_ID)
 #undef SS_CUDART_ID
 #undef SS_NCCL_ID
 		SS_API_COUNT
@@ -165,6 +166,10 @@ static inline void *ss_real(int api)
 	void *fn = atomic_load_explicit(&ss_real_fns[api], memory_order_relaxed);
 	return ss_likely(fn != NULL) ? fn : ss_resolve(api);
 }
+
+/* driver.c: the modules that looked driver functions up through dlsym/cuGetProcAddress
+ * (comma-separated basenames, for meta.driver_clients); returns the length written. */
+size_t ss_driver_clients(char *out, size_t len);
 
 /* Functions the shim calls but does not intercept (memory kind, versions, NCCL rank). */
 void *ss_resolve_helper(enum ss_layer layer, const char *name);

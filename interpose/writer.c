@@ -107,7 +107,8 @@ static void classify_apis(void)
 		else if (strstr(name, "Event"))
 			obj_column[api] = OBJ_EVENT;
 		else if (starts_with(name, "cudaMalloc") || starts_with(name, "cudaFree") ||
-			 starts_with(name, "cudaHost"))
+			 starts_with(name, "cudaHost") || starts_with(name, "cuMemAlloc") ||
+			 starts_with(name, "cuMemFree") || starts_with(name, "cuMemHost"))
 			obj_column[api] = OBJ_PTR;
 	}
 }
@@ -122,7 +123,8 @@ static int is_comm_creation(int api)
 static int is_stream_creation(int api)
 {
 	return api == SS_API_cudaStreamCreate || api == SS_API_cudaStreamCreateWithFlags ||
-	       api == SS_API_cudaStreamCreateWithPriority;
+	       api == SS_API_cudaStreamCreateWithPriority || api == SS_API_cuStreamCreate ||
+	       api == SS_API_cuStreamCreateWithPriority;
 }
 
 /* ------------------------------------------------------------------ SQL helpers */
@@ -360,7 +362,8 @@ static int64_t insert_call(struct ss_ring *ring, const struct ss_rec *r)
 		sq.sqlite3_bind_int64(st, 4, api);
 		sq.sqlite3_bind_int64(st, 5, (sqlite3_int64)end_ns);
 		step_reset(st);
-	} else if (api == SS_API_cudaStreamDestroy && r->ret == 0) {
+	} else if ((api == SS_API_cudaStreamDestroy || api == SS_API_cuStreamDestroy_v2) &&
+		   r->ret == 0) {
 		st = statements[ST_STREAM_END];
 		sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)end_ns);
 		sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)r->stream);
@@ -484,6 +487,9 @@ static void write_meta_progress(void)
 			strcat(layers, layer_names[l]);
 		}
 	meta_text("hooks_fired", layers);
+	char clients[1024];
+	if (ss_driver_clients(clients, sizeof(clients)) > 0)
+		meta_text("driver_clients", clients);
 	uint64_t in_rings = dropped_in_rings();
 	uint64_t no_buffer = atomic_load(&ss_dropped_no_buffer);
 	meta_int("dropped_full_buffer", (int64_t)in_rings);

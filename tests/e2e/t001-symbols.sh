@@ -1,15 +1,17 @@
 #!/bin/sh
-# t001: libsyncspy.so exports the interposed entry points and nothing else: no SQLite, no
+# t001: libsyncspy.so exports the interposed entry points (runtime, driver, NCCL, and dlsym,
+# exec*, sigaction, signal for the process around them) and nothing else: no SQLite, no
 # unwinder, no internals (DESIGN.md section 4); and it links none of CUDA, NCCL or SQLite.
 . "$E2E_DIR/lib.sh"
 "$NM" -D --defined-only "$SHIM" | awk '{print $3}' | sort >"$tmp/exported"
 [ -s "$tmp/exported" ] || fail "nm printed nothing for $SHIM"
-grep -Ev '^(cuda|__cuda|nccl)[A-Za-z0-9_]*$' "$tmp/exported" >"$tmp/other" || true
+grep -Ev '^(cuda|__cuda|cu|nccl)[A-Za-z0-9_]*$' "$tmp/exported" >"$tmp/other" || true
 golden_other() {
 	cat >"$tmp/expected"
 	diff -u "$tmp/expected" "$tmp/other" >&2 || fail "unexpected exported symbols"
 }
 golden_other <<'END'
+dlsym
 execl
 execle
 execlp
@@ -29,4 +31,8 @@ case "$needed" in
 esac
 grep -q '^cudaStreamSynchronize$' "$tmp/exported" || fail "cudaStreamSynchronize not exported"
 grep -q '^ncclAllReduce$' "$tmp/exported" || fail "ncclAllReduce not exported"
+grep -q '^cuLaunchKernel_ptsz$' "$tmp/exported" || fail "cuLaunchKernel_ptsz not exported"
+# cuGetProcAddress is handed out through dlsym only: exported, it would make a program that
+# probes for the driver with dlsym(RTLD_DEFAULT) believe one is loaded
+grep -q '^cuGetProcAddress' "$tmp/exported" && fail "cuGetProcAddress exported"
 echo "exported $(wc -l <"$tmp/exported") symbols; needs: $needed"

@@ -5,17 +5,33 @@
 # that the shim changes neither their output nor their exit code, checks each database against
 # the workload's .expect file (tests/gpu/check_expect.py), and runs the overhead benchmark
 # (bench/run.sh). Expects the build made elsewhere and carried in .carry/ (lib/libsyncspy.so,
-# lib/libunwind.so.8); builds the CUDA examples itself with nvcc.
+# lib/libunwind.so.8, bin/syncspy); builds the CUDA examples itself with nvcc.
+#
+# The numbered reference workloads (examples/{cuda,torch,nccl}, each a bad and a fixed variant)
+# run as independent tasks, JOBS at a time (default 6: they are small, the GPU has room): each
+# runs without and with the shim, `syncspy report --format json` reads its database, and
+# check_expect.py compares the findings with the .expect file's section for the variant and
+# build. CUDA workloads are built twice, with -cudart shared and with nvcc's default static
+# cudart; the static builds are an expected gap (XFAIL) until the driver layer sees them. PyTorch
+# workloads also run once with torch.cuda.set_sync_debug_mode("warn") to count its warnings.
+# All of it ends in one table in summary.txt: workload, variant, build, expected findings, got,
+# sync-debug warnings, PASS/FAIL/XFAIL.
 #
 #   tests/gpu/run.sh [RESULTS_DIR]     default: $OUT if set, else tests/gpu/results/<date-time>
 #
 # RESULTS_DIR receives at most 5 files, so that the device tool brings all of them back
 # (it returns at most 8 files from $OUT):
-#   summary.txt          one PASS/FAIL line per check, the expectation tables, the bench table
+#   summary.txt          one PASS/FAIL line per check, the workload table, the expectation
+#                        tables, the bench table
 #   run.log              every command run, with its output
 #   bench-calls.txt      bench/run.sh's result file
-#   copies_syncs.sqlite  the database recorded from examples/cuda/copies_syncs
-#   item_loop.sqlite     the database recorded from examples/torch/item_loop.py
+#   databases.tar.gz     every database recorded (copies_syncs.sqlite, item_loop.sqlite,
+#                        NAME-VARIANT-BUILD/*.sqlite)
+#   reports.json         every `syncspy report --format json`, one JSON object per line:
+#                        {"task": "NAME-VARIANT-BUILD", "report": {...}}
+#
+# Environment: TOTAL_BUDGET_S (default 300), JOBS (default 6), SKIP_BENCH=1 skips bench/run.sh,
+# ONLY=REGEX runs only the reference tasks whose name matches.
 #
 # A failing step does not stop the others; every step has a time limit and the whole run a
 # budget (TOTAL_BUDGET_S, default 300 s), past which remaining steps are skipped and fail.
@@ -36,8 +52,13 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/syncspy-gpu.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 : >"$work/checks"
 : >"$work/tables"
+: >"$work/table"
+mkdir -p "$work/keep" "$work/bin" "$work/tasks"
 
 shim=$root/.carry/lib/libsyncspy.so
+syncspy=$root/.carry/bin/syncspy
+jobs_max=${JOBS:-6}
+only=${ONLY:-}
 total_budget=${TOTAL_BUDGET_S:-300}
 failures=0
 
@@ -173,8 +194,8 @@ run_workload() {
 	} >>"$work/tables" 2>/dev/null
 	newest=$(ls -t "$dbdir"/*.sqlite 2>/dev/null | head -n1)
 	if [ -n "$newest" ]; then
-		cp "$newest" "$results/$name.sqlite"
-		log "kept $newest as $results/$name.sqlite"
+		cp "$newest" "$work/keep/$name.sqlite"
+		log "kept $newest as $name.sqlite in databases.tar.gz"
 	fi
 }
 
@@ -234,14 +255,26 @@ fi
 run_workload item_loop 180 examples/torch/item_loop.expect \
 	'^item_loop: steps=60 .* loss_fell=yes$' python3 examples/torch/item_loop.py
 
+# --- (e2) the numbered reference workloads, bad and fixed, as parallel tasks
+. "$root/tests/gpu/reference.sh"
+run_reference_workloads
+
 # --- (f) overhead benchmark
 section "bench/run.sh"
-run_cmd 300 /dev/null /dev/null bash bench/run.sh "$results/bench-calls.txt"
-case $? in
-0) check "bench: overhead within targets" PASS ;;
-1) check "bench: overhead within targets" FAIL "some call over its target, see table" ;;
-*) check "bench: overhead within targets" FAIL "benchmark did not run, see run.log" ;;
-esac
+if [ "${SKIP_BENCH:-0}" = 1 ]; then
+	log "skipped: SKIP_BENCH=1"
+else
+	run_cmd 300 /dev/null /dev/null bash bench/run.sh "$results/bench-calls.txt"
+	case $? in
+	0) check "bench: overhead within targets" PASS ;;
+	1) check "bench: overhead within targets" FAIL "some call over its target, see table" ;;
+	*) check "bench: overhead within targets" FAIL "benchmark did not run, see run.log" ;;
+	esac
+fi
+
+# --- (f2) the databases and reports, one file each
+(cd "$work/keep" && tar -czf "$results/databases.tar.gz" .) 2>>"$log_file" ||
+	check "databases.tar.gz written" FAIL
 
 # --- (g) summary
 {
@@ -255,6 +288,9 @@ esac
 	echo "result:  $failures check(s) failed of $(wc -l <"$work/checks")"
 	echo
 	cat "$work/checks"
+	echo
+	echo "## reference workloads (findings of syncspy report against examples/*/NN_*.expect)"
+	cat "$work/table"
 	echo
 	echo "## expectations"
 	cat "$work/tables"

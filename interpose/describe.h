@@ -1,0 +1,22 @@
+/*
+ * interpose/describe.h: turning a call's arguments into record fields, shared by the runtime
+ * (cudart.c) and driver (driver.c) modules: stream ids (SCHEMA-4), copy direction and host
+ * memory kind (S4/S5), memset targets (S6).
+ */
+#ifndef SYNCSPY_DESCRIBE_H
+#define SYNCSPY_DESCRIBE_H
+
+#include <stdint.h>
+
+#include "shim.h"
+
+/* SCHEMA-4: stream 0 is the legacy stream, or the per-thread one in _ptsz/_ptds entry points. */
+uint64_t ss_stream_id(const void *stream, int per_thread_variant);
+/* A copy; kind is a cudaMemcpyKind (cudaMemcpyDefault: inferred from the pointers); dst or src
+ * NULL stands for a device-side object. Sets bytes, dir, host_mem and S5 for a pageable async. */
+void ss_describe_copy(struct ss_rec *rec, const void *dst, const void *src, uint64_t bytes,
+		      int kind, int async);
+/* A memset: bytes, target memory kind, and S6 for a non-async one on pinned/managed memory. */
+void ss_describe_memset(struct ss_rec *rec, const void *ptr, uint64_t bytes, int async);
+
+#endif

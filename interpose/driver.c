@@ -1,0 +1,327 @@
+/*
+ * interpose/driver.c: the CUDA driver module. Generates one wrapper per line of
+ * driver_table.h (plus its _ptsz/_ptds twin), and makes sure code that never calls libcudart.so
+ * reaches them: the static cudart that nvcc links by default, cuBLAS, torch's c10 and NCCL get
+ * driver functions from dlsym(libcuda handle, name) and from cuGetProcAddress (DESIGN.md
+ * section 4). The shim's dlsym, cuGetProcAddress and cudaGetDriverEntryPoint hand out the
+ * wrapper of a table function instead of the real pointer, and anything else untouched
+ * (cuGetExportTable included).
+ *
+ * A pointer is wrapped only when it is exactly the function the table describes: the real
+ * pointer a lookup returned is compared with the real function of each table entry of that
+ * name (cuMemcpyHtoD: cuMemcpyHtoD_v2 and cuMemcpyHtoD_v2_ptds). An older ABI version asked for
+ * through cuGetProcAddress's version argument matches none and is handed out as it is.
+ *
+ * Invariants:
+ *   DRIVER-1  dlsym(RTLD_NEXT, ...) reaches glibc as a tail call, so glibc sees the program's
+ *             return address and searches after the program's object, not after the shim
+ *             (another preloaded library's own RTLD_NEXT lookup would otherwise find itself).
+ *   DRIVER-2  The shim's own lookups (resolve.c) use ss_dlsym, the real dlsym, never the
+ *             interposed one: a wrapper whose "real" function were its own wrapper would recurse.
+ *   DRIVER-3  A call the runtime makes to the driver from inside a runtime wrapper is not
+ *             recorded again (SHIM-3): one call of the program, one row.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "clock.h"
+#include "describe.h"
+#include "ranges.h"
+#include "ring.h"
+#include "shim.h"
+
+/* ------------------------------------------------------------------ the real dlsym */
+
+typedef void *(*dlsym_fn)(void *, const char *);
+static dlsym_fn _Atomic real_dlsym;
+
+static dlsym_fn load_real_dlsym(void)
+{
+	dlsym_fn fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!fn)
+		fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	atomic_store(&real_dlsym, fn);
+	return fn;
+}
+
+void *ss_dlsym(void *handle, const char *name) /* DRIVER-2 */
+{
+	dlsym_fn fn = atomic_load_explicit(&real_dlsym, memory_order_relaxed);
+	if (ss_unlikely(!fn))
+		fn = load_real_dlsym();
+	return fn(handle, name);
+}
+
+/* ------------------------------------------------------------------ describing a call */
+
+#define STREAM(s)   rec.stream = ss_stream_id((const void *)(uintptr_t)(s), per_thread_variant);
+#define EVENT(e)    rec.obj = (uintptr_t)(e);
+#define BYTES(n)    rec.bytes = (n);
+#define AUX(x)      rec.aux = (uint64_t)(uintptr_t)(x);
+#define COPY_HTOD(src, n, async) ss_describe_copy(&rec, NULL, (src), (n), cudaMemcpyHostToDevice, async);
+#define COPY_DTOH(dst, n, async) ss_describe_copy(&rec, (dst), NULL, (n), cudaMemcpyDeviceToHost, async);
+#define COPY_DTOD(n)                                                                               \
+	rec.dir = SS_DIR_D2D;                                                                      \
+	rec.bytes = (n);
+#define COPY_ANY(dst, src, n, async)                                                               \
+	ss_describe_copy(&rec, (const void *)(uintptr_t)(dst), (const void *)(uintptr_t)(src), (n), \
+			 cudaMemcpyDefault, async);
+#define MEMSET(ptr, n, async) ss_describe_memset(&rec, (const void *)(uintptr_t)(ptr), (n), async);
+#define FREE(ptr)                                                                                  \
+	freed_ptr = (const void *)(uintptr_t)(ptr);                                                \
+	freed_kind = ss_range_remove(freed_ptr, &freed_bytes);                                     \
+	rec.obj = (uintptr_t)freed_ptr;                                                            \
+	rec.bytes = freed_bytes;                                                                   \
+	rec.host_mem = freed_kind & ~SS_RANGE_ASYNC;
+#define ALLOC(ptr, n, kind)                                                                        \
+	if (ret == CUDA_SUCCESS) {                                                                 \
+		rec.bytes = (n);                                                                   \
+		rec.obj = (uintptr_t)(ptr);                                                        \
+		rec.host_mem = (kind) & ~SS_RANGE_ASYNC;                                           \
+		ss_range_add((const void *)(uintptr_t)(ptr), rec.bytes, (kind));                   \
+	}
+#define CREATED_STREAM(s, flags, priority)                                                         \
+	if (ret == CUDA_SUCCESS) {                                                                 \
+		rec.stream = ss_stream_id((const void *)(s), 0);                                   \
+		rec.aux = (uint64_t)(flags) | ((uint64_t)(uint32_t)(priority) << 32);              \
+	}
+#define CREATED_EVENT(e, flags)                                                                    \
+	if (ret == CUDA_SUCCESS) {                                                                 \
+		rec.obj = (uintptr_t)(e);                                                          \
+		rec.aux = (flags);                                                                 \
+	}
+
+/* ------------------------------------------------------------------ the wrappers */
+
+#define SS_DRIVER_WRAPPER(fname, id, cls_, per_thread, params, args, pre, post)                    \
+	SS_EXPORT CUresult fname params                                                            \
+	{                                                                                          \
+		typedef CUresult(*real_fn_t) params;                                               \
+		real_fn_t real = (real_fn_t)ss_real(id);                                           \
+		if (ss_unlikely(real == NULL))                                                     \
+			return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND; /* SHIM-2 */             \
+		struct ss_tls *tls = &ss_tls;                                                      \
+		if (!ss_should_record(tls))                                                        \
+			return real args; /* DRIVER-3 */                                           \
+		ss_prefetch_slot(tls);                                                             \
+		const int per_thread_variant = (per_thread);                                       \
+		(void)per_thread_variant;                                                          \
+		const void *freed_ptr = NULL;                                                      \
+		int freed_kind = 0;                                                                \
+		uint64_t freed_bytes = 0;                                                          \
+		struct ss_rec rec = {.api = (id), .cls = SS_##cls_, .aux = UINT64_MAX};            \
+		tls->depth++;                                                                      \
+		pre rec.t_start = ss_now();                                                        \
+		CUresult ret = real args;                                                          \
+		rec.t_end = ss_needs_end_time(rec.cls) ? ss_now() : rec.t_start;                   \
+		post if (freed_kind && ret != CUDA_SUCCESS)                                        \
+			ss_range_add(freed_ptr, freed_bytes, freed_kind);                          \
+		rec.ret = (int32_t)ret;                                                            \
+		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
+		ss_emit(tls, &rec);                                                                \
+		tls->depth--;                                                                      \
+		return ret;                                                                        \
+	}
+
+#define VARIANT_NONE(name, cls, params, args, pre, post)
+#define VARIANT_PTSZ(name, cls, params, args, pre, post)                                           \
+	extern __typeof__(name) name##_ptsz;                                                       \
+	SS_DRIVER_WRAPPER(name##_ptsz, SS_API_##name##_ptsz, cls, 1, params, args, pre, post)
+#define VARIANT_PTDS(name, cls, params, args, pre, post)                                           \
+	extern __typeof__(name) name##_ptds;                                                       \
+	SS_DRIVER_WRAPPER(name##_ptds, SS_API_##name##_ptds, cls, 1, params, args, pre, post)
+#define DEFINE_WRAPPERS(name, variant, cls, params, args, pre, post)                               \
+	SS_DRIVER_WRAPPER(name, SS_API_##name, cls, 0, params, args, pre, post)                    \
+	VARIANT_##variant(name, cls, params, args, pre, post)
+
+SS_DRIVER_FUNCS(DEFINE_WRAPPERS)
+
+/* ------------------------------------------------------------------ handing out wrappers */
+
+static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *status);
+static CUresult get_proc_address_v1(const char *symbol, void **pfn, int version,
+				    cuuint64_t flags);
+
+struct wrap_entry {
+	int api;          /* -1 for the cuGetProcAddress entries */
+	const char *name; /* exported name: cuMemcpyHtoD_v2_ptds */
+	void *wrapper;
+	char base[48];    /* the name programs ask for: cuMemcpyHtoD (filled at first use) */
+};
+
+static struct wrap_entry wraps[] = {
+#define WRAP_NONE(name)
+#define WRAP_PTSZ(name) {SS_API_##name##_ptsz, #name "_ptsz", (void *)name##_ptsz, ""},
+#define WRAP_PTDS(name) {SS_API_##name##_ptds, #name "_ptds", (void *)name##_ptds, ""},
+#define WRAP_ENTRY(name, variant, cls, params, args, pre, post)                                    \
+	{SS_API_##name, #name, (void *)name, ""}, WRAP_##variant(name)
+	SS_DRIVER_FUNCS(WRAP_ENTRY)
+#undef WRAP_ENTRY
+	{-1, "cuGetProcAddress_v2", (void *)get_proc_address_v2, ""},
+	{-1, "cuGetProcAddress", (void *)get_proc_address_v1, ""},
+};
+#define WRAP_COUNT (sizeof(wraps) / sizeof(wraps[0]))
+
+static void *_Atomic real_get_proc_address[2]; /* [0] v2, [1] v1 */
+static pthread_once_t bases_once = PTHREAD_ONCE_INIT;
+
+static void strip_suffix(char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	if (n > m && !strcmp(s + n - m, suffix))
+		s[n - m] = 0;
+}
+
+static void fill_bases(void)
+{
+	for (size_t i = 0; i < WRAP_COUNT; i++) {
+		snprintf(wraps[i].base, sizeof(wraps[i].base), "%s", wraps[i].name);
+		strip_suffix(wraps[i].base, "_ptsz");
+		strip_suffix(wraps[i].base, "_ptds");
+		strip_suffix(wraps[i].base, "_v2");
+	}
+}
+
+static void *real_of(const struct wrap_entry *w)
+{
+	if (w->api >= 0)
+		return ss_real(w->api);
+	int v1 = !strcmp(w->name, "cuGetProcAddress");
+	void *fn = atomic_load(&real_get_proc_address[v1]);
+	if (!fn) {
+		fn = ss_resolve_helper(SS_LAYER_DRIVER, w->name);
+		atomic_store(&real_get_proc_address[v1], fn);
+	}
+	return fn;
+}
+
+/* The modules that looked driver functions up themselves (meta.driver_clients). */
+#define MAX_CLIENTS 32
+static pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
+static char clients[MAX_CLIENTS][64];
+static int client_count;
+
+static void note_client(const void *return_address)
+{
+	Dl_info info;
+	if (!dladdr(return_address, &info) || !info.dli_fname)
+		return;
+	const char *base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	if (!*base)
+		base = "(main program)";
+	pthread_mutex_lock(&clients_lock);
+	int known = 0;
+	for (int i = 0; i < client_count; i++)
+		known |= !strcmp(clients[i], base);
+	if (!known && client_count < MAX_CLIENTS)
+		snprintf(clients[client_count++], sizeof(clients[0]), "%s", base);
+	pthread_mutex_unlock(&clients_lock);
+}
+
+size_t ss_driver_clients(char *out, size_t len)
+{
+	size_t used = 0;
+	out[0] = 0;
+	pthread_mutex_lock(&clients_lock);
+	for (int i = 0; i < client_count && used < len; i++)
+		used += snprintf(out + used, len - used, "%s%s", i ? "," : "", clients[i]);
+	pthread_mutex_unlock(&clients_lock);
+	return used;
+}
+
+/* The wrapper for real function fn looked up as name, or fn itself. */
+static void *wrap(const char *name, void *fn, const void *caller)
+{
+	if (!fn || !name || name[0] != 'c' || name[1] != 'u')
+		return fn;
+	ss_load();
+	if (ss_config.SYNCSPY_DISABLE)
+		return fn;
+	pthread_once(&bases_once, fill_bases);
+	for (size_t i = 0; i < WRAP_COUNT; i++) {
+		struct wrap_entry *w = &wraps[i];
+		if (strcmp(w->base, name) != 0 && strcmp(w->name, name) != 0)
+			continue;
+		if (real_of(w) != fn)
+			continue; /* another version or variant of the same name */
+		if (w->api < 0)
+			note_client(caller);
+		return w->wrapper;
+	}
+	return fn;
+}
+
+SS_EXPORT void *dlsym(void *handle, const char *name)
+{
+	dlsym_fn fn = atomic_load_explicit(&real_dlsym, memory_order_relaxed);
+	if (ss_unlikely(!fn))
+		fn = load_real_dlsym();
+	if (handle == RTLD_NEXT)
+		return fn(handle, name); /* DRIVER-1: a tail call */
+	return wrap(name, fn(handle, name), __builtin_return_address(0));
+}
+
+static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *status)
+{
+	CUresult (*real)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
+		real_of(&wraps[WRAP_COUNT - 2]);
+	if (!real)
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	CUresult ret = real(symbol, pfn, version, flags, status);
+	if (ret == CUDA_SUCCESS && pfn)
+		*pfn = wrap(symbol, *pfn, __builtin_return_address(0));
+	return ret;
+}
+
+static CUresult get_proc_address_v1(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+	CUresult (*real)(const char *, void **, int, cuuint64_t) = real_of(&wraps[WRAP_COUNT - 1]);
+	if (!real)
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	CUresult ret = real(symbol, pfn, version, flags);
+	if (ret == CUDA_SUCCESS && pfn)
+		*pfn = wrap(symbol, *pfn, __builtin_return_address(0));
+	return ret;
+}
+
+/* The runtime's way to the driver (torch imports cudaGetDriverEntryPointByVersion). Not
+ * recorded calls: they only hand out wrappers. */
+#define ENTRY_POINT_WRAPPER(fname, params, args, symbol, pfn)                                      \
+	SS_EXPORT cudaError_t fname params                                                         \
+	{                                                                                          \
+		cudaError_t(*real) params = ss_resolve_helper(SS_LAYER_RUNTIME, #fname);           \
+		if (!real)                                                                         \
+			return cudaErrorSharedObjectSymbolNotFound;                                \
+		cudaError_t ret = real args;                                                       \
+		if (ret == cudaSuccess && (pfn))                                                   \
+			*(pfn) = wrap((symbol), *(pfn), __builtin_return_address(0));              \
+		return ret;                                                                        \
+	}
+
+extern __typeof__(cudaGetDriverEntryPoint) cudaGetDriverEntryPoint_ptsz;
+extern __typeof__(cudaGetDriverEntryPointByVersion) cudaGetDriverEntryPointByVersion_ptsz;
+ENTRY_POINT_WRAPPER(cudaGetDriverEntryPoint,
+		    (const char *symbol, void **funcPtr, unsigned long long flags,
+		     enum cudaDriverEntryPointQueryResult *driverStatus),
+		    (symbol, funcPtr, flags, driverStatus), symbol, funcPtr)
+ENTRY_POINT_WRAPPER(cudaGetDriverEntryPoint_ptsz,
+		    (const char *symbol, void **funcPtr, unsigned long long flags,
+		     enum cudaDriverEntryPointQueryResult *driverStatus),
+		    (symbol, funcPtr, flags, driverStatus), symbol, funcPtr)
+ENTRY_POINT_WRAPPER(cudaGetDriverEntryPointByVersion,
+		    (const char *symbol, void **funcPtr, unsigned int cudaVersion,
+		     unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus),
+		    (symbol, funcPtr, cudaVersion, flags, driverStatus), symbol, funcPtr)
+ENTRY_POINT_WRAPPER(cudaGetDriverEntryPointByVersion_ptsz,
+		    (const char *symbol, void **funcPtr, unsigned int cudaVersion,
+		     unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus),
+		    (symbol, funcPtr, cudaVersion, flags, driverStatus), symbol, funcPtr)

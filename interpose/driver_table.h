@@ -1,0 +1,116 @@
+/*
+ * interpose/driver_table.h: every CUDA driver entry point of the sync model, declared once.
+ *
+ * SS_DRIVER(name, variant, class, (params), (args), pre, post): as cudart_table.h, with the
+ * exported names of libcuda.so.1 (cuMemcpyHtoD_v2: cuda.h #defines the plain names to them) and
+ * the driver's variants: name_ptsz for stream-ordered calls, name_ptds for the synchronous
+ * copies and memsets. Programs that link libcuda reach these wrappers directly; everything
+ * else (the static cudart nvcc links by default, cuBLAS, torch's c10, NCCL) gets them from the
+ * shim's dlsym and cuGetProcAddress (driver.c), which hand out a wrapper for each function of
+ * this table and the real pointer for everything else.
+ *
+ * Vocabulary (driver.c): STREAM(s) EVENT(e) BYTES(n) AUX(x); COPY_HTOD(src, n, async),
+ * COPY_DTOH(dst, n, async), COPY_DTOD(n), COPY_ANY(dst, src, n, async); MEMSET(ptr, n, async);
+ * FREE(ptr); post: ALLOC(ptr, n, kind), CREATED_STREAM(s, flags, priority),
+ * CREATED_EVENT(e, flags).
+ */
+#ifndef SYNCSPY_DRIVER_TABLE_H
+#define SYNCSPY_DRIVER_TABLE_H
+
+#define SS_DRIVER_FUNCS(X)                                                                         \
+	X(cuCtxSynchronize, NONE, S1, (void), (), , )                                              \
+	X(cuCtxSynchronize_v2, NONE, S1, (CUcontext ctx), (ctx), , )                               \
+	X(cuStreamSynchronize, PTSZ, S2, (CUstream hStream), (hStream), STREAM(hStream), )         \
+	X(cuEventSynchronize, NONE, S3, (CUevent hEvent), (hEvent), EVENT(hEvent), )               \
+	X(cuStreamQuery, PTSZ, S7, (CUstream hStream), (hStream), STREAM(hStream), )               \
+	X(cuEventQuery, NONE, S7, (CUevent hEvent), (hEvent), EVENT(hEvent), )                     \
+	X(cuEventRecord, PTSZ, E2, (CUevent hEvent, CUstream hStream), (hEvent, hStream),          \
+	  EVENT(hEvent) STREAM(hStream), )                                                         \
+	X(cuEventRecordWithFlags, PTSZ, E2, (CUevent hEvent, CUstream hStream, unsigned int flags), \
+	  (hEvent, hStream, flags), EVENT(hEvent) STREAM(hStream) AUX(flags), )                    \
+	X(cuStreamWaitEvent, PTSZ, E3, (CUstream hStream, CUevent hEvent, unsigned int Flags),     \
+	  (hStream, hEvent, Flags), EVENT(hEvent) STREAM(hStream) AUX(Flags), )                    \
+	X(cuLaunchKernel, PTSZ, E1,                                                                \
+	  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,      \
+	   unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                 \
+	   unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),      \
+	  (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,       \
+	   hStream, kernelParams, extra),                                                          \
+	  STREAM(hStream) AUX(f), )                                                                \
+	X(cuLaunchKernelEx, PTSZ, E1,                                                              \
+	  (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),         \
+	  (config, f, kernelParams, extra), STREAM(config ? config->hStream : 0) AUX(f), )         \
+	X(cuLaunchCooperativeKernel, PTSZ, E1,                                                     \
+	  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,      \
+	   unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                 \
+	   unsigned int sharedMemBytes, CUstream hStream, void **kernelParams),                    \
+	  (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,       \
+	   hStream, kernelParams),                                                                 \
+	  STREAM(hStream) AUX(f), )                                                                \
+	X(cuLaunchHostFunc, PTSZ, E1, (CUstream hStream, CUhostFn fn, void *userData),             \
+	  (hStream, fn, userData), STREAM(hStream) AUX(fn), )                                      \
+	X(cuGraphLaunch, PTSZ, E1, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream), \
+	  STREAM(hStream) AUX(hGraphExec), )                                                       \
+	X(cuMemcpyHtoD_v2, PTDS, S4, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount), \
+	  (dstDevice, srcHost, ByteCount), STREAM(0) COPY_HTOD(srcHost, ByteCount, 0), )           \
+	X(cuMemcpyDtoH_v2, PTDS, S4, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),     \
+	  (dstHost, srcDevice, ByteCount), STREAM(0) COPY_DTOH(dstHost, ByteCount, 0), )           \
+	X(cuMemcpyDtoD_v2, PTDS, S4, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount), \
+	  (dstDevice, srcDevice, ByteCount), STREAM(0) COPY_DTOD(ByteCount), )                     \
+	X(cuMemcpy, PTDS, S4, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),                \
+	  (dst, src, ByteCount), STREAM(0) COPY_ANY(dst, src, ByteCount, 0), )                     \
+	X(cuMemcpyHtoDAsync_v2, PTSZ, E1,                                                          \
+	  (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream),        \
+	  (dstDevice, srcHost, ByteCount, hStream), STREAM(hStream) COPY_HTOD(srcHost, ByteCount, 1), ) \
+	X(cuMemcpyDtoHAsync_v2, PTSZ, E1,                                                          \
+	  (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),              \
+	  (dstHost, srcDevice, ByteCount, hStream), STREAM(hStream) COPY_DTOH(dstHost, ByteCount, 1), ) \
+	X(cuMemcpyDtoDAsync_v2, PTSZ, E1,                                                          \
+	  (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),      \
+	  (dstDevice, srcDevice, ByteCount, hStream), STREAM(hStream) COPY_DTOD(ByteCount), )      \
+	X(cuMemcpyAsync, PTSZ, E1, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream), \
+	  (dst, src, ByteCount, hStream), STREAM(hStream) COPY_ANY(dst, src, ByteCount, 1), )      \
+	X(cuMemsetD8_v2, PTDS, E1, (CUdeviceptr dstDevice, unsigned char uc, size_t N),            \
+	  (dstDevice, uc, N), STREAM(0) MEMSET(dstDevice, N, 0), )                                 \
+	X(cuMemsetD32_v2, PTDS, E1, (CUdeviceptr dstDevice, unsigned int ui, size_t N),            \
+	  (dstDevice, ui, N), STREAM(0) MEMSET(dstDevice, 4 * (uint64_t)N, 0), )                   \
+	X(cuMemsetD8Async, PTSZ, E1,                                                               \
+	  (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream),                   \
+	  (dstDevice, uc, N, hStream), STREAM(hStream) MEMSET(dstDevice, N, 1), )                  \
+	X(cuMemsetD32Async, PTSZ, E1,                                                              \
+	  (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream),                    \
+	  (dstDevice, ui, N, hStream), STREAM(hStream) MEMSET(dstDevice, 4 * (uint64_t)N, 1), )    \
+	X(cuMemAlloc_v2, NONE, S6, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize), ,      \
+	  ALLOC(*dptr, bytesize, SS_MEM_DEVICE))                                                   \
+	X(cuMemAllocPitch_v2, NONE, S6,                                                            \
+	  (CUdeviceptr * dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,                 \
+	   unsigned int ElementSizeBytes),                                                         \
+	  (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes), ,                                \
+	  ALLOC(*dptr, *pPitch * Height, SS_MEM_DEVICE))                                           \
+	X(cuMemAllocManaged, NONE, S6, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags),  \
+	  (dptr, bytesize, flags), , ALLOC(*dptr, bytesize, SS_MEM_MANAGED))                       \
+	X(cuMemFree_v2, NONE, S6, (CUdeviceptr dptr), (dptr), FREE(dptr), )                        \
+	X(cuMemAllocHost_v2, NONE, S6, (void **pp, size_t bytesize), (pp, bytesize), ,             \
+	  ALLOC(*pp, bytesize, SS_MEM_PINNED))                                                     \
+	X(cuMemHostAlloc, NONE, S6, (void **pp, size_t bytesize, unsigned int Flags),              \
+	  (pp, bytesize, Flags), AUX(Flags), ALLOC(*pp, bytesize, SS_MEM_PINNED))                  \
+	X(cuMemFreeHost, NONE, S6, (void *p), (p), FREE(p), )                                      \
+	X(cuMemHostRegister_v2, NONE, S6, (void *p, size_t bytesize, unsigned int Flags),          \
+	  (p, bytesize, Flags), AUX(Flags), ALLOC(p, bytesize, SS_MEM_PINNED))                     \
+	X(cuMemHostUnregister, NONE, S6, (void *p), (p), FREE(p), )                                \
+	X(cuMemAllocAsync, PTSZ, E1, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),      \
+	  (dptr, bytesize, hStream), STREAM(hStream),                                              \
+	  ALLOC(*dptr, bytesize, SS_MEM_DEVICE | SS_RANGE_ASYNC))                                  \
+	X(cuMemFreeAsync, PTSZ, E1, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream),         \
+	  STREAM(hStream) FREE(dptr), )                                                            \
+	X(cuStreamCreate, NONE, X1, (CUstream * phStream, unsigned int Flags), (phStream, Flags), , \
+	  CREATED_STREAM(*phStream, Flags, 0))                                                     \
+	X(cuStreamCreateWithPriority, NONE, X1,                                                    \
+	  (CUstream * phStream, unsigned int flags, int priority), (phStream, flags, priority), ,  \
+	  CREATED_STREAM(*phStream, flags, priority))                                              \
+	X(cuStreamDestroy_v2, NONE, X1, (CUstream hStream), (hStream), STREAM(hStream), )          \
+	X(cuEventCreate, NONE, X1, (CUevent * phEvent, unsigned int Flags), (phEvent, Flags), ,    \
+	  CREATED_EVENT(*phEvent, Flags))                                                          \
+	X(cuEventDestroy_v2, NONE, X1, (CUevent hEvent), (hEvent), EVENT(hEvent), )
+
+#endif

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""tests/gpu/test_check_findings.py: CPU self-test of check_expect.py's finding lines, sections
+and gaps, with hand-made `syncspy report --format json` documents and no GPU.
+
+For each numbered CUDA workload it builds the report a correct syncspy would give for the bad and
+the fixed variant (from the rules of docs/rules.md) and checks that the .expect file accepts it,
+then that altered reports (a finding missing, a count off by one, an unexpected finding) are
+rejected, that a static build without a database is XFAIL, and that a file:line site is checked
+against the `@site` marker. The API-count lines are skipped by giving no database: this test
+is about findings (test_check_expect.py covers the rest).
+Run from anywhere: python3 tests/gpu/test_check_findings.py
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # leave no __pycache__ in the tree
+import check_expect  # noqa: E402
+
+# What a correct report holds per (workload, variant): [(rule, site marker, count)], where the
+# site text is the executable's module + offset, as today.
+CORRECT = {
+    "01_memcpy_in_loop": {"bad": [("sync-copy", 20)], "fixed": [("host-sync", 1)]},
+    "02_async_pageable": {"bad": [("pageable-async-copy", 20), ("host-sync", 1)],
+                          "fixed": [("host-sync", 1)]},
+    "03_copy_compute_overlap": {"bad": [("copy-on-compute-stream", 20), ("host-sync", 1)],
+                                "fixed": [("host-sync", 1)]},
+    "04_stream_sync_vs_wait_event": {"bad": [("host-sync", 20), ("host-sync", 20),
+                                             ("host-sync", 1)],
+                                     "fixed": [("host-sync", 1)]},
+    "05_malloc_in_loop": {"bad": [("alloc-in-loop", 20), ("alloc-in-loop", 20),
+                                  ("host-sync", 1)],
+                          "fixed": [("host-sync", 1)]},
+    "06_legacy_stream": {"bad": [("legacy-stream", 20), ("host-sync", 1)],
+                         "fixed": [("host-sync", 1)]},
+    "07_event_query_polling": {"bad": [("polling", 137)], "fixed": [("host-sync", 20)]},
+}
+
+
+def report(name, findings, site_fmt="{name}-shared+0x{off:x}"):
+    return {"report_version": "1.0", "ranks": [], "notes": [], "findings": [
+        {"rule": rule, "count": count, "blocked_ns": 1000, "severity": "low", "rank": None,
+         "site": site_fmt.format(name=name, off=0x2000 + 16 * i), "detail": "", "advice": ""}
+        for i, (rule, count) in enumerate(findings)]}
+
+
+def check(tmp, name, variant, build, rep, want_rc):
+    expect = os.path.join(ROOT, "examples", "cuda", name + ".expect")
+    # Only finding lines: strip the API-count and meta lines into a copy of the file.
+    lines = []
+    for raw in open(expect, encoding="utf-8"):
+        text = raw.split("#", 1)[0].strip()
+        words = text.replace("soft ", "", 1).split()
+        if words and words[0] not in ("finding", "no-finding", "gap", "source") \
+                and not text.startswith("["):
+            continue
+        lines.append(raw)
+    stripped = os.path.join(tmp, name + ".expect")
+    with open(stripped, "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    args = [sys.executable, os.path.join(HERE, "check_expect.py"), os.path.join(tmp, "nodb"),
+            stripped, "--variant", variant, "--build", build, "--row"]
+    if rep is not None:
+        path = os.path.join(tmp, "report.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(rep, f)
+        args += ["--report", path]
+    p = subprocess.run(args, capture_output=True, text=True)
+    ok = p.returncode == want_rc
+    print("%-4s %-30s %-6s %-7s exit %d (want %d)" % ("ok" if ok else "FAIL", name, variant,
+                                                     build, p.returncode, want_rc))
+    if not ok:
+        print(p.stdout, p.stderr)
+    return ok
+
+
+def main():
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, variants in CORRECT.items():
+            for variant, findings in variants.items():
+                ok &= check(tmp, name, variant, "shared", report(name, findings), 0)
+                # static: no database, no report: the expected gap
+                ok &= check(tmp, name, variant, "static", None, 3)
+                # a count off by one at the first finding
+                changed = [(r, c + 1 if i == 0 else c) for i, (r, c) in enumerate(findings)]
+                want = 0 if name == "07_event_query_polling" and variant == "bad" else 1
+                ok &= check(tmp, name, variant, "shared", report(name, changed), want)
+                # a finding the variant must not have
+                extra = findings + [("memset-pinned", 3)]
+                ok &= check(tmp, name, variant, "shared", report(name, extra), 1)
+            # the bad variant's report given for the fixed variant
+            ok &= check(tmp, name, "fixed", "shared", report(name, variants["bad"]), 1)
+        # a static build whose findings are all there: XPASS, exit 0
+        ok &= check(tmp, "01_memcpy_in_loop", "bad", "static",
+                    report("01_memcpy_in_loop", CORRECT["01_memcpy_in_loop"]["bad"]), 0)
+        # file:line sites: the @site marker's line passes, another line fails
+        line = check_expect.resolve_tag(
+            os.path.join(ROOT, "examples", "cuda", "01_memcpy_in_loop.cu"), "memcpy")
+        at = "main (01_memcpy_in_loop.cu:%d)"
+        ok &= check(tmp, "01_memcpy_in_loop", "bad", "shared",
+                    report("01_memcpy_in_loop", [("sync-copy", 20)], at % line), 0)
+        ok &= check(tmp, "01_memcpy_in_loop", "bad", "shared",
+                    report("01_memcpy_in_loop", [("sync-copy", 20)], at % (line + 9)), 1)
+    print("test_check_findings: %s" % ("PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
