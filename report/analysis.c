@@ -125,6 +125,10 @@ static const struct {
 
 /* The APIs whose call right after an async H2D copy makes the copy "before a kernel". */
 #define LAUNCH_APIS_SQL "SELECT id FROM apis WHERE name LIKE '%Launch%Kernel%' ORDER BY id"
+/* Streams created blocking (without cudaStreamNonBlocking/CU_STREAM_NON_BLOCKING, flag 1): the
+ * legacy stream serializes with these only. A stream the recording never saw created is not
+ * assumed blocking (docs/rules.md, legacy-stream). */
+#define BLOCKING_STREAMS_SQL "SELECT DISTINCT stream FROM streams WHERE (flags & 1) = 0 ORDER BY stream"
 
 #define META_SQL                                                                                   \
 	"SELECT max(CASE key WHEN 'rank' THEN value END), max(CASE key WHEN 'world_size' THEN"     \
@@ -392,7 +396,7 @@ struct db_state {
 	struct ss_rank *rank;
 	double bw[3];	  /* pinned bandwidth by dir (1 H2D, 2 D2H), bytes/s */
 	int measured[3];  /* 1: bw[dir] comes from this run's pinned copies */
-	int other_streams; /* the process used streams other than the two default ones */
+	int other_streams; /* the process used blocking streams besides the legacy one */
 };
 
 static int prepare(struct loader *ld, struct db_state *st, const char *sql, sqlite3_stmt **stmt)
@@ -497,6 +501,8 @@ struct scan {
 	size_t nn2, n2_capacity;
 	long long *launch_apis; /* sorted ids of the kernel launch APIs */
 	size_t nlaunch;
+	long long *blocking_streams; /* sorted handles of streams created blocking */
+	size_t nblocking;
 	long long pinned_bytes[3], pinned_ns[3]; /* by dir: S4 copies of pinned memory */
 };
 
@@ -511,6 +517,7 @@ static void scan_free(struct scan *sc)
 	free(sc->overlap);
 	free(sc->n2);
 	free(sc->launch_apis);
+	free(sc->blocking_streams);
 }
 
 /* Grows *array (of *capacity elements of size) to hold one more than used; 0 when out of memory. */
@@ -620,16 +627,16 @@ static struct agg_group *find_group(struct scan *sc, const struct agg_group *key
 	return &sc->groups[*index];
 }
 
-static int is_launch_api(const struct scan *sc, long long api_id)
+static int sorted_contains(const long long *values, size_t n, long long value)
 {
-	size_t lo = 0, hi = sc->nlaunch;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (sc->launch_apis[mid] == api_id)
+		if (values[mid] == value)
 			return 1;
-		if (sc->launch_apis[mid] < api_id)
+		if (values[mid] < value)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -637,22 +644,24 @@ static int is_launch_api(const struct scan *sc, long long api_id)
 	return 0;
 }
 
-static int load_launch_apis(struct loader *ld, struct db_state *st, struct scan *sc)
+/* The first column of every row of sql, in order, into *values. */
+static int load_ids(struct loader *ld, struct db_state *st, const char *sql, long long **values,
+		    size_t *n)
 {
 	sqlite3_stmt *stmt;
-	int rc, code = prepare(ld, st, LAUNCH_APIS_SQL, &stmt);
+	int rc, code = prepare(ld, st, sql, &stmt);
 
 	if (code != SS_EXIT_OK)
 		return code;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		long long *grown = realloc(sc->launch_apis, (sc->nlaunch + 1) * sizeof(*grown));
+		long long *grown = realloc(*values, (*n + 1) * sizeof(*grown));
 
 		if (!grown) {
 			sqlite3_finalize(stmt);
 			return out_of_memory(ld);
 		}
-		sc->launch_apis = grown;
-		sc->launch_apis[sc->nlaunch++] = sqlite3_column_int64(stmt, 0);
+		*values = grown;
+		(*values)[(*n)++] = sqlite3_column_int64(stmt, 0);
 	}
 	if (rc != SQLITE_DONE)
 		return step_failed(ld, st, stmt, rc);
@@ -732,10 +741,11 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 			sc->pinned_bytes[key.dir] += bytes;
 			sc->pinned_ns[key.dir] += ns;
 		}
-		if (has_stream && stream > 2)
+		if (has_stream && (stream == 2 || (stream > 2 && sorted_contains(sc->blocking_streams,
+									       sc->nblocking, stream))))
 			st->other_streams = 1;
 		if (prev_copy && id == prev_id + 1 && tid == prev_tid && has_stream &&
-		    stream == prev_stream && k->e1 && is_launch_api(sc, key.api_id)) {
+		    stream == prev_stream && k->e1 && sorted_contains(sc->launch_apis, sc->nlaunch, key.api_id)) {
 			if (!reserve(&sc->overlap, &sc->overlap_capacity, sc->noverlap,
 				     sizeof(*sc->overlap)))
 				break;
@@ -877,7 +887,9 @@ static int build_aggregate(struct loader *ld, struct db_state *st)
 	sqlite3_stmt *stmt;
 	int rc, code;
 
-	code = load_launch_apis(ld, st, &sc);
+	code = load_ids(ld, st, LAUNCH_APIS_SQL, &sc.launch_apis, &sc.nlaunch);
+	if (code == SS_EXIT_OK)
+		code = load_ids(ld, st, BLOCKING_STREAMS_SQL, &sc.blocking_streams, &sc.nblocking);
 	if (code == SS_EXIT_OK)
 		code = scan_rows(ld, st, &sc);
 	lap(&t, st->path, "scan");

@@ -207,6 +207,22 @@ static int e123_edges(void)
 	return 0;
 }
 
+/* Work on a created stream and on the legacy default stream. With a blocking stream the legacy
+ * stream serializes with it (an implicit sync, rule legacy-stream); with a non-blocking one it
+ * does not. */
+static int legacy(int blocking)
+{
+	cudaStream_t s;
+	CHECK(cudaStreamCreateWithFlags(&s, blocking ? cudaStreamDefault : cudaStreamNonBlocking));
+	for (int i = 0; i < 5; i++) {
+		launch_sleep(s, 200);
+		launch_sleep(0, 200);
+	}
+	CHECK(cudaDeviceSynchronize());
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
 /* The per-thread default stream entry points (what nvcc --default-stream per-thread calls). */
 static int ptsz_variants(void)
 {
@@ -423,6 +439,10 @@ int main(int argc, char **argv)
 		return s7_polling();
 	if (!strcmp(name, "e123"))
 		return e123_edges();
+	if (!strcmp(name, "legacy-blocking"))
+		return legacy(1);
+	if (!strcmp(name, "legacy-nonblocking"))
+		return legacy(0);
 	if (!strcmp(name, "ptsz"))
 		return ptsz_variants();
 	if (!strcmp(name, "errors"))
@@ -446,6 +466,6 @@ int main(int argc, char **argv)
 	if (!strcmp(name, "flood"))
 		return flood(argc > 2 ? atoi(argv[2]) : 100000);
 	fprintf(stderr, "usage: scenarios s1|s2|s3|s4|s5|s6|s7|e123|ptsz|errors|threads|nccl [N]|"
-			"fork|exec|sigterm|sigint|nocuda|flood [N]\n");
+			"fork|exec|sigterm|sigint|nocuda|flood [N]|legacy-blocking|legacy-nonblocking\n");
 	return 2;
 }

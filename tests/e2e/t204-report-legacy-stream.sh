@@ -1,0 +1,18 @@
+#!/bin/sh
+# t204: rule legacy-stream flags work on the legacy default stream only when the process also
+# used a blocking stream (the legacy stream serializes with those), not when its other streams
+# are non-blocking (torch's side streams, for one).
+. "$E2E_DIR/lib.sh"
+under_shim "$PROGS/scenarios" legacy-blocking >/dev/null || fail "scenario failed"
+"$SYNCSPY" report --format json "$out" >"$tmp/blocking.json" || fail "report failed"
+rm -rf "$out"
+under_shim "$PROGS/scenarios" legacy-nonblocking >/dev/null || fail "scenario failed"
+"$SYNCSPY" report --format json "$out" >"$tmp/nonblocking.json" || fail "report failed"
+for kind in blocking nonblocking; do
+	"$SQLITE3" :memory: "SELECT '$kind', count(*), coalesce(sum(json_extract(f.value, '\$.count')), 0) FROM json_each(readfile('$tmp/$kind.json'), '\$.findings') f WHERE json_extract(f.value, '\$.rule') = 'legacy-stream'"
+done >"$tmp/actual"
+cat >"$tmp/expected" <<'END'
+blocking|1|5
+nonblocking|0|0
+END
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "legacy-stream findings"
