@@ -202,7 +202,8 @@ static void *real_of(const struct wrap_entry *w)
 	return fn;
 }
 
-/* The modules that looked driver functions up themselves (meta.driver_clients). */
+/* The modules that bootstrapped the driver through cuGetProcAddress, as a CUDA runtime does
+ * (meta.driver_clients; those other than libcudart.so carry a static runtime: static_cudart). */
 #define MAX_CLIENTS 32
 static pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
 static char clients[MAX_CLIENTS][64];

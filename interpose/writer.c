@@ -488,8 +488,22 @@ static void write_meta_progress(void)
 		}
 	meta_text("hooks_fired", layers);
 	char clients[1024];
-	if (ss_driver_clients(clients, sizeof(clients)) > 0)
+	if (ss_driver_clients(clients, sizeof(clients)) > 0) {
 		meta_text("driver_clients", clients);
+		/* A module that bootstraps the driver through cuGetProcAddress carries a CUDA
+		 * runtime: every such module but the shared libcudart has a static one. */
+		char static_cudart[1024] = "";
+		for (char *save = NULL, *m = strtok_r(clients, ",", &save); m;
+		     m = strtok_r(NULL, ",", &save))
+			if (strncmp(m, "libcudart.so", 12) != 0) {
+				if (*static_cudart)
+					strncat(static_cudart, ",",
+						sizeof(static_cudart) - strlen(static_cudart) - 1);
+				strncat(static_cudart, m,
+					sizeof(static_cudart) - strlen(static_cudart) - 1);
+			}
+		meta_text("static_cudart", *static_cudart ? static_cudart : NULL);
+	}
 	uint64_t in_rings = dropped_in_rings();
 	uint64_t no_buffer = atomic_load(&ss_dropped_no_buffer);
 	meta_int("dropped_full_buffer", (int64_t)in_rings);

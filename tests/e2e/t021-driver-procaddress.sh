@@ -17,6 +17,7 @@ cuStreamCreate|X1
 cuLaunchKernel|E1
 cuStreamDestroy_v2|X1
 END
-golden "SELECT value FROM meta WHERE key = 'driver_clients'" <<'END'
-driver_calls
+golden "SELECT key, value FROM meta WHERE key IN ('driver_clients', 'static_cudart') ORDER BY key" <<'END'
+driver_clients|driver_calls
+static_cudart|driver_calls
 END

@@ -9,6 +9,6 @@ one_db
 golden "SELECT layer, count(*) FROM api_calls GROUP BY layer" <<'END'
 runtime|4
 END
-golden "SELECT value LIKE '%libcudart.so.13%' FROM meta WHERE key = 'driver_clients'" <<'END'
-1
+golden "SELECT value LIKE '%libcudart.so.13%', (SELECT value FROM meta WHERE key = 'static_cudart') IS NULL FROM meta WHERE key = 'driver_clients'" <<'END'
+1|1
 END
