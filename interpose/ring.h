@@ -42,19 +42,21 @@ void ss_ring_release(struct ss_ring *ring);
 void ss_ring_forget_all(void);
 extern _Atomic uint64_t ss_dropped_no_buffer;
 
-__attribute__((always_inline)) static inline void ss_ring_push(struct ss_ring *ring,
-								    const struct ss_rec *rec)
+/* Appends one record; 0 when the ring is full (the record is counted as dropped). */
+__attribute__((always_inline)) static inline int ss_ring_push(struct ss_ring *ring,
+								   const struct ss_rec *rec)
 {
 	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
 	if (ss_unlikely(head - ring->tail_seen > ring->mask)) {
 		ring->tail_seen = atomic_load_explicit(&ring->tail, memory_order_acquire);
 		if (head - ring->tail_seen > ring->mask) {
 			atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
-			return;
+			return 0;
 		}
 	}
 	ring->recs[head & ring->mask] = *rec;
 	atomic_store_explicit(&ring->head, head + 1, memory_order_release);
+	return 1;
 }
 
 /* Each record fills a fresh cache line, which the writer's core read on the last lap: a store

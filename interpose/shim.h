@@ -75,6 +75,10 @@ struct ss_api_info {
 };
 extern const struct ss_api_info ss_apis[SS_API_COUNT];
 
+/* Records that are not calls: they follow the call they belong to in the same ring. */
+#define SS_REC_PYSTACK 0xffff /* obj: malloc'd frames text, bytes: its length, aux: its hash,
+				 stream: the number of frames (python.c) */
+
 /* ------------------------------------------------------------------ the event record */
 
 /* One intercepted call; 64 bytes, written by the calling thread into its own ring. Times are
@@ -165,6 +169,15 @@ static inline void *ss_real(int api)
 {
 	void *fn = atomic_load_explicit(&ss_real_fns[api], memory_order_relaxed);
 	return ss_likely(fn != NULL) ? fn : ss_resolve(api);
+}
+
+/* python.c: after a sync point's record, the Python frames of the calling thread, if it holds
+ * the GIL. */
+void ss_python_attach(struct ss_tls *tls);
+
+static inline int ss_wants_stack(int cls)
+{
+	return cls >= SS_S1 && cls <= SS_S6; /* S7: polling loops are counted, not stacked */
 }
 
 /* driver.c: the modules that looked driver functions up through dlsym/cuGetProcAddress

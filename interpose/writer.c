@@ -55,6 +55,8 @@ enum statement {
 	ST_STREAM,
 	ST_STREAM_END,
 	ST_META,
+	ST_STACK,
+	ST_ATTACH_STACK,
 	ST_COUNT
 };
 static const char *const statement_sql[ST_COUNT] = {
@@ -73,6 +75,9 @@ static const char *const statement_sql[ST_COUNT] = {
 	[ST_STREAM_END] = "UPDATE streams SET destroyed_ns = ?"
 			  " WHERE stream = ? AND destroyed_ns IS NULL",
 	[ST_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
+	[ST_STACK] = "INSERT INTO stacks(kind, hash, depth, frames) VALUES(?,?,?,?)",
+	[ST_ATTACH_STACK] = "UPDATE calls SET py_stack_id = ?, site_id = coalesce(?, site_id)"
+			    " WHERE id = ?",
 };
 static sqlite3_stmt *statements[ST_COUNT];
 
@@ -180,31 +185,62 @@ static void meta_int(const char *key, int64_t value)
 
 /* ------------------------------------------------------------------ call sites */
 
-struct site_cache {
-	uint64_t *addresses;
+/* A map from a 64-bit key (an address, a hash) to a row id, open addressing. */
+struct id_map {
+	uint64_t *keys;
 	int64_t *ids;
 	size_t capacity, count;
 };
-static struct site_cache sites;
+static struct id_map sites, text_sites, stacks;
 
-static int64_t insert_site(uint64_t address)
+static void id_map_free(struct id_map *map)
 {
-	Dl_info info;
-	const char *module = NULL, *symbol = NULL;
-	uint64_t offset = address;
-	char text[1024];
-	if (dladdr((void *)(uintptr_t)address, &info) && info.dli_fname) {
-		module = info.dli_fname;
-		offset = address - (uint64_t)(uintptr_t)info.dli_fbase;
-		symbol = info.dli_sname;
+	free(map->keys);
+	free(map->ids);
+	memset(map, 0, sizeof(*map));
+}
+
+/* The slot of key: its id when present, 0 when not (key 0 is never stored). */
+static int64_t *id_map_slot(struct id_map *map, uint64_t key)
+{
+	if (map->count * 2 >= map->capacity) { /* grow: keep the load under one half */
+		size_t capacity = map->capacity ? map->capacity * 2 : 1024;
+		uint64_t *keys = calloc(capacity, sizeof(*keys));
+		int64_t *ids = calloc(capacity, sizeof(*ids));
+		if (!keys || !ids) {
+			free(keys);
+			free(ids);
+			return NULL;
+		}
+		for (size_t i = 0; i < map->capacity; i++) {
+			if (!map->keys[i])
+				continue;
+			size_t j = ss_hash64(&map->keys[i], 8) & (capacity - 1);
+			while (keys[j])
+				j = (j + 1) & (capacity - 1);
+			keys[j] = map->keys[i];
+			ids[j] = map->ids[i];
+		}
+		free(map->keys);
+		free(map->ids);
+		map->keys = keys;
+		map->ids = ids;
+		map->capacity = capacity;
 	}
-	const char *base = module ? strrchr(module, '/') : NULL;
-	base = base ? base + 1 : (module && *module ? module : "?");
-	if (symbol)
-		snprintf(text, sizeof(text), "%s+0x%llx (%s)", symbol,
-			 (unsigned long long)(address - (uint64_t)(uintptr_t)info.dli_saddr), base);
-	else
-		snprintf(text, sizeof(text), "%s+0x%llx", base, (unsigned long long)offset);
+	size_t j = ss_hash64(&key, 8) & (map->capacity - 1);
+	while (map->keys[j] && map->keys[j] != key)
+		j = (j + 1) & (map->capacity - 1);
+	if (!map->keys[j]) {
+		map->keys[j] = key;
+		map->ids[j] = 0;
+		map->count++;
+	}
+	return &map->ids[j];
+}
+
+static int64_t insert_site_row(uint64_t address, const char *module, uint64_t offset,
+			       const char *symbol, const char *text)
+{
 	sqlite3_stmt *st = statements[ST_SITE];
 	sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)address);
 	if (module)
@@ -222,52 +258,45 @@ static int64_t insert_site(uint64_t address)
 	return sq.sqlite3_last_insert_rowid(db);
 }
 
+/* A native return address: "symbol+0xoff (module)" or "module+0xoff". */
+static int64_t insert_native_site(uint64_t address)
+{
+	Dl_info info;
+	const char *module = NULL, *symbol = NULL;
+	uint64_t offset = address;
+	char text[1024];
+	if (dladdr((void *)(uintptr_t)address, &info) && info.dli_fname) {
+		module = info.dli_fname;
+		offset = address - (uint64_t)(uintptr_t)info.dli_fbase;
+		symbol = info.dli_sname;
+	}
+	const char *base = module ? strrchr(module, '/') : NULL;
+	base = base ? base + 1 : (module && *module ? module : "?");
+	if (symbol)
+		snprintf(text, sizeof(text), "%s+0x%llx (%s)", symbol,
+			 (unsigned long long)(address - (uint64_t)(uintptr_t)info.dli_saddr), base);
+	else
+		snprintf(text, sizeof(text), "%s+0x%llx", base, (unsigned long long)offset);
+	return insert_site_row(address, module, offset, symbol, text);
+}
+
 static int64_t site_id(uint64_t address)
 {
 	if (address == 0)
 		return 0;
-	if (sites.count * 2 >= sites.capacity) { /* grow: keep the load under one half */
-		size_t capacity = sites.capacity ? sites.capacity * 2 : 1024;
-		uint64_t *addresses = calloc(capacity, sizeof(*addresses));
-		int64_t *ids = calloc(capacity, sizeof(*ids));
-		if (!addresses || !ids) {
-			free(addresses);
-			free(ids);
-			return 0;
-		}
-		for (size_t i = 0; i < sites.capacity; i++) {
-			if (!sites.addresses[i])
-				continue;
-			size_t j = ss_hash64(&sites.addresses[i], 8) & (capacity - 1);
-			while (addresses[j])
-				j = (j + 1) & (capacity - 1);
-			addresses[j] = sites.addresses[i];
-			ids[j] = sites.ids[i];
-		}
-		free(sites.addresses);
-		free(sites.ids);
-		sites.addresses = addresses;
-		sites.ids = ids;
-		sites.capacity = capacity;
-	}
-	size_t j = ss_hash64(&address, 8) & (sites.capacity - 1);
-	while (sites.addresses[j] && sites.addresses[j] != address)
-		j = (j + 1) & (sites.capacity - 1);
-	if (!sites.addresses[j]) {
-		int64_t id = insert_site(address);
-		if (id == 0)
-			return 0;
-		sites.addresses[j] = address;
-		sites.ids[j] = id;
-		sites.count++;
-	}
-	return sites.ids[j];
+	int64_t *slot = id_map_slot(&sites, address);
+	if (!slot)
+		return 0;
+	if (*slot == 0)
+		*slot = insert_native_site(address);
+	return *slot;
 }
 
 /* ------------------------------------------------------------------ records to rows */
 
 struct ring_state {
 	int thread_known;
+	int64_t last_call_rowid; /* the row a following stack record belongs to */
 	/* The open polling loop's row, written at a commit while the loop still ran (from
 	 * ss_ring_peek_poll); the loop's final record, when it arrives, updates this row. */
 	int64_t snap_rowid;
@@ -413,14 +442,93 @@ static void store_open_loop(struct ss_ring *ring, struct ring_state *rs)
 	rs->snap_api = loop.api;
 }
 
+/* docs/attribution.md: a frame of the frameworks, the libraries or the interpreter; the user
+ * call site is the innermost frame that is none of these. */
+static int framework_frame(const char *line)
+{
+	return line[0] == '<' || strstr(line, "/site-packages/") || strstr(line, "/dist-packages/") ||
+	       strstr(line, "/lib/python3.") || strstr(line, "/lib64/python3.");
+}
+
+/* The site of a Python frame line "file:line in function", by its text. */
+static int64_t python_site(const char *frame, size_t length)
+{
+	char text[1024], file[768] = "", function[256] = "";
+	snprintf(text, sizeof(text), "%.*s", (int)length, frame);
+	int64_t *slot = id_map_slot(&text_sites, ss_hash64(text, strlen(text)) | 1);
+	if (!slot)
+		return 0;
+	if (*slot == 0) {
+		long line = 0;
+		const char *in = strstr(text, " in ");
+		const char *colon = in ? in : text + strlen(text);
+		while (colon > text && *colon != ':')
+			colon--;
+		snprintf(file, sizeof(file), "%.*s", (int)(colon - text), text);
+		if (*colon == ':')
+			line = strtol(colon + 1, NULL, 10);
+		if (in)
+			snprintf(function, sizeof(function), "%s", in + 4);
+		*slot = insert_site_row(0, file, (uint64_t)line, *function ? function : NULL, text);
+	}
+	return *slot;
+}
+
+/* A call's Python frames (python.c): deduplicated into stacks; the user's frame becomes the
+ * call's site (SCHEMA-6). The frames' buffer was the writer's to free from the moment it was
+ * pushed. */
+static void store_python_stack(struct ring_state *rs, const struct ss_rec *r)
+{
+	char *frames = (char *)(uintptr_t)r->obj;
+	uint64_t hash = r->aux | 1;
+	int64_t *slot = id_map_slot(&stacks, hash);
+	if (slot && *slot == 0) {
+		sqlite3_stmt *st = statements[ST_STACK];
+		sq.sqlite3_bind_text(st, 1, "python", -1, SQLITE_STATIC);
+		sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)r->aux);
+		sq.sqlite3_bind_int64(st, 3, (sqlite3_int64)r->stream);
+		sq.sqlite3_bind_text(st, 4, frames, (int)r->bytes, SQLITE_TRANSIENT);
+		if (step_reset(st) == 0)
+			*slot = sq.sqlite3_last_insert_rowid(db);
+	}
+	const char *user = frames, *line = frames;
+	for (;;) {
+		const char *end = strchr(line, '\n');
+		if (!framework_frame(line)) {
+			user = line;
+			break;
+		}
+		if (!end)
+			break;
+		line = end + 1;
+	}
+	const char *user_end = strchr(user, '\n');
+	int64_t site = python_site(user, user_end ? (size_t)(user_end - user) : strlen(user));
+	if (rs->last_call_rowid && slot && *slot) {
+		sqlite3_stmt *st = statements[ST_ATTACH_STACK];
+		sq.sqlite3_bind_int64(st, 1, *slot);
+		if (site)
+			sq.sqlite3_bind_int64(st, 2, site);
+		else
+			sq.sqlite3_bind_null(st, 2);
+		sq.sqlite3_bind_int64(st, 3, rs->last_call_rowid);
+		step_reset(st);
+	}
+	free(frames);
+}
+
 static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss_rec *r)
 {
+	if (r->api == SS_REC_PYSTACK) {
+		store_python_stack(rs, r);
+		return;
+	}
 	if (!rs->thread_known)
 		note_thread(ring, rs, ss_clock_to_ns(r->t_start));
 	if (r->cls == SS_S7)
 		store_loop(ring, rs, r);
 	else
-		insert_call(ring, r);
+		rs->last_call_rowid = insert_call(ring, r);
 }
 
 static void drain_ring(struct ss_ring *ring)
@@ -785,9 +893,9 @@ static void close_database(const char *reason)
 		free(ring->writer_state);
 		ring->writer_state = NULL;
 	}
-	free(sites.addresses);
-	free(sites.ids);
-	memset(&sites, 0, sizeof(sites));
+	id_map_free(&sites);
+	id_map_free(&text_sites);
+	id_map_free(&stacks);
 	memset(rows_per_class, 0, sizeof(rows_per_class));
 	layers_seen = 0;
 	dropped_write = 0;
@@ -927,9 +1035,9 @@ void ss_writer_fork_child(void)
 	db = NULL;
 	for (int i = 0; i < ST_COUNT; i++)
 		statements[i] = NULL;
-	free(sites.addresses);
-	free(sites.ids);
-	memset(&sites, 0, sizeof(sites));
+	id_map_free(&sites);
+	id_map_free(&text_sites);
+	id_map_free(&stacks);
 	memset(rows_per_class, 0, sizeof(rows_per_class));
 	layers_seen = 0;
 	dropped_write = 0;

@@ -32,6 +32,7 @@ static const struct dump_table {
     {"threads", "tid"},
     {"comms", "created_ns, comm"},
     {"streams", "created_ns, stream"},
+    {"stacks", "id"},
 };
 
 enum dump_format { FORMAT_TSV, FORMAT_CSV, FORMAT_JSON };
@@ -259,7 +260,7 @@ int cmd_dump(int argc, char **argv)
 			if (!table)
 				return ss_error(SS_EXIT_INPUT,
 						"dump: unknown table '%s' (calls, api_calls, meta, "
-						"sites, threads, comms, streams)",
+						"sites, threads, comms, streams, stacks)",
 						optarg);
 			break;
 		case 'f':

@@ -40,7 +40,8 @@ enum ss_exit {
 	  "  exit status: 0 within budget, 1 over budget, 2 bad budget, database or usage\n")        \
 	X(dump, "[--table T] [--format tsv|csv|json] [--where SQL] DB|DIR...",                     \
 	  "print the rows of one table of each database, for scripts",                             \
-	  "  --table T    api_calls (default), calls, meta, sites, threads, comms, streams\n"     \
+	  "  --table T    api_calls (default), calls, meta, sites, threads, comms, streams,\n"    \
+	  "               stacks\n"                                                              \
 	  "  --format F   tsv (default: '# PATH' line, header line), csv, json (one array)\n"     \
 	  "  --where SQL  only rows where the SQL expression holds (read-only connection)\n")     \
 	X(export, "[--format chrome] -o FILE DB|DIR...",                                           \

@@ -27,6 +27,8 @@
 	X(SYNCSPY_ENQUEUE_TIMING, BOOL, "0",                                                       \
 	  "1: also time the end of enqueue calls (E1-E3); 0: enqueue rows carry their start "      \
 	  "time only (end_ns = start_ns), which halves their clock reads")                         \
+	X(SYNCSPY_STACK_DEPTH, INT, "32",                                                          \
+	  "most frames of a sync point's Python stack (0: no stacks)")                            \
 	X(SYNCSPY_CLOCK, STR, "auto",                                                              \
 	  "auto: the invariant TSC where the CPU has one, else clock_gettime; mono: always "      \
 	  "clock_gettime(CLOCK_MONOTONIC)")                                                        \

@@ -14,11 +14,16 @@
  *             2 for the per-thread default stream (of calls.tid), else the handle value.
  *   SCHEMA-5  one calls row is one intercepted call, except class S7, where one row stands
  *             for an uninterrupted polling loop of `count` queries of one object by one thread.
+ *   SCHEMA-6  calls.site_id names the user call site: the first Python frame outside the
+ *             frameworks when a Python stack was taken (calls.py_stack_id), else the native
+ *             return address into the caller of the entry point (docs/attribution.md).
+ *
+ * Version history: 1 (first); 2 adds stacks and calls.py_stack_id.
  */
 #ifndef SYNCSPY_SCHEMA_H
 #define SYNCSPY_SCHEMA_H
 
-#define SS_SCHEMA_VERSION 1
+#define SS_SCHEMA_VERSION 2
 
 /* Tables. Lookup tables (classes, apis, memkinds, dirs) are filled by the writer from the same
  * X-macros the shim is built from, so every database describes itself. */
@@ -38,7 +43,9 @@
 	" start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"                                     \
 	" stream INTEGER, event INTEGER, comm INTEGER, ptr INTEGER, bytes INTEGER, dir INTEGER,"                \
 	" host_mem INTEGER, ret INTEGER NOT NULL, site_id INTEGER,"                                \
-	" count INTEGER NOT NULL DEFAULT 1, aux INTEGER);\n"                                       \
+	" count INTEGER NOT NULL DEFAULT 1, aux INTEGER, py_stack_id INTEGER);\n"                 \
+	"CREATE TABLE stacks(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, hash INTEGER NOT NULL,"    \
+	" depth INTEGER NOT NULL, frames TEXT NOT NULL);\n"                                        \
 	"CREATE TABLE comms(comm INTEGER NOT NULL, id_hash TEXT, rank INTEGER, nranks INTEGER,"    \
 	" parent INTEGER, api_id INTEGER, created_ns INTEGER, destroyed_ns INTEGER);\n"            \
 	"CREATE TABLE streams(stream INTEGER NOT NULL, flags INTEGER, priority INTEGER,"           \
@@ -51,7 +58,8 @@
 	" CASE WHEN c.event IS NULL THEN NULL ELSE printf('0x%x', c.event) END AS event,"          \
 	" CASE WHEN c.comm IS NULL THEN NULL ELSE printf('0x%x', c.comm) END AS comm,"             \
 	" d.name AS dir, c.count AS count, c.aux AS aux, a.layer AS layer,"                        \
-	" CASE WHEN c.ptr IS NULL THEN NULL ELSE printf('0x%x', c.ptr) END AS ptr"                         \
+	" CASE WHEN c.ptr IS NULL THEN NULL ELSE printf('0x%x', c.ptr) END AS ptr,"                 \
+	" (SELECT frames FROM stacks st WHERE st.id = c.py_stack_id) AS py_stack"                         \
 	" FROM calls c JOIN apis a ON a.id = c.api_id"                                             \
 	" LEFT JOIN memkinds m ON m.id = c.host_mem LEFT JOIN dirs d ON d.id = c.dir"              \
 	" LEFT JOIN sites s ON s.id = c.site_id;\n"

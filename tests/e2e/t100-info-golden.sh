@@ -51,7 +51,7 @@ meta:
   ppid                = 4200
   rank                = 0
   rank_source         = env
-  schema_version      = 1
+  schema_version      = 2
   sqlite_version      = 3.45.1
   start_mono_ns       = 1000000000000
   start_realtime_ns   = 1764672000000000000

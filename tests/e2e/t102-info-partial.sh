@@ -30,7 +30,7 @@ db="$tmp/rank0.sqlite.partial"
 	"$SYNCSPY" schema --lookups || exit 1
 	cat <<'SQL'
 ;
-INSERT INTO meta VALUES('schema_version', 1);
+INSERT INTO meta VALUES('schema_version', 2);
 INSERT INTO meta VALUES('file_final', 0);
 INSERT INTO apis VALUES(1, 'cudaStreamSynchronize', 'runtime', 'S2');
 INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, ret)

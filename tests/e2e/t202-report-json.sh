@@ -18,7 +18,7 @@ fi
 j "json_type(d, '\$.schema_version') || ' ' || json_type(d, '\$.report_version') || ' ' ||
    json_type(d, '\$.syncspy_version') || ' ' || json_type(d, '\$.ranks') || ' ' ||
    json_type(d, '\$.findings') || ' ' || json_type(d, '\$.notes') || ' ' || json_extract(d, '\$.schema_version')" >"$tmp/actual"
-echo "integer text text array array array 1" | diff -u - "$tmp/actual" >&2 || fail "top-level fields"
+echo "integer text text array array array 2" | diff -u - "$tmp/actual" >&2 || fail "top-level fields"
 
 # Every rank: the documented keys, in order, and the numbers the scenario makes.
 "$SQLITE3" -batch :memory: "SELECT (SELECT group_concat(k.key, ',') FROM json_each(r.value) AS k),

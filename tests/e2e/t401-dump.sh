@@ -12,20 +12,20 @@ awk -F'\t' 'BEGIN { OFS = "\t" }
 	NR == 2 { print; next }
 	{ $4 = "T"; $5 = "T"; $6 = "TID"; if ($7 ~ /^0x/) $7 = "S"; if ($11 != "") $11 = "SITE"; if ($12 != "") $12 = "EV"; print }' "$tmp/raw" >"$tmp/actual"
 printf '# DB
-id\tapi\tclass\tstart_ns\tend_ns\ttid\tstream\tbytes\thost_mem\tret\tsite\tevent\tcomm\tdir\tcount\taux\tlayer\tptr
-5\tcudaEventRecord\tE2\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t\truntime\t
-6\tcudaStreamWaitEvent\tE3\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t0\truntime\t
-9\tcudaEventRecord\tE2\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t\truntime\t
-10\tcudaStreamWaitEvent\tE3\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t0\truntime\t
+id\tapi\tclass\tstart_ns\tend_ns\ttid\tstream\tbytes\thost_mem\tret\tsite\tevent\tcomm\tdir\tcount\taux\tlayer\tptr\tpy_stack
+5\tcudaEventRecord\tE2\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t\truntime\t\t
+6\tcudaStreamWaitEvent\tE3\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t0\truntime\t\t
+9\tcudaEventRecord\tE2\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t\truntime\t\t
+10\tcudaStreamWaitEvent\tE3\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t0\truntime\t\t
 ' >"$tmp/expected"
 diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "dump TSV differs"
 
 # Every table and view dumps; meta as CSV.
-for t in calls api_calls meta sites threads comms streams; do
+for t in calls api_calls meta sites threads comms streams stacks; do
 	"$SYNCSPY" dump --table $t --format csv "$db" >/dev/null || fail "dump --table $t"
 done
 "$SYNCSPY" dump --table meta --format csv --where "key IN ('schema_version', 'exit_reason')" "$db" | sed 1d >"$tmp/actual"
-printf 'key,value\nexit_reason,exit\nschema_version,1\n' >"$tmp/expected"
+printf 'key,value\nexit_reason,exit\nschema_version,2\n' >"$tmp/expected"
 diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "dump CSV differs"
 
 # JSON: one array, an object per database, the rows' values typed.

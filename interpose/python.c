@@ -1,0 +1,149 @@
+/*
+ * interpose/python.c: the Python frames of a sync point (S1-S6), taken when the calling thread
+ * holds the GIL: `.item()`, printing a tensor, `.cpu()` and the like reach CUDA from Python with
+ * the GIL held, and their frames name the user's line.
+ *
+ * Python's C API is found at run time (dlsym in the global scope: the python executable exports
+ * it), never linked. The hook runs no Python code and never takes the GIL: it asks
+ * PyGILState_Check() first and walks frame objects with the GIL the thread already holds
+ * (PyEval_GetFrame, PyFrame_GetBack/GetCode/GetLineNumber, Python 3.9 and later). A sync made
+ * with the GIL released (torch.cuda.synchronize releases it) gets no Python frames: its site is
+ * the native caller (docs/attribution.md).
+ *
+ * The frames travel to the writer as a record of their own (api SS_REC_PYSTACK) right behind
+ * the call's record, carrying a malloc'd text, "file:line in function" per frame, innermost
+ * first. Sync points cost microseconds already; the allocation is theirs only (SHIM-1).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring.h"
+#include "shim.h"
+
+void *ss_dlsym(void *handle, const char *name); /* driver.c: the real dlsym */
+
+typedef void PyObject;
+
+static struct {
+	int (*is_initialized)(void);
+	int (*gil_check)(void);
+	PyObject *(*get_frame)(void);           /* borrowed */
+	PyObject *(*frame_get_back)(PyObject *); /* new reference */
+	PyObject *(*frame_get_code)(PyObject *); /* new reference */
+	int (*frame_get_line)(PyObject *);
+	PyObject *(*get_attr)(PyObject *, const char *); /* new reference */
+	const char *(*as_utf8)(PyObject *);
+	void (*decref)(PyObject *);
+	PyObject *(*err_occurred)(void);
+	void (*err_fetch)(PyObject **, PyObject **, PyObject **);
+	void (*err_restore)(PyObject *, PyObject *, PyObject *);
+	int usable;
+} py;
+
+static pthread_once_t py_once = PTHREAD_ONCE_INIT;
+
+static void find_python(void)
+{
+#define FIND(field, name) *(void **)&py.field = ss_dlsym(RTLD_DEFAULT, name)
+	FIND(is_initialized, "Py_IsInitialized");
+	FIND(gil_check, "PyGILState_Check");
+	FIND(get_frame, "PyEval_GetFrame");
+	FIND(frame_get_back, "PyFrame_GetBack");
+	FIND(frame_get_code, "PyFrame_GetCode");
+	FIND(frame_get_line, "PyFrame_GetLineNumber");
+	FIND(get_attr, "PyObject_GetAttrString");
+	FIND(as_utf8, "PyUnicode_AsUTF8");
+	FIND(decref, "Py_DecRef");
+	FIND(err_occurred, "PyErr_Occurred");
+	FIND(err_fetch, "PyErr_Fetch");
+	FIND(err_restore, "PyErr_Restore");
+#undef FIND
+	py.usable = py.is_initialized && py.gil_check && py.get_frame && py.frame_get_back &&
+		    py.frame_get_code && py.frame_get_line && py.get_attr && py.as_utf8 &&
+		    py.decref && py.err_occurred && py.err_fetch && py.err_restore;
+}
+
+/* A code object's attribute as UTF-8 into out ("?" when it has none). */
+static void code_text(PyObject *code, const char *attr, char *out, size_t len)
+{
+	PyObject *value = py.get_attr(code, attr);
+	const char *text = value ? py.as_utf8(value) : NULL;
+	snprintf(out, len, "%s", text ? text : "?");
+	if (value)
+		py.decref(value);
+}
+
+/* The calling thread's Python frames, innermost first; NULL when it holds no GIL. */
+static char *python_frames(size_t *length, int *depth)
+{
+	PyObject *frame = py.get_frame();
+	if (!frame)
+		return NULL;
+	/* The program may be in the middle of raising: keep its error as it is. */
+	PyObject *type = NULL, *value = NULL, *traceback = NULL;
+	py.err_fetch(&type, &value, &traceback);
+	size_t capacity = 4096, used = 0;
+	char *text = malloc(capacity);
+	int max_depth = (int)ss_config.SYNCSPY_STACK_DEPTH, n = 0;
+	PyObject *owned = NULL; /* the first frame is borrowed: not ours to release */
+	while (text && frame && n < max_depth) {
+		char file[512], function[256];
+		PyObject *code = py.frame_get_code(frame);
+		if (!code)
+			break;
+		code_text(code, "co_filename", file, sizeof(file));
+		code_text(code, "co_name", function, sizeof(function));
+		py.decref(code);
+		int line = py.frame_get_line(frame);
+		size_t need = strlen(file) + strlen(function) + 32;
+		if (used + need > capacity) {
+			char *grown = realloc(text, capacity * 2 + need);
+			if (!grown)
+				break;
+			text = grown;
+			capacity = capacity * 2 + need;
+		}
+		used += (size_t)snprintf(text + used, capacity - used, "%s%s:%d in %s",
+					 n ? "\n" : "", file, line, function);
+		n++;
+		PyObject *back = py.frame_get_back(frame);
+		if (owned)
+			py.decref(owned);
+		owned = frame = back;
+	}
+	if (owned)
+		py.decref(owned);
+	py.err_restore(type, value, traceback);
+	if (text && n == 0) {
+		free(text);
+		text = NULL;
+	}
+	*length = used;
+	*depth = n;
+	return text;
+}
+
+void ss_python_attach(struct ss_tls *tls)
+{
+	pthread_once(&py_once, find_python);
+	if (!py.usable || !py.is_initialized() || !py.gil_check())
+		return;
+	struct ss_ring *ring = tls->ring;
+	if (!ring)
+		return;
+	size_t length;
+	int depth;
+	char *frames = python_frames(&length, &depth);
+	if (!frames)
+		return;
+	struct ss_rec rec = {.api = SS_REC_PYSTACK,
+			     .obj = (uintptr_t)frames,
+			     .bytes = length,
+			     .aux = ss_hash64(frames, length),
+			     .stream = (uint64_t)depth};
+	if (!ss_ring_push(ring, &rec))
+		free(frames); /* counted as dropped (SHIM-5) */
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""tests/progs/py_frames.py: sync points made from Python, for the Python-frame attribution.
+
+Calls the CPU stand-in libcudart through ctypes. ctypes.PyDLL keeps the GIL during the call, as
+torch's `.item()` does: the shim must name this file's line. ctypes.CDLL releases the GIL, as
+torch.cuda.synchronize() does: no Python frames, the site stays native. The lines that call are
+marked; the test finds them by their markers."""
+import ctypes
+import os
+import sys
+
+path = os.environ["CUDART"]
+ctypes.CDLL(path, mode=os.RTLD_GLOBAL)  # the stand-in, loaded globally: the shim's wrapper comes first
+holds_gil = ctypes.PyDLL(None)
+releases_gil = ctypes.CDLL(None)
+
+
+def inner_step(n):
+    for _ in range(n):
+        holds_gil.cudaDeviceSynchronize()  # MARK:with-gil
+
+
+def train(n):
+    inner_step(n)
+    releases_gil.cudaDeviceSynchronize()  # MARK:without-gil
+
+
+train(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+print("done")
