@@ -78,6 +78,12 @@ extern const struct ss_api_info ss_apis[SS_API_COUNT];
 /* Records that are not calls: they follow the call they belong to in the same ring. */
 #define SS_REC_PYSTACK 0xffff /* obj: malloc'd frames text, bytes: its length, aux: its hash,
 				 stream: the number of frames (python.c) */
+/* nvtx.c: obj a malloc'd name (push, start, step) or NULL, aux the depth or the range id */
+#define SS_REC_NVTX_PUSH  0xfffe
+#define SS_REC_NVTX_POP   0xfffd
+#define SS_REC_NVTX_START 0xfffc
+#define SS_REC_NVTX_END   0xfffb
+#define SS_REC_STEP       0xfffa
 
 /* ------------------------------------------------------------------ the event record */
 

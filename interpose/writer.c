@@ -57,6 +57,7 @@ enum statement {
 	ST_META,
 	ST_STACK,
 	ST_ATTACH_STACK,
+	ST_RANGE,
 	ST_COUNT
 };
 static const char *const statement_sql[ST_COUNT] = {
@@ -76,6 +77,7 @@ static const char *const statement_sql[ST_COUNT] = {
 			  " WHERE stream = ? AND destroyed_ns IS NULL",
 	[ST_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
 	[ST_STACK] = "INSERT INTO stacks(kind, hash, depth, frames) VALUES(?,?,?,?)",
+	[ST_RANGE] = "INSERT INTO ranges(tid, kind, name, start_ns, end_ns, depth) VALUES(?,?,?,?,?,?)",
 	[ST_ATTACH_STACK] = "UPDATE calls SET py_stack_id = ?, site_id = coalesce(?, site_id)"
 			    " WHERE id = ?",
 };
@@ -294,8 +296,19 @@ static int64_t site_id(uint64_t address)
 
 /* ------------------------------------------------------------------ records to rows */
 
+/* An NVTX range or step not closed yet. */
+struct open_range {
+	char *name; /* malloc'd by nvtx.c */
+	uint64_t start_ns;
+	uint64_t id; /* start/end ranges: NVTX's range id */
+	pid_t tid;
+};
+
 struct ring_state {
 	int thread_known;
+	struct open_range *pushes; /* this thread's nvtxRangePush stack */
+	size_t npushes, pushes_capacity;
+	struct open_range step;    /* this thread's current syncspy_step (name NULL: none) */
 	int64_t last_call_rowid; /* the row a following stack record belongs to */
 	/* The open polling loop's row, written at a commit while the loop still ran (from
 	 * ss_ring_peek_poll); the loop's final record, when it arrives, updates this row. */
@@ -442,6 +455,121 @@ static void store_open_loop(struct ss_ring *ring, struct ring_state *rs)
 	rs->snap_api = loop.api;
 }
 
+/* NVTX start/end ranges may end on another thread: kept process-wide. */
+static struct open_range *started;
+static size_t nstarted, started_capacity;
+
+static void insert_range(pid_t tid, const char *kind, const char *name, uint64_t start_ns,
+			 int has_end, uint64_t end_ns, int64_t depth)
+{
+	sqlite3_stmt *st = statements[ST_RANGE];
+	sq.sqlite3_bind_int64(st, 1, tid);
+	sq.sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+	if (name)
+		sq.sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+	else
+		sq.sqlite3_bind_null(st, 3);
+	sq.sqlite3_bind_int64(st, 4, (sqlite3_int64)start_ns);
+	bind_u64_or_null(st, 5, has_end, end_ns);
+	if (depth >= 0)
+		sq.sqlite3_bind_int64(st, 6, depth);
+	else
+		sq.sqlite3_bind_null(st, 6);
+	step_reset(st);
+}
+
+static int grow_ranges(struct open_range **items, size_t n, size_t *capacity)
+{
+	if (n < *capacity)
+		return 1;
+	size_t grown_capacity = *capacity ? *capacity * 2 : 16;
+	struct open_range *grown = realloc(*items, grown_capacity * sizeof(**items));
+	if (!grown)
+		return 0;
+	*items = grown;
+	*capacity = grown_capacity;
+	return 1;
+}
+
+/* Pairs NVTX and step markers (nvtx.c) into ranges rows. */
+static void store_marker(struct ss_ring *ring, struct ring_state *rs, const struct ss_rec *r)
+{
+	char *name = (char *)(uintptr_t)r->obj;
+	uint64_t t = ss_clock_to_ns(r->t_start);
+	switch (r->api) {
+	case SS_REC_NVTX_PUSH:
+		if (grow_ranges(&rs->pushes, rs->npushes, &rs->pushes_capacity)) {
+			rs->pushes[rs->npushes++] = (struct open_range){name, t, r->aux, ring->tid};
+			return;
+		}
+		break;
+	case SS_REC_NVTX_POP:
+		if (rs->npushes > 0) {
+			struct open_range *open = &rs->pushes[--rs->npushes];
+			insert_range(ring->tid, "push", open->name, open->start_ns, 1, t,
+				     (int64_t)rs->npushes);
+			free(open->name);
+		}
+		break;
+	case SS_REC_NVTX_START:
+		if (grow_ranges(&started, nstarted, &started_capacity)) {
+			started[nstarted++] = (struct open_range){name, t, r->aux, ring->tid};
+			return;
+		}
+		break;
+	case SS_REC_NVTX_END:
+		for (size_t i = 0; i < nstarted; i++)
+			if (started[i].id == r->aux) {
+				insert_range(started[i].tid, "startend", started[i].name,
+					     started[i].start_ns, 1, t, -1);
+				free(started[i].name);
+				started[i] = started[--nstarted];
+				break;
+			}
+		break;
+	case SS_REC_STEP:
+		if (rs->step.name) {
+			insert_range(ring->tid, "step", rs->step.name, rs->step.start_ns, 1, t, -1);
+			free(rs->step.name);
+		}
+		rs->step = (struct open_range){name, t, 0, ring->tid};
+		return;
+	}
+	free(name);
+}
+
+/* At the end: ranges still open are written with no end (end_ns NULL), steps end now. */
+static void close_open_ranges(void)
+{
+	uint64_t now = ss_mono_ns();
+	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next) {
+		struct ring_state *rs = ring->writer_state;
+		if (!rs)
+			continue;
+		for (size_t i = 0; i < rs->npushes; i++) {
+			insert_range(ring->tid, "push", rs->pushes[i].name, rs->pushes[i].start_ns, 0,
+				     0, (int64_t)i);
+			free(rs->pushes[i].name);
+		}
+		free(rs->pushes);
+		rs->pushes = NULL;
+		rs->npushes = rs->pushes_capacity = 0;
+		if (rs->step.name) {
+			insert_range(ring->tid, "step", rs->step.name, rs->step.start_ns, 1, now, -1);
+			free(rs->step.name);
+			rs->step.name = NULL;
+		}
+	}
+	for (size_t i = 0; i < nstarted; i++) {
+		insert_range(started[i].tid, "startend", started[i].name, started[i].start_ns, 0, 0,
+			     -1);
+		free(started[i].name);
+	}
+	free(started);
+	started = NULL;
+	nstarted = started_capacity = 0;
+}
+
 /* docs/attribution.md: a frame of the frameworks, the libraries or the interpreter; the user
  * call site is the innermost frame that is none of these. */
 static int framework_frame(const char *line)
@@ -521,6 +649,10 @@ static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss
 {
 	if (r->api == SS_REC_PYSTACK) {
 		store_python_stack(rs, r);
+		return;
+	}
+	if (r->api >= SS_REC_STEP && r->api <= SS_REC_NVTX_PUSH) {
+		store_marker(ring, rs, r);
 		return;
 	}
 	if (!rs->thread_known)
@@ -873,6 +1005,7 @@ static void close_database(const char *reason)
 {
 	atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 	drain_all();
+	close_open_ranges();
 	meta_int("end_mono_ns", (int64_t)ss_mono_ns());
 	meta_text("exit_reason", reason);
 	meta_int("file_final", 1);

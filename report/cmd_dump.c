@@ -33,6 +33,7 @@ static const struct dump_table {
     {"comms", "created_ns, comm"},
     {"streams", "created_ns, stream"},
     {"stacks", "id"},
+    {"ranges", "start_ns, id"},
 };
 
 enum dump_format { FORMAT_TSV, FORMAT_CSV, FORMAT_JSON };
@@ -260,7 +261,7 @@ int cmd_dump(int argc, char **argv)
 			if (!table)
 				return ss_error(SS_EXIT_INPUT,
 						"dump: unknown table '%s' (calls, api_calls, meta, "
-						"sites, threads, comms, streams, stacks)",
+						"sites, threads, comms, streams, stacks, ranges)",
 						optarg);
 			break;
 		case 'f':

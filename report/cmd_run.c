@@ -4,8 +4,9 @@
  * without writing LD_PRELOAD by hand.
  *
  * It sets LD_PRELOAD (libsyncspy.so first, the caller's own preloads kept after it),
- * SYNCSPY_OUTPUT (absolute, so that a child that changes directory still writes there) and,
- * with --cupti/--no-cupti, SYNCSPY_CUPTI; every other variable (NCCL_*, CUDA_*, the caller's
+ * SYNCSPY_OUTPUT (absolute, so that a child that changes directory still writes there),
+ * NVTX_INJECTION64_PATH (libsyncspy.so, so NVTX ranges are recorded: unless the caller set it
+ * to another tool) and, with --cupti/--no-cupti, SYNCSPY_CUPTI; every other variable (NCCL_*, CUDA_*, the caller's
  * SYNCSPY_*) reaches CMD unchanged. Then it runs CMD, waits, prints a short summary of the
  * databases written during the run on stderr and exits with CMD's status, as a shell would:
  * CMD's exit code, 128+N when a signal N ended it, 127 when CMD cannot be found.
@@ -372,6 +373,7 @@ int cmd_run(int argc, char **argv)
 		return SS_EXIT_INPUT;
 	}
 	if (set_preload(shim) != 0 || setenv("SYNCSPY_OUTPUT", dir, 1) != 0 ||
+	    setenv("NVTX_INJECTION64_PATH", shim, 0) != 0 ||
 	    (cupti && setenv("SYNCSPY_CUPTI", cupti, 1) != 0)) {
 		free(shim);
 		free(dir);

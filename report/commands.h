@@ -41,7 +41,7 @@ enum ss_exit {
 	X(dump, "[--table T] [--format tsv|csv|json] [--where SQL] DB|DIR...",                     \
 	  "print the rows of one table of each database, for scripts",                             \
 	  "  --table T    api_calls (default), calls, meta, sites, threads, comms, streams,\n"    \
-	  "               stacks\n"                                                              \
+	  "               stacks, ranges\n"                                                              \
 	  "  --format F   tsv (default: '# PATH' line, header line), csv, json (one array)\n"     \
 	  "  --where SQL  only rows where the SQL expression holds (read-only connection)\n")     \
 	X(export, "[--format chrome] -o FILE DB|DIR...",                                           \

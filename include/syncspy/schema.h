@@ -18,7 +18,7 @@
  *             frameworks when a Python stack was taken (calls.py_stack_id), else the native
  *             return address into the caller of the entry point (docs/attribution.md).
  *
- * Version history: 1 (first); 2 adds stacks and calls.py_stack_id.
+ * Version history: 1 (first); 2 adds stacks, calls.py_stack_id and ranges (NVTX, steps).
  */
 #ifndef SYNCSPY_SCHEMA_H
 #define SYNCSPY_SCHEMA_H
@@ -46,6 +46,8 @@
 	" count INTEGER NOT NULL DEFAULT 1, aux INTEGER, py_stack_id INTEGER);\n"                 \
 	"CREATE TABLE stacks(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, hash INTEGER NOT NULL,"    \
 	" depth INTEGER NOT NULL, frames TEXT NOT NULL);\n"                                        \
+	"CREATE TABLE ranges(id INTEGER PRIMARY KEY, tid INTEGER NOT NULL, kind TEXT NOT NULL,"     \
+	" name TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER, depth INTEGER);\n"                 \
 	"CREATE TABLE comms(comm INTEGER NOT NULL, id_hash TEXT, rank INTEGER, nranks INTEGER,"    \
 	" parent INTEGER, api_id INTEGER, created_ns INTEGER, destroyed_ns INTEGER);\n"            \
 	"CREATE TABLE streams(stream INTEGER NOT NULL, flags INTEGER, priority INTEGER,"           \

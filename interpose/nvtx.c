@@ -1,0 +1,163 @@
+/*
+ * interpose/nvtx.c: syncspy as an NVTX injection library, so sync points can be counted per
+ * NVTX range (`torch.cuda.nvtx.range("step")`, nvtxRangePushA/Pop, nvtxRangeStartA/End), and a
+ * way to mark steps without NVTX (syncspy_step).
+ *
+ * NVTX (header-only, compiled into the program) loads the library named by
+ * NVTX_INJECTION64_PATH and calls its InitializeInjectionNvtx2, which fills NVTX's function
+ * tables with the functions below. `syncspy run` sets the variable to libsyncspy.so; with plain
+ * LD_PRELOAD, set it to the same path (docs/attribution.md).
+ *
+ * Each push, pop, start, end and step becomes a record in the calling thread's ring (a range's
+ * name is copied: the writer frees it), and the writer pairs them into the `ranges` table.
+ * NVTX calls are the program's own markers, a few per step: the copy is not on the hot path of
+ * CUDA calls that SHIM-1 protects.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include "clock.h"
+#include "ring.h"
+#include "shim.h"
+
+static __thread int push_depth __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t next_range_id = 1;
+
+/* A marker record: api is one of SS_REC_NVTX_*, obj a malloc'd name (or NULL), aux the range
+ * id (start/end) or the push depth. */
+static void emit_marker(int kind, const char *name, uint64_t aux)
+{
+	struct ss_tls *tls = &ss_tls;
+	if (!ss_should_record(tls))
+		return;
+	struct ss_rec rec = {.api = (uint16_t)kind, .aux = aux, .t_start = ss_now()};
+	rec.t_end = rec.t_start;
+	char *copy = name ? strdup(name) : NULL;
+	rec.obj = (uintptr_t)copy;
+	tls->depth++;
+	struct ss_ring *ring = tls->ring;
+	if (!ring || tls->generation != atomic_load(&ss_hot.generation))
+		ring = ss_ring_attach(tls);
+	if (!ring || (ss_ring_close_poll(ring), !ss_ring_push(ring, &rec)))
+		free(copy);
+	tls->depth--;
+}
+
+static const char *attribute_name(const nvtxEventAttributes_t *attributes)
+{
+	if (attributes && attributes->messageType == NVTX_MESSAGE_TYPE_ASCII &&
+	    attributes->message.ascii)
+		return attributes->message.ascii;
+	return "(unnamed)"; /* unicode and registered strings are not decoded */
+}
+
+static int NVTX_API range_push_a(const char *message)
+{
+	int level = push_depth++;
+	emit_marker(SS_REC_NVTX_PUSH, message ? message : "(unnamed)", (uint64_t)level);
+	return level;
+}
+
+static int NVTX_API range_push_ex(const nvtxEventAttributes_t *attributes)
+{
+	return range_push_a(attribute_name(attributes));
+}
+
+static int NVTX_API range_pop(void)
+{
+	if (push_depth == 0)
+		return -1; /* NVTX's answer to a pop without a push */
+	int level = --push_depth;
+	emit_marker(SS_REC_NVTX_POP, NULL, (uint64_t)level);
+	return level;
+}
+
+static nvtxRangeId_t NVTX_API range_start_a(const char *message)
+{
+	uint64_t id = atomic_fetch_add(&next_range_id, 1);
+	emit_marker(SS_REC_NVTX_START, message ? message : "(unnamed)", id);
+	return id;
+}
+
+static nvtxRangeId_t NVTX_API range_start_ex(const nvtxEventAttributes_t *attributes)
+{
+	return range_start_a(attribute_name(attributes));
+}
+
+static void NVTX_API range_end(nvtxRangeId_t id)
+{
+	emit_marker(SS_REC_NVTX_END, NULL, id);
+}
+
+static int NVTX_API domain_range_push_ex(nvtxDomainHandle_t domain,
+					 const nvtxEventAttributes_t *attributes)
+{
+	return range_push_ex(attributes);
+}
+
+static int NVTX_API domain_range_pop(nvtxDomainHandle_t domain)
+{
+	return range_pop();
+}
+
+static nvtxRangeId_t NVTX_API domain_range_start_ex(nvtxDomainHandle_t domain,
+						    const nvtxEventAttributes_t *attributes)
+{
+	return range_start_ex(attributes);
+}
+
+static void NVTX_API domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
+{
+	range_end(id);
+}
+
+/* Marks the start of a step on the calling thread; a step lasts until the thread's next call
+ * (or the end of the recording). For programs without NVTX: from C, call it through dlsym; from
+ * Python, ctypes.CDLL(None).syncspy_step(b"train"). */
+SS_EXPORT void syncspy_step(const char *name)
+{
+	emit_marker(SS_REC_STEP, name ? name : "step", 0);
+}
+
+static int fill(const NvtxExportTableCallbacks *callbacks, NvtxCallbackModule module,
+		const int *ids, NvtxFunctionPointer const *functions, size_t n)
+{
+	NvtxFunctionTable table = NULL;
+	unsigned int size = 0;
+	if (!callbacks->GetModuleFunctionTable(module, &table, &size) || !table)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned int)ids[i] < size && table[ids[i]])
+			*table[ids[i]] = functions[i];
+	return 1;
+}
+
+SS_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
+{
+	ss_load();
+	if (ss_config.SYNCSPY_DISABLE || !get_export_table)
+		return 0;
+	const NvtxExportTableCallbacks *callbacks = get_export_table(NVTX_ETID_CALLBACKS);
+	if (!callbacks || callbacks->struct_size < sizeof(NvtxExportTableCallbacks))
+		return 0;
+	static const int core_ids[] = {NVTX_CBID_CORE_RangePushA, NVTX_CBID_CORE_RangePushEx,
+				       NVTX_CBID_CORE_RangePop, NVTX_CBID_CORE_RangeStartA,
+				       NVTX_CBID_CORE_RangeStartEx, NVTX_CBID_CORE_RangeEnd};
+	NvtxFunctionPointer const core[] = {
+		(NvtxFunctionPointer)range_push_a,  (NvtxFunctionPointer)range_push_ex,
+		(NvtxFunctionPointer)range_pop,     (NvtxFunctionPointer)range_start_a,
+		(NvtxFunctionPointer)range_start_ex, (NvtxFunctionPointer)range_end};
+	static const int core2_ids[] = {NVTX_CBID_CORE2_DomainRangePushEx,
+					NVTX_CBID_CORE2_DomainRangePop,
+					NVTX_CBID_CORE2_DomainRangeStartEx,
+					NVTX_CBID_CORE2_DomainRangeEnd};
+	NvtxFunctionPointer const core2[] = {
+		(NvtxFunctionPointer)domain_range_push_ex, (NvtxFunctionPointer)domain_range_pop,
+		(NvtxFunctionPointer)domain_range_start_ex, (NvtxFunctionPointer)domain_range_end};
+	int ok = fill(callbacks, NVTX_CB_MODULE_CORE, core_ids, core, 6);
+	fill(callbacks, NVTX_CB_MODULE_CORE2, core2_ids, core2, 4);
+	return ok;
+}
