@@ -159,6 +159,7 @@ static void after_fork_child(void)
 		ss_ring_forget_all();
 		ss_range_reset();
 		ss_nccl_fork_child();
+		ss_native_fork_child();
 		ss_process.start_mono_ns = ss_mono_ns();
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);

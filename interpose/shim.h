@@ -84,6 +84,8 @@ extern const struct ss_api_info ss_apis[SS_API_COUNT];
 #define SS_REC_NVTX_START 0xfffc
 #define SS_REC_NVTX_END   0xfffb
 #define SS_REC_STEP       0xfffa
+/* native.c: aux the stack's hash; obj NULL or a malloc'd array of `stream` return addresses */
+#define SS_REC_NATIVE_STACK 0xfff9
 
 /* ------------------------------------------------------------------ the event record */
 
@@ -180,6 +182,10 @@ static inline void *ss_real(int api)
 /* python.c: after a sync point's record, the Python frames of the calling thread, if it holds
  * the GIL. */
 void ss_python_attach(struct ss_tls *tls);
+/* native.c: after a sync point's record, its native stack (libunwind, loaded privately). */
+void ss_native_attach(struct ss_tls *tls);
+void ss_native_fork_child(void);
+extern const char *ss_native_stacks_status;
 
 static inline int ss_wants_stack(int cls)
 {

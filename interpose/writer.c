@@ -58,6 +58,7 @@ enum statement {
 	ST_STACK,
 	ST_ATTACH_STACK,
 	ST_RANGE,
+	ST_ATTACH_NATIVE,
 	ST_COUNT
 };
 static const char *const statement_sql[ST_COUNT] = {
@@ -77,6 +78,8 @@ static const char *const statement_sql[ST_COUNT] = {
 			  " WHERE stream = ? AND destroyed_ns IS NULL",
 	[ST_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
 	[ST_STACK] = "INSERT INTO stacks(kind, hash, depth, frames) VALUES(?,?,?,?)",
+	[ST_ATTACH_NATIVE] = "UPDATE calls SET native_stack_id = ?, site_id = coalesce(?, site_id)"
+			     " WHERE id = ?",
 	[ST_RANGE] = "INSERT INTO ranges(tid, kind, name, start_ns, end_ns, depth) VALUES(?,?,?,?,?,?)",
 	[ST_ATTACH_STACK] = "UPDATE calls SET py_stack_id = ?, site_id = coalesce(?, site_id)"
 			    " WHERE id = ?",
@@ -193,7 +196,7 @@ struct id_map {
 	int64_t *ids;
 	size_t capacity, count;
 };
-static struct id_map sites, text_sites, stacks;
+static struct id_map sites, text_sites, stacks, native_stacks;
 
 static void id_map_free(struct id_map *map)
 {
@@ -645,8 +648,96 @@ static void store_python_stack(struct ring_state *rs, const struct ss_rec *r)
 	free(frames);
 }
 
+/* docs/attribution.md: native frames of the shim, CUDA, NCCL, the frameworks and the Python
+ * interpreter; the native user site is the first frame outside these. */
+static int framework_module(const char *path)
+{
+	static const char *const prefixes[] = {"libsyncspy", "libcudart", "libcuda.", "libnccl",
+					       "libtorch", "libc10", "libpython", "python",
+					       "libcublas", "libcudnn", "libc.so", "_C.",
+					       "libcupti", "ld-linux", "libffi", "_ctypes"};
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(base, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
+/* A call's native stack (native.c): stored once per hash, its frames symbolized here, in the
+ * recording process, with dladdr; its first frame outside the frameworks becomes the call's
+ * site (a Python site, which follows, takes precedence: SCHEMA-6). */
+static void store_native_stack(struct ring_state *rs, const struct ss_rec *r)
+{
+	uintptr_t *ips = (uintptr_t *)(uintptr_t)r->obj;
+	size_t n = (size_t)r->stream;
+	int64_t *slot = id_map_slot(&native_stacks, r->aux);
+	int64_t user_site = 0;
+	if (slot && *slot == 0 && ips) {
+		size_t capacity = n * 160 + 1, used = 0;
+		char *text = malloc(capacity);
+		for (size_t i = 0; text && i < n; i++) {
+			Dl_info info;
+			uintptr_t ip = ips[i], lookup = ip ? ip - 1 : ip; /* inside the call */
+			const char *module = "?", *symbol = NULL;
+			uintptr_t offset = ip, symbol_offset = 0;
+			if (dladdr((void *)lookup, &info) && info.dli_fname) {
+				module = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1
+								      : info.dli_fname;
+				offset = ip - (uintptr_t)info.dli_fbase;
+				symbol = info.dli_sname;
+				symbol_offset = ip - (uintptr_t)info.dli_saddr;
+				if (!user_site && !framework_module(info.dli_fname))
+					user_site = site_id(ip);
+			}
+			if (symbol)
+				used += (size_t)snprintf(text + used, capacity - used,
+							 "%s%s+0x%lx (%s)", i ? "\n" : "", symbol,
+							 (unsigned long)symbol_offset, module);
+			else
+				used += (size_t)snprintf(text + used, capacity - used, "%s%s+0x%lx",
+							 i ? "\n" : "", *module ? module : "?",
+							 (unsigned long)offset);
+			if (used >= capacity)
+				break;
+		}
+		if (text) {
+			sqlite3_stmt *st = statements[ST_STACK];
+			sq.sqlite3_bind_text(st, 1, "native", -1, SQLITE_STATIC);
+			sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)r->aux);
+			sq.sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
+			sq.sqlite3_bind_text(st, 4, text, -1, SQLITE_TRANSIENT);
+			if (step_reset(st) == 0)
+				*slot = sq.sqlite3_last_insert_rowid(db);
+			free(text);
+		}
+	} else if (slot && *slot && ips) {
+		for (size_t i = 0; i < n && !user_site; i++) {
+			Dl_info info;
+			if (dladdr((void *)(ips[i] - 1), &info) && info.dli_fname &&
+			    !framework_module(info.dli_fname))
+				user_site = site_id(ips[i]);
+		}
+	}
+	if (rs->last_call_rowid && slot && *slot) {
+		sqlite3_stmt *st = statements[ST_ATTACH_NATIVE];
+		sq.sqlite3_bind_int64(st, 1, *slot);
+		if (user_site)
+			sq.sqlite3_bind_int64(st, 2, user_site);
+		else
+			sq.sqlite3_bind_null(st, 2);
+		sq.sqlite3_bind_int64(st, 3, rs->last_call_rowid);
+		step_reset(st);
+	}
+	free(ips);
+}
+
 static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss_rec *r)
 {
+	if (r->api == SS_REC_NATIVE_STACK) {
+		store_native_stack(rs, r);
+		return;
+	}
 	if (r->api == SS_REC_PYSTACK) {
 		store_python_stack(rs, r);
 		return;
@@ -727,6 +818,7 @@ static void write_meta_progress(void)
 			strcat(layers, layer_names[l]);
 		}
 	meta_text("hooks_fired", layers);
+	meta_text("native_stacks", ss_native_stacks_status);
 	char clients[1024];
 	if (ss_driver_clients(clients, sizeof(clients)) > 0) {
 		meta_text("driver_clients", clients);
@@ -1029,6 +1121,7 @@ static void close_database(const char *reason)
 	id_map_free(&sites);
 	id_map_free(&text_sites);
 	id_map_free(&stacks);
+	id_map_free(&native_stacks);
 	memset(rows_per_class, 0, sizeof(rows_per_class));
 	layers_seen = 0;
 	dropped_write = 0;
@@ -1171,6 +1264,7 @@ void ss_writer_fork_child(void)
 	id_map_free(&sites);
 	id_map_free(&text_sites);
 	id_map_free(&stacks);
+	id_map_free(&native_stacks);
 	memset(rows_per_class, 0, sizeof(rows_per_class));
 	layers_seen = 0;
 	dropped_write = 0;

@@ -18,12 +18,12 @@ cudaDeviceSynchronize|$script:$with_line in inner_step|1
 cudaDeviceSynchronize|$script:$with_line in inner_step|1
 cudaDeviceSynchronize|$(q "SELECT site FROM api_calls ORDER BY start_ns DESC LIMIT 1")|0
 END
-golden "SELECT count(*), max(depth) FROM stacks" <<'END'
+golden "SELECT count(*), max(depth) FROM stacks WHERE kind = 'python'" <<'END'
 1|3
 END
 call_line=$(grep -n '^    inner_step(n)' "$script" | cut -d: -f1)
 main_line=$(grep -n '^train(' "$script" | cut -d: -f1)
-golden "SELECT frames FROM stacks" <<END
+golden "SELECT frames FROM stacks WHERE kind = 'python'" <<END
 $script:$with_line in inner_step
 $script:$call_line in train
 $script:$main_line in <module>

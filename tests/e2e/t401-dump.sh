@@ -12,11 +12,11 @@ awk -F'\t' 'BEGIN { OFS = "\t" }
 	NR == 2 { print; next }
 	{ $4 = "T"; $5 = "T"; $6 = "TID"; if ($7 ~ /^0x/) $7 = "S"; if ($11 != "") $11 = "SITE"; if ($12 != "") $12 = "EV"; print }' "$tmp/raw" >"$tmp/actual"
 printf '# DB
-id\tapi\tclass\tstart_ns\tend_ns\ttid\tstream\tbytes\thost_mem\tret\tsite\tevent\tcomm\tdir\tcount\taux\tlayer\tptr\tpy_stack
-5\tcudaEventRecord\tE2\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t\truntime\t\t
-6\tcudaStreamWaitEvent\tE3\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t0\truntime\t\t
-9\tcudaEventRecord\tE2\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t\truntime\t\t
-10\tcudaStreamWaitEvent\tE3\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t0\truntime\t\t
+id\tapi\tclass\tstart_ns\tend_ns\ttid\tstream\tbytes\thost_mem\tret\tsite\tevent\tcomm\tdir\tcount\taux\tlayer\tptr\tpy_stack\tnative_stack
+5\tcudaEventRecord\tE2\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t\truntime\t\t\t
+6\tcudaStreamWaitEvent\tE3\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t0\truntime\t\t\t
+9\tcudaEventRecord\tE2\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t\truntime\t\t\t
+10\tcudaStreamWaitEvent\tE3\tT\tT\tTID\tS\t\t\t0\tSITE\tEV\t\t\t1\t0\truntime\t\t\t
 ' >"$tmp/expected"
 diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "dump TSV differs"
 

@@ -1,0 +1,81 @@
+/*
+ * interpose/native.c: the native call stack of a sync point (S1-S6), through libunwind.
+ *
+ * libunwind.so.8 exports _Unwind_* and backtrace: linked into the preload library it would take
+ * over C++ exception unwinding for the whole process (DESIGN.md section 4). It is dlopen()ed
+ * RTLD_LOCAL instead, by the first sync point, and only unw_backtrace is used. Without it
+ * (meta.native_stacks says why) sync points simply carry no native stack.
+ *
+ * A stack travels to the writer as a record of its own (SS_REC_NATIVE_STACK) right behind the
+ * call's record: aux its hash; obj a malloc'd copy of the return addresses the first time this
+ * thread sees the hash (stream: how many), NULL when the thread sent it before (the writer
+ * knows it by hash). The writer turns addresses into "symbol+0xoff (module)" lines.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring.h"
+#include "shim.h"
+
+void *ss_dlsym(void *handle, const char *name); /* driver.c */
+
+#define MAX_FRAMES    128
+#define SEEN_PER_TLS 64 /* hashes a thread remembers having sent */
+
+static int (*backtrace_fn)(void **, int);
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+const char *ss_native_stacks_status = "not tried";
+
+static void load_unwinder(void)
+{
+	void *library = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (!library) {
+		ss_native_stacks_status = "off: libunwind.so.8 not found";
+		return;
+	}
+	backtrace_fn = (int (*)(void **, int))ss_dlsym(library, "unw_backtrace");
+	ss_native_stacks_status = backtrace_fn ? "libunwind" : "off: libunwind.so.8 has no unw_backtrace";
+}
+
+static __thread uint64_t seen[SEEN_PER_TLS] __attribute__((tls_model("initial-exec")));
+
+void ss_native_attach(struct ss_tls *tls)
+{
+	int depth = (int)ss_config.SYNCSPY_STACK_DEPTH;
+	if (depth <= 0 || !tls->ring)
+		return;
+	pthread_once(&load_once, load_unwinder);
+	if (!backtrace_fn)
+		return;
+	void *frames[MAX_FRAMES];
+	if (depth > MAX_FRAMES)
+		depth = MAX_FRAMES;
+	/* The first frames are the shim's own (this function, the wrapper): dropped below. */
+	int n = backtrace_fn(frames, depth + 2);
+	if (n <= 2)
+		return;
+	void **user = frames + 2;
+	n -= 2;
+	uint64_t hash = ss_hash64(user, (size_t)n * sizeof(void *)) | 1;
+	struct ss_rec rec = {.api = SS_REC_NATIVE_STACK, .aux = hash, .stream = (uint64_t)n};
+	uint64_t *slot = &seen[hash % SEEN_PER_TLS];
+	void *copy = NULL;
+	if (*slot != hash) {
+		copy = malloc((size_t)n * sizeof(void *));
+		if (!copy)
+			return;
+		memcpy(copy, user, (size_t)n * sizeof(void *));
+		rec.obj = (uintptr_t)copy;
+	}
+	if (ss_ring_push(tls->ring, &rec))
+		*slot = hash;
+	else
+		free(copy); /* counted as dropped (SHIM-5) */
+}
+
+void ss_native_fork_child(void)
+{
+	memset(seen, 0, sizeof(seen)); /* the child's writer knows none of them */
+}
