@@ -45,7 +45,7 @@ PRAGMA journal_mode = OFF;
 PRAGMA synchronous = OFF;
 BEGIN;
 $schema
-INSERT INTO meta VALUES('schema_version', 1), ('syncspy_version', '0.1.0'),
+INSERT INTO meta VALUES('schema_version', 2), ('syncspy_version', '0.1.0'),
  ('host', 'bench-host'), ('pid', $((1000 + r))), ('ppid', 1), ('rank', $r),
  ('world_size', $RANKS), ('rank_source', 'env'), ('cmdline', 'bench'),
  ('start_mono_ns', 1000000000000), ('start_realtime_ns', 1764672000000000000),

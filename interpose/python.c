@@ -7,8 +7,11 @@
  * it), never linked. The hook runs no Python code and never takes the GIL: it asks
  * PyGILState_Check() first and walks frame objects with the GIL the thread already holds
  * (PyEval_GetFrame, PyFrame_GetBack/GetCode/GetLineNumber, Python 3.9 and later). A sync made
- * with the GIL released (torch.cuda.synchronize releases it) gets no Python frames: its site is
- * the native caller (docs/attribution.md).
+ * with the GIL released (torch releases it around its operations: `.item()`,
+ * torch.cuda.synchronize) on the main thread gets them a moment later: Py_AddPendingCall, which
+ * needs no GIL, has the interpreter call back with the GIL as soon as it is back from the C
+ * call, and the frames are still those of the line that synced. On other threads such a sync
+ * gets no Python frames: its site is the native one (docs/attribution.md).
  *
  * The frames travel to the writer as a record of their own (api SS_REC_PYSTACK) right behind
  * the call's record, carrying a malloc'd text, "file:line in function" per frame, innermost
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ring.h"
 #include "shim.h"
@@ -40,6 +44,7 @@ static struct {
 	PyObject *(*err_occurred)(void);
 	void (*err_fetch)(PyObject **, PyObject **, PyObject **);
 	void (*err_restore)(PyObject *, PyObject *, PyObject *);
+	int (*add_pending_call)(int (*)(void *), void *);
 	int usable;
 } py;
 
@@ -60,6 +65,7 @@ static void find_python(void)
 	FIND(err_occurred, "PyErr_Occurred");
 	FIND(err_fetch, "PyErr_Fetch");
 	FIND(err_restore, "PyErr_Restore");
+	FIND(add_pending_call, "Py_AddPendingCall");
 #undef FIND
 	py.usable = py.is_initialized && py.gil_check && py.get_frame && py.frame_get_back &&
 		    py.frame_get_code && py.frame_get_line && py.get_attr && py.as_utf8 &&
@@ -126,14 +132,8 @@ static char *python_frames(size_t *length, int *depth)
 	return text;
 }
 
-void ss_python_attach(struct ss_tls *tls)
+static void push_frames(struct ss_ring *ring, int deferred)
 {
-	pthread_once(&py_once, find_python);
-	if (!py.usable || !py.is_initialized() || !py.gil_check())
-		return;
-	struct ss_ring *ring = tls->ring;
-	if (!ring)
-		return;
 	size_t length;
 	int depth;
 	char *frames = python_frames(&length, &depth);
@@ -143,7 +143,52 @@ void ss_python_attach(struct ss_tls *tls)
 			     .obj = (uintptr_t)frames,
 			     .bytes = length,
 			     .aux = ss_hash64(frames, length),
-			     .stream = (uint64_t)depth};
+			     .stream = (uint64_t)depth,
+			     .cls = (uint8_t)deferred};
 	if (!ss_ring_push(ring, &rec))
 		free(frames); /* counted as dropped (SHIM-5) */
+}
+
+/* Runs on the main thread with the GIL (Py_AddPendingCall), as soon as the interpreter is back
+ * from the C call that synced: the thread has run no Python meanwhile, so its frames are still
+ * those of the line that made the sync. */
+static _Atomic int deferred_scheduled;
+
+static int deferred_capture(void *arg)
+{
+	(void)arg;
+	struct ss_tls *tls = &ss_tls;
+	atomic_store(&deferred_scheduled, 0);
+	if (tls->ring && tls->generation == atomic_load(&ss_hot.generation))
+		push_frames(tls->ring, 1);
+	return 0;
+}
+
+static pid_t main_thread_id(void)
+{
+	return getpid(); /* the main thread's tid is the pid */
+}
+
+void ss_python_attach(struct ss_tls *tls)
+{
+	pthread_once(&py_once, find_python);
+	if (!py.usable || !tls->ring || !py.is_initialized())
+		return;
+	if (py.gil_check()) {
+		push_frames(tls->ring, 0);
+		return;
+	}
+	/* The GIL is released (torch releases it around its operations, `.item()` included): the
+	 * frames cannot be read now. On the main thread, ask the interpreter to call back as soon
+	 * as it holds the GIL again, and mark the call as waiting for them. Elsewhere: no frames
+	 * (docs/attribution.md). Py_AddPendingCall needs neither the GIL nor a thread state. */
+	if (!py.add_pending_call || tls->ring->tid != main_thread_id())
+		return;
+	struct ss_rec waiting = {.api = SS_REC_PYSTACK_WAIT};
+	if (!ss_ring_push(tls->ring, &waiting))
+		return;
+	int expected = 0;
+	if (atomic_compare_exchange_strong(&deferred_scheduled, &expected, 1) &&
+	    py.add_pending_call(deferred_capture, NULL) != 0)
+		atomic_store(&deferred_scheduled, 0);
 }

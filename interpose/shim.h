@@ -84,6 +84,9 @@ extern const struct ss_api_info ss_apis[SS_API_COUNT];
 #define SS_REC_NVTX_START 0xfffc
 #define SS_REC_NVTX_END   0xfffb
 #define SS_REC_STEP       0xfffa
+/* python.c: the call before it waits for Python frames that will come later (cls 1 on a
+ * SS_REC_PYSTACK marks those deferred frames) */
+#define SS_REC_PYSTACK_WAIT 0xfff8
 /* native.c: aux the stack's hash; obj NULL or a malloc'd array of `stream` return addresses */
 #define SS_REC_NATIVE_STACK 0xfff9
 

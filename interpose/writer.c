@@ -313,6 +313,8 @@ struct ring_state {
 	size_t npushes, pushes_capacity;
 	struct open_range step;    /* this thread's current syncspy_step (name NULL: none) */
 	int64_t last_call_rowid; /* the row a following stack record belongs to */
+	int64_t *waiting;        /* rows whose Python frames come later (python.c, deferred) */
+	size_t nwaiting, waiting_capacity;
 	/* The open polling loop's row, written at a commit while the loop still ran (from
 	 * ss_ring_peek_poll); the loop's final record, when it arrives, updates this row. */
 	int64_t snap_rowid;
@@ -635,16 +637,21 @@ static void store_python_stack(struct ring_state *rs, const struct ss_rec *r)
 	}
 	const char *user_end = strchr(user, '\n');
 	int64_t site = python_site(user, user_end ? (size_t)(user_end - user) : strlen(user));
-	if (rs->last_call_rowid && slot && *slot) {
+	/* Deferred frames (r->cls 1) belong to every call waiting for them, others to the call
+	 * just before. */
+	size_t targets = r->cls ? rs->nwaiting : (rs->last_call_rowid != 0);
+	for (size_t i = 0; slot && *slot && i < targets; i++) {
 		sqlite3_stmt *st = statements[ST_ATTACH_STACK];
 		sq.sqlite3_bind_int64(st, 1, *slot);
 		if (site)
 			sq.sqlite3_bind_int64(st, 2, site);
 		else
 			sq.sqlite3_bind_null(st, 2);
-		sq.sqlite3_bind_int64(st, 3, rs->last_call_rowid);
+		sq.sqlite3_bind_int64(st, 3, r->cls ? rs->waiting[i] : rs->last_call_rowid);
 		step_reset(st);
 	}
+	if (r->cls)
+		rs->nwaiting = 0;
 	free(frames);
 }
 
@@ -740,6 +747,20 @@ static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss
 	}
 	if (r->api == SS_REC_PYSTACK) {
 		store_python_stack(rs, r);
+		return;
+	}
+	if (r->api == SS_REC_PYSTACK_WAIT) {
+		if (rs->last_call_rowid && rs->nwaiting < 4096) {
+			if (rs->nwaiting == rs->waiting_capacity) {
+				size_t capacity = rs->waiting_capacity ? rs->waiting_capacity * 2 : 16;
+				int64_t *grown = realloc(rs->waiting, capacity * sizeof(*grown));
+				if (!grown)
+					return;
+				rs->waiting = grown;
+				rs->waiting_capacity = capacity;
+			}
+			rs->waiting[rs->nwaiting++] = rs->last_call_rowid;
+		}
 		return;
 	}
 	if (r->api >= SS_REC_STEP && r->api <= SS_REC_NVTX_PUSH) {
@@ -1115,7 +1136,10 @@ static void close_database(const char *reason)
 	print_summary();
 	/* Per-database writer state goes; the rings stay (a failed exec records on). */
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next) {
-		free(ring->writer_state);
+		struct ring_state *rs = ring->writer_state;
+		if (rs)
+			free(rs->waiting); /* pushes were freed by close_open_ranges */
+		free(rs);
 		ring->writer_state = NULL;
 	}
 	id_map_free(&sites);

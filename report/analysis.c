@@ -9,7 +9,11 @@
  *      kernel launch (ss_overlap) and N2 calls (ss_n2). No sort: an SQL GROUP BY sorted all rows;
  *   2. the rank's totals, its calls per API and the per-site rules are queries on ss_agg;
  *   3. the NCCL straggler rule copies one narrow row per collective (hash, op, k, time) into the
- *      in-memory model database, where the ranks are compared.
+ *      in-memory model database, where the ranks are compared;
+ *   4. only when the database has NVTX ranges or steps: the sync points of the threads that
+ *      opened ranges go into a TEMP table indexed by (tid, start_ns), and each range (a small
+ *      table) is joined to it by thread and time (load_ranges). Without ranges this costs one
+ *      lookup, so large recordings without ranges are not slowed down.
  * Databases load in parallel (load_all: one thread and one connection each, up to the cores) and
  * are merged in path order, so the report does not depend on which thread loaded what.
  * Databases are only read: TEMP tables live in the connection's own temporary schema.
@@ -225,6 +229,39 @@ static const struct site_rule {
 	" SELECT b.rank_index, b.id_hash, b.times, b.total, b.worst, b.first, t.instances, t.ranks" \
 	" FROM best b JOIN tot t ON t.id_hash = b.id_hash WHERE b.rn = 1 ORDER BY b.id_hash"
 
+/*
+ * Step 4, per-range statistics. Recordings have no index on calls(tid, start_ns) and are opened
+ * read-only, so the sync points of the threads that opened ranges are copied once into a TEMP
+ * table with that index; each range then finds its calls by an index range scan instead of a
+ * scan of calls per range. A call is in a range when it starts and ends inside it; a range
+ * still open at the end of the recording (end_ns NULL) ends there (?1).
+ */
+#define HAS_RANGES_SQL "SELECT EXISTS (SELECT 1 FROM ranges)"
+
+#define RANGE_CALLS_SQL                                                                            \
+	"CREATE TEMP TABLE ss_rsync AS SELECT c.tid AS tid, c.start_ns AS start_ns,"               \
+	" c.end_ns AS end_ns, CASE WHEN c.class = 'S7' THEN c.count ELSE 1 END AS n FROM calls c"  \
+	" WHERE c.class IN (SELECT class FROM classes WHERE sync_point)"                           \
+	" AND c.tid IN (SELECT tid FROM ranges);"                                                  \
+	"CREATE INDEX temp.ss_rsync_t ON ss_rsync(tid, start_ns)"
+
+/* Per (name, kind): instances, sync points per instance (min, lower median, max), blocked ns
+ * per instance (lower median, max); the names with the most sync points first. */
+#define RANGE_STATS_SQL                                                                            \
+	"WITH inst AS (SELECT r.id, coalesce(r.name, '(unnamed)') AS name, r.kind AS kind,"        \
+	"  coalesce(sum(t.n), 0) AS sp, coalesce(sum(t.end_ns - t.start_ns), 0) AS bl"             \
+	"  FROM ranges r LEFT JOIN temp.ss_rsync t ON t.tid = r.tid AND t.start_ns >= r.start_ns"  \
+	"  AND t.start_ns <= coalesce(r.end_ns, ?1) AND t.end_ns <= coalesce(r.end_ns, ?1)"        \
+	"  GROUP BY r.id),"                                                                        \
+	" ranked AS (SELECT name, kind, sp, bl, count(*) OVER w AS cnt,"                           \
+	"  row_number() OVER (w ORDER BY sp, id) AS rs,"                                           \
+	"  row_number() OVER (w ORDER BY bl, id) AS rb"                                            \
+	"  FROM inst WINDOW w AS (PARTITION BY name, kind))"                                       \
+	" SELECT name, kind, cnt, min(sp), max(CASE WHEN rs = (cnt + 1) / 2 THEN sp END),"         \
+	" max(sp),"                                                                                \
+	" sum(sp), max(CASE WHEN rb = (cnt + 1) / 2 THEN bl END), max(bl)"                         \
+	" FROM ranked GROUP BY name, kind ORDER BY sum(sp) DESC, cnt DESC, name, kind LIMIT ?2"
+
 /* ------------------------------------------------------------------ helpers */
 
 /* SYNCSPY_REPORT_TIMING=1: the seconds each step took, on stderr, to find where the time goes
@@ -258,6 +295,7 @@ struct loader {
 	struct ss_report *report;
 	size_t findings_capacity;
 	size_t ranks_capacity;
+	size_t ranges_capacity;
 	sqlite3 *model;
 	sqlite3_stmt *insert_arrival;
 	char *err;
@@ -1042,11 +1080,12 @@ struct job {
 	int code;
 	int meta_loaded; /* the duplicate-rank check can run */
 	char err[1024];
-	struct ss_report found; /* findings only */
+	struct ss_report found; /* findings and range statistics only */
 	struct arrival *arrivals;
 	size_t narrivals, arrivals_capacity;
 	char **strings;
 	size_t nstrings;
+	size_t ranges_capacity;
 };
 
 static void job_free(struct job *job)
@@ -1056,6 +1095,11 @@ static void job_free(struct job *job)
 		free(job->found.findings[i].detail);
 	}
 	free(job->found.findings);
+	for (size_t i = 0; i < job->found.nranges; i++) {
+		free(job->found.ranges[i].name);
+		free(job->found.ranges[i].kind);
+	}
+	free(job->found.ranges);
 	for (size_t i = 0; i < job->nstrings; i++)
 		free(job->strings[i]);
 	free(job->strings);
@@ -1100,6 +1144,64 @@ static int load_arrivals(struct loader *ld, struct db_state *st, struct job *job
 		}
 		job->arrivals[job->narrivals++] = (struct arrival){
 		    hash, op, sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3) + offset};
+	}
+	if (rc != SQLITE_DONE)
+		return step_failed(ld, st, stmt, rc);
+	sqlite3_finalize(stmt);
+	return SS_EXIT_OK;
+}
+
+/* Step 4: this rank's range names with the sync points per instance (nothing without ranges). */
+static int load_ranges(struct loader *ld, struct db_state *st, struct job *job)
+{
+	const struct ss_rank *rk = st->rank;
+	sqlite3_stmt *stmt;
+	int rc, code, any;
+
+	code = prepare(ld, st, HAS_RANGES_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW)
+		return step_failed(ld, st, stmt, rc);
+	any = sqlite3_column_int(stmt, 0);
+	sqlite3_finalize(stmt);
+	if (!any)
+		return SS_EXIT_OK;
+	code = exec_temp(ld, st, RANGE_CALLS_SQL);
+	if (code == SS_EXIT_OK)
+		code = prepare(ld, st, RANGE_STATS_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	/* the end of the recording, as load_meta found it: where open ranges end */
+	sqlite3_bind_int64(stmt, 1, rk->start_mono_ns + rk->wall_ns);
+	sqlite3_bind_int(stmt, 2, SS_RANGE_NAMES_MAX);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct ss_range_stat *r;
+
+		if (!reserve(&job->found.ranges, &job->ranges_capacity, job->found.nranges,
+			     sizeof(*job->found.ranges))) {
+			sqlite3_finalize(stmt);
+			return out_of_memory(ld);
+		}
+		r = &job->found.ranges[job->found.nranges++];
+		*r = (struct ss_range_stat){
+		    .rank = rk->rank,
+		    .path = rk->path,
+		    .name = xstrdup((const char *)sqlite3_column_text(stmt, 0)),
+		    .kind = xstrdup((const char *)sqlite3_column_text(stmt, 1)),
+		    .instances = sqlite3_column_int64(stmt, 2),
+		    .sync_min = sqlite3_column_int64(stmt, 3),
+		    .sync_median = sqlite3_column_int64(stmt, 4),
+		    .sync_max = sqlite3_column_int64(stmt, 5),
+		    .sync_total = sqlite3_column_int64(stmt, 6),
+		    .blocked_median_ns = sqlite3_column_int64(stmt, 7),
+		    .blocked_max_ns = sqlite3_column_int64(stmt, 8),
+		};
+		if (!r->name || !r->kind) {
+			sqlite3_finalize(stmt);
+			return out_of_memory(ld);
+		}
 	}
 	if (rc != SQLITE_DONE)
 		return step_failed(ld, st, stmt, rc);
@@ -1164,6 +1266,9 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	if (code == SS_EXIT_OK)
 		code = load_arrivals(&ld, &st, job);
 	lap(&t, path, "arrivals");
+	if (code == SS_EXIT_OK)
+		code = load_ranges(&ld, &st, job);
+	lap(&t, path, "ranges");
 	sqlite3_close(st.db);
 	job->code = code;
 }
@@ -1228,6 +1333,14 @@ static int merge_job(struct loader *ld, struct job *job, size_t index)
 			return out_of_memory(ld);
 		r->findings[r->nfindings++] = *f;
 		f->site = f->detail = NULL; /* moved */
+	}
+	for (size_t i = 0; i < job->found.nranges; i++) {
+		struct ss_range_stat *rs = &job->found.ranges[i];
+
+		if (!reserve(&r->ranges, &ld->ranges_capacity, r->nranges, sizeof(*rs)))
+			return out_of_memory(ld);
+		r->ranges[r->nranges++] = *rs;
+		rs->name = rs->kind = NULL; /* moved */
 	}
 	for (size_t i = 0; i < job->narrivals; i++) {
 		sqlite3_stmt *ins = ld->insert_arrival;
@@ -1388,6 +1501,28 @@ static int compare_ranks(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
+/* Range statistics follow the rank order (compare_ranks), then the most sync points first. */
+static int compare_range_stats(const void *a, const void *b)
+{
+	const struct ss_range_stat *x = a, *y = b;
+	int c;
+
+	if (x->rank != y->rank) {
+		if (x->rank < 0 || y->rank < 0)
+			return x->rank < 0 ? 1 : -1;
+		return x->rank < y->rank ? -1 : 1;
+	}
+	c = strcmp(x->path, y->path);
+	if (c)
+		return c;
+	if (x->sync_total != y->sync_total)
+		return x->sync_total > y->sync_total ? -1 : 1;
+	if (x->instances != y->instances)
+		return x->instances > y->instances ? -1 : 1;
+	c = strcmp(x->name, y->name);
+	return c ? c : strcmp(x->kind, y->kind);
+}
+
 static int add_notes(struct ss_report *r)
 {
 	int hosts_differ = 0, code;
@@ -1474,6 +1609,9 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 		return code;
 	qsort(report->findings, report->nfindings, sizeof(*report->findings), compare_findings);
 	qsort(report->ranks, report->nranks, sizeof(*report->ranks), compare_ranks);
+	if (report->nranges)
+		qsort(report->ranges, report->nranges, sizeof(*report->ranges),
+		      compare_range_stats);
 	return SS_EXIT_OK;
 }
 
@@ -1488,6 +1626,11 @@ void ss_report_free(struct ss_report *report)
 		free(report->findings[i].site);
 		free(report->findings[i].detail);
 	}
+	for (size_t i = 0; i < report->nranges; i++) {
+		free(report->ranges[i].name);
+		free(report->ranges[i].kind);
+	}
+	free(report->ranges);
 	for (size_t i = 0; i < report->nnotes; i++)
 		free(report->notes[i]);
 	free(report->ranks);

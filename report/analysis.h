@@ -67,11 +67,31 @@ struct ss_finding {
 	const char *advice;    /* one or two sentences: the fix */
 };
 
+/* At most this many range names per rank are reported (those with the most sync points). */
+#define SS_RANGE_NAMES_MAX 10
+
+/*
+ * One NVTX range name (or syncspy_step name) of one rank: its instances (`ranges` rows of that
+ * name and kind) and the sync points of the range's thread inside each (docs/report-json.md).
+ */
+struct ss_range_stat {
+	long long rank;	  /* the rank (meta.rank), -1 when unknown */
+	const char *path; /* the rank's database (owned by its ss_rank): orders unknown ranks */
+	char *name;
+	char *kind; /* "push", "startend" or "step" */
+	long long instances;
+	long long sync_min, sync_median, sync_max; /* per instance; median: the lower middle */
+	long long sync_total;			   /* over all instances: orders the names */
+	long long blocked_median_ns, blocked_max_ns;
+};
+
 struct ss_report {
 	struct ss_rank *ranks; /* sorted by rank (unknown last), then path */
 	size_t nranks;
 	struct ss_finding *findings; /* ANALYSIS-1 */
 	size_t nfindings;
+	struct ss_range_stat *ranges; /* in rank order, then most sync points first */
+	size_t nranges;
 	char **notes; /* what the report could not measure, and why */
 	size_t nnotes;
 };

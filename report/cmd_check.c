@@ -12,6 +12,13 @@
  * contributed most. Only sync points (classes with classes.sync_point = 1, S1-S7) are counted;
  * an S7 row counts its `count` queries (SCHEMA-5), and blocked time is sum(end_ns - start_ns).
  *
+ * Limits with "range" are checked per range instance: when the budget has such limits, the
+ * ranges of each recording whose name matches one of their globs are copied into the work
+ * database with, per range, the sync points of its thread that lie inside it (summed per class,
+ * API, site and warm-up, like the totals). Recordings have no index on calls(tid, start_ns), so
+ * those sync points are first put into a TEMP table with that index on the recording's own
+ * connection (which stays read-only); recordings without matching ranges skip all of this.
+ *
  * Outputs, all from the same results: one text line per check on stdout (PASS, FAIL or WARN
  * for a limit that could not be checked), the top sites of each breach, a summary line;
  * --junit FILE writes one JUnit testcase per check; when GITHUB_ACTIONS=true each breach also
@@ -37,7 +44,15 @@
 /* The in-memory database every limit is evaluated on. */
 #define WORK_SCHEMA_SQL                                                                            \
 	"CREATE TABLE recordings(id INTEGER PRIMARY KEY, path TEXT NOT NULL, rank INTEGER,"        \
-	" unit TEXT NOT NULL, dropped INTEGER NOT NULL);"                                          \
+	" unit TEXT NOT NULL, dropped INTEGER NOT NULL, has_ranges INTEGER NOT NULL DEFAULT 0);"   \
+	"CREATE TABLE ranges(recording INTEGER NOT NULL, id INTEGER NOT NULL, tid INTEGER,"        \
+	" name TEXT NOT NULL, idx INTEGER NOT NULL, start_ns INTEGER NOT NULL,"                    \
+	" PRIMARY KEY(recording, id));"                                                            \
+	"CREATE TABLE range_contrib(recording INTEGER NOT NULL, range_id INTEGER NOT NULL,"        \
+	" class TEXT NOT NULL, api TEXT NOT NULL, site TEXT NOT NULL, warmup INTEGER NOT NULL,"    \
+	" allowed INTEGER NOT NULL DEFAULT 0, calls INTEGER NOT NULL,"                             \
+	" blocked_ns INTEGER NOT NULL);"                                                           \
+	"CREATE INDEX range_contrib_r ON range_contrib(recording, range_id);"                      \
 	"CREATE TABLE contrib(recording INTEGER NOT NULL, class TEXT NOT NULL, api TEXT NOT NULL," \
 	" site TEXT NOT NULL, warmup INTEGER NOT NULL, allowed INTEGER NOT NULL DEFAULT 0,"        \
 	" calls INTEGER NOT NULL, blocked_ns INTEGER NOT NULL);"                                   \
@@ -50,29 +65,73 @@
  * or NULL; ?2: the number of first calls (every class, in start order) that are warm-up.
  * A call belongs to the warm-up by its start.
  */
-#define RECORDING_SQL                                                                              \
+#define WARMUP_WITH_SQL                                                                            \
 	"WITH origin(ns) AS (SELECT coalesce((SELECT value FROM meta WHERE key = "                 \
 	"'start_mono_ns'),"                                                                        \
 	"  (SELECT min(start_ns) FROM calls))),"                                                   \
-	" warm(id) AS (SELECT id FROM calls ORDER BY start_ns, id LIMIT ?2)"                       \
-	" SELECT c.class, a.name, coalesce(s.text, '" UNKNOWN_SITE "'),"                           \
-	"  (?1 IS NOT NULL AND c.start_ns < (SELECT ns FROM origin) + ?1)"                         \
-	"   OR c.id IN (SELECT id FROM warm),"                                                     \
+	" warm(id) AS (SELECT id FROM calls ORDER BY start_ns, id LIMIT ?2)"
+#define WARMUP_EXPR_SQL                                                                            \
+	"(?1 IS NOT NULL AND c.start_ns < (SELECT ns FROM origin) + ?1)"                           \
+	" OR c.id IN (SELECT id FROM warm)"
+
+#define RECORDING_SQL                                                                              \
+	WARMUP_WITH_SQL                                                                            \
+	" SELECT c.class, a.name, coalesce(s.text, '" UNKNOWN_SITE "'), " WARMUP_EXPR_SQL ","      \
 	"  sum(CASE WHEN c.class = 'S7' THEN c.count ELSE 1 END), sum(c.end_ns - c.start_ns)"      \
 	" FROM calls c JOIN apis a ON a.id = c.api_id"                                             \
 	" JOIN classes k ON k.class = c.class AND k.sync_point"                                    \
 	" LEFT JOIN sites s ON s.id = c.site_id"                                                   \
 	" GROUP BY 1, 2, 3, 4"
 
+/*
+ * Per-range limits, on the recording's connection (TEMP tables only; the file stays unchanged).
+ * ss_globs holds the "range" globs of the budget; ss_ranges the ranges they match, an open range
+ * (end_ns NULL) ending at the end of the recording (meta.end_mono_ns, else the last call's
+ * end), with idx its place among the ranges of its name (1 = first); ss_rsync the sync points
+ * of the threads that opened them, indexed by (tid, start_ns) for the join.
+ */
+#define RANGE_SETUP_SQL "CREATE TEMP TABLE ss_globs(glob TEXT NOT NULL)"
+#define RANGE_SELECT_SQL                                                                           \
+	"CREATE TEMP TABLE ss_ranges AS"                                                           \
+	" WITH stop(ns) AS (SELECT coalesce((SELECT value FROM meta WHERE key = 'end_mono_ns'),"   \
+	"  (SELECT max(end_ns) FROM calls)))"                                                      \
+	" SELECT id, tid, coalesce(name, '(unnamed)') AS name, start_ns,"                          \
+	"  coalesce(end_ns, (SELECT ns FROM stop)) AS end_ns,"                                     \
+	"  row_number() OVER (PARTITION BY coalesce(name, '(unnamed)') ORDER BY start_ns, id)"     \
+	"  AS idx FROM ranges"                                                                     \
+	" WHERE EXISTS (SELECT 1 FROM temp.ss_globs g"                                             \
+	"  WHERE coalesce(name, '(unnamed)') GLOB g.glob)"
+#define RANGE_ROWS_SQL                                                                             \
+	"SELECT id, tid, name, idx, start_ns - coalesce((SELECT value FROM meta WHERE key ="       \
+	" 'start_mono_ns'), (SELECT min(start_ns) FROM calls)) FROM temp.ss_ranges"
+#define RANGE_CALLS_SQL                                                                            \
+	"CREATE TEMP TABLE ss_rsync AS " WARMUP_WITH_SQL                                           \
+	" SELECT c.tid AS tid, c.start_ns AS start_ns, c.end_ns AS end_ns, c.class AS class,"      \
+	"  a.name AS api, coalesce(s.text, '" UNKNOWN_SITE "') AS site,"                           \
+	"  " WARMUP_EXPR_SQL " AS warmup,"                                                         \
+	"  CASE WHEN c.class = 'S7' THEN c.count ELSE 1 END AS n"                                  \
+	" FROM calls c JOIN apis a ON a.id = c.api_id"                                             \
+	" JOIN classes k ON k.class = c.class AND k.sync_point"                                    \
+	" LEFT JOIN sites s ON s.id = c.site_id"                                                   \
+	" WHERE c.tid IN (SELECT tid FROM temp.ss_ranges)"
+#define RANGE_INDEX_SQL "CREATE INDEX temp.ss_rsync_t ON ss_rsync(tid, start_ns)"
+/* A sync point is in a range when it starts and ends inside it, on the range's thread. */
+#define RANGE_CONTRIB_SQL                                                                          \
+	"SELECT r.id, t.class, t.api, t.site, t.warmup, sum(t.n), sum(t.end_ns - t.start_ns)"      \
+	" FROM temp.ss_ranges r JOIN temp.ss_rsync t ON t.tid = r.tid"                             \
+	" AND t.start_ns >= r.start_ns AND t.start_ns <= r.end_ns AND t.end_ns <= r.end_ns"        \
+	" GROUP BY 1, 2, 3, 4, 5"
+
 #define RECORDING_META_SQL                                                                         \
 	"SELECT (SELECT value FROM meta WHERE key = 'rank' AND typeof(value) = 'integer'),"        \
 	" coalesce((SELECT value FROM meta WHERE key = 'dropped_events'), 0)"
 
 /* The rows a limit counts: named parameters :class, :api, :site, :rank of the limit. */
-#define LIMIT_FILTER_SQL                                                                           \
-	" c.recording = r.id AND NOT c.warmup AND NOT c.allowed"                                   \
+#define CALL_FILTER_SQL                                                                            \
+	" NOT c.warmup AND NOT c.allowed"                                                          \
 	" AND (:class = 'sync' OR c.class = :class) AND (:api IS NULL OR c.api = :api)"            \
 	" AND (:site IS NULL OR c.site GLOB :site)"
+#define LIMIT_FILTER_SQL " c.recording = r.id AND" CALL_FILTER_SQL
 
 /* A limit's totals: one row, or one per rank (unit) with :per_rank; no row: no recording. */
 #define LIMIT_TOTAL_SQL                                                                            \
@@ -89,6 +148,53 @@
 	"   sum(c.blocked_ns) AS blocked_ns"                                                       \
 	"  FROM recordings r JOIN contrib c ON" LIMIT_FILTER_SQL                                   \
 	"  WHERE (:rank IS NULL OR r.rank = :rank) AND (:unit IS NULL OR r.unit = :unit)"          \
+	"  GROUP BY c.site, c.api ORDER BY c.site, c.api)"                                         \
+	" GROUP BY site ORDER BY CASE WHEN :by_count THEN n ELSE ns END DESC, n DESC, ns DESC, "   \
+	"site"
+
+/*
+ * A range limit's instances (temp.inst): every range matching :range in the recordings of the
+ * limit's rank, with its counted sync points; grp is the check it belongs to (the unit with
+ * :per_rank). over: the instance is above one of the per-range maxima (:max_count, :max_ns;
+ * negative when not given).
+ */
+#define RANGE_INSTANCES_SQL                                                                        \
+	"CREATE TEMP TABLE inst AS SELECT r.recording AS recording, r.id AS id, r.name AS name,"   \
+	" r.idx AS idx, r.tid AS tid, r.start_ns AS start_ns, rec.unit AS unit,"                   \
+	" CASE WHEN :per_rank THEN rec.unit END AS grp, coalesce(sum(c.calls), 0) AS calls,"       \
+	" coalesce(sum(c.blocked_ns), 0) AS blocked_ns, 0 AS over"                                 \
+	" FROM recordings rec JOIN ranges r ON r.recording = rec.id AND r.name GLOB :range"        \
+	" LEFT JOIN range_contrib c ON c.recording = r.recording AND c.range_id = r.id"            \
+	" AND" CALL_FILTER_SQL                                                                     \
+	" WHERE (:rank IS NULL OR rec.rank = :rank) GROUP BY r.recording, r.id"
+#define RANGE_OVER_SQL                                                                             \
+	"UPDATE temp.inst SET over = (:max_count >= 0 AND calls > :max_count)"                     \
+	" OR (:max_ns >= 0 AND blocked_ns > :max_ns)"
+
+/* One row per check of a range limit (as LIMIT_TOTAL_SQL): instances, breaching instances,
+ * whether any recording of it has ranges at all (for the message when none matched). */
+#define RANGE_GROUPS_SQL                                                                           \
+	"SELECT CASE WHEN :per_rank THEN rec.unit END, count(i.id), max(rec.has_ranges)"           \
+	" FROM recordings rec LEFT JOIN temp.inst i ON i.recording = rec.id"                       \
+	" WHERE (:rank IS NULL OR rec.rank = :rank)"                                               \
+	" GROUP BY 1 ORDER BY min(rec.rank IS NULL), min(rec.rank), min(rec.id)"
+
+/* The worst instance of one check: over first, then the larger count (or blocked time). */
+#define RANGE_WORST_SQL                                                                            \
+	"SELECT name, idx, unit, tid, start_ns, calls, blocked_ns,"                                \
+	" (SELECT count(*) FROM temp.inst WHERE grp IS :unit),"                                    \
+	" (SELECT count(*) FROM temp.inst WHERE grp IS :unit AND over)"                            \
+	" FROM temp.inst WHERE grp IS :unit ORDER BY over DESC,"                                   \
+	" CASE WHEN :by_count THEN calls ELSE blocked_ns END DESC, calls DESC, blocked_ns DESC,"   \
+	" recording, start_ns LIMIT 1"
+
+/* The call sites behind a range breach: summed over the instances that breached. */
+#define RANGE_SITES_SQL                                                                            \
+	"SELECT site, sum(calls) AS n, sum(blocked_ns) AS ns, group_concat(api, ', ') FROM"        \
+	" (SELECT c.site AS site, c.api AS api, sum(c.calls) AS calls,"                            \
+	"   sum(c.blocked_ns) AS blocked_ns"                                                       \
+	"  FROM temp.inst i JOIN range_contrib c ON c.recording = i.recording"                     \
+	"  AND c.range_id = i.id AND" CALL_FILTER_SQL "  WHERE i.over AND i.grp IS :unit"          \
 	"  GROUP BY c.site, c.api ORDER BY c.site, c.api)"                                         \
 	" GROUP BY site ORDER BY CASE WHEN :by_count THEN n ELSE ns END DESC, n DESC, ns DESC, "   \
 	"site"
@@ -395,6 +501,167 @@ static int recording_failure(struct check *ck, sqlite3 *db, int rc, const char *
 	return ss_error(code, "%s", ck->err);
 }
 
+/* Binds the budget's warm-up to ?1 (ns from the recording's start) and ?2 (first calls). */
+static void bind_warmup(const struct check *ck, sqlite3_stmt *stmt)
+{
+	if (ck->budget.warmup_seconds >= 0.0) {
+		double ns = ck->budget.warmup_seconds * 1e9;
+
+		/* past any real run, and clear of int64 overflow */
+		if (ns > 4e18)
+			ns = 4e18;
+		sqlite3_bind_int64(stmt, 1, (sqlite3_int64)(ns + 0.5));
+	}
+	sqlite3_bind_int64(stmt, 2, ck->budget.warmup_calls > 0 ? ck->budget.warmup_calls : 0);
+}
+
+static int has_range_limits(const struct check *ck)
+{
+	for (size_t i = 0; i < ck->budget.limit_count; i++)
+		if (ck->budget.limits[i].range)
+			return 1;
+	return 0;
+}
+
+/* Runs one statement on the recording's connection (its TEMP schema only). */
+static int recording_exec(struct check *ck, sqlite3 *db, const char *sql, const char *path,
+			  int warmup)
+{
+	sqlite3_stmt *stmt;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, NULL);
+
+	if (rc != SQLITE_OK)
+		return recording_failure(ck, db, rc, path);
+	if (warmup)
+		bind_warmup(ck, stmt);
+	rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_DONE ? SS_EXIT_OK : recording_failure(ck, db, rc, path);
+}
+
+/*
+ * Copies the ranges that the budget's "range" globs match, and per range the sync points of its
+ * thread inside it, into the work database (ranges, range_contrib). Also notes whether the
+ * recording has ranges at all, so that a limit whose name matches none can say which it is.
+ */
+static int copy_ranges(struct check *ck, sqlite3 *db, const char *path, int id)
+{
+	sqlite3_stmt *read = NULL, *add = NULL;
+	long long matched = 0;
+	int rc, code;
+
+	rc = sqlite3_prepare_v2(db, "SELECT EXISTS (SELECT 1 FROM ranges)", -1, &read, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(read);
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(read);
+		return recording_failure(ck, db, rc, path);
+	}
+	if (!sqlite3_column_int(read, 0)) {
+		sqlite3_finalize(read);
+		return SS_EXIT_OK;
+	}
+	sqlite3_finalize(read);
+	read = NULL;
+	if (sqlite3_prepare_v2(ck->work, "UPDATE recordings SET has_ranges = 1 WHERE id = ?1", -1,
+			       &add, NULL) != SQLITE_OK)
+		return work_failure(ck);
+	sqlite3_bind_int(add, 1, id);
+	rc = sqlite3_step(add);
+	sqlite3_finalize(add);
+	add = NULL;
+	if (rc != SQLITE_DONE)
+		return work_failure(ck);
+
+	code = recording_exec(ck, db, RANGE_SETUP_SQL, path, 0);
+	if (code != SS_EXIT_OK)
+		return code;
+	rc = sqlite3_prepare_v2(db, "INSERT INTO temp.ss_globs VALUES(?1)", -1, &read, NULL);
+	if (rc != SQLITE_OK)
+		return recording_failure(ck, db, rc, path);
+	for (size_t i = 0; i < ck->budget.limit_count; i++) {
+		if (!ck->budget.limits[i].range)
+			continue;
+		sqlite3_bind_text(read, 1, ck->budget.limits[i].range, -1, SQLITE_STATIC);
+		rc = sqlite3_step(read);
+		sqlite3_reset(read);
+		if (rc != SQLITE_DONE) {
+			sqlite3_finalize(read);
+			return recording_failure(ck, db, rc, path);
+		}
+	}
+	sqlite3_finalize(read);
+	read = NULL;
+	code = recording_exec(ck, db, RANGE_SELECT_SQL, path, 0);
+	if (code != SS_EXIT_OK)
+		return code;
+
+	/* the matched ranges, with their start relative to the recording's */
+	rc = sqlite3_prepare_v2(db, RANGE_ROWS_SQL, -1, &read, NULL);
+	if (rc != SQLITE_OK)
+		return recording_failure(ck, db, rc, path);
+	if (sqlite3_prepare_v2(ck->work, "INSERT INTO ranges VALUES(?1, ?2, ?3, ?4, ?5, ?6)", -1,
+			       &add, NULL) != SQLITE_OK) {
+		code = work_failure(ck);
+		goto out;
+	}
+	while ((rc = sqlite3_step(read)) == SQLITE_ROW) {
+		sqlite3_bind_int(add, 1, id);
+		for (int col = 0; col < 5; col++)
+			sqlite3_bind_value(add, col + 2, sqlite3_column_value(read, col));
+		if (sqlite3_step(add) != SQLITE_DONE) {
+			code = work_failure(ck);
+			goto out;
+		}
+		sqlite3_reset(add);
+		matched++;
+	}
+	if (rc != SQLITE_DONE) {
+		code = recording_failure(ck, db, rc, path);
+		goto out;
+	}
+	if (!matched)
+		goto out;
+
+	/* the sync points of their threads, then each range's share of them */
+	code = recording_exec(ck, db, RANGE_CALLS_SQL, path, 1);
+	if (code == SS_EXIT_OK)
+		code = recording_exec(ck, db, RANGE_INDEX_SQL, path, 0);
+	if (code != SS_EXIT_OK)
+		goto out;
+	sqlite3_finalize(read);
+	sqlite3_finalize(add);
+	add = NULL;
+	rc = sqlite3_prepare_v2(db, RANGE_CONTRIB_SQL, -1, &read, NULL);
+	if (rc != SQLITE_OK) {
+		read = NULL;
+		code = recording_failure(ck, db, rc, path);
+		goto out;
+	}
+	if (sqlite3_prepare_v2(
+		ck->work, "INSERT INTO range_contrib VALUES(?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?8)", -1,
+		&add, NULL) != SQLITE_OK) {
+		code = work_failure(ck);
+		goto out;
+	}
+	while ((rc = sqlite3_step(read)) == SQLITE_ROW) {
+		sqlite3_bind_int(add, 1, id);
+		for (int col = 0; col < 7; col++)
+			sqlite3_bind_value(add, col + 2, sqlite3_column_value(read, col));
+		if (sqlite3_step(add) != SQLITE_DONE) {
+			code = work_failure(ck);
+			goto out;
+		}
+		sqlite3_reset(add);
+	}
+	if (rc != SQLITE_DONE)
+		code = recording_failure(ck, db, rc, path);
+out:
+	sqlite3_finalize(read);
+	sqlite3_finalize(add);
+	return code;
+}
+
 /* Copies the recording's summary rows and API names into the work database. */
 static int copy_recording(struct check *ck, sqlite3 *db, const char *path, int id)
 {
@@ -414,10 +681,11 @@ static int copy_recording(struct check *ck, sqlite3 *db, const char *path, int i
 		goto out;
 	}
 
-	if (sqlite3_prepare_v2(ck->work,
-			       "INSERT INTO recordings VALUES(?1, ?2, ?3,"
-			       " CASE WHEN ?3 IS NULL THEN ?2 ELSE 'rank ' || ?3 END, ?4)",
-			       -1, &add_rec, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(
+		ck->work,
+		"INSERT INTO recordings(id, path, rank, unit, dropped) VALUES(?1, ?2,"
+		" ?3, CASE WHEN ?3 IS NULL THEN ?2 ELSE 'rank ' || ?3 END, ?4)",
+		-1, &add_rec, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(ck->work,
 			       "INSERT INTO contrib VALUES(?1, ?2, ?3, ?4, ?5, 0, ?6, ?7)", -1,
 			       &add, NULL) != SQLITE_OK ||
@@ -441,15 +709,7 @@ static int copy_recording(struct check *ck, sqlite3 *db, const char *path, int i
 		code = recording_failure(ck, db, rc, path);
 		goto out;
 	}
-	if (ck->budget.warmup_seconds >= 0.0) {
-		double ns = ck->budget.warmup_seconds * 1e9;
-
-		/* past any real run, and clear of int64 overflow */
-		if (ns > 4e18)
-			ns = 4e18;
-		sqlite3_bind_int64(read, 1, (sqlite3_int64)(ns + 0.5));
-	}
-	sqlite3_bind_int64(read, 2, ck->budget.warmup_calls > 0 ? ck->budget.warmup_calls : 0);
+	bind_warmup(ck, read);
 	while ((rc = sqlite3_step(read)) == SQLITE_ROW) {
 		sqlite3_bind_int(add, 1, id);
 		for (int col = 0; col < 6; col++)
@@ -482,6 +742,8 @@ static int copy_recording(struct check *ck, sqlite3 *db, const char *path, int i
 	}
 	if (rc != SQLITE_DONE)
 		code = recording_failure(ck, db, rc, path);
+	if (code == SS_EXIT_OK && has_range_limits(ck))
+		code = copy_ranges(ck, db, path, id);
 out:
 	sqlite3_finalize(read);
 	sqlite3_finalize(meta);
@@ -534,8 +796,11 @@ static int apply_allow_list(struct check *ck)
 		sqlite3_reset(add);
 	}
 	sqlite3_finalize(add);
-	return work_exec(ck, "UPDATE contrib SET allowed ="
-			     " EXISTS (SELECT 1 FROM allow WHERE contrib.site GLOB allow.glob)");
+	return work_exec(ck,
+			 "UPDATE contrib SET allowed ="
+			 " EXISTS (SELECT 1 FROM allow WHERE contrib.site GLOB allow.glob);"
+			 "UPDATE range_contrib SET allowed ="
+			 " EXISTS (SELECT 1 FROM allow WHERE range_contrib.site GLOB allow.glob)");
 }
 
 /* An "api" the recordings do not know is a typo (or an API this syncspy does not record). */
@@ -660,8 +925,9 @@ static void github_error(struct check *ck, FILE *out, const char *site, const ch
  * Prints the sites behind a breach, then its GitHub annotations (with GITHUB_ACTIONS=true);
  * the site lines also become the JUnit failure's text in *details (malloc'd).
  */
-static int print_breach_sites(struct check *ck, const struct ss_budget_limit *limit,
-			      const char *unit, const char *headline, int by_count, char **details)
+static int print_breach_sites(struct check *ck, const char *sql,
+			      const struct ss_budget_limit *limit, const char *unit,
+			      const char *headline, int by_count, char **details)
 {
 	sqlite3_stmt *stmt;
 	char *text = NULL, *annotations = NULL, first_message[2048] = "";
@@ -671,8 +937,7 @@ static int print_breach_sites(struct check *ck, const struct ss_budget_limit *li
 	int shown = 0, more = 0, annotated = 0, failed;
 
 	*details = NULL;
-	if (!lines || !notes ||
-	    sqlite3_prepare_v2(ck->work, LIMIT_SITES_SQL, -1, &stmt, NULL) != SQLITE_OK) {
+	if (!lines || !notes || sqlite3_prepare_v2(ck->work, sql, -1, &stmt, NULL) != SQLITE_OK) {
 		if (lines)
 			fclose(lines);
 		if (notes)
@@ -747,6 +1012,172 @@ static void not_checked(struct check *ck, const char *description, const char *r
 	junit_testcase(ck, description, "SKIP", message, NULL);
 }
 
+/* Binds the per-range parts of a range limit (:range, :max_count, :max_ns) besides bind_limit's. */
+static void bind_range_limit(sqlite3_stmt *stmt, const struct ss_budget_limit *limit,
+			     const char *unit)
+{
+	int index;
+
+	bind_limit(stmt, limit, unit);
+	bind_named(stmt, ":range", limit->range);
+	index = sqlite3_bind_parameter_index(stmt, ":max_count");
+	if (index)
+		sqlite3_bind_int64(stmt, index, limit->max_count_per_range);
+	index = sqlite3_bind_parameter_index(stmt, ":max_ns");
+	if (index)
+		sqlite3_bind_double(stmt, index,
+				    limit->max_blocked_ms_per_range < 0.0
+					? -1.0
+					: limit->max_blocked_ms_per_range * 1e6);
+	index = sqlite3_bind_parameter_index(stmt, ":by_count");
+	if (index)
+		sqlite3_bind_int(stmt, index, limit->max_count_per_range >= 0);
+}
+
+/* Prepares sql on the work database, binds the range limit and runs it to the end. */
+static int range_exec(struct check *ck, const char *sql, const struct ss_budget_limit *limit)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	if (sqlite3_prepare_v2(ck->work, sql, -1, &stmt, NULL) != SQLITE_OK)
+		return work_failure(ck);
+	bind_range_limit(stmt, limit, NULL);
+	rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_DONE ? SS_EXIT_OK : work_failure(ck);
+}
+
+/*
+ * One check of a range limit (all recordings, or one unit with per_rank): the worst instance
+ * against the per-range maxima, how many instances breach, and for a breach the sites within
+ * the breaching instances.
+ */
+static int check_range_group(struct check *ck, const struct ss_budget_limit *limit,
+			     const char *name, const char *unit)
+{
+	struct ss_budget_limit per_range = *limit;
+	char measure[256], where[1024], line[1600], ms[32];
+	long long instances, over, calls, blocked_ns;
+	int count_over, blocked_over, code = SS_EXIT_OK;
+	sqlite3_stmt *stmt;
+
+	if (sqlite3_prepare_v2(ck->work, RANGE_WORST_SQL, -1, &stmt, NULL) != SQLITE_OK)
+		return work_failure(ck);
+	bind_range_limit(stmt, limit, unit);
+	if (sqlite3_step(stmt) != SQLITE_ROW) {
+		sqlite3_finalize(stmt);
+		return work_failure(ck);
+	}
+	calls = sqlite3_column_int64(stmt, 5);
+	blocked_ns = sqlite3_column_int64(stmt, 6);
+	instances = sqlite3_column_int64(stmt, 7);
+	over = sqlite3_column_int64(stmt, 8);
+	format_ms(ms, sizeof(ms), (double)sqlite3_column_int64(stmt, 4) / 1e6);
+	/* "step #2 (rank 0, tid 4242, at 12.5 ms)": which instance, and where to find it */
+	snprintf(where, sizeof(where), "%s #%lld (%s, tid %lld, at %s ms)",
+		 (const char *)sqlite3_column_text(stmt, 0), sqlite3_column_int64(stmt, 1),
+		 (const char *)sqlite3_column_text(stmt, 2), sqlite3_column_int64(stmt, 3), ms);
+	sqlite3_finalize(stmt);
+
+	/* the measure of one instance against the *_per_range maxima */
+	per_range.max_count = limit->max_count_per_range;
+	per_range.max_blocked_ms = limit->max_blocked_ms_per_range;
+	describe_measure(measure, sizeof(measure), &per_range, calls, blocked_ns, &count_over,
+			 &blocked_over);
+	if (over)
+		snprintf(line, sizeof(line), "%lld of %lld instance%s over; worst %s: %s", over,
+			 instances, instances == 1 ? "" : "s", where, measure);
+	else
+		snprintf(line, sizeof(line), "%lld instance%s; worst %s: %s", instances,
+			 instances == 1 ? "" : "s", where, measure);
+	ck->checks++;
+	if (!over) {
+		ck->passed++;
+		fputs("PASS ", stdout);
+		put_printable(stdout, name);
+		fputs(": ", stdout);
+		put_printable(stdout, line);
+		fputc('\n', stdout);
+		junit_testcase(ck, name, "PASS", NULL, NULL);
+	} else {
+		char headline[3000], *details;
+
+		ck->breached++;
+		fputs("FAIL ", stdout);
+		put_printable(stdout, name);
+		fputs(": ", stdout);
+		put_printable(stdout, line);
+		fputc('\n', stdout);
+		snprintf(headline, sizeof(headline), "%s: %s", name, line);
+		/* the worst instance is over: list by the measure it breached first */
+		code = print_breach_sites(ck, RANGE_SITES_SQL, limit, unit, headline,
+					  count_over || !blocked_over, &details);
+		if (code == SS_EXIT_OK) {
+			char *full = NULL;
+
+			if (asprintf(&full, "%s\n%s", headline, details) < 0)
+				full = NULL;
+			junit_testcase(ck, name, "FAIL", line, full ? full : headline);
+			free(full);
+		}
+		free(details);
+	}
+	return code;
+}
+
+/*
+ * A limit with "range": checked per range instance (docs/budget.md). A check whose recordings
+ * have no range matching the name only warns: the exit code is unaffected.
+ */
+static int check_range_limit(struct check *ck, const struct ss_budget_limit *limit,
+			     const char *description)
+{
+	sqlite3_stmt *stmt;
+	int rc, rows = 0, code;
+
+	code = work_exec(ck, "DROP TABLE IF EXISTS temp.inst");
+	if (code == SS_EXIT_OK)
+		code = range_exec(ck, RANGE_INSTANCES_SQL, limit);
+	if (code == SS_EXIT_OK)
+		code = range_exec(ck, RANGE_OVER_SQL, limit);
+	if (code != SS_EXIT_OK)
+		return code;
+	if (sqlite3_prepare_v2(ck->work, RANGE_GROUPS_SQL, -1, &stmt, NULL) != SQLITE_OK)
+		return work_failure(ck);
+	bind_range_limit(stmt, limit, NULL);
+	while (code == SS_EXIT_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *unit = (const char *)sqlite3_column_text(stmt, 0);
+		char name[1200], reason[512];
+
+		rows++;
+		if (unit)
+			snprintf(name, sizeof(name), "%s [%s]", description, unit);
+		else
+			snprintf(name, sizeof(name), "%s", description);
+		if (sqlite3_column_int64(stmt, 1) > 0) {
+			code = check_range_group(ck, limit, name, unit);
+			continue;
+		}
+		if (sqlite3_column_int(stmt, 2))
+			snprintf(reason, sizeof(reason), "no range matching \"%s\" recorded",
+				 limit->range);
+		else
+			snprintf(reason, sizeof(reason), "no NVTX ranges recorded");
+		not_checked(ck, name, reason);
+	}
+	if (code == SS_EXIT_OK && rc != SQLITE_DONE)
+		code = work_failure(ck);
+	sqlite3_finalize(stmt);
+	if (code == SS_EXIT_OK && rows == 0) {
+		char reason[256];
+
+		snprintf(reason, sizeof(reason), "no recording of rank %lld", limit->rank);
+		not_checked(ck, description, reason);
+	}
+	return code;
+}
+
 static int check_limit(struct check *ck, const struct ss_budget_limit *limit)
 {
 	char description[1024], reason[256];
@@ -754,11 +1185,8 @@ static int check_limit(struct check *ck, const struct ss_budget_limit *limit)
 	int rc, rows = 0, code = SS_EXIT_OK;
 
 	describe_limit(description, sizeof(description), limit);
-	/* Schema version 1 records no NVTX ranges; the key is kept for when recordings do. */
-	if (limit->range) {
-		not_checked(ck, description, "no NVTX ranges recorded");
-		return SS_EXIT_OK;
-	}
+	if (limit->range)
+		return check_range_limit(ck, limit, description);
 	if (sqlite3_prepare_v2(ck->work, LIMIT_TOTAL_SQL, -1, &stmt, NULL) != SQLITE_OK)
 		return work_failure(ck);
 	bind_limit(stmt, limit, NULL);
@@ -791,7 +1219,8 @@ static int check_limit(struct check *ck, const struct ss_budget_limit *limit)
 			put_printable(stdout, name);
 			printf(": %s\n", measure);
 			snprintf(headline, sizeof(headline), "%s: %s", name, measure);
-			code = print_breach_sites(ck, limit, unit, headline, count_over, &details);
+			code = print_breach_sites(ck, LIMIT_SITES_SQL, limit, unit, headline,
+						  count_over, &details);
 			if (code == SS_EXIT_OK) {
 				char *full = NULL;
 

@@ -1,9 +1,9 @@
 /*
  * report/out_json.c: the `--format json` backend of `syncspy report` (docs/report-json.md).
  *
- * The document is built by SQLite's JSON functions, not by hand: each rank and finding becomes a
- * json_object() row of an in-memory database, and end() assembles the whole document with
- * json_group_array() in one query, so quoting and escaping are SQLite's.
+ * The document is built by SQLite's JSON functions, not by hand: each rank, finding, range
+ * statistic and note becomes a json_object() row of an in-memory database, and end() assembles
+ * the whole document with json_group_array() in one query, so quoting and escaping are SQLite's.
  */
 #include "config.h"
 
@@ -28,6 +28,11 @@
 	" 'rank', ?3, 'count', ?4, 'blocked_ns', ?5, 'worst_ns', ?6, 'bytes', ?7,"                 \
 	" 'estimate_ns', ?8, 'site', ?9, 'detail', ?10, 'advice', ?11))"
 
+#define RANGE_SQL                                                                                  \
+	"INSERT INTO docs(kind, doc) VALUES('range', json_object('rank', ?1, 'name', ?2,"          \
+	" 'kind', ?3, 'instances', ?4, 'sync_points_min', ?5, 'sync_points_median', ?6,"           \
+	" 'sync_points_max', ?7, 'blocked_ns_median', ?8, 'blocked_ns_max', ?9))"
+
 #define NOTE_SQL "INSERT INTO docs(kind, doc) VALUES('note', json_quote(?1))"
 
 #define DOCUMENT_SQL                                                                               \
@@ -37,7 +42,9 @@
 	" 'findings', (SELECT json_group_array(json(doc)) FROM (SELECT doc FROM docs"              \
 	"  WHERE kind = 'finding' ORDER BY id)),"                                                  \
 	" 'notes', (SELECT json_group_array(json(doc)) FROM (SELECT doc FROM docs"                 \
-	"  WHERE kind = 'note' ORDER BY id)))"
+	"  WHERE kind = 'note' ORDER BY id)),"                                                     \
+	" 'ranges', (SELECT json_group_array(json(doc)) FROM (SELECT doc FROM docs"                \
+	"  WHERE kind = 'range' ORDER BY id)))"
 
 static sqlite3 *doc_db;
 
@@ -139,6 +146,23 @@ static int json_end(FILE *out, const struct ss_report *report)
 	sqlite3_stmt *stmt;
 	int rc;
 
+	for (size_t i = 0; i < report->nranges; i++) {
+		const struct ss_range_stat *r = &report->ranges[i];
+
+		if (sqlite3_prepare_v2(doc_db, RANGE_SQL, -1, &stmt, NULL) != SQLITE_OK)
+			return sql_failed();
+		bind_optional(stmt, 1, r->rank);
+		sqlite3_bind_text(stmt, 2, r->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(stmt, 3, r->kind, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(stmt, 4, r->instances);
+		sqlite3_bind_int64(stmt, 5, r->sync_min);
+		sqlite3_bind_int64(stmt, 6, r->sync_median);
+		sqlite3_bind_int64(stmt, 7, r->sync_max);
+		sqlite3_bind_int64(stmt, 8, r->blocked_median_ns);
+		sqlite3_bind_int64(stmt, 9, r->blocked_max_ns);
+		if (run(stmt) != SS_EXIT_OK)
+			return SS_EXIT_INTERNAL;
+	}
 	for (size_t i = 0; i < report->nnotes; i++) {
 		if (sqlite3_prepare_v2(doc_db, NOTE_SQL, -1, &stmt, NULL) != SQLITE_OK)
 			return sql_failed();

@@ -1,8 +1,9 @@
 /*
  * report/out_text.c: the `--format text` backend of `syncspy report`: plain aligned text for a
  * terminal or a golden test. A per-rank table (a '*' marks a total more than
- * SS_IMBALANCE_PERCENT from the median of the ranks), the findings in ANALYSIS-1 order, each
- * with what was seen and the fix, then what could not be measured.
+ * SS_IMBALANCE_PERCENT from the median of the ranks), the sync points per NVTX range or step
+ * (only when the recordings have ranges), the findings in ANALYSIS-1 order, each with what was
+ * seen and the fix, then what could not be measured.
  */
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +50,41 @@ static int text_rank(FILE *out, const struct ss_report *report, const struct ss_
 
 static int findings_started;
 
+/* Range names wider than this are cut in the table (the JSON has them whole). */
+#define RANGE_NAME_WIDTH_MAX 32
+
+/* The per-range table: one line per (rank, range name), sync points and blocked time per
+ * instance. Nothing at all without ranges, so reports of recordings without NVTX stay as they
+ * were. */
+static void print_ranges(FILE *out, const struct ss_report *report)
+{
+	int width = 4;
+
+	if (!report->nranges)
+		return;
+	for (size_t i = 0; i < report->nranges; i++)
+		if ((int)strlen(report->ranges[i].name) > width)
+			width = (int)strlen(report->ranges[i].name);
+	if (width > RANGE_NAME_WIDTH_MAX)
+		width = RANGE_NAME_WIDTH_MAX;
+	fprintf(out, "\nranges (sync points and blocked ms per instance; top %d names per rank):\n",
+		SS_RANGE_NAMES_MAX);
+	fprintf(out, "  %5s  %-*s  %-8s  %9s  %8s  %11s  %8s  %17s  %14s\n", "rank", width, "name",
+		"kind", "instances", "sync_min", "sync_median", "sync_max", "blocked_median_ms",
+		"blocked_max_ms");
+	for (size_t i = 0; i < report->nranges; i++) {
+		const struct ss_range_stat *r = &report->ranges[i];
+		char rank[24] = "-";
+
+		if (r->rank >= 0)
+			snprintf(rank, sizeof(rank), "%lld", r->rank);
+		fprintf(out, "  %5s  %-*.*s  %-8s  %9lld  %8lld  %11lld  %8lld  %17.3f  %14.3f\n",
+			rank, width, width, r->name, r->kind, r->instances, r->sync_min,
+			r->sync_median, r->sync_max, (double)r->blocked_median_ns / 1e6,
+			(double)r->blocked_max_ns / 1e6);
+	}
+}
+
 /* Ends the rank table (with its legend when a rank is marked) and starts the findings. */
 static void start_findings(FILE *out, const struct ss_report *report)
 {
@@ -59,6 +95,7 @@ static void start_findings(FILE *out, const struct ss_report *report)
 	if (marked)
 		fprintf(out, "  (* more than %d%% from the median of the ranks)\n",
 			SS_IMBALANCE_PERCENT);
+	print_ranges(out, report);
 	fputs(report->nfindings ? "\nfindings (most blocked time first):\n" : "\nfindings: none\n",
 	      out);
 	findings_started = 1;

@@ -1,8 +1,9 @@
 #!/bin/sh
 # t024: a sync point made from Python while the thread holds the GIL gets the Python stack
-# (innermost first, file:line in function) and the user's line as its call site (SCHEMA-6); one
-# made with the GIL released keeps its native site and has no Python stack. Identical stacks
-# are stored once.
+# (innermost first, file:line in function) and the user's line as its call site (SCHEMA-6). One
+# made with the GIL released on the main thread (as torch's .item() is) gets them too, deferred
+# through Py_AddPendingCall; one made with the GIL released on another thread keeps its native
+# site and has no Python stack. Identical stacks are stored once.
 . "$E2E_DIR/lib.sh"
 [ -n "${PYTHON3:-}" ] || skip "no python3"
 script=$TOP_SRCDIR/tests/progs/py_frames.py
@@ -16,14 +17,15 @@ golden "SELECT api, site, py_stack IS NOT NULL FROM api_calls ORDER BY start_ns"
 cudaDeviceSynchronize|$script:$with_line in inner_step|1
 cudaDeviceSynchronize|$script:$with_line in inner_step|1
 cudaDeviceSynchronize|$script:$with_line in inner_step|1
+cudaDeviceSynchronize|$script:$without_line in train|1
 cudaDeviceSynchronize|$(q "SELECT site FROM api_calls ORDER BY start_ns DESC LIMIT 1")|0
 END
 golden "SELECT count(*), max(depth) FROM stacks WHERE kind = 'python'" <<'END'
-1|3
+2|3
 END
 call_line=$(grep -n '^    inner_step(n)' "$script" | cut -d: -f1)
 main_line=$(grep -n '^train(' "$script" | cut -d: -f1)
-golden "SELECT frames FROM stacks WHERE kind = 'python'" <<END
+golden "SELECT frames FROM stacks WHERE kind = 'python' ORDER BY id LIMIT 1" <<END
 $script:$with_line in inner_step
 $script:$call_line in train
 $script:$main_line in <module>

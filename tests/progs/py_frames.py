@@ -4,10 +4,14 @@
 Calls the CPU stand-in libcudart through ctypes. ctypes.PyDLL keeps the GIL during the call, as
 torch's `.item()` does: the shim must name this file's line. ctypes.CDLL releases the GIL, as
 torch.cuda.synchronize() does: no Python frames, the site stays native. The lines that call are
-marked; the test finds them by their markers."""
+marked; the test finds them by their markers.
+
+A sync made with the GIL released on the main thread gets its Python frames a moment later
+(Py_AddPendingCall, interpose/python.c); on another thread it gets none."""
 import ctypes
 import os
 import sys
+import threading
 
 path = os.environ["CUDART"]
 ctypes.CDLL(path, mode=os.RTLD_GLOBAL)  # the stand-in, loaded globally: the shim's wrapper comes first
@@ -25,5 +29,12 @@ def train(n):
     releases_gil.cudaDeviceSynchronize()  # MARK:without-gil
 
 
+def worker():
+    releases_gil.cudaDeviceSynchronize()  # MARK:thread
+
+
 train(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+thread = threading.Thread(target=worker)
+thread.start()
+thread.join()
 print("done")
