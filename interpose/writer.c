@@ -662,7 +662,8 @@ static int framework_module(const char *path)
 	static const char *const prefixes[] = {"libsyncspy", "libcudart", "libcuda.", "libnccl",
 					       "libtorch", "libc10", "libpython", "python",
 					       "libcublas", "libcudnn", "libc.so", "_C.",
-					       "libcupti", "ld-linux", "libffi", "_ctypes"};
+					       "libcupti", "ld-linux", "libffi", "_ctypes",
+					       "libstdc++", "libgcc_s", "libcublasLt"};
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)

@@ -189,8 +189,9 @@ static const struct site_rule {
 /*
  * copy-on-compute-stream (host-side heuristic): an async H2D copy from non-pageable memory whose
  * next row of the same thread (rows are written thread by thread in call order) is a kernel
- * launch on the same stream: the kernel probably consumes it, and nothing else could overlap
- * the copy on that stream.
+ * launch on the same stream, when that stream is the compute stream (the one with the most
+ * kernel launches): the kernel probably consumes it, and nothing else could overlap the copy on
+ * that stream.
  */
 #define OVERLAP_SQL                                                                                \
 	"SELECT coalesce(s.text, '" NO_SITE "') AS site, count(*), sum(c.end_ns - c.start_ns),"    \
@@ -524,6 +525,15 @@ struct n2_call {
 	long long api_id, comm, start_ns;
 };
 
+/* An async H2D copy followed by a launch on its stream, and that stream. */
+struct overlap_candidate {
+	long long id, stream;
+};
+
+struct stream_launches {
+	long long stream, launches;
+};
+
 struct scan {
 	struct scan_class *classes;
 	size_t nclasses;
@@ -533,8 +543,10 @@ struct scan {
 	size_t nslots;
 	struct s5_copy *s5;
 	size_t ns5, s5_capacity;
-	long long *overlap; /* ids of ss_overlap */
+	struct overlap_candidate *overlap; /* candidates for ss_overlap */
 	size_t noverlap, overlap_capacity;
+	struct stream_launches *launches; /* kernel launches per stream */
+	size_t nlaunch_streams, launch_streams_capacity;
 	struct n2_call *n2;
 	size_t nn2, n2_capacity;
 	long long *launch_apis; /* sorted ids of the kernel launch APIs */
@@ -553,6 +565,7 @@ static void scan_free(struct scan *sc)
 	free(sc->slots);
 	free(sc->s5);
 	free(sc->overlap);
+	free(sc->launches);
 	free(sc->n2);
 	free(sc->launch_apis);
 	free(sc->blocking_streams);
@@ -779,15 +792,32 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 			sc->pinned_bytes[key.dir] += bytes;
 			sc->pinned_ns[key.dir] += ns;
 		}
-		if (has_stream && (stream == 2 || (stream > 2 && sorted_contains(sc->blocking_streams,
-									       sc->nblocking, stream))))
+		/* Work on a blocking stream (not its creation or destruction, X1) is what the
+		 * legacy stream would serialize with. */
+		if (has_stream && strcmp(text, "X1") != 0 &&
+		    (stream == 2 ||
+		     (stream > 2 && sorted_contains(sc->blocking_streams, sc->nblocking, stream))))
 			st->other_streams = 1;
-		if (prev_copy && id == prev_id + 1 && tid == prev_tid && has_stream &&
-		    stream == prev_stream && k->e1 && sorted_contains(sc->launch_apis, sc->nlaunch, key.api_id)) {
+		int launch = has_stream && k->e1 &&
+			     sorted_contains(sc->launch_apis, sc->nlaunch, key.api_id);
+		if (launch) { /* the stream with the most launches is the compute stream */
+			size_t i = 0;
+			while (i < sc->nlaunch_streams && sc->launches[i].stream != stream)
+				i++;
+			if (i == sc->nlaunch_streams) {
+				if (!reserve(&sc->launches, &sc->launch_streams_capacity,
+					     sc->nlaunch_streams, sizeof(*sc->launches)))
+					break;
+				sc->launches[sc->nlaunch_streams++] = (struct stream_launches){stream, 0};
+			}
+			sc->launches[i].launches++;
+		}
+		if (prev_copy && id == prev_id + 1 && tid == prev_tid && stream == prev_stream &&
+		    launch) {
 			if (!reserve(&sc->overlap, &sc->overlap_capacity, sc->noverlap,
 				     sizeof(*sc->overlap)))
 				break;
-			sc->overlap[sc->noverlap++] = prev_id;
+			sc->overlap[sc->noverlap++] = (struct overlap_candidate){prev_id, stream};
 		}
 		prev_copy = k->e1 && !(key.nulls & 1) && key.dir == 1 && has_stream;
 		prev_id = id;
@@ -893,8 +923,19 @@ static int fill_tables(struct loader *ld, struct db_state *st, const struct scan
 					     ld->errlen);
 		sqlite3_reset(agg);
 	}
+	/* Only copies on the compute stream (the one with the most launches) count: a copy
+	 * followed by a kernel on a side stream (a prefetcher's own conversion) already overlaps
+	 * the compute. */
+	long long compute_stream = 0, most = -1;
+	for (size_t i = 0; i < sc->nlaunch_streams; i++)
+		if (sc->launches[i].launches > most) {
+			most = sc->launches[i].launches;
+			compute_stream = sc->launches[i].stream;
+		}
 	for (size_t i = 0; code == SS_EXIT_OK && i < sc->noverlap; i++) {
-		sqlite3_bind_int64(overlap, 1, sc->overlap[i]);
+		if (sc->overlap[i].stream != compute_stream)
+			continue;
+		sqlite3_bind_int64(overlap, 1, sc->overlap[i].id);
 		if (sqlite3_step(overlap) != SQLITE_DONE)
 			code = ss_db_failure(st->db, sqlite3_errcode(st->db), st->path, ld->err,
 					     ld->errlen);
@@ -1437,6 +1478,11 @@ static int run_imbalance_rule(struct loader *ld)
 
 	if (r->nranks < 2)
 		return SS_EXIT_OK;
+	/* Ranks of one job only: databases without a rank are separate programs (a directory of
+	 * unrelated recordings), whose differences say nothing. */
+	for (size_t i = 0; i < r->nranks; i++)
+		if (r->ranks[i].rank < 0)
+			return SS_EXIT_OK;
 	m_sync = median_of(r, offsetof(struct ss_rank, sync_points));
 	m_blocked = median_of(r, offsetof(struct ss_rank, blocked_ns));
 	m_copies = median_of(r, offsetof(struct ss_rank, copies));
