@@ -47,7 +47,7 @@ class FakeDatabase:
     def __init__(self, path):
         self.db = sqlite3.connect(path)
         self.db.executescript(schema_sql())
-        self.db.execute("INSERT INTO meta VALUES ('schema_version', 1)")
+        self.db.execute("INSERT INTO meta VALUES ('schema_version', 2)")
         for table, macro in (("memkinds", "SS_MEMKINDS"), ("dirs", "SS_DIRS")):
             self.db.executemany("INSERT INTO %s VALUES (?, ?)" % table, model_ids(macro))
         self.mem = {name: i for i, name in model_ids("SS_MEMKINDS")}
