@@ -3,10 +3,7 @@
  * cudart_table.h (plus its _ptsz/_ptds twin) and holds the helpers that turn a call's arguments
  * into a record: stream, event, bytes, copy direction and host memory kind.
  *
- * A wrapper (SS_CUDART_WRAPPER) runs: SHIM-3 guard, pre (reads arguments), clock, real call,
- * clock, post (reads results), append to the thread's ring (SHIM-1), return (SHIM-2).
- * errno (SHIM-2): the fast path touches nothing that sets it; each helper that may (a driver
- * query, the range table's allocations, a ring's first attach) restores it itself.
+ * The wrapper body and the vocabulary shared with the driver layer are in wrapper.h.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -14,11 +11,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include "clock.h"
-#include "ranges.h"
-#include "ring.h"
-#include "shim.h"
-#include "describe.h"
+#include "wrapper.h"
 
 /* Not in the C headers (crt/device_functions.h declares them for C++ only): what nvcc's <<<>>>
  * launches call in CUDA 13 (DESIGN.md section 4). */
@@ -216,10 +209,6 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 
 /* ------------------------------------------------------------------ the table's vocabulary */
 
-#define STREAM(s)   rec.stream = ss_stream_id((const void *)(s), per_thread_variant);
-#define EVENT(e)    rec.obj = (uintptr_t)(e);
-#define BYTES(n)    rec.bytes = (n);
-#define AUX(x)      rec.aux = (uint64_t)(uintptr_t)(x);
 #define COPY(dst, src, n, kind, async) ss_describe_copy(&rec, dst, src, n, kind, async);
 #define COPY3D(p, async)               describe_copy3d(&rec, p, async);
 #define COPY_SYMBOL(host, n, kind, to_device, async)                                               \
@@ -232,82 +221,11 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 	rec.bytes = (n);
 #define COPY_BATCH(dsts, srcs, sizes, count) describe_batch(&rec, dsts, srcs, sizes, count);
 #define MEMSET(ptr, n, async)                ss_describe_memset(&rec, ptr, n, async);
-/* The range is forgotten before the real free runs (another thread may get the same address
- * as soon as it returns) and put back if the free fails. Freeing stream-ordered memory with
- * cudaFree is not an implicit sync (DESIGN.md section 3, S6). */
-#define FREE(ptr)                                                                                  \
-	freed_ptr = (ptr);                                                                         \
-	freed_kind = ss_range_remove(freed_ptr, &freed_bytes);      /* keeps errno */              \
-	rec.obj = (uintptr_t)freed_ptr;                                                            \
-	rec.bytes = freed_bytes;                                                                   \
-	rec.host_mem = freed_kind & ~SS_RANGE_ASYNC;                                               \
-	if ((freed_kind & SS_RANGE_ASYNC) && rec.cls == SS_S6)                                     \
-		rec.cls = SS_X1;
-#define ALLOC(ptr, n, kind)                                                                        \
-	if (ret == cudaSuccess) {                                                                  \
-		rec.bytes = (n);                                                                   \
-		rec.obj = (uintptr_t)(ptr);                                                        \
-		rec.host_mem = (kind) & ~SS_RANGE_ASYNC;                                           \
-		ss_range_add((ptr), rec.bytes, (kind));                                            \
-	}
-#define CREATED_STREAM(s, flags, priority)                                                         \
-	if (ret == cudaSuccess) {                                                                  \
-		rec.stream = ss_stream_id((const void *)(s), 0);                                                    \
-		rec.aux = (uint64_t)(flags) | ((uint64_t)(uint32_t)(priority) << 32);              \
-	}
-#define CREATED_EVENT(e, flags)                                                                    \
-	if (ret == cudaSuccess) {                                                                  \
-		rec.obj = (uintptr_t)(e);                                                          \
-		rec.aux = (flags);                                                                 \
-	}
 
 /* ------------------------------------------------------------------ the wrappers */
 
-#define SS_CUDART_WRAPPER(fname, id, cls_, per_thread, params, args, pre, post)                    \
-	SS_EXPORT cudaError_t fname params                                                         \
-	{                                                                                          \
-		typedef cudaError_t(*real_fn_t) params;                                            \
-		real_fn_t real = (real_fn_t)ss_real(id);                                           \
-		if (ss_unlikely(real == NULL))                                                     \
-			return cudaErrorSharedObjectSymbolNotFound; /* SHIM-2 */                   \
-		struct ss_tls *tls = &ss_tls;                                                      \
-		if (!ss_should_record(tls))                                                        \
-			return real args;                                                          \
-		ss_prefetch_slot(tls);                                                             \
-		const int per_thread_variant = (per_thread);                                       \
-		(void)per_thread_variant;                                                          \
-		const void *freed_ptr = NULL;                                                      \
-		int freed_kind = 0;                                                                \
-		uint64_t freed_bytes = 0;                                                          \
-		(void)freed_ptr;                                                                   \
-		struct ss_rec rec = {.api = (id), .cls = SS_##cls_, .aux = UINT64_MAX};            \
-		tls->depth++;                                                                      \
-		pre rec.t_start = ss_now();                                                        \
-		cudaError_t ret = real args;                                                       \
-		rec.t_end = ss_needs_end_time(rec.cls) ? ss_now() : rec.t_start;                   \
-		post if (freed_kind && ret != cudaSuccess)                                         \
-			ss_range_add(freed_ptr, freed_bytes, freed_kind);                          \
-		rec.ret = (int32_t)ret;                                                            \
-		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
-		ss_emit(tls, &rec);                                                                \
-		if (ss_unlikely(ss_wants_stack(rec.cls))) {                                        \
-			ss_native_attach(tls);                                                     \
-			ss_python_attach(tls);                                                     \
-		}                                                                                  \
-		tls->depth--;                                                                      \
-		return ret;                                                                        \
-	}
-
-#define VARIANT_NONE(name, cls, params, args, pre, post)
-#define VARIANT_PTSZ(name, cls, params, args, pre, post)                                           \
-	extern __typeof__(name) name##_ptsz;                                                       \
-	SS_CUDART_WRAPPER(name##_ptsz, SS_API_##name##_ptsz, cls, 1, params, args, pre, post)
-#define VARIANT_PTDS(name, cls, params, args, pre, post)                                           \
-	extern __typeof__(name) name##_ptds;                                                       \
-	SS_CUDART_WRAPPER(name##_ptds, SS_API_##name##_ptds, cls, 1, params, args, pre, post)
-
 #define DEFINE_WRAPPERS(name, variant, cls, params, args, pre, post)                               \
-	SS_CUDART_WRAPPER(name, SS_API_##name, cls, 0, params, args, pre, post)                    \
-	VARIANT_##variant(name, cls, params, args, pre, post)
+	SS_DEFINE_WRAPPERS(cudaError_t, cudaErrorSharedObjectSymbolNotFound, name, variant, cls,   \
+			   params, args, pre, post)
 
 SS_CUDART_FUNCS(DEFINE_WRAPPERS)

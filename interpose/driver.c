@@ -30,11 +30,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include "clock.h"
-#include "describe.h"
-#include "ranges.h"
-#include "ring.h"
-#include "shim.h"
+#include "wrapper.h"
 
 /* ------------------------------------------------------------------ the real dlsym */
 
@@ -60,10 +56,6 @@ void *ss_dlsym(void *handle, const char *name) /* DRIVER-2 */
 
 /* ------------------------------------------------------------------ describing a call */
 
-#define STREAM(s)   rec.stream = ss_stream_id((const void *)(uintptr_t)(s), per_thread_variant);
-#define EVENT(e)    rec.obj = (uintptr_t)(e);
-#define BYTES(n)    rec.bytes = (n);
-#define AUX(x)      rec.aux = (uint64_t)(uintptr_t)(x);
 #define COPY_HTOD(src, n, async) ss_describe_copy(&rec, NULL, (src), (n), cudaMemcpyHostToDevice, async);
 #define COPY_DTOH(dst, n, async) ss_describe_copy(&rec, (dst), NULL, (n), cudaMemcpyDeviceToHost, async);
 #define COPY_DTOD(n)                                                                               \
@@ -73,76 +65,12 @@ void *ss_dlsym(void *handle, const char *name) /* DRIVER-2 */
 	ss_describe_copy(&rec, (const void *)(uintptr_t)(dst), (const void *)(uintptr_t)(src), (n), \
 			 cudaMemcpyDefault, async);
 #define MEMSET(ptr, n, async) ss_describe_memset(&rec, (const void *)(uintptr_t)(ptr), (n), async);
-#define FREE(ptr)                                                                                  \
-	freed_ptr = (const void *)(uintptr_t)(ptr);                                                \
-	freed_kind = ss_range_remove(freed_ptr, &freed_bytes);                                     \
-	rec.obj = (uintptr_t)freed_ptr;                                                            \
-	rec.bytes = freed_bytes;                                                                   \
-	rec.host_mem = freed_kind & ~SS_RANGE_ASYNC;
-#define ALLOC(ptr, n, kind)                                                                        \
-	if (ret == CUDA_SUCCESS) {                                                                 \
-		rec.bytes = (n);                                                                   \
-		rec.obj = (uintptr_t)(ptr);                                                        \
-		rec.host_mem = (kind) & ~SS_RANGE_ASYNC;                                           \
-		ss_range_add((const void *)(uintptr_t)(ptr), rec.bytes, (kind));                   \
-	}
-#define CREATED_STREAM(s, flags, priority)                                                         \
-	if (ret == CUDA_SUCCESS) {                                                                 \
-		rec.stream = ss_stream_id((const void *)(s), 0);                                   \
-		rec.aux = (uint64_t)(flags) | ((uint64_t)(uint32_t)(priority) << 32);              \
-	}
-#define CREATED_EVENT(e, flags)                                                                    \
-	if (ret == CUDA_SUCCESS) {                                                                 \
-		rec.obj = (uintptr_t)(e);                                                          \
-		rec.aux = (flags);                                                                 \
-	}
 
 /* ------------------------------------------------------------------ the wrappers */
 
-#define SS_DRIVER_WRAPPER(fname, id, cls_, per_thread, params, args, pre, post)                    \
-	SS_EXPORT CUresult fname params                                                            \
-	{                                                                                          \
-		typedef CUresult(*real_fn_t) params;                                               \
-		real_fn_t real = (real_fn_t)ss_real(id);                                           \
-		if (ss_unlikely(real == NULL))                                                     \
-			return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND; /* SHIM-2 */             \
-		struct ss_tls *tls = &ss_tls;                                                      \
-		if (!ss_should_record(tls))                                                        \
-			return real args; /* DRIVER-3 */                                           \
-		ss_prefetch_slot(tls);                                                             \
-		const int per_thread_variant = (per_thread);                                       \
-		(void)per_thread_variant;                                                          \
-		const void *freed_ptr = NULL;                                                      \
-		int freed_kind = 0;                                                                \
-		uint64_t freed_bytes = 0;                                                          \
-		struct ss_rec rec = {.api = (id), .cls = SS_##cls_, .aux = UINT64_MAX};            \
-		tls->depth++;                                                                      \
-		pre rec.t_start = ss_now();                                                        \
-		CUresult ret = real args;                                                          \
-		rec.t_end = ss_needs_end_time(rec.cls) ? ss_now() : rec.t_start;                   \
-		post if (freed_kind && ret != CUDA_SUCCESS)                                        \
-			ss_range_add(freed_ptr, freed_bytes, freed_kind);                          \
-		rec.ret = (int32_t)ret;                                                            \
-		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
-		ss_emit(tls, &rec);                                                                \
-		if (ss_unlikely(ss_wants_stack(rec.cls))) {                                        \
-			ss_native_attach(tls);                                                     \
-			ss_python_attach(tls);                                                     \
-		}                                                                                  \
-		tls->depth--;                                                                      \
-		return ret;                                                                        \
-	}
-
-#define VARIANT_NONE(name, cls, params, args, pre, post)
-#define VARIANT_PTSZ(name, cls, params, args, pre, post)                                           \
-	extern __typeof__(name) name##_ptsz;                                                       \
-	SS_DRIVER_WRAPPER(name##_ptsz, SS_API_##name##_ptsz, cls, 1, params, args, pre, post)
-#define VARIANT_PTDS(name, cls, params, args, pre, post)                                           \
-	extern __typeof__(name) name##_ptds;                                                       \
-	SS_DRIVER_WRAPPER(name##_ptds, SS_API_##name##_ptds, cls, 1, params, args, pre, post)
 #define DEFINE_WRAPPERS(name, variant, cls, params, args, pre, post)                               \
-	SS_DRIVER_WRAPPER(name, SS_API_##name, cls, 0, params, args, pre, post)                    \
-	VARIANT_##variant(name, cls, params, args, pre, post)
+	SS_DEFINE_WRAPPERS(CUresult, CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND, name, variant,     \
+			   cls, params, args, pre, post)
 
 SS_DRIVER_FUNCS(DEFINE_WRAPPERS)
 

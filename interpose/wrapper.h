@@ -1,0 +1,109 @@
+/*
+ * interpose/wrapper.h: the one wrapper body every CUDA entry point is generated with (runtime:
+ * cudart.c, driver: driver.c), and the table vocabulary both layers share. NCCL (nccl.c) has
+ * its own, simpler body: no memory ranges, no per-thread variants.
+ *
+ * A wrapper: SHIM-3 guard, pre (reads the arguments), clock, real call, clock (sync points
+ * only: ss_needs_end_time), post (reads what the call produced), the record appended to the
+ * thread's ring (SHIM-1), a sync point's stacks, return (SHIM-2). The fast path touches nothing
+ * that sets errno; each helper that may (a driver query, the range table's allocations, a ring's
+ * first attach) restores it itself.
+ *
+ * Success is 0 in every layer (cudaSuccess, CUDA_SUCCESS, ncclSuccess).
+ */
+#ifndef SYNCSPY_WRAPPER_H
+#define SYNCSPY_WRAPPER_H
+
+#include "clock.h"
+#include "describe.h"
+#include "ranges.h"
+#include "ring.h"
+#include "shim.h"
+
+/* ------------------------------------------------------------------ shared vocabulary */
+
+#define STREAM(s)   rec.stream = ss_stream_id((const void *)(uintptr_t)(s), per_thread_variant);
+#define EVENT(e)    rec.obj = (uintptr_t)(e);
+#define BYTES(n)    rec.bytes = (n);
+#define AUX(x)      rec.aux = (uint64_t)(uintptr_t)(x);
+/* The range is forgotten before the real free runs (another thread may get the same address as
+ * soon as it returns) and put back if the free fails. Freeing stream-ordered memory with a
+ * synchronous free is not an implicit sync (DESIGN.md section 3, S6). */
+#define FREE(ptr)                                                                                  \
+	freed_ptr = (const void *)(uintptr_t)(ptr);                                                \
+	freed_kind = ss_range_remove(freed_ptr, &freed_bytes); /* keeps errno */                   \
+	rec.obj = (uintptr_t)freed_ptr;                                                            \
+	rec.bytes = freed_bytes;                                                                   \
+	rec.host_mem = freed_kind & ~SS_RANGE_ASYNC;                                               \
+	if ((freed_kind & SS_RANGE_ASYNC) && rec.cls == SS_S6)                                     \
+		rec.cls = SS_X1;
+#define ALLOC(ptr, n, kind)                                                                        \
+	if (ret == 0) {                                                                            \
+		rec.bytes = (n);                                                                   \
+		rec.obj = (uintptr_t)(ptr);                                                        \
+		rec.host_mem = (kind) & ~SS_RANGE_ASYNC;                                           \
+		ss_range_add((const void *)(uintptr_t)(ptr), rec.bytes, (kind));                   \
+	}
+#define CREATED_STREAM(s, flags, priority)                                                         \
+	if (ret == 0) {                                                                            \
+		rec.stream = ss_stream_id((const void *)(s), 0);                                   \
+		rec.aux = (uint64_t)(flags) | ((uint64_t)(uint32_t)(priority) << 32);              \
+	}
+#define CREATED_EVENT(e, flags)                                                                    \
+	if (ret == 0) {                                                                            \
+		rec.obj = (uintptr_t)(e);                                                          \
+		rec.aux = (flags);                                                                 \
+	}
+
+/* ------------------------------------------------------------------ the body */
+
+#define SS_WRAPPER(ret_type, missing, fname, id, cls_, per_thread, params, args, pre, post)        \
+	SS_EXPORT ret_type fname params                                                            \
+	{                                                                                          \
+		typedef ret_type(*real_fn_t) params;                                               \
+		real_fn_t real = (real_fn_t)ss_real(id);                                           \
+		if (ss_unlikely(real == NULL))                                                     \
+			return (missing); /* SHIM-2 */                                             \
+		struct ss_tls *tls = &ss_tls;                                                      \
+		if (!ss_should_record(tls))                                                        \
+			return real args; /* SHIM-3 */                                             \
+		ss_prefetch_slot(tls);                                                             \
+		const int per_thread_variant = (per_thread);                                       \
+		(void)per_thread_variant;                                                          \
+		const void *freed_ptr = NULL;                                                      \
+		int freed_kind = 0;                                                                \
+		uint64_t freed_bytes = 0;                                                          \
+		struct ss_rec rec = {.api = (id), .cls = SS_##cls_, .aux = UINT64_MAX};            \
+		tls->depth++;                                                                      \
+		pre rec.t_start = ss_now();                                                        \
+		ret_type ret = real args;                                                          \
+		rec.t_end = ss_needs_end_time(rec.cls) ? ss_now() : rec.t_start;                   \
+		post if (freed_kind && ret != 0)                                                   \
+			ss_range_add(freed_ptr, freed_bytes, freed_kind);                          \
+		rec.ret = (int32_t)ret;                                                            \
+		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
+		ss_emit(tls, &rec);                                                                \
+		if (ss_unlikely(ss_wants_stack(rec.cls))) {                                        \
+			ss_native_attach(tls);                                                     \
+			ss_python_attach(tls);                                                     \
+		}                                                                                  \
+		tls->depth--;                                                                      \
+		return ret;                                                                        \
+	}
+
+/* A table line's wrapper and, per its variant column, its _ptsz/_ptds twin, which shares the
+ * prototype and takes stream 0 as the per-thread default stream. */
+#define SS_VARIANT_NONE(ret_type, missing, name, cls, params, args, pre, post)
+#define SS_VARIANT_PTSZ(ret_type, missing, name, cls, params, args, pre, post)                     \
+	extern __typeof__(name) name##_ptsz;                                                       \
+	SS_WRAPPER(ret_type, missing, name##_ptsz, SS_API_##name##_ptsz, cls, 1, params, args,     \
+		   pre, post)
+#define SS_VARIANT_PTDS(ret_type, missing, name, cls, params, args, pre, post)                     \
+	extern __typeof__(name) name##_ptds;                                                       \
+	SS_WRAPPER(ret_type, missing, name##_ptds, SS_API_##name##_ptds, cls, 1, params, args,     \
+		   pre, post)
+#define SS_DEFINE_WRAPPERS(ret_type, missing, name, variant, cls, params, args, pre, post)         \
+	SS_WRAPPER(ret_type, missing, name, SS_API_##name, cls, 0, params, args, pre, post)        \
+	SS_VARIANT_##variant(ret_type, missing, name, cls, params, args, pre, post)
+
+#endif
