@@ -196,7 +196,7 @@ struct id_map {
 	int64_t *ids;
 	size_t capacity, count;
 };
-static struct id_map sites, text_sites, stacks, native_stacks;
+static struct id_map sites, text_sites, stacks, native_stacks, native_stack_sites;
 
 static void id_map_free(struct id_map *map)
 {
@@ -655,6 +655,8 @@ static void store_python_stack(struct ring_state *rs, const struct ss_rec *r)
 	free(frames);
 }
 
+int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip);
+
 /* docs/attribution.md: native frames of the shim, CUDA, NCCL, the frameworks and the Python
  * interpreter; the native user site is the first frame outside these. */
 static int framework_module(const char *path)
@@ -695,7 +697,9 @@ static void store_native_stack(struct ring_state *rs, const struct ss_rec *r)
 				offset = ip - (uintptr_t)info.dli_fbase;
 				symbol = info.dli_sname;
 				symbol_offset = ip - (uintptr_t)info.dli_saddr;
-				if (!user_site && !framework_module(info.dli_fname))
+				if (!user_site && !framework_module(info.dli_fname) &&
+				    !ss_static_runtime_frame(info.dli_fname,
+							     (uintptr_t)info.dli_fbase, lookup))
 					user_site = site_id(ip);
 			}
 			if (symbol)
@@ -719,14 +723,14 @@ static void store_native_stack(struct ring_state *rs, const struct ss_rec *r)
 				*slot = sq.sqlite3_last_insert_rowid(db);
 			free(text);
 		}
-	} else if (slot && *slot && ips) {
-		for (size_t i = 0; i < n && !user_site; i++) {
-			Dl_info info;
-			if (dladdr((void *)(ips[i] - 1), &info) && info.dli_fname &&
-			    !framework_module(info.dli_fname))
-				user_site = site_id(ips[i]);
-		}
 	}
+	/* A stack's user site is found once, with its frames, and remembered by its hash: a thread
+	 * sends the frames of a stack only the first time (native.c). */
+	int64_t *site_slot = id_map_slot(&native_stack_sites, r->aux);
+	if (site_slot && user_site)
+		*site_slot = user_site;
+	else if (site_slot)
+		user_site = *site_slot;
 	if (rs->last_call_rowid && slot && *slot) {
 		sqlite3_stmt *st = statements[ST_ATTACH_NATIVE];
 		sq.sqlite3_bind_int64(st, 1, *slot);
@@ -1147,6 +1151,7 @@ static void close_database(const char *reason)
 	id_map_free(&text_sites);
 	id_map_free(&stacks);
 	id_map_free(&native_stacks);
+	id_map_free(&native_stack_sites);
 	memset(rows_per_class, 0, sizeof(rows_per_class));
 	layers_seen = 0;
 	dropped_write = 0;
@@ -1290,6 +1295,7 @@ void ss_writer_fork_child(void)
 	id_map_free(&text_sites);
 	id_map_free(&stacks);
 	id_map_free(&native_stacks);
+	id_map_free(&native_stack_sites);
 	memset(rows_per_class, 0, sizeof(rows_per_class));
 	layers_seen = 0;
 	dropped_write = 0;

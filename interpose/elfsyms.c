@@ -1,0 +1,127 @@
+/*
+ * interpose/elfsyms.c: is a return address inside a CUDA runtime linked statically into a
+ * program or library? nvcc links the runtime statically by default; its functions then live in
+ * the user's own module, where the module-based rule for the user call site (writer.c,
+ * framework_module) cannot tell them apart. Their names can: the module's .symtab (kept unless
+ * the module was stripped) names them cuda*, __cuda* or cudart::*.
+ *
+ * Only the writer thread calls this (while symbolizing stacks), so the cache takes no lock.
+ * A stripped module, or one that cannot be read, has no such frames as far as this knows.
+ */
+#include <elf.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct runtime_range {
+	uint64_t start, end; /* [start, end) of one runtime function, as in the file */
+};
+
+struct module_symbols {
+	char *path;
+	int relative; /* ET_DYN: symbol values are relative to the load base */
+	struct runtime_range *ranges;
+	size_t count;
+};
+
+static struct module_symbols *modules;
+static size_t module_count;
+
+static int runtime_name(const char *name)
+{
+	return !strncmp(name, "cuda", 4) || !strncmp(name, "__cuda", 6) ||
+	       strstr(name, "cudart") != NULL;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct runtime_range *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Reads the runtime functions of one ELF64 file's .symtab. */
+static void load_module(struct module_symbols *m)
+{
+	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && m->path[0] != '/') /* the main program, named as it was started */
+		fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return;
+	}
+	size_t size = (size_t)st.st_size;
+	const unsigned char *file = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (file == MAP_FAILED)
+		return;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)file;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shoff == 0 || eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > size)
+		goto done;
+	m->relative = eh->e_type == ET_DYN;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(file + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+			continue;
+		const Elf64_Shdr *strtab = &sh[sh[i].sh_link];
+		if (sh[i].sh_offset + sh[i].sh_size > size ||
+		    strtab->sh_offset + strtab->sh_size > size)
+			continue;
+		const Elf64_Sym *syms = (const Elf64_Sym *)(file + sh[i].sh_offset);
+		const char *names = (const char *)(file + strtab->sh_offset);
+		size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
+		for (size_t k = 0; k < n; k++) {
+			if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC || syms[k].st_value == 0 ||
+			    syms[k].st_name >= strtab->sh_size ||
+			    !runtime_name(names + syms[k].st_name))
+				continue;
+			struct runtime_range *grown =
+				realloc(m->ranges, (m->count + 1) * sizeof(*grown));
+			if (!grown)
+				goto done;
+			m->ranges = grown;
+			uint64_t start = syms[k].st_value;
+			m->ranges[m->count++] = (struct runtime_range){
+				start, start + (syms[k].st_size ? syms[k].st_size : 1)};
+		}
+	}
+	if (m->count)
+		qsort(m->ranges, m->count, sizeof(*m->ranges), by_start);
+done:
+	munmap((void *)file, size);
+}
+
+int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip)
+{
+	struct module_symbols *m = NULL;
+	for (size_t i = 0; i < module_count && !m; i++)
+		if (!strcmp(modules[i].path, module_path))
+			m = &modules[i];
+	if (!m) {
+		struct module_symbols *grown = realloc(modules, (module_count + 1) * sizeof(*grown));
+		if (!grown)
+			return 0;
+		modules = grown;
+		m = &modules[module_count++];
+		*m = (struct module_symbols){strdup(module_path), 0, NULL, 0};
+		if (m->path)
+			load_module(m);
+	}
+	uint64_t address = m->relative ? ip - module_base : ip;
+	size_t lo = 0, hi = m->count;
+	while (lo < hi) { /* the last range starting at or before address */
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->ranges[mid].start <= address)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && address < m->ranges[lo - 1].end;
+}
