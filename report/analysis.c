@@ -455,19 +455,45 @@ static int step_failed(struct loader *ld, struct db_state *st, sqlite3_stmt *stm
 	return code;
 }
 
+/* Prepares a query that always yields a row (an aggregate) and steps to it: no row is a
+ * database failure. On success the caller reads the row and finalizes *stmt. */
+static int query_row(struct loader *ld, struct db_state *st, const char *sql, sqlite3_stmt **stmt)
+{
+	int rc, code = prepare(ld, st, sql, stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	rc = sqlite3_step(*stmt);
+	if (rc != SQLITE_ROW)
+		return step_failed(ld, st, *stmt, rc);
+	return SS_EXIT_OK;
+}
+
+/* Ends a loop over the rows of stmt that stopped at step result rc, or earlier when a row
+ * failed with code: the row's failure comes first, then a step that did not reach the end.
+ * Finalizes stmt either way. */
+static int end_rows(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt, int rc, int code)
+{
+	if (code != SS_EXIT_OK) {
+		sqlite3_finalize(stmt);
+		return code;
+	}
+	if (rc != SQLITE_DONE)
+		return step_failed(ld, st, stmt, rc);
+	sqlite3_finalize(stmt);
+	return SS_EXIT_OK;
+}
+
 static int load_meta(struct loader *ld, struct db_state *st)
 {
 	struct ss_rank *rk = st->rank;
 	sqlite3_stmt *stmt;
 	long long end_ns;
-	int rc, code;
+	int code;
 
-	code = prepare(ld, st, META_SQL, &stmt);
+	code = query_row(ld, st, META_SQL, &stmt);
 	if (code != SS_EXIT_OK)
 		return code;
-	rc = sqlite3_step(stmt);
-	if (rc != SQLITE_ROW)
-		return step_failed(ld, st, stmt, rc);
 	rk->rank = column_or(stmt, 0, -1);
 	rk->world_size = column_or(stmt, 1, -1);
 	rk->host = xstrdup((const char *)sqlite3_column_text(stmt, 2));
@@ -482,12 +508,9 @@ static int load_meta(struct loader *ld, struct db_state *st)
 		return out_of_memory(ld);
 
 	if (end_ns < 0) { /* an unfinished recording: it lasted until its last call */
-		code = prepare(ld, st, "SELECT max(end_ns) FROM calls", &stmt);
+		code = query_row(ld, st, "SELECT max(end_ns) FROM calls", &stmt);
 		if (code != SS_EXIT_OK)
 			return code;
-		rc = sqlite3_step(stmt);
-		if (rc != SQLITE_ROW)
-			return step_failed(ld, st, stmt, rc);
 		end_ns = column_or(stmt, 0, rk->start_mono_ns);
 		sqlite3_finalize(stmt);
 	}
@@ -708,16 +731,13 @@ static int load_ids(struct loader *ld, struct db_state *st, const char *sql, lon
 		long long *grown = realloc(*values, (*n + 1) * sizeof(*grown));
 
 		if (!grown) {
-			sqlite3_finalize(stmt);
-			return out_of_memory(ld);
+			code = out_of_memory(ld);
+			break;
 		}
 		*values = grown;
 		(*values)[(*n)++] = sqlite3_column_int64(stmt, 0);
 	}
-	if (rc != SQLITE_DONE)
-		return step_failed(ld, st, stmt, rc);
-	sqlite3_finalize(stmt);
-	return SS_EXIT_OK;
+	return end_rows(ld, st, stmt, rc, code);
 }
 
 static long long nullable(sqlite3_stmt *stmt, int col, int bit, int *nulls)
@@ -889,6 +909,18 @@ static void bind_nullable(sqlite3_stmt *stmt, int col, int is_null, long long va
 		sqlite3_bind_int64(stmt, col, value);
 }
 
+/* Runs one bound INSERT and resets it for the next row's bindings. */
+static int insert_row(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt)
+{
+	int code = SS_EXIT_OK;
+
+	if (sqlite3_step(stmt) != SQLITE_DONE)
+		code =
+		    ss_db_failure(st->db, sqlite3_errcode(st->db), st->path, ld->err, ld->errlen);
+	sqlite3_reset(stmt);
+	return code;
+}
+
 /* Writes what the pass found into the TEMP tables, in one transaction of the temp schema. */
 static int fill_tables(struct loader *ld, struct db_state *st, const struct scan *sc)
 {
@@ -918,10 +950,7 @@ static int fill_tables(struct loader *ld, struct db_state *st, const struct scan
 		sqlite3_bind_int64(agg, 11, g->w);
 		bind_nullable(agg, 12, !g->has_b, g->b);
 		bind_nullable(agg, 13, !g->has_est, g->est);
-		if (sqlite3_step(agg) != SQLITE_DONE)
-			code = ss_db_failure(st->db, sqlite3_errcode(st->db), st->path, ld->err,
-					     ld->errlen);
-		sqlite3_reset(agg);
+		code = insert_row(ld, st, agg);
 	}
 	/* Only copies on the compute stream (the one with the most launches) count: a copy
 	 * followed by a kernel on a side stream (a prefetcher's own conversion) already overlaps
@@ -936,19 +965,13 @@ static int fill_tables(struct loader *ld, struct db_state *st, const struct scan
 		if (sc->overlap[i].stream != compute_stream)
 			continue;
 		sqlite3_bind_int64(overlap, 1, sc->overlap[i].id);
-		if (sqlite3_step(overlap) != SQLITE_DONE)
-			code = ss_db_failure(st->db, sqlite3_errcode(st->db), st->path, ld->err,
-					     ld->errlen);
-		sqlite3_reset(overlap);
+		code = insert_row(ld, st, overlap);
 	}
 	for (size_t i = 0; code == SS_EXIT_OK && i < sc->nn2; i++) {
 		sqlite3_bind_int64(n2, 1, sc->n2[i].api_id);
 		sqlite3_bind_int64(n2, 2, sc->n2[i].comm);
 		sqlite3_bind_int64(n2, 3, sc->n2[i].start_ns);
-		if (sqlite3_step(n2) != SQLITE_DONE)
-			code = ss_db_failure(st->db, sqlite3_errcode(st->db), st->path, ld->err,
-					     ld->errlen);
-		sqlite3_reset(n2);
+		code = insert_row(ld, st, n2);
 	}
 	sqlite3_finalize(agg);
 	sqlite3_finalize(overlap);
@@ -964,7 +987,7 @@ static int build_aggregate(struct loader *ld, struct db_state *st)
 	struct scan sc = {0};
 	double t = now_s();
 	sqlite3_stmt *stmt;
-	int rc, code;
+	int code;
 
 	code = load_ids(ld, st, LAUNCH_APIS_SQL, &sc.launch_apis, &sc.nlaunch);
 	if (code == SS_EXIT_OK)
@@ -980,12 +1003,9 @@ static int build_aggregate(struct loader *ld, struct db_state *st)
 	scan_free(&sc);
 	if (code != SS_EXIT_OK)
 		return code;
-	code = prepare(ld, st, TOTALS_SQL, &stmt);
+	code = query_row(ld, st, TOTALS_SQL, &stmt);
 	if (code != SS_EXIT_OK)
 		return code;
-	rc = sqlite3_step(stmt);
-	if (rc != SQLITE_ROW)
-		return step_failed(ld, st, stmt, rc);
 	rk->sync_points = sqlite3_column_int64(stmt, 0);
 	rk->blocked_ns = sqlite3_column_int64(stmt, 1);
 	rk->copies = sqlite3_column_int64(stmt, 2);
@@ -1063,14 +1083,12 @@ static int run_site_rules(struct loader *ld, struct db_state *st)
 			    ld, sr->rule, st->rank, count, blocked, worst, bytes, estimate,
 			    xstrdup((const char *)sqlite3_column_text(stmt, 0)),
 			    site_detail(st, sr->rule, apis ? apis : "", worst, bytes, estimate, rows));
-			if (code != SS_EXIT_OK) {
-				sqlite3_finalize(stmt);
-				return code;
-			}
+			if (code != SS_EXIT_OK)
+				break;
 		}
-		if (rc != SQLITE_DONE)
-			return step_failed(ld, st, stmt, rc);
-		sqlite3_finalize(stmt);
+		code = end_rows(ld, st, stmt, rc, code);
+		if (code != SS_EXIT_OK)
+			return code;
 	}
 	return SS_EXIT_OK;
 }
@@ -1096,15 +1114,10 @@ static int run_overlap_rule(struct loader *ld, struct db_state *st)
 			   "launch on the same stream; host-side heuristic: confirm with GPU "
 			   "timeline",
 			   count, (const char *)sqlite3_column_text(stmt, 5), bytes));
-		if (code != SS_EXIT_OK) {
-			sqlite3_finalize(stmt);
-			return code;
-		}
+		if (code != SS_EXIT_OK)
+			break;
 	}
-	if (rc != SQLITE_DONE)
-		return step_failed(ld, st, stmt, rc);
-	sqlite3_finalize(stmt);
-	return SS_EXIT_OK;
+	return end_rows(ld, st, stmt, rc, code);
 }
 
 /* Copies this rank's collectives into the model's arrivals table, in wall-clock ns. */
@@ -1180,16 +1193,13 @@ static int load_arrivals(struct loader *ld, struct db_state *st, struct job *job
 		op = hash ? job_string(job, (const char *)sqlite3_column_text(stmt, 1), op) : NULL;
 		if (!op || !reserve(&job->arrivals, &job->arrivals_capacity, job->narrivals,
 				    sizeof(*job->arrivals))) {
-			sqlite3_finalize(stmt);
-			return out_of_memory(ld);
+			code = out_of_memory(ld);
+			break;
 		}
 		job->arrivals[job->narrivals++] = (struct arrival){
 		    hash, op, sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3) + offset};
 	}
-	if (rc != SQLITE_DONE)
-		return step_failed(ld, st, stmt, rc);
-	sqlite3_finalize(stmt);
-	return SS_EXIT_OK;
+	return end_rows(ld, st, stmt, rc, code);
 }
 
 /* Step 4: this rank's range names with the sync points per instance (nothing without ranges). */
@@ -1199,12 +1209,9 @@ static int load_ranges(struct loader *ld, struct db_state *st, struct job *job)
 	sqlite3_stmt *stmt;
 	int rc, code, any;
 
-	code = prepare(ld, st, HAS_RANGES_SQL, &stmt);
+	code = query_row(ld, st, HAS_RANGES_SQL, &stmt);
 	if (code != SS_EXIT_OK)
 		return code;
-	rc = sqlite3_step(stmt);
-	if (rc != SQLITE_ROW)
-		return step_failed(ld, st, stmt, rc);
 	any = sqlite3_column_int(stmt, 0);
 	sqlite3_finalize(stmt);
 	if (!any)
@@ -1222,8 +1229,8 @@ static int load_ranges(struct loader *ld, struct db_state *st, struct job *job)
 
 		if (!reserve(&job->found.ranges, &job->ranges_capacity, job->found.nranges,
 			     sizeof(*job->found.ranges))) {
-			sqlite3_finalize(stmt);
-			return out_of_memory(ld);
+			code = out_of_memory(ld);
+			break;
 		}
 		r = &job->found.ranges[job->found.nranges++];
 		*r = (struct ss_range_stat){
@@ -1240,14 +1247,11 @@ static int load_ranges(struct loader *ld, struct db_state *st, struct job *job)
 		    .blocked_max_ns = sqlite3_column_int64(stmt, 8),
 		};
 		if (!r->name || !r->kind) {
-			sqlite3_finalize(stmt);
-			return out_of_memory(ld);
+			code = out_of_memory(ld);
+			break;
 		}
 	}
-	if (rc != SQLITE_DONE)
-		return step_failed(ld, st, stmt, rc);
-	sqlite3_finalize(stmt);
-	return SS_EXIT_OK;
+	return end_rows(ld, st, stmt, rc, code);
 }
 
 /* Two files that claim one rank of one job size, from different processes, are two runs mixed. */

@@ -87,6 +87,18 @@ static _Atomic int g_initialized;
 	if (!var)                                                                                  \
 	return CUDA_ERROR_INVALID_HANDLE
 
+/* Defines an entry point and its per-thread-default-stream twin (_ptsz / _ptds): the same
+ * prototype and the same static body, which takes the stream that handle 0 means last. */
+#define VARIANTS(fn, fn_pt, params, body, ...)                                                     \
+	CUresult fn params                                                                         \
+	{                                                                                          \
+		return body(__VA_ARGS__, DEF_LEGACY);                                              \
+	}                                                                                          \
+	CUresult fn_pt params                                                                      \
+	{                                                                                          \
+		return body(__VA_ARGS__, DEF_PTS);                                                 \
+	}
+
 static void *dptr_to_ptr(CUdeviceptr p)
 {
 	return (void *)(uintptr_t)p;
@@ -273,13 +285,15 @@ static const struct {
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
-CUresult cuGetErrorString(CUresult error, const char **pStr)
+/* cuGetErrorString and cuGetErrorName: the text or the name of error's entry; an unknown code
+ * gives NULL and CUDA_ERROR_INVALID_VALUE, as the real driver does. */
+static CUresult error_lookup(CUresult error, const char **pStr, bool want_name)
 {
 	if (!pStr)
 		return CUDA_ERROR_INVALID_VALUE;
 	for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++) {
 		if (error_table[i].code == error) {
-			*pStr = error_table[i].text;
+			*pStr = want_name ? error_table[i].name : error_table[i].text;
 			return CUDA_SUCCESS;
 		}
 	}
@@ -287,18 +301,14 @@ CUresult cuGetErrorString(CUresult error, const char **pStr)
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
+CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+	return error_lookup(error, pStr, false);
+}
+
 CUresult cuGetErrorName(CUresult error, const char **pStr)
 {
-	if (!pStr)
-		return CUDA_ERROR_INVALID_VALUE;
-	for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++) {
-		if (error_table[i].code == error) {
-			*pStr = error_table[i].name;
-			return CUDA_SUCCESS;
-		}
-	}
-	*pStr = NULL;
-	return CUDA_ERROR_INVALID_VALUE;
+	return error_lookup(error, pStr, true);
 }
 
 /* ================================================================== memory */
@@ -456,15 +466,11 @@ static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hSt
 	return rc;
 }
 
-CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-	return mem_alloc_async(dptr, bytesize, hStream, DEF_LEGACY);
-}
-
-CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-	return mem_alloc_async(dptr, bytesize, hStream, DEF_PTS);
-}
+/* clang-format off */ /* it would read the parameter list as a multiplication */
+VARIANTS(cuMemAllocAsync, cuMemAllocAsync_ptsz,
+	 (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), mem_alloc_async, dptr, bytesize,
+	 hStream)
+/* clang-format on */
 
 static CUresult mem_free_async(CUdeviceptr dptr, CUstream hStream, enum default_stream def)
 {
@@ -483,15 +489,8 @@ static CUresult mem_free_async(CUdeviceptr dptr, CUstream hStream, enum default_
 	return CUDA_SUCCESS;
 }
 
-CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
-{
-	return mem_free_async(dptr, hStream, DEF_LEGACY);
-}
-
-CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-	return mem_free_async(dptr, hStream, DEF_PTS);
-}
+VARIANTS(cuMemFreeAsync, cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), mem_free_async,
+	 dptr, hStream)
 
 CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
 {
@@ -658,15 +657,8 @@ static CUresult stream_get_flags(CUstream hStream, unsigned int *flags, enum def
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
-{
-	return stream_get_flags(hStream, flags, DEF_LEGACY);
-}
-
-CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
-{
-	return stream_get_flags(hStream, flags, DEF_PTS);
-}
+VARIANTS(cuStreamGetFlags, cuStreamGetFlags_ptsz, (CUstream hStream, unsigned int *flags),
+	 stream_get_flags, hStream, flags)
 
 static CUresult stream_get_priority(CUstream hStream, int *priority, enum default_stream def)
 {
@@ -677,15 +669,8 @@ static CUresult stream_get_priority(CUstream hStream, int *priority, enum defaul
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamGetPriority(CUstream hStream, int *priority)
-{
-	return stream_get_priority(hStream, priority, DEF_LEGACY);
-}
-
-CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
-{
-	return stream_get_priority(hStream, priority, DEF_PTS);
-}
+VARIANTS(cuStreamGetPriority, cuStreamGetPriority_ptsz, (CUstream hStream, int *priority),
+	 stream_get_priority, hStream, priority)
 
 CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
 {
@@ -705,15 +690,7 @@ static CUresult stream_sync(CUstream hStream, enum default_stream def)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamSynchronize(CUstream hStream)
-{
-	return stream_sync(hStream, DEF_LEGACY);
-}
-
-CUresult cuStreamSynchronize_ptsz(CUstream hStream)
-{
-	return stream_sync(hStream, DEF_PTS);
-}
+VARIANTS(cuStreamSynchronize, cuStreamSynchronize_ptsz, (CUstream hStream), stream_sync, hStream)
 
 static CUresult stream_query(CUstream hStream, enum default_stream def)
 {
@@ -723,15 +700,7 @@ static CUresult stream_query(CUstream hStream, enum default_stream def)
 	return stream_idle(s) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
-CUresult cuStreamQuery(CUstream hStream)
-{
-	return stream_query(hStream, DEF_LEGACY);
-}
-
-CUresult cuStreamQuery_ptsz(CUstream hStream)
-{
-	return stream_query(hStream, DEF_PTS);
-}
+VARIANTS(cuStreamQuery, cuStreamQuery_ptsz, (CUstream hStream), stream_query, hStream)
 
 static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int Flags,
 				  enum default_stream def)
@@ -758,15 +727,9 @@ static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-	return stream_wait_event(hStream, hEvent, Flags, DEF_LEGACY);
-}
-
-CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-	return stream_wait_event(hStream, hEvent, Flags, DEF_PTS);
-}
+VARIANTS(cuStreamWaitEvent, cuStreamWaitEvent_ptsz,
+	 (CUstream hStream, CUevent hEvent, unsigned int Flags), stream_wait_event, hStream, hEvent,
+	 Flags)
 
 static CUresult stream_add_callback(CUstream hStream, CUstreamCallback callback, void *userData,
 				    unsigned int flags, enum default_stream def)
@@ -782,17 +745,9 @@ static CUresult stream_add_callback(CUstream hStream, CUstreamCallback callback,
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData,
-			     unsigned int flags)
-{
-	return stream_add_callback(hStream, callback, userData, flags, DEF_LEGACY);
-}
-
-CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void *userData,
-				  unsigned int flags)
-{
-	return stream_add_callback(hStream, callback, userData, flags, DEF_PTS);
-}
+VARIANTS(cuStreamAddCallback, cuStreamAddCallback_ptsz,
+	 (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags),
+	 stream_add_callback, hStream, callback, userData, flags)
 
 /* ================================================================== stream capture, graphs */
 
@@ -806,15 +761,8 @@ static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode, enum d
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
-{
-	return begin_capture(hStream, mode, DEF_LEGACY);
-}
-
-CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
-{
-	return begin_capture(hStream, mode, DEF_PTS);
-}
+VARIANTS(cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz,
+	 (CUstream hStream, CUstreamCaptureMode mode), begin_capture, hStream, mode)
 
 static CUresult end_capture(CUstream hStream, CUgraph *phGraph, enum default_stream def)
 {
@@ -828,15 +776,8 @@ static CUresult end_capture(CUstream hStream, CUgraph *phGraph, enum default_str
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
-{
-	return end_capture(hStream, phGraph, DEF_LEGACY);
-}
-
-CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
-{
-	return end_capture(hStream, phGraph, DEF_PTS);
-}
+VARIANTS(cuStreamEndCapture, cuStreamEndCapture_ptsz, (CUstream hStream, CUgraph *phGraph),
+	 end_capture, hStream, phGraph)
 
 static CUresult is_capturing(CUstream hStream, CUstreamCaptureStatus *status,
 			     enum default_stream def)
@@ -849,15 +790,9 @@ static CUresult is_capturing(CUstream hStream, CUstreamCaptureStatus *status,
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{
-	return is_capturing(hStream, captureStatus, DEF_LEGACY);
-}
-
-CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{
-	return is_capturing(hStream, captureStatus, DEF_PTS);
-}
+VARIANTS(cuStreamIsCapturing, cuStreamIsCapturing_ptsz,
+	 (CUstream hStream, CUstreamCaptureStatus *captureStatus), is_capturing, hStream,
+	 captureStatus)
 
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
 				     unsigned long long flags)
@@ -878,15 +813,8 @@ static CUresult graph_launch_on(CUgraphExec hGraphExec, CUstream hStream, enum d
 	return graph_launch((struct graph_exec *)hGraphExec, s);
 }
 
-CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
-{
-	return graph_launch_on(hGraphExec, hStream, DEF_LEGACY);
-}
-
-CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{
-	return graph_launch_on(hGraphExec, hStream, DEF_PTS);
-}
+VARIANTS(cuGraphLaunch, cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream),
+	 graph_launch_on, hGraphExec, hStream)
 
 static CUresult graph_upload(CUgraphExec hGraphExec, CUstream hStream, enum default_stream def)
 {
@@ -897,15 +825,8 @@ static CUresult graph_upload(CUgraphExec hGraphExec, CUstream hStream, enum defa
 	return CUDA_SUCCESS;
 }
 
-CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
-{
-	return graph_upload(hGraphExec, hStream, DEF_LEGACY);
-}
-
-CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{
-	return graph_upload(hGraphExec, hStream, DEF_PTS);
-}
+VARIANTS(cuGraphUpload, cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream),
+	 graph_upload, hGraphExec, hStream)
 
 CUresult cuGraphDestroy(CUgraph hGraph)
 {
@@ -976,25 +897,12 @@ static CUresult event_record(CUevent hEvent, CUstream hStream, unsigned int flag
 	return CUDA_SUCCESS;
 }
 
-CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
-{
-	return event_record(hEvent, hStream, 0, DEF_LEGACY);
-}
+VARIANTS(cuEventRecord, cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream), event_record,
+	 hEvent, hStream, 0)
 
-CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{
-	return event_record(hEvent, hStream, 0, DEF_PTS);
-}
-
-CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
-{
-	return event_record(hEvent, hStream, flags, DEF_LEGACY);
-}
-
-CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
-{
-	return event_record(hEvent, hStream, flags, DEF_PTS);
-}
+VARIANTS(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz,
+	 (CUevent hEvent, CUstream hStream, unsigned int flags), event_record, hEvent, hStream,
+	 flags)
 
 /* Snapshot of where an event was last recorded; false if never recorded. */
 static bool event_position(struct event *ev, struct stream **s, uint64_t *seq)
@@ -1089,23 +997,12 @@ static CUresult launch_checked(CUfunction f, unsigned int gx, unsigned int gy, u
 	return launch(f, hStream, kernelParams, def);
 }
 
-CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-			unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-			unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-			void **kernelParams, void **extra)
-{
-	return launch_checked(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			      hStream, kernelParams, DEF_LEGACY);
-}
-
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-			     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-			     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-			     void **kernelParams, void **extra)
-{
-	return launch_checked(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			      hStream, kernelParams, DEF_PTS);
-}
+VARIANTS(cuLaunchKernel, cuLaunchKernel_ptsz,
+	 (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+	  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+	  unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),
+	 launch_checked, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
+	 kernelParams)
 
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
 			  enum default_stream def)
@@ -1117,37 +1014,16 @@ static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **ker
 			      config->hStream, kernelParams, def);
 }
 
-CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-			  void **extra)
-{
-	return launch_ex(config, f, kernelParams, DEF_LEGACY);
-}
+VARIANTS(cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
+	 (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra), launch_ex,
+	 config, f, kernelParams)
 
-CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-			       void **extra)
-{
-	return launch_ex(config, f, kernelParams, DEF_PTS);
-}
-
-CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-				   unsigned int gridDimZ, unsigned int blockDimX,
-				   unsigned int blockDimY, unsigned int blockDimZ,
-				   unsigned int sharedMemBytes, CUstream hStream,
-				   void **kernelParams)
-{
-	return launch_checked(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			      hStream, kernelParams, DEF_LEGACY);
-}
-
-CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-					unsigned int gridDimZ, unsigned int blockDimX,
-					unsigned int blockDimY, unsigned int blockDimZ,
-					unsigned int sharedMemBytes, CUstream hStream,
-					void **kernelParams)
-{
-	return launch_checked(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			      hStream, kernelParams, DEF_PTS);
-}
+VARIANTS(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz,
+	 (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+	  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+	  unsigned int sharedMemBytes, CUstream hStream, void **kernelParams),
+	 launch_checked, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
+	 kernelParams)
 
 static CUresult launch_host_func(CUstream hStream, CUhostFn fn, void *userData,
 				 enum default_stream def)
@@ -1162,15 +1038,8 @@ static CUresult launch_host_func(CUstream hStream, CUhostFn fn, void *userData,
 	return CUDA_SUCCESS;
 }
 
-CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
-{
-	return launch_host_func(hStream, fn, userData, DEF_LEGACY);
-}
-
-CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
-{
-	return launch_host_func(hStream, fn, userData, DEF_PTS);
-}
+VARIANTS(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, (CUstream hStream, CUhostFn fn, void *userData),
+	 launch_host_func, hStream, fn, userData)
 
 /* ================================================================== copies */
 
@@ -1185,115 +1054,47 @@ static CUresult copy1d(CUdeviceptr dst, CUdeviceptr src, size_t n, enum copy_dir
 
 #define HOST_PTR(p) ((CUdeviceptr)(uintptr_t)(p))
 
-CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
-{
-	return copy1d(dst, src, ByteCount, DIR_INFER, NULL, false, DEF_LEGACY);
-}
+VARIANTS(cuMemcpy, cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount), copy1d, dst,
+	 src, ByteCount, DIR_INFER, NULL, false)
 
-CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
-{
-	return copy1d(dst, src, ByteCount, DIR_INFER, NULL, false, DEF_PTS);
-}
+VARIANTS(cuMemcpyAsync, cuMemcpyAsync_ptsz,
+	 (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream), copy1d, dst, src,
+	 ByteCount, DIR_INFER, hStream, true)
 
-CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
-{
-	return copy1d(dst, src, ByteCount, DIR_INFER, hStream, true, DEF_LEGACY);
-}
+VARIANTS(cuMemcpyHtoD, cuMemcpyHtoD_v2_ptds,
+	 (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount), copy1d, dstDevice,
+	 HOST_PTR(srcHost), ByteCount, DIR_HTOD, NULL, false)
 
-CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
-{
-	return copy1d(dst, src, ByteCount, DIR_INFER, hStream, true, DEF_PTS);
-}
+VARIANTS(cuMemcpyDtoH, cuMemcpyDtoH_v2_ptds,
+	 (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount), copy1d, HOST_PTR(dstHost),
+	 srcDevice, ByteCount, DIR_DTOH, NULL, false)
 
-CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
-{
-	return copy1d(dstDevice, HOST_PTR(srcHost), ByteCount, DIR_HTOD, NULL, false, DEF_LEGACY);
-}
+VARIANTS(cuMemcpyDtoD, cuMemcpyDtoD_v2_ptds,
+	 (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount), copy1d, dstDevice,
+	 srcDevice, ByteCount, DIR_DTOD, NULL, false)
 
-CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
-{
-	return copy1d(dstDevice, HOST_PTR(srcHost), ByteCount, DIR_HTOD, NULL, false, DEF_PTS);
-}
+VARIANTS(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2_ptsz,
+	 (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream), copy1d,
+	 dstDevice, HOST_PTR(srcHost), ByteCount, DIR_HTOD, hStream, true)
 
-CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
-{
-	return copy1d(HOST_PTR(dstHost), srcDevice, ByteCount, DIR_DTOH, NULL, false, DEF_LEGACY);
-}
+VARIANTS(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2_ptsz,
+	 (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream), copy1d,
+	 HOST_PTR(dstHost), srcDevice, ByteCount, DIR_DTOH, hStream, true)
 
-CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
-{
-	return copy1d(HOST_PTR(dstHost), srcDevice, ByteCount, DIR_DTOH, NULL, false, DEF_PTS);
-}
-
-CUresult cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
-{
-	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, NULL, false, DEF_LEGACY);
-}
-
-CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
-{
-	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, NULL, false, DEF_PTS);
-}
-
-CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
-			   CUstream hStream)
-{
-	return copy1d(dstDevice, HOST_PTR(srcHost), ByteCount, DIR_HTOD, hStream, true, DEF_LEGACY);
-}
-
-CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
-				   CUstream hStream)
-{
-	return copy1d(dstDevice, HOST_PTR(srcHost), ByteCount, DIR_HTOD, hStream, true, DEF_PTS);
-}
-
-CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
-{
-	return copy1d(HOST_PTR(dstHost), srcDevice, ByteCount, DIR_DTOH, hStream, true, DEF_LEGACY);
-}
-
-CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-				   CUstream hStream)
-{
-	return copy1d(HOST_PTR(dstHost), srcDevice, ByteCount, DIR_DTOH, hStream, true, DEF_PTS);
-}
-
-CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
-			   CUstream hStream)
-{
-	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, hStream, true, DEF_LEGACY);
-}
-
-CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
-				   CUstream hStream)
-{
-	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, hStream, true, DEF_PTS);
-}
+VARIANTS(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2_ptsz,
+	 (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream), copy1d,
+	 dstDevice, srcDevice, ByteCount, DIR_DTOD, hStream, true)
 
 /* Peer copies: one device, so a peer copy is a device-to-device copy. */
-CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-		      CUcontext srcContext, size_t ByteCount)
-{
-	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, NULL, false, DEF_LEGACY);
-}
+VARIANTS(cuMemcpyPeer, cuMemcpyPeer_ptds,
+	 (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,
+	  size_t ByteCount),
+	 copy1d, dstDevice, srcDevice, ByteCount, DIR_DTOD, NULL, false)
 
-CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-			   CUcontext srcContext, size_t ByteCount)
-{
-	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, NULL, false, DEF_PTS);
-}
-
-CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-			   CUcontext srcContext, size_t ByteCount, CUstream hStream)
-{
-	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, hStream, true, DEF_LEGACY);
-}
-
-CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-				CUcontext srcContext, size_t ByteCount, CUstream hStream)
-{
-	return copy1d(dstDevice, srcDevice, ByteCount, DIR_DTOD, hStream, true, DEF_PTS);
-}
+VARIANTS(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
+	 (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,
+	  size_t ByteCount, CUstream hStream),
+	 copy1d, dstDevice, srcDevice, ByteCount, DIR_DTOD, hStream, true)
 
 /* One side of a CUDA_MEMCPY2D: its address and whether it is host (true) / device (false) /
  * to be inferred (returns -1). Arrays are not emulated. */
@@ -1335,25 +1136,10 @@ static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream hStream, bool async,
 			   async);
 }
 
-CUresult cuMemcpy2D(const CUDA_MEMCPY2D *pCopy)
-{
-	return copy2d(pCopy, NULL, false, DEF_LEGACY);
-}
+VARIANTS(cuMemcpy2D, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *pCopy), copy2d, pCopy, NULL, false)
 
-CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
-{
-	return copy2d(pCopy, NULL, false, DEF_PTS);
-}
-
-CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{
-	return copy2d(pCopy, hStream, true, DEF_LEGACY);
-}
-
-CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{
-	return copy2d(pCopy, hStream, true, DEF_PTS);
-}
+VARIANTS(cuMemcpy2DAsync, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
+	 copy2d, pCopy, hStream, true)
 
 /* ================================================================== memsets */
 

@@ -219,6 +219,19 @@ static cudaError_t from_cu(CUresult r)
 	return ret((cudaError_t)r);
 }
 
+/* Defines an entry point and its per-thread-default-stream twin (_ptsz / _ptds): the same
+ * prototype and the same static body, which takes first whether to use the driver functions
+ * fetched for the per-thread default stream. */
+#define VARIANTS(fn, fn_pt, params, body, ...)                                                     \
+	cudaError_t fn params                                                                      \
+	{                                                                                          \
+		return body(false, __VA_ARGS__);                                                   \
+	}                                                                                          \
+	cudaError_t fn_pt params                                                                   \
+	{                                                                                          \
+		return body(true, __VA_ARGS__);                                                    \
+	}
+
 #define GET_DRIVER(d, per_thread)                                                                  \
 	const struct driver *d = driver(per_thread);                                               \
 	if (!d)                                                                                    \
@@ -259,20 +272,23 @@ static const struct {
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
-const char *cudaGetErrorString(cudaError_t error)
+/* The name or the text of error's entry, or what the real runtime answers for an unknown code. */
+static const char *error_lookup(cudaError_t error, bool want_name, const char *unknown)
 {
 	for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++)
 		if (error_table[i].code == error)
-			return error_table[i].text;
-	return "unrecognized error code";
+			return want_name ? error_table[i].name : error_table[i].text;
+	return unknown;
+}
+
+const char *cudaGetErrorString(cudaError_t error)
+{
+	return error_lookup(error, false, "unrecognized error code");
 }
 
 const char *cudaGetErrorName(cudaError_t error)
 {
-	for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++)
-		if (error_table[i].code == error)
-			return error_table[i].name;
-	return "cudaErrorUnknown";
+	return error_lookup(error, true, "cudaErrorUnknown");
 }
 
 cudaError_t cudaGetLastError(void)
@@ -437,15 +453,8 @@ static cudaError_t stream_synchronize(bool per_thread, cudaStream_t stream)
 	return from_cu(d->StreamSynchronize(stream));
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t stream)
-{
-	return stream_synchronize(false, stream);
-}
-
-cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
-{
-	return stream_synchronize(true, stream);
-}
+VARIANTS(cudaStreamSynchronize, cudaStreamSynchronize_ptsz, (cudaStream_t stream),
+	 stream_synchronize, stream)
 
 static cudaError_t stream_query(bool per_thread, cudaStream_t stream)
 {
@@ -453,15 +462,7 @@ static cudaError_t stream_query(bool per_thread, cudaStream_t stream)
 	return from_cu(d->StreamQuery(stream));
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t stream)
-{
-	return stream_query(false, stream);
-}
-
-cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream)
-{
-	return stream_query(true, stream);
-}
+VARIANTS(cudaStreamQuery, cudaStreamQuery_ptsz, (cudaStream_t stream), stream_query, stream)
 
 static cudaError_t stream_get_flags(bool per_thread, cudaStream_t stream, unsigned int *flags)
 {
@@ -469,15 +470,8 @@ static cudaError_t stream_get_flags(bool per_thread, cudaStream_t stream, unsign
 	return from_cu(d->StreamGetFlags(stream, flags));
 }
 
-cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
-{
-	return stream_get_flags(false, hStream, flags);
-}
-
-cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags)
-{
-	return stream_get_flags(true, hStream, flags);
-}
+VARIANTS(cudaStreamGetFlags, cudaStreamGetFlags_ptsz, (cudaStream_t hStream, unsigned int *flags),
+	 stream_get_flags, hStream, flags)
 
 static cudaError_t stream_wait_event(bool per_thread, cudaStream_t stream, cudaEvent_t event,
 				     unsigned int flags)
@@ -486,15 +480,9 @@ static cudaError_t stream_wait_event(bool per_thread, cudaStream_t stream, cudaE
 	return from_cu(d->StreamWaitEvent(stream, event, flags));
 }
 
-cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
-{
-	return stream_wait_event(false, stream, event, flags);
-}
-
-cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
-{
-	return stream_wait_event(true, stream, event, flags);
-}
+VARIANTS(cudaStreamWaitEvent, cudaStreamWaitEvent_ptsz,
+	 (cudaStream_t stream, cudaEvent_t event, unsigned int flags), stream_wait_event, stream,
+	 event, flags)
 
 static cudaError_t stream_add_callback(bool per_thread, cudaStream_t stream,
 				       cudaStreamCallback_t callback, void *userData,
@@ -506,17 +494,9 @@ static cudaError_t stream_add_callback(bool per_thread, cudaStream_t stream,
 	    d->StreamAddCallback(stream, (CUstreamCallback)(void *)callback, userData, flags));
 }
 
-cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
-				  void *userData, unsigned int flags)
-{
-	return stream_add_callback(false, stream, callback, userData, flags);
-}
-
-cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
-				       void *userData, unsigned int flags)
-{
-	return stream_add_callback(true, stream, callback, userData, flags);
-}
+VARIANTS(cudaStreamAddCallback, cudaStreamAddCallback_ptsz,
+	 (cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags),
+	 stream_add_callback, stream, callback, userData, flags)
 
 /* ================================================================== events */
 
@@ -561,16 +541,9 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
 	return from_cu(d->EventRecord(event, stream));
 }
 
-cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
-{
-	return event_record(false, event, stream, flags);
-}
-
-cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
-					  unsigned int flags)
-{
-	return event_record(true, event, stream, flags);
-}
+VARIANTS(cudaEventRecordWithFlags, cudaEventRecordWithFlags_ptsz,
+	 (cudaEvent_t event, cudaStream_t stream, unsigned int flags), event_record, event, stream,
+	 flags)
 
 cudaError_t cudaEventQuery(cudaEvent_t event)
 {
@@ -602,31 +575,15 @@ static cudaError_t launch_kernel(bool per_thread, const void *func, dim3 grid, d
 				       block.z, (unsigned int)sharedMem, stream, args, NULL));
 }
 
-cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
-			     size_t sharedMem, cudaStream_t stream)
-{
-	return launch_kernel(false, func, gridDim, blockDim, args, sharedMem, stream);
-}
+VARIANTS(cudaLaunchKernel, cudaLaunchKernel_ptsz,
+	 (const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+	  cudaStream_t stream),
+	 launch_kernel, func, gridDim, blockDim, args, sharedMem, stream)
 
-cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
-				  size_t sharedMem, cudaStream_t stream)
-{
-	return launch_kernel(true, func, gridDim, blockDim, args, sharedMem, stream);
-}
-
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-			       size_t sharedMem, cudaStream_t stream)
-{
-	return launch_kernel(false, (const void *)kernel, gridDim, blockDim, args, sharedMem,
-			     stream);
-}
-
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-				    size_t sharedMem, cudaStream_t stream)
-{
-	return launch_kernel(true, (const void *)kernel, gridDim, blockDim, args, sharedMem,
-			     stream);
-}
+VARIANTS(__cudaLaunchKernel, __cudaLaunchKernel_ptsz,
+	 (cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+	  cudaStream_t stream),
+	 launch_kernel, (const void *)kernel, gridDim, blockDim, args, sharedMem, stream)
 
 static cudaError_t launch_kernel_ex(bool per_thread, const cudaLaunchConfig_t *config,
 				    const void *func, void **args)
@@ -650,16 +607,9 @@ static cudaError_t launch_kernel_ex(bool per_thread, const cudaLaunchConfig_t *c
 	return from_cu(d->LaunchKernelEx(&cfg, (CUfunction)func, args, NULL));
 }
 
-cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
-{
-	return launch_kernel_ex(false, config, func, args);
-}
-
-cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
-				     void **args)
-{
-	return launch_kernel_ex(true, config, func, args);
-}
+VARIANTS(cudaLaunchKernelExC, cudaLaunchKernelExC_ptsz,
+	 (const cudaLaunchConfig_t *config, const void *func, void **args), launch_kernel_ex,
+	 config, func, args)
 
 static cudaError_t launch_cooperative(bool per_thread, const void *func, dim3 grid, dim3 block,
 				      void **args, size_t sharedMem, cudaStream_t stream)
@@ -672,17 +622,10 @@ static cudaError_t launch_cooperative(bool per_thread, const void *func, dim3 gr
 						  args));
 }
 
-cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
-					size_t sharedMem, cudaStream_t stream)
-{
-	return launch_cooperative(false, func, gridDim, blockDim, args, sharedMem, stream);
-}
-
-cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
-					     void **args, size_t sharedMem, cudaStream_t stream)
-{
-	return launch_cooperative(true, func, gridDim, blockDim, args, sharedMem, stream);
-}
+VARIANTS(cudaLaunchCooperativeKernel, cudaLaunchCooperativeKernel_ptsz,
+	 (const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+	  cudaStream_t stream),
+	 launch_cooperative, func, gridDim, blockDim, args, sharedMem, stream)
 
 static cudaError_t launch_host_func(bool per_thread, cudaStream_t stream, cudaHostFn_t fn,
 				    void *userData)
@@ -691,15 +634,9 @@ static cudaError_t launch_host_func(bool per_thread, cudaStream_t stream, cudaHo
 	return from_cu(d->LaunchHostFunc(stream, fn, userData));
 }
 
-cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
-{
-	return launch_host_func(false, stream, fn, userData);
-}
-
-cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData)
-{
-	return launch_host_func(true, stream, fn, userData);
-}
+VARIANTS(cudaLaunchHostFunc, cudaLaunchHostFunc_ptsz,
+	 (cudaStream_t stream, cudaHostFn_t fn, void *userData), launch_host_func, stream, fn,
+	 userData)
 
 /* ================================================================== memory */
 
@@ -810,15 +747,8 @@ static cudaError_t malloc_async(bool per_thread, void **devPtr, size_t size, cud
 	return from_cu(r);
 }
 
-cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
-{
-	return malloc_async(false, devPtr, size, hStream);
-}
-
-cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
-{
-	return malloc_async(true, devPtr, size, hStream);
-}
+VARIANTS(cudaMallocAsync, cudaMallocAsync_ptsz, (void **devPtr, size_t size, cudaStream_t hStream),
+	 malloc_async, devPtr, size, hStream)
 
 static cudaError_t free_async(bool per_thread, void *devPtr, cudaStream_t stream)
 {
@@ -826,15 +756,8 @@ static cudaError_t free_async(bool per_thread, void *devPtr, cudaStream_t stream
 	return from_cu(d->MemFreeAsync(dptr(devPtr), stream));
 }
 
-cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
-{
-	return free_async(false, devPtr, hStream);
-}
-
-cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
-{
-	return free_async(true, devPtr, hStream);
-}
+VARIANTS(cudaFreeAsync, cudaFreeAsync_ptsz, (void *devPtr, cudaStream_t hStream), free_async,
+	 devPtr, hStream)
 
 /* Memory type of p from the driver's pointer attributes (0 = unregistered / pageable). */
 static enum cudaMemoryType memory_type(const struct driver *d, const void *p)
@@ -927,27 +850,13 @@ static cudaError_t memcpy_any(bool per_thread, void *dst, const void *src, size_
 	return copy(d, dst, src, count, kind, async, stream);
 }
 
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-	return memcpy_any(false, dst, src, count, kind, false, NULL);
-}
+VARIANTS(cudaMemcpy, cudaMemcpy_ptds,
+	 (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind), memcpy_any, dst, src,
+	 count, kind, false, NULL)
 
-cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-	return memcpy_any(true, dst, src, count, kind, false, NULL);
-}
-
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-			    cudaStream_t stream)
-{
-	return memcpy_any(false, dst, src, count, kind, true, stream);
-}
-
-cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-				 cudaStream_t stream)
-{
-	return memcpy_any(true, dst, src, count, kind, true, stream);
-}
+VARIANTS(cudaMemcpyAsync, cudaMemcpyAsync_ptsz,
+	 (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream),
+	 memcpy_any, dst, src, count, kind, true, stream)
 
 /* A symbol is the address of a host variable standing for a __device__ one: device memory.
  * With cudaMemcpyDefault the other side's kind decides the direction. */
@@ -979,55 +888,24 @@ static cudaError_t from_symbol(bool per_thread, void *dst, const void *symbol, s
 	return copy(d, dst, (const char *)symbol + offset, count, kind, async, stream);
 }
 
-cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
-			       enum cudaMemcpyKind kind)
-{
-	return to_symbol(false, symbol, src, count, offset, kind, false, NULL);
-}
+VARIANTS(cudaMemcpyToSymbol, cudaMemcpyToSymbol_ptds,
+	 (const void *symbol, const void *src, size_t count, size_t offset,
+	  enum cudaMemcpyKind kind),
+	 to_symbol, symbol, src, count, offset, kind, false, NULL)
 
-cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count,
-				    size_t offset, enum cudaMemcpyKind kind)
-{
-	return to_symbol(true, symbol, src, count, offset, kind, false, NULL);
-}
+VARIANTS(cudaMemcpyToSymbolAsync, cudaMemcpyToSymbolAsync_ptsz,
+	 (const void *symbol, const void *src, size_t count, size_t offset,
+	  enum cudaMemcpyKind kind, cudaStream_t stream),
+	 to_symbol, symbol, src, count, offset, kind, true, stream)
 
-cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count,
-				    size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream)
-{
-	return to_symbol(false, symbol, src, count, offset, kind, true, stream);
-}
+VARIANTS(cudaMemcpyFromSymbol, cudaMemcpyFromSymbol_ptds,
+	 (void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind),
+	 from_symbol, dst, symbol, count, offset, kind, false, NULL)
 
-cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count,
-					 size_t offset, enum cudaMemcpyKind kind,
-					 cudaStream_t stream)
-{
-	return to_symbol(true, symbol, src, count, offset, kind, true, stream);
-}
-
-cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
-				 enum cudaMemcpyKind kind)
-{
-	return from_symbol(false, dst, symbol, count, offset, kind, false, NULL);
-}
-
-cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count, size_t offset,
-				      enum cudaMemcpyKind kind)
-{
-	return from_symbol(true, dst, symbol, count, offset, kind, false, NULL);
-}
-
-cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset,
-				      enum cudaMemcpyKind kind, cudaStream_t stream)
-{
-	return from_symbol(false, dst, symbol, count, offset, kind, true, stream);
-}
-
-cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count,
-					   size_t offset, enum cudaMemcpyKind kind,
-					   cudaStream_t stream)
-{
-	return from_symbol(true, dst, symbol, count, offset, kind, true, stream);
-}
+VARIANTS(cudaMemcpyFromSymbolAsync, cudaMemcpyFromSymbolAsync_ptsz,
+	 (void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind,
+	  cudaStream_t stream),
+	 from_symbol, dst, symbol, count, offset, kind, true, stream)
 
 static cudaError_t memcpy2d(bool per_thread, void *dst, size_t dpitch, const void *src,
 			    size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
@@ -1076,31 +954,15 @@ submit:
 	return from_cu(async ? d->Memcpy2DAsync(&p, stream) : d->Memcpy2D(&p));
 }
 
-cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-			 size_t height, enum cudaMemcpyKind kind)
-{
-	return memcpy2d(false, dst, dpitch, src, spitch, width, height, kind, false, NULL);
-}
+VARIANTS(cudaMemcpy2D, cudaMemcpy2D_ptds,
+	 (void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+	  enum cudaMemcpyKind kind),
+	 memcpy2d, dst, dpitch, src, spitch, width, height, kind, false, NULL)
 
-cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
-			      size_t width, size_t height, enum cudaMemcpyKind kind)
-{
-	return memcpy2d(true, dst, dpitch, src, spitch, width, height, kind, false, NULL);
-}
-
-cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
-			      size_t width, size_t height, enum cudaMemcpyKind kind,
-			      cudaStream_t stream)
-{
-	return memcpy2d(false, dst, dpitch, src, spitch, width, height, kind, true, stream);
-}
-
-cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch,
-				   size_t width, size_t height, enum cudaMemcpyKind kind,
-				   cudaStream_t stream)
-{
-	return memcpy2d(true, dst, dpitch, src, spitch, width, height, kind, true, stream);
-}
+VARIANTS(cudaMemcpy2DAsync, cudaMemcpy2DAsync_ptsz,
+	 (void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+	  enum cudaMemcpyKind kind, cudaStream_t stream),
+	 memcpy2d, dst, dpitch, src, spitch, width, height, kind, true, stream)
 
 cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count)
 {
@@ -1130,25 +992,12 @@ static cudaError_t memset_any(bool per_thread, void *devPtr, int value, size_t c
 			     : d->MemsetD8(dptr(devPtr), (unsigned char)value, count));
 }
 
-cudaError_t cudaMemset(void *devPtr, int value, size_t count)
-{
-	return memset_any(false, devPtr, value, count, false, NULL);
-}
+VARIANTS(cudaMemset, cudaMemset_ptds, (void *devPtr, int value, size_t count), memset_any, devPtr,
+	 value, count, false, NULL)
 
-cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count)
-{
-	return memset_any(true, devPtr, value, count, false, NULL);
-}
-
-cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
-{
-	return memset_any(false, devPtr, value, count, true, stream);
-}
-
-cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream)
-{
-	return memset_any(true, devPtr, value, count, true, stream);
-}
+VARIANTS(cudaMemsetAsync, cudaMemsetAsync_ptsz,
+	 (void *devPtr, int value, size_t count, cudaStream_t stream), memset_any, devPtr, value,
+	 count, true, stream)
 
 static cudaError_t memset2d(bool per_thread, void *devPtr, size_t pitch, int value, size_t width,
 			    size_t height, bool async, cudaStream_t stream)
@@ -1159,27 +1008,13 @@ static cudaError_t memset2d(bool per_thread, void *devPtr, size_t pitch, int val
 			     : d->MemsetD2D8(dptr(devPtr), pitch, v, width, height));
 }
 
-cudaError_t cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, size_t height)
-{
-	return memset2d(false, devPtr, pitch, value, width, height, false, NULL);
-}
+VARIANTS(cudaMemset2D, cudaMemset2D_ptds,
+	 (void *devPtr, size_t pitch, int value, size_t width, size_t height), memset2d, devPtr,
+	 pitch, value, width, height, false, NULL)
 
-cudaError_t cudaMemset2D_ptds(void *devPtr, size_t pitch, int value, size_t width, size_t height)
-{
-	return memset2d(true, devPtr, pitch, value, width, height, false, NULL);
-}
-
-cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width, size_t height,
-			      cudaStream_t stream)
-{
-	return memset2d(false, devPtr, pitch, value, width, height, true, stream);
-}
-
-cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width,
-				   size_t height, cudaStream_t stream)
-{
-	return memset2d(true, devPtr, pitch, value, width, height, true, stream);
-}
+VARIANTS(cudaMemset2DAsync, cudaMemset2DAsync_ptsz,
+	 (void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream),
+	 memset2d, devPtr, pitch, value, width, height, true, stream)
 
 /* ================================================================== capture and graphs */
 
@@ -1190,15 +1025,8 @@ static cudaError_t begin_capture(bool per_thread, cudaStream_t stream,
 	return from_cu(d->StreamBeginCapture(stream, (CUstreamCaptureMode)mode));
 }
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
-{
-	return begin_capture(false, stream, mode);
-}
-
-cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
-{
-	return begin_capture(true, stream, mode);
-}
+VARIANTS(cudaStreamBeginCapture, cudaStreamBeginCapture_ptsz,
+	 (cudaStream_t stream, enum cudaStreamCaptureMode mode), begin_capture, stream, mode)
 
 static cudaError_t end_capture(bool per_thread, cudaStream_t stream, cudaGraph_t *pGraph)
 {
@@ -1206,15 +1034,8 @@ static cudaError_t end_capture(bool per_thread, cudaStream_t stream, cudaGraph_t
 	return from_cu(d->StreamEndCapture(stream, pGraph));
 }
 
-cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
-{
-	return end_capture(false, stream, pGraph);
-}
-
-cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
-{
-	return end_capture(true, stream, pGraph);
-}
+VARIANTS(cudaStreamEndCapture, cudaStreamEndCapture_ptsz,
+	 (cudaStream_t stream, cudaGraph_t *pGraph), end_capture, stream, pGraph)
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
 				 unsigned long long flags)
@@ -1229,15 +1050,8 @@ static cudaError_t graph_launch(bool per_thread, cudaGraphExec_t exec, cudaStrea
 	return from_cu(d->GraphLaunch(exec, stream));
 }
 
-cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
-{
-	return graph_launch(false, graphExec, stream);
-}
-
-cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
-{
-	return graph_launch(true, graphExec, stream);
-}
+VARIANTS(cudaGraphLaunch, cudaGraphLaunch_ptsz, (cudaGraphExec_t graphExec, cudaStream_t stream),
+	 graph_launch, graphExec, stream)
 
 static cudaError_t graph_upload(bool per_thread, cudaGraphExec_t exec, cudaStream_t stream)
 {
@@ -1245,15 +1059,8 @@ static cudaError_t graph_upload(bool per_thread, cudaGraphExec_t exec, cudaStrea
 	return from_cu(d->GraphUpload(exec, stream));
 }
 
-cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream)
-{
-	return graph_upload(false, graphExec, stream);
-}
-
-cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
-{
-	return graph_upload(true, graphExec, stream);
-}
+VARIANTS(cudaGraphUpload, cudaGraphUpload_ptsz, (cudaGraphExec_t graphExec, cudaStream_t stream),
+	 graph_upload, graphExec, stream)
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 {
