@@ -32,10 +32,14 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "config.h"
 #include "clock.h"
 #include "ranges.h"
 #include "ring.h"
 #include "shim.h"
+#ifdef SYNCSPY_HAVE_CUPTI
+#include "cupti/cupti.h"
+#endif
 
 __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec")));
 struct ss_hot ss_hot;
@@ -204,6 +208,10 @@ void ss_start(void)
 		if (ss_writer_start() == 0) {
 			atomic_store(&ss_hot.state, SS_STATE_RUNNING);
 			install_signal_handlers();
+#ifdef SYNCSPY_HAVE_CUPTI
+			if (ss_config.SYNCSPY_CUPTI)
+				ss_cupti_start();
+#endif
 		} else {
 			atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 		}
@@ -214,6 +222,10 @@ void ss_start(void)
 static void stop(const char *reason)
 {
 	pthread_mutex_lock(&start_lock);
+#ifdef SYNCSPY_HAVE_CUPTI
+	if (atomic_load(&ss_hot.state) == SS_STATE_RUNNING)
+		ss_cupti_flush(); /* on this thread: the writer makes no CUDA/CUPTI call (SHIM-4) */
+#endif
 	if (atomic_load(&ss_hot.state) == SS_STATE_RUNNING)
 		ss_writer_finalize(reason);
 	pthread_mutex_unlock(&start_lock);

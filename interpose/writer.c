@@ -29,6 +29,9 @@
 
 #include "config.h"
 #include "syncspy/schema.h"
+#ifdef SYNCSPY_HAVE_CUPTI
+#include "cupti/cupti.h"
+#endif
 
 #include "clock.h"
 #include "ring.h"
@@ -845,6 +848,11 @@ static void write_meta_progress(void)
 		}
 	meta_text("hooks_fired", layers);
 	meta_text("native_stacks", ss_native_stacks_status);
+#ifdef SYNCSPY_HAVE_CUPTI
+	meta_text("cupti", ss_cupti_status);
+#else
+	meta_text("cupti", "off: not built (configure --enable-cupti)");
+#endif
 	char clients[1024];
 	if (ss_driver_clients(clients, sizeof(clients)) > 0) {
 		meta_text("driver_clients", clients);
@@ -1091,6 +1099,102 @@ static void commit(void)
 	last_commit_ns = ss_mono_ns();
 }
 
+#ifdef SYNCSPY_HAVE_CUPTI
+/* GPU activity (cupti/): extension tables, created when the first record arrives, so that a
+ * recording without CUPTI keeps exactly the schema of SS_SCHEMA_SQL (docs/cupti.md). */
+#define GPU_TABLES_SQL                                                                             \
+	"CREATE TABLE IF NOT EXISTS gpu_activity(id INTEGER PRIMARY KEY, kind TEXT NOT NULL,"      \
+	" start_ns INTEGER, end_ns INTEGER, device INTEGER, stream_id INTEGER,"                    \
+	" correlation_id INTEGER, bytes INTEGER, copy_kind INTEGER, src_kind TEXT, dst_kind TEXT," \
+	" detail INTEGER, name TEXT, grid TEXT, block TEXT);"                                      \
+	"CREATE TABLE IF NOT EXISTS gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER,"     \
+	" tid INTEGER, start_ns INTEGER, end_ns INTEGER);"
+
+static sqlite3_stmt *gpu_activity_insert, *gpu_api_insert;
+
+static const char *gpu_memory_kind(uint8_t kind)
+{
+	static const char *const names[] = {"unknown", "pageable", "pinned", "device",
+					    "array",   "managed",  "device_static", "managed_static"};
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
+}
+
+static void store_gpu_activity(void)
+{
+	struct ss_gpu_rec *records;
+	size_t n = ss_cupti_take(&records);
+	if (n == 0)
+		return;
+	if (!gpu_activity_insert &&
+	    (exec_sql(GPU_TABLES_SQL) != SQLITE_OK ||
+	     sq.sqlite3_prepare_v2(db,
+				   "INSERT INTO gpu_activity(kind, start_ns, end_ns, device,"
+				   " stream_id, correlation_id, bytes, copy_kind, src_kind, dst_kind,"
+				   " detail, name, grid, block) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				   -1, &gpu_activity_insert, NULL) != SQLITE_OK ||
+	     sq.sqlite3_prepare_v2(db, "INSERT INTO gpu_api VALUES(?,?,?,?,?,?)", -1,
+				   &gpu_api_insert, NULL) != SQLITE_OK))
+		gpu_activity_insert = NULL;
+	static const char *const kinds[] = {"", "kernel", "memcpy", "memset", "sync"};
+	for (size_t i = 0; i < n; i++) {
+		struct ss_gpu_rec *g = &records[i];
+		if (g->kind == SS_GPU_RUNTIME_API || g->kind == SS_GPU_DRIVER_API) {
+			sqlite3_stmt *st = gpu_api_insert;
+			if (st) {
+				sq.sqlite3_bind_int64(st, 1, g->correlation);
+				sq.sqlite3_bind_text(st, 2,
+						     g->kind == SS_GPU_RUNTIME_API ? "runtime" : "driver",
+						     -1, SQLITE_STATIC);
+				sq.sqlite3_bind_int64(st, 3, g->detail);
+				sq.sqlite3_bind_int64(st, 4, g->thread);
+				sq.sqlite3_bind_int64(st, 5, (sqlite3_int64)g->start_ns);
+				sq.sqlite3_bind_int64(st, 6, (sqlite3_int64)g->end_ns);
+				step_reset(st);
+			}
+		} else if (gpu_activity_insert && g->kind < sizeof(kinds) / sizeof(kinds[0])) {
+			sqlite3_stmt *st = gpu_activity_insert;
+			char grid[48], block[48];
+			snprintf(grid, sizeof(grid), "%d,%d,%d", g->grid[0], g->grid[1], g->grid[2]);
+			snprintf(block, sizeof(block), "%d,%d,%d", g->block[0], g->block[1],
+				 g->block[2]);
+			int kernel = g->kind == SS_GPU_KERNEL, copy = g->kind == SS_GPU_MEMCPY;
+			sq.sqlite3_bind_text(st, 1, kinds[g->kind], -1, SQLITE_STATIC);
+			sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)g->start_ns);
+			sq.sqlite3_bind_int64(st, 3, (sqlite3_int64)g->end_ns);
+			sq.sqlite3_bind_int64(st, 4, g->device);
+			sq.sqlite3_bind_int64(st, 5, g->stream);
+			sq.sqlite3_bind_int64(st, 6, g->correlation);
+			bind_u64_or_null(st, 7, !kernel && g->kind != SS_GPU_SYNC, g->bytes);
+			bind_u64_or_null(st, 8, copy, g->copy_kind);
+			if (copy) {
+				sq.sqlite3_bind_text(st, 9, gpu_memory_kind(g->src_kind), -1,
+						     SQLITE_STATIC);
+				sq.sqlite3_bind_text(st, 10, gpu_memory_kind(g->dst_kind), -1,
+						     SQLITE_STATIC);
+			} else {
+				sq.sqlite3_bind_null(st, 9);
+				sq.sqlite3_bind_null(st, 10);
+			}
+			bind_u64_or_null(st, 11, !kernel && !copy, g->detail);
+			if (g->name)
+				sq.sqlite3_bind_text(st, 12, g->name, -1, SQLITE_TRANSIENT);
+			else
+				sq.sqlite3_bind_null(st, 12);
+			if (kernel) {
+				sq.sqlite3_bind_text(st, 13, grid, -1, SQLITE_TRANSIENT);
+				sq.sqlite3_bind_text(st, 14, block, -1, SQLITE_TRANSIENT);
+			} else {
+				sq.sqlite3_bind_null(st, 13);
+				sq.sqlite3_bind_null(st, 14);
+			}
+			step_reset(st);
+		}
+		free(g->name);
+	}
+	free(records);
+}
+#endif
+
 static void drain_all(void)
 {
 	ss_clock_calibrate();
@@ -1100,6 +1204,9 @@ static void drain_all(void)
 	}
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
 		drain_ring(ring);
+#ifdef SYNCSPY_HAVE_CUPTI
+	store_gpu_activity();
+#endif
 }
 
 static void print_summary(void)
@@ -1132,6 +1239,11 @@ static void close_database(const char *reason)
 		sq.sqlite3_finalize(statements[i]);
 		statements[i] = NULL;
 	}
+#ifdef SYNCSPY_HAVE_CUPTI
+	sq.sqlite3_finalize(gpu_activity_insert);
+	sq.sqlite3_finalize(gpu_api_insert);
+	gpu_activity_insert = gpu_api_insert = NULL;
+#endif
 	/* A self-contained file: no -wal beside it, readable from a read-only place. */
 	exec_sql("PRAGMA wal_checkpoint(TRUNCATE)");
 	exec_sql("PRAGMA journal_mode=DELETE");

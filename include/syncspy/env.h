@@ -33,6 +33,7 @@
 	  "auto: the invariant TSC where the CPU has one, else clock_gettime; mono: always "      \
 	  "clock_gettime(CLOCK_MONOTONIC)")                                                        \
 	X(SYNCSPY_CUPTI, BOOL, "0",                                                                \
-	  "1/0: GPU-side activity through CUPTI (module not built yet: no effect)")
+	  "1: GPU-side activity through CUPTI (kernels, copies, memsets, syncs; docs/cupti.md); "   \
+	  "off by default until validated on a GPU machine")
 
 #endif

@@ -1,0 +1,45 @@
+/*
+ * cupti/cupti.h: the CUPTI module's interface to the rest of libsyncspy.so.
+ *
+ * What only the GPU knows: when kernels, copies and memsets really ran, and on the host, which
+ * driver/runtime call (correlation id) caused them. Built with --enable-cupti, started only
+ * with SYNCSPY_CUPTI=1 (`syncspy run --cupti`) until it has been validated on a GPU machine
+ * (docs/cupti.md). CUPTI is loaded privately (dlopen RTLD_LOCAL), never linked.
+ */
+#ifndef SYNCSPY_CUPTI_H
+#define SYNCSPY_CUPTI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One activity record, as the writer stores it (gpu_activity, gpu_api). */
+struct ss_gpu_rec {
+	uint8_t kind;        /* enum ss_gpu_kind */
+	uint8_t copy_kind;   /* CUpti_ActivityMemcpyKind */
+	uint8_t src_kind, dst_kind; /* CUpti_ActivityMemoryKind (1 pageable, 2 pinned, 3 device) */
+	uint32_t device, stream, correlation, detail; /* detail: sync type, callback id, memory kind */
+	uint64_t start_ns, end_ns, bytes;
+	int32_t grid[3], block[3];
+	uint32_t thread;     /* host thread of an API record */
+	char *name;          /* kernel name (malloc'd) or NULL */
+};
+
+enum ss_gpu_kind {
+	SS_GPU_KERNEL = 1,
+	SS_GPU_MEMCPY,
+	SS_GPU_MEMSET,
+	SS_GPU_SYNC,
+	SS_GPU_RUNTIME_API,
+	SS_GPU_DRIVER_API,
+};
+
+/* App thread, first recorded call: loads CUPTI and enables the activities. Never fails the
+ * program: the reason it did not start is in ss_cupti_status (meta.cupti). */
+void ss_cupti_start(void);
+/* App thread, at exit or exec: asks CUPTI for what it still buffers. */
+void ss_cupti_flush(void);
+/* Writer: takes every record queued so far (the caller frees names and the array). */
+size_t ss_cupti_take(struct ss_gpu_rec **records);
+extern const char *volatile ss_cupti_status;
+
+#endif

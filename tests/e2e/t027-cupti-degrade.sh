@@ -1,0 +1,25 @@
+#!/bin/sh
+# t027: SYNCSPY_CUPTI=1 where CUPTI cannot start (this machine has no GPU driver): the program
+# runs unchanged, host data is recorded as without CUPTI, and meta.cupti says why there is no
+# GPU data (DESIGN.md section 4: degrade to host-side data and say so in the database).
+. "$E2E_DIR/lib.sh"
+"$PROGS/scenarios" s4 >"$tmp/plain" 2>&1 || fail "scenario failed without the shim"
+SYNCSPY_CUPTI=1 under_shim "$PROGS/scenarios" s4 >"$tmp/shim.all" 2>&1 || fail "scenario failed with CUPTI on"
+grep -v '^syncspy:' "$tmp/shim.all" >"$tmp/shim"
+diff -u "$tmp/plain" "$tmp/shim" >&2 || fail "output differs with CUPTI on"
+one_db
+status=$(q "SELECT value FROM meta WHERE key = 'cupti'")
+case $status in
+"off: not built"*) skip "the CUPTI module is not built" ;;
+"off: "*"host data only") ;;
+*) fail "meta.cupti: '$status'" ;;
+esac
+golden "SELECT api, class FROM api_calls ORDER BY start_ns" <<'END'
+cudaMalloc|S6
+cudaMemcpy|S4
+cudaMemcpy|S4
+cudaFree|S6
+END
+golden "SELECT count(*) FROM sqlite_master WHERE name LIKE 'gpu_%'" <<'END'
+0
+END
