@@ -260,6 +260,57 @@ run_workload item_loop 180 examples/torch/item_loop.expect \
 run_reference_workloads
 
 # --- (f) overhead benchmark
+# CUPTI (docs/cupti.md): copies_syncs once more with SYNCSPY_CUPTI=1, its GPU rows checked.
+section "CUPTI: copies_syncs with SYNCSPY_CUPTI=1"
+if [ -x "$work/copies_syncs" ]; then
+	rm -rf "$work/db-cupti" && mkdir -p "$work/db-cupti"
+	run_cmd 120 "$work/cupti.out" "$work/cupti.err" \
+		env LD_PRELOAD="$shim" SYNCSPY_CUPTI=1 SYNCSPY_OUTPUT="$work/db-cupti" "$work/copies_syncs"
+	cupti_db=$(ls -t "$work"/db-cupti/*.sqlite 2>/dev/null | head -n1)
+	if [ -n "$cupti_db" ]; then
+		cp "$cupti_db" "$work/keep/copies_syncs-cupti.sqlite"
+		run_cmd 60 "$work/cupti-check.out" /dev/null python3 tests/gpu/check_cupti.py "$cupti_db"
+		while IFS= read -r line; do
+			case $line in
+			PASS*) check "${line#PASS  }" PASS ;;
+			FAIL*) check "${line#FAIL  }" FAIL ;;
+			esac
+		done <"$work/cupti-check.out"
+	else
+		check "cupti: database written" FAIL
+	fi
+else
+	check "cupti: copies_syncs built" FAIL
+fi
+
+# NVTX injection with torch (docs/attribution.md): 10 "step" ranges, each holding its sync.
+section "NVTX: torch.cuda.nvtx ranges"
+rm -rf "$work/db-nvtx" && mkdir -p "$work/db-nvtx"
+run_cmd 120 "$work/nvtx.out" "$work/nvtx.err" env LD_PRELOAD="$shim" \
+	NVTX_INJECTION64_PATH="$shim" SYNCSPY_OUTPUT="$work/db-nvtx" python3 tests/gpu/nvtx_torch.py
+nvtx_db=$(ls -t "$work"/db-nvtx/*.sqlite 2>/dev/null | head -n1)
+nvtx_ranges=$([ -n "$nvtx_db" ] && python3 -c "
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print(db.execute(\"SELECT count(*), sum((SELECT count(*) FROM calls c WHERE c.tid = r.tid AND c.start_ns >= r.start_ns AND c.end_ns <= r.end_ns AND c.class = 'S2') > 0) FROM ranges r WHERE kind = 'push' AND name = 'step'\").fetchone())" "$nvtx_db")
+if [ "$nvtx_ranges" = "(10, 10)" ]; then
+	check "nvtx: 10 step ranges, each holding its .item() sync" PASS
+else
+	check "nvtx: 10 step ranges, each holding its .item() sync" FAIL "${nvtx_ranges:-no database}"
+fi
+
+# The cost of stacks on a sync point (bench/stack_cost.sh; target 2 us).
+section "bench/stack_cost.sh"
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+	run_cmd 240 "$work/stack-cost.txt" /dev/null bash bench/stack_cost.sh "$work/stack-cost.txt"
+	if grep -q ': PASS$' "$work/stack-cost.txt" 2>/dev/null; then
+		check "stack cost within 2 us per sync" PASS "$(tail -n1 "$work/stack-cost.txt")"
+	else
+		check "stack cost within 2 us per sync" FAIL "$(tail -n1 "$work/stack-cost.txt" 2>/dev/null)"
+	fi
+	cat "$work/stack-cost.txt" >>"$work/tables" 2>/dev/null
+fi
+
 section "bench/run.sh"
 if [ "${SKIP_BENCH:-0}" = 1 ]; then
 	log "skipped: SKIP_BENCH=1"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench/stack_cost.sh [RESULT_FILE]: the cost of a sync point's stacks on a GPU machine.
+# Runs bench/stack_cost.py under the shim (.carry/lib/libsyncspy.so) with stacks off
+# (SYNCSPY_STACK_DEPTH=0) and on (32), alternating, 3 rounds, and prints the medians and the
+# added cost per sync call (target: at most 2000 ns).
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+shim=$root/.carry/lib/libsyncspy.so
+out=${1:-/dev/stdout}
+export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for round in 1 2 3; do
+	for depth in 0 32; do
+		SYNCSPY_STACK_DEPTH=$depth SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$depth-$round" \
+			LD_PRELOAD="$shim" python3 "$root/bench/stack_cost.py" 2000 |
+			sed -n "s/^item_ns median /$depth /p" >>"$tmp/results"
+	done
+done
+{
+	echo "# bench/stack_cost.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
+	echo "# depth median_item_ns (3 rounds each)"
+	cat "$tmp/results"
+	awk '{s[$1] = s[$1] " " $2} END {
+		n0 = split(s[0], a); n32 = split(s[32], b)
+		asort(a); asort(b)
+		added = b[int((n32 + 1) / 2)] - a[int((n0 + 1) / 2)]
+		printf "added per sync with native+Python stacks: %d ns (target 2000): %s\n", added, added <= 2000 ? "PASS" : "FAIL"
+	}' "$tmp/results"
+} >"$out"

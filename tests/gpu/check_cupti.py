@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""tests/gpu/check_cupti.py: checks a database recorded with SYNCSPY_CUPTI=1 from
+examples/cuda/copies_syncs (docs/cupti.md), on a GPU machine.
+
+  check_cupti.py DB
+
+Checks: meta.cupti is 'on'; the GPU reported the program's 40 kernels and its 60 copies
+(40 H2D async, 20 D2H); the pageable H2D copies show as pageable and the pinned ones as pinned;
+every kernel ran after the start of the host call that launched it (joined through
+gpu_api.correlation_id and the host thread/time); every copy took a positive time. Prints one
+line per check, exits 1 on any failure."""
+import sqlite3
+import sys
+
+db = sqlite3.connect(sys.argv[1])
+failures = 0
+
+
+def check(name, ok, detail=""):
+    global failures
+    print(("PASS" if ok else "FAIL") + "  cupti: " + name + (f"  ({detail})" if detail else ""))
+    failures += not ok
+
+
+def one(sql):
+    return db.execute(sql).fetchone()[0]
+
+
+status = one("SELECT value FROM meta WHERE key = 'cupti'")
+check("meta.cupti is on", status == "on", status)
+tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+if "gpu_activity" not in tables:
+    check("gpu_activity table present", False)
+    sys.exit(1)
+kernels = one("SELECT count(*) FROM gpu_activity WHERE kind = 'kernel'")
+check("40 kernels", kernels == 40, kernels)
+copies = one("SELECT count(*) FROM gpu_activity WHERE kind = 'memcpy'")
+check("60 copies", copies == 60, copies)
+pageable = one("SELECT count(*) FROM gpu_activity WHERE kind = 'memcpy' AND src_kind = 'pageable'")
+pinned = one("SELECT count(*) FROM gpu_activity WHERE kind = 'memcpy' AND src_kind = 'pinned'")
+check("20 copies from pageable memory, 20 from pinned", (pageable, pinned) == (20, 20),
+      f"{pageable} pageable, {pinned} pinned")
+bad_times = one("SELECT count(*) FROM gpu_activity WHERE end_ns <= start_ns")
+check("every GPU row has a positive duration", bad_times == 0, bad_times)
+# kernel after its launch: the API record of the same correlation id started before the kernel
+late = one("SELECT count(*) FROM gpu_activity g JOIN gpu_api a USING (correlation_id)"
+           " WHERE g.kind = 'kernel' AND g.start_ns < a.start_ns")
+joined = one("SELECT count(*) FROM gpu_activity g JOIN gpu_api a USING (correlation_id)"
+             " WHERE g.kind = 'kernel'")
+check("every kernel starts after its launch call", joined == kernels and late == 0,
+      f"{joined} joined, {late} before their call")
+# one time axis: the host's launch calls (calls table) bracket CUPTI's API records
+host = one("SELECT count(*) FROM gpu_api a JOIN calls c ON c.tid = a.tid"
+           " AND a.start_ns >= c.start_ns - 1000000 AND a.start_ns <= c.start_ns + 1000000"
+           " JOIN apis p ON p.id = c.api_id WHERE p.name = '__cudaLaunchKernel'")
+check("CUPTI's launch records lie near the host's launch calls (one time axis)", host >= 40, host)
+sys.exit(1 if failures else 0)
