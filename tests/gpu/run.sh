@@ -302,7 +302,7 @@ fi
 # The cost of stacks on a sync point (bench/stack_cost.sh; target 2 us).
 section "bench/stack_cost.sh"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
-	run_cmd 240 "$work/stack-cost.txt" /dev/null bash bench/stack_cost.sh "$work/stack-cost.txt"
+	run_cmd 240 "$work/stack-cost.log" /dev/null bash bench/stack_cost.sh "$work/stack-cost.txt"
 	if grep -q ': PASS$' "$work/stack-cost.txt" 2>/dev/null; then
 		check "stack cost within 2 us per sync" PASS "$(tail -n1 "$work/stack-cost.txt")"
 	else
