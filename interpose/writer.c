@@ -1408,6 +1408,14 @@ void ss_writer_fork_child(void)
 	id_map_free(&stacks);
 	id_map_free(&native_stacks);
 	id_map_free(&native_stack_sites);
+	for (size_t i = 0; i < nstarted; i++) /* the parent's open NVTX ranges are not ours */
+		free(started[i].name);
+	free(started);
+	started = NULL;
+	nstarted = started_capacity = 0;
+#ifdef SYNCSPY_HAVE_CUPTI
+	gpu_activity_insert = gpu_api_insert = NULL; /* statements of the parent's connection */
+#endif
 	memset(rows_per_class, 0, sizeof(rows_per_class));
 	layers_seen = 0;
 	dropped_write = 0;
