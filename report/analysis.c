@@ -5,11 +5,13 @@
  * How a database is read, so that 8 ranks of a million calls each report in seconds:
  *   1. one pass over `calls` in C (scan_rows) groups every row by (api, class, dir, host memory,
  *      site, legacy stream, steady state) into a TEMP table, ss_agg (a few hundred rows for real
- *      programs), and keeps the few rows two rules need single: async H2D copies followed by a
- *      kernel launch (ss_overlap) and N2 calls (ss_n2). No sort: an SQL GROUP BY sorted all rows;
+ *      programs), and keeps in memory the few rows two rules need single: async H2D copies
+ *      followed by a kernel launch (copy-on-compute-stream, summed in C) and N2 calls. No sort:
+ *      an SQL GROUP BY sorted all rows;
  *   2. the rank's totals, its calls per API and the per-site rules are queries on ss_agg;
- *   3. the NCCL straggler rule copies one narrow row per collective (hash, op, k, time) into the
- *      in-memory model database, where the ranks are compared;
+ *   3. the NCCL straggler rule: each rank's collectives become one time-ordered array per
+ *      (id_hash, op) (load_arrivals), and the ranks' arrays are compared element by element
+ *      after loading (run_straggler_rule), in C: no per-collective rows go through SQLite;
  *   4. only when the database has NVTX ranges or steps: the sync points of the threads that
  *      opened ranges go into a TEMP table indexed by (tid, start_ns), and each range (a small
  *      table) is joined to it by thread and time (load_ranges). Without ranges this costs one
@@ -111,11 +113,12 @@ static const struct {
 /*
  * Step 1: one pass over calls, in id order, in C (scan_rows): a GROUP BY over seven keys sorts
  * every row (about 2 s per million on SQLite 3.40), while reading the columns costs a fifth of
- * that. The pass fills three TEMP tables:
+ * that. The pass fills two TEMP tables:
  *   ss_agg      one row per (api, class, dir, host memory, site, legacy stream, steady state),
  *               the columns the SQL GROUP BY of the first version made (est: see group_est);
- *   ss_overlap  the ids of async H2D copies followed by a kernel launch (copy-on-compute-stream);
- *   ss_n2       the N2 calls on a communicator (nccl-straggler), in id order.
+ *   ss_overlap  the ids of async H2D copies followed by a kernel launch, filled only when one site
+ *               shows several copy APIs (run_overlap_sql); else the rule is summed in C.
+ * The N2 calls on a communicator (nccl-straggler) stay in memory, in id order.
  */
 #define SCAN_SQL                                                                                   \
 	"SELECT id, tid, api_id, class, start_ns, end_ns, stream, comm, bytes, dir, host_mem,"     \
@@ -124,8 +127,7 @@ static const struct {
 #define TEMP_SQL                                                                                   \
 	"CREATE TEMP TABLE ss_agg(api_id, class, dir, host_mem, site_id, legacy, steady, n,"       \
 	" queries, t, w, b, est);"                                                                 \
-	"CREATE TEMP TABLE ss_overlap(id INTEGER PRIMARY KEY);"                                    \
-	"CREATE TEMP TABLE ss_n2(api_id, comm, start_ns)"
+	"CREATE TEMP TABLE ss_overlap(id INTEGER PRIMARY KEY)"
 
 /* The APIs whose call right after an async H2D copy makes the copy "before a kernel". */
 #define LAUNCH_APIS_SQL "SELECT id FROM apis WHERE name LIKE '%Launch%Kernel%' ORDER BY id"
@@ -199,36 +201,9 @@ static const struct site_rule {
 	" FROM temp.ss_overlap o JOIN calls c ON c.id = o.id JOIN apis a ON a.id = c.api_id"      \
 	" LEFT JOIN sites s ON s.id = c.site_id GROUP BY site HAVING count(*) >= :min_count"
 
-/* The k-th call of each collective on each communicator (by id_hash, the same on every rank),
- * with its start time; send/recv are point to point and not compared. */
-#define ARRIVALS_SQL                                                                               \
-	"SELECT m.id_hash, a.name, row_number() OVER (PARTITION BY m.id_hash, a.name"              \
-	" ORDER BY c.start_ns), c.start_ns FROM temp.ss_n2 c JOIN apis a ON a.id = c.api_id"       \
-	" JOIN comms m ON m.comm = c.comm AND c.start_ns >= coalesce(m.created_ns, 0)"             \
-	" AND (m.destroyed_ns IS NULL OR c.start_ns <= m.destroyed_ns)"                            \
-	" WHERE m.id_hash IS NOT NULL"                                                             \
-	" AND a.name NOT IN ('ncclSend', 'ncclRecv', 'ncclGroupStart', 'ncclGroupEnd')"
-
-#define MODEL_SQL                                                                                  \
-	"CREATE TABLE arrivals(id_hash TEXT, op TEXT, k INTEGER, rank_index INTEGER, t INTEGER);"
-
-/*
- * Per communicator, the rank that arrived last (by at least :min_late after the first) most
- * often; times are wall-clock ns (SCHEMA-3), so ranks of different hosts compare.
- */
-#define STRAGGLER_SQL                                                                              \
-	"WITH inst AS (SELECT id_hash, op, k, count(*) AS n, min(t) AS first_t, max(t) AS last_t"  \
-	"  FROM arrivals GROUP BY id_hash, op, k HAVING count(*) >= 2),"                           \
-	" late AS (SELECT a.rank_index AS rank_index, i.id_hash AS id_hash, i.k AS k,"             \
-	"  i.last_t - i.first_t AS late FROM inst i JOIN arrivals a ON a.id_hash = i.id_hash"      \
-	"  AND a.op = i.op AND a.k = i.k AND a.t = i.last_t WHERE i.last_t - i.first_t >= :min_late)," \
-	" per AS (SELECT rank_index, id_hash, count(*) AS times, sum(late) AS total,"              \
-	"  max(late) AS worst, max(k = 1) AS first FROM late GROUP BY rank_index, id_hash),"       \
-	" best AS (SELECT *, row_number() OVER (PARTITION BY id_hash"                              \
-	"  ORDER BY times DESC, total DESC, rank_index) AS rn FROM per),"                          \
-	" tot AS (SELECT id_hash, count(*) AS instances, max(n) AS ranks FROM inst GROUP BY id_hash)" \
-	" SELECT b.rank_index, b.id_hash, b.times, b.total, b.worst, b.first, t.instances, t.ranks" \
-	" FROM best b JOIN tot t ON t.id_hash = b.id_hash WHERE b.rn = 1 ORDER BY b.id_hash"
+/* nccl-straggler (load_arrivals, run_straggler_rule) is C over the pass's N2 calls: the k-th
+ * call of each collective on each communicator (by id_hash, the same on every rank), by start
+ * time; send/recv are point to point and not compared. */
 
 /*
  * Step 4, per-range statistics. Recordings have no index on calls(tid, start_ns) and are opened
@@ -297,8 +272,6 @@ struct loader {
 	size_t findings_capacity;
 	size_t ranks_capacity;
 	size_t ranges_capacity;
-	sqlite3 *model;
-	sqlite3_stmt *insert_arrival;
 	char *err;
 	size_t errlen;
 };
@@ -422,12 +395,22 @@ static int add_note(struct ss_report *r, char *note)
 	return SS_EXIT_OK;
 }
 
+static int compare_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
 static double ms(long long ns)
 {
 	return (double)ns / 1e6;
 }
 
 /* ------------------------------------------------------------------ one database */
+
+struct overlap_candidate;
+struct n2_call;
 
 struct db_state {
 	sqlite3 *db;
@@ -436,6 +419,10 @@ struct db_state {
 	double bw[3];	  /* pinned bandwidth by dir (1 H2D, 2 D2H), bytes/s */
 	int measured[3];  /* 1: bw[dir] comes from this run's pinned copies */
 	int other_streams; /* the process used blocking streams besides the legacy one */
+	struct overlap_candidate *overlap; /* the pass's candidates on the compute stream */
+	size_t noverlap;
+	struct n2_call *n2; /* the pass's N2 calls on a communicator, in id order */
+	size_t nn2;
 };
 
 static int prepare(struct loader *ld, struct db_state *st, const char *sql, sqlite3_stmt **stmt)
@@ -525,7 +512,8 @@ static int load_meta(struct loader *ld, struct db_state *st)
 /* A class as the pass sees it: its text (as in calls.class) and what the pass does with it. */
 struct scan_class {
 	char *text;
-	int s4, s5, e1, n2;
+	size_t len;
+	int s4, s5, e1, n2, x1;
 };
 
 /* One ss_agg row: the GROUP BY key (nulls: bit 0 dir, 1 host_mem, 2 site_id are NULL) and the
@@ -548,9 +536,12 @@ struct n2_call {
 	long long api_id, comm, start_ns;
 };
 
-/* An async H2D copy followed by a launch on its stream, and that stream. */
+/* An async H2D copy followed by a launch on its stream, that stream, and what the
+ * copy-on-compute-stream rule reads of the copy (OVERLAP_SQL read it back from calls). */
 struct overlap_candidate {
 	long long id, stream;
+	long long api_id, site_id, ns, bytes;
+	int no_site, has_bytes;
 };
 
 struct stream_launches {
@@ -632,6 +623,8 @@ static int scan_class(struct scan *sc, const char *text)
 	grown->s5 = strcmp(text, "S5") == 0;
 	grown->e1 = strcmp(text, "E1") == 0;
 	grown->n2 = strcmp(text, "N2") == 0;
+	grown->x1 = strcmp(text, "X1") == 0;
+	grown->len = strlen(text);
 	return (int)sc->nclasses++;
 }
 
@@ -740,13 +733,23 @@ static int load_ids(struct loader *ld, struct db_state *st, const char *sql, lon
 	return end_rows(ld, st, stmt, rc, code);
 }
 
-static long long nullable(sqlite3_stmt *stmt, int col, int bit, int *nulls)
+static long long nullable(sqlite3_value *value, int bit, int *nulls)
 {
-	if (sqlite3_column_type(stmt, col) == SQLITE_NULL) {
+	if (sqlite3_value_type(value) == SQLITE_NULL) {
 		*nulls |= bit;
 		return 0;
 	}
-	return sqlite3_column_int64(stmt, col);
+	return sqlite3_value_int64(value);
+}
+
+/* The class of the row: the previous row's (most rows repeat a class), compared by bytes
+ * without a call, else looked up; -1 when out of memory. */
+static int row_class(struct scan *sc, const char *text, int len, int last)
+{
+	if (last >= 0 && (size_t)len == sc->classes[last].len &&
+	    memcmp(text, sc->classes[last].text, (size_t)len) == 0)
+		return last;
+	return scan_class(sc, text);
 }
 
 /*
@@ -757,6 +760,7 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 {
 	long long steady_ns = st->rank->start_mono_ns + st->rank->wall_ns * SS_STEADY_PERCENT / 100;
 	long long prev_id = 0, prev_tid = 0, prev_stream = 0;
+	struct overlap_candidate prev = {0};
 	int prev_copy = 0, last_class = -1, rc, code;
 	sqlite3_stmt *stmt;
 
@@ -764,36 +768,44 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 	if (code != SS_EXIT_OK)
 		return code;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		long long id = sqlite3_column_int64(stmt, 0), tid = sqlite3_column_int64(stmt, 1);
-		const char *text = (const char *)sqlite3_column_text(stmt, 3);
-		long long start = sqlite3_column_int64(stmt, 4);
-		long long ns = sqlite3_column_int64(stmt, 5) - start;
-		int has_stream = sqlite3_column_type(stmt, 6) != SQLITE_NULL;
-		long long stream = has_stream ? sqlite3_column_int64(stmt, 6) : 0;
-		int has_bytes = sqlite3_column_type(stmt, 8) != SQLITE_NULL;
-		long long bytes = has_bytes ? sqlite3_column_int64(stmt, 8) : 0;
-		struct agg_group key = {.api_id = sqlite3_column_int64(stmt, 2)}, *g;
+		/* One sqlite3_column_value per column: each sqlite3_column_* call takes the
+		 * connection's mutex, so reading type and value from the sqlite3_value halves
+		 * the locking (this connection is used by this thread only). */
+		sqlite3_value *v[13];
+		for (int c = 0; c < 13; c++)
+			v[c] = sqlite3_column_value(stmt, c);
+		long long id = sqlite3_value_int64(v[0]), tid = sqlite3_value_int64(v[1]);
+		const char *text = (const char *)sqlite3_value_text(v[3]);
+		int len = sqlite3_value_bytes(v[3]);
+		long long start = sqlite3_value_int64(v[4]);
+		long long ns = sqlite3_value_int64(v[5]) - start;
+		int has_stream = sqlite3_value_type(v[6]) != SQLITE_NULL;
+		long long stream = has_stream ? sqlite3_value_int64(v[6]) : 0;
+		int has_bytes = sqlite3_value_type(v[8]) != SQLITE_NULL;
+		long long bytes = has_bytes ? sqlite3_value_int64(v[8]) : 0;
+		struct agg_group key = {.api_id = sqlite3_value_int64(v[2])}, *g;
 		const struct scan_class *k;
 		size_t index;
 
-		if (!text)
+		if (!text) {
 			text = "";
-		if (last_class < 0 || strcmp(text, sc->classes[last_class].text) != 0)
-			last_class = scan_class(sc, text);
+			len = 0;
+		}
+		last_class = row_class(sc, text, len, last_class);
 		if (last_class < 0)
 			break;
 		k = &sc->classes[last_class];
 		key.klass = last_class;
-		key.dir = nullable(stmt, 9, 1, &key.nulls);
-		key.host_mem = nullable(stmt, 10, 2, &key.nulls);
-		key.site_id = nullable(stmt, 11, 4, &key.nulls);
+		key.dir = nullable(v[9], 1, &key.nulls);
+		key.host_mem = nullable(v[10], 2, &key.nulls);
+		key.site_id = nullable(v[11], 4, &key.nulls);
 		key.legacy = has_stream && stream == 1;
 		key.steady = start >= steady_ns;
 		g = find_group(sc, &key, &index);
 		if (!g)
 			break;
 		g->n++;
-		g->queries += sqlite3_column_int64(stmt, 12);
+		g->queries += sqlite3_value_int64(v[12]);
 		g->t += ns;
 		if (g->n == 1 || ns > g->w)
 			g->w = ns;
@@ -814,7 +826,7 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 		}
 		/* Work on a blocking stream (not its creation or destruction, X1) is what the
 		 * legacy stream would serialize with. */
-		if (has_stream && strcmp(text, "X1") != 0 &&
+		if (has_stream && !k->x1 &&
 		    (stream == 2 ||
 		     (stream > 2 && sorted_contains(sc->blocking_streams, sc->nblocking, stream))))
 			st->other_streams = 1;
@@ -837,17 +849,28 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 			if (!reserve(&sc->overlap, &sc->overlap_capacity, sc->noverlap,
 				     sizeof(*sc->overlap)))
 				break;
-			sc->overlap[sc->noverlap++] = (struct overlap_candidate){prev_id, stream};
+			sc->overlap[sc->noverlap++] = prev;
 		}
 		prev_copy = k->e1 && !(key.nulls & 1) && key.dir == 1 && has_stream;
 		prev_id = id;
 		prev_tid = tid;
 		prev_stream = stream;
-		if (k->n2 && sqlite3_column_type(stmt, 7) != SQLITE_NULL) {
+		if (prev_copy)
+			prev = (struct overlap_candidate){
+			    .id = id,
+			    .stream = stream,
+			    .api_id = key.api_id,
+			    .site_id = key.site_id,
+			    .ns = ns,
+			    .bytes = bytes,
+			    .no_site = (key.nulls & 4) != 0,
+			    .has_bytes = has_bytes,
+			};
+		if (k->n2 && sqlite3_value_type(v[7]) != SQLITE_NULL) {
 			if (!reserve(&sc->n2, &sc->n2_capacity, sc->nn2, sizeof(*sc->n2)))
 				break;
 			sc->n2[sc->nn2++] =
-			    (struct n2_call){key.api_id, sqlite3_column_int64(stmt, 7), start};
+			    (struct n2_call){key.api_id, sqlite3_value_int64(v[7]), start};
 		}
 	}
 	if (rc == SQLITE_ROW) {
@@ -924,16 +947,12 @@ static int insert_row(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt
 /* Writes what the pass found into the TEMP tables, in one transaction of the temp schema. */
 static int fill_tables(struct loader *ld, struct db_state *st, const struct scan *sc)
 {
-	sqlite3_stmt *agg = NULL, *overlap = NULL, *n2 = NULL;
+	sqlite3_stmt *agg = NULL;
 	int code = exec_temp(ld, st, TEMP_SQL ";BEGIN");
 
 	if (code == SS_EXIT_OK)
 		code = prepare(ld, st, "INSERT INTO temp.ss_agg VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       &agg);
-	if (code == SS_EXIT_OK)
-		code = prepare(ld, st, "INSERT INTO temp.ss_overlap VALUES(?)", &overlap);
-	if (code == SS_EXIT_OK)
-		code = prepare(ld, st, "INSERT INTO temp.ss_n2 VALUES(?, ?, ?)", &n2);
 	for (size_t i = 0; code == SS_EXIT_OK && i < sc->ngroups; i++) {
 		const struct agg_group *g = &sc->groups[i];
 
@@ -952,33 +971,35 @@ static int fill_tables(struct loader *ld, struct db_state *st, const struct scan
 		bind_nullable(agg, 13, !g->has_est, g->est);
 		code = insert_row(ld, st, agg);
 	}
-	/* Only copies on the compute stream (the one with the most launches) count: a copy
-	 * followed by a kernel on a side stream (a prefetcher's own conversion) already overlaps
-	 * the compute. */
+	sqlite3_finalize(agg);
+	if (code == SS_EXIT_OK)
+		code = exec_temp(ld, st, "COMMIT");
+	return code;
+}
+
+/* Keeps what the later steps read of the pass in *st (moved out of sc): the N2 calls, and the
+ * overlap candidates on the compute stream. Only copies on the compute stream (the one with
+ * the most launches) count: a copy followed by a kernel on a side stream (a prefetcher's own
+ * conversion) already overlaps the compute. */
+static void keep_for_rules(struct db_state *st, struct scan *sc)
+{
 	long long compute_stream = 0, most = -1;
+	size_t kept = 0;
+
 	for (size_t i = 0; i < sc->nlaunch_streams; i++)
 		if (sc->launches[i].launches > most) {
 			most = sc->launches[i].launches;
 			compute_stream = sc->launches[i].stream;
 		}
-	for (size_t i = 0; code == SS_EXIT_OK && i < sc->noverlap; i++) {
-		if (sc->overlap[i].stream != compute_stream)
-			continue;
-		sqlite3_bind_int64(overlap, 1, sc->overlap[i].id);
-		code = insert_row(ld, st, overlap);
-	}
-	for (size_t i = 0; code == SS_EXIT_OK && i < sc->nn2; i++) {
-		sqlite3_bind_int64(n2, 1, sc->n2[i].api_id);
-		sqlite3_bind_int64(n2, 2, sc->n2[i].comm);
-		sqlite3_bind_int64(n2, 3, sc->n2[i].start_ns);
-		code = insert_row(ld, st, n2);
-	}
-	sqlite3_finalize(agg);
-	sqlite3_finalize(overlap);
-	sqlite3_finalize(n2);
-	if (code == SS_EXIT_OK)
-		code = exec_temp(ld, st, "COMMIT");
-	return code;
+	for (size_t i = 0; i < sc->noverlap; i++)
+		if (sc->overlap[i].stream == compute_stream)
+			sc->overlap[kept++] = sc->overlap[i];
+	st->overlap = sc->overlap;
+	st->noverlap = kept;
+	sc->overlap = NULL;
+	st->n2 = sc->n2;
+	st->nn2 = sc->nn2;
+	sc->n2 = NULL;
 }
 
 static int build_aggregate(struct loader *ld, struct db_state *st)
@@ -998,6 +1019,7 @@ static int build_aggregate(struct loader *ld, struct db_state *st)
 	if (code == SS_EXIT_OK) {
 		group_est(st, &sc);
 		code = fill_tables(ld, st, &sc);
+		keep_for_rules(st, &sc);
 	}
 	lap(&t, st->path, "temp tables");
 	scan_free(&sc);
@@ -1093,11 +1115,24 @@ static int run_site_rules(struct loader *ld, struct db_state *st)
 	return SS_EXIT_OK;
 }
 
-static int run_overlap_rule(struct loader *ld, struct db_state *st)
+/* The SQL form of the copy-on-compute-stream rule, over the candidates' ids in ss_overlap: used
+ * when a site shows several copy APIs, whose list (group_concat DISTINCT) keeps SQLite's order. */
+static int run_overlap_sql(struct loader *ld, struct db_state *st)
 {
-	sqlite3_stmt *stmt;
-	int rc, code;
+	sqlite3_stmt *stmt = NULL;
+	int rc, code = exec_temp(ld, st, "BEGIN");
 
+	if (code == SS_EXIT_OK)
+		code = prepare(ld, st, "INSERT INTO temp.ss_overlap VALUES(?)", &stmt);
+	for (size_t i = 0; code == SS_EXIT_OK && i < st->noverlap; i++) {
+		sqlite3_bind_int64(stmt, 1, st->overlap[i].id);
+		code = insert_row(ld, st, stmt);
+	}
+	sqlite3_finalize(stmt);
+	if (code == SS_EXIT_OK)
+		code = exec_temp(ld, st, "COMMIT");
+	if (code != SS_EXIT_OK)
+		return code;
 	code = prepare(ld, st, OVERLAP_SQL, &stmt);
 	if (code != SS_EXIT_OK)
 		return code;
@@ -1120,12 +1155,150 @@ static int run_overlap_rule(struct loader *ld, struct db_state *st)
 	return end_rows(ld, st, stmt, rc, code);
 }
 
-/* Copies this rank's collectives into the model's arrivals table, in wall-clock ns. */
-/* One collective's arrival on this rank, kept until the ranks are merged (in index order, so
- * that the model is the same whichever thread loaded which database). */
-struct arrival {
-	const char *hash, *op; /* in job.strings */
-	long long k, t;
+/* The candidates of one (site id, API): what OVERLAP_SQL sums, then the texts it joins. */
+struct overlap_group {
+	long long site_id, api_id;
+	int no_site, has_bytes;
+	long long count, t, w, b;
+	char *site, *api; /* NULL api: no such API (the SQL's inner join drops the rows) */
+};
+
+static int compare_overlap_groups(const void *a, const void *b)
+{
+	const struct overlap_group *x = a, *y = b;
+
+	return strcmp(x->site, y->site);
+}
+
+/* One text column of the row of stmt bound to id, or NULL (no row or NULL text): *text. */
+static int lookup_text(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt, long long id,
+		       char **text)
+{
+	int rc;
+
+	*text = NULL;
+	sqlite3_bind_int64(stmt, 1, id);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL) {
+		*text = xstrdup((const char *)sqlite3_column_text(stmt, 0));
+		if (!*text) {
+			sqlite3_reset(stmt);
+			return out_of_memory(ld);
+		}
+	} else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		sqlite3_reset(stmt);
+		return ss_db_failure(st->db, rc, st->path, ld->err, ld->errlen);
+	}
+	sqlite3_reset(stmt);
+	return SS_EXIT_OK;
+}
+
+/*
+ * copy-on-compute-stream from the pass's candidates (OVERLAP_SQL's result, without reading the
+ * candidates back from calls): grouped by (site id, API) in C, then by site text, in site order.
+ */
+static int run_overlap_rule(struct loader *ld, struct db_state *st)
+{
+	struct overlap_group *groups = NULL, *g;
+	size_t ngroups = 0, capacity = 0, last = 0;
+	sqlite3_stmt *site_stmt = NULL, *api_stmt = NULL;
+	int code = SS_EXIT_OK, mixed = 0;
+
+	if (!st->noverlap)
+		return SS_EXIT_OK; /* OVERLAP_SQL has no row */
+	for (size_t i = 0; i < st->noverlap; i++) {
+		const struct overlap_candidate *c = &st->overlap[i];
+
+		if (ngroups == 0 || groups[last].api_id != c->api_id ||
+		    groups[last].no_site != c->no_site ||
+		    (!c->no_site && groups[last].site_id != c->site_id)) {
+			for (last = 0; last < ngroups; last++)
+				if (groups[last].api_id == c->api_id &&
+				    groups[last].no_site == c->no_site &&
+				    (c->no_site || groups[last].site_id == c->site_id))
+					break;
+			if (last == ngroups) {
+				if (!reserve(&groups, &capacity, ngroups, sizeof(*groups))) {
+					code = out_of_memory(ld);
+					goto out;
+				}
+				groups[ngroups++] = (struct overlap_group){
+				    .site_id = c->site_id, .api_id = c->api_id, .no_site = c->no_site};
+			}
+		}
+		g = &groups[last];
+		if (g->count++ == 0 || c->ns > g->w)
+			g->w = c->ns;
+		g->t += c->ns;
+		if (c->has_bytes) {
+			g->b += c->bytes;
+			g->has_bytes = 1;
+		}
+	}
+	code = prepare(ld, st, "SELECT text FROM sites WHERE id = ?", &site_stmt);
+	if (code == SS_EXIT_OK)
+		code = prepare(ld, st, "SELECT name FROM apis WHERE id = ?", &api_stmt);
+	for (size_t i = 0; code == SS_EXIT_OK && i < ngroups; i++) {
+		g = &groups[i];
+		code = lookup_text(ld, st, api_stmt, g->api_id, &g->api);
+		if (code == SS_EXIT_OK && !g->no_site)
+			code = lookup_text(ld, st, site_stmt, g->site_id, &g->site);
+		if (code == SS_EXIT_OK && !g->site && !(g->site = xstrdup(NO_SITE)))
+			code = out_of_memory(ld);
+	}
+	if (code != SS_EXIT_OK)
+		goto out;
+	qsort(groups, ngroups, sizeof(*groups), compare_overlap_groups);
+	for (size_t i = 0; i < ngroups && !mixed; i++)
+		for (size_t j = i + 1; j < ngroups && strcmp(groups[j].site, groups[i].site) == 0; j++)
+			if (groups[i].api && groups[j].api && strcmp(groups[i].api, groups[j].api))
+				mixed = 1;
+	if (mixed) {
+		code = run_overlap_sql(ld, st);
+		goto out;
+	}
+	for (size_t i = 0, j; code == SS_EXIT_OK && i < ngroups; i = j) {
+		const char *api = NULL;
+		long long count = 0, blocked = 0, worst = 0, bytes = 0;
+
+		for (j = i; j < ngroups && strcmp(groups[j].site, groups[i].site) == 0; j++) {
+			g = &groups[j];
+			if (!g->api)
+				continue;
+			if (count == 0 || g->w > worst)
+				worst = g->w;
+			api = g->api;
+			count += g->count;
+			blocked += g->t;
+			bytes += g->b;
+		}
+		if (count < SS_OVERLAP_MIN_COPIES)
+			continue;
+		code = add_finding(
+		    ld, RULE_COPY_ON_COMPUTE_STREAM, st->rank, count, blocked, worst, bytes, -1,
+		    xstrdup(groups[i].site),
+		    format("%lld async H2D copies (%s, %lld bytes) enqueued right before a kernel "
+			   "launch on the same stream; host-side heuristic: confirm with GPU "
+			   "timeline",
+			   count, api, bytes));
+	}
+out:
+	sqlite3_finalize(site_stmt);
+	sqlite3_finalize(api_stmt);
+	for (size_t i = 0; i < ngroups; i++) {
+		free(groups[i].site);
+		free(groups[i].api);
+	}
+	free(groups);
+	return code;
+}
+
+/* One collective of one communicator on this rank: its calls' start times in wall-clock ns,
+ * ascending (the k-th is the collective's k-th instance), kept until the ranks are compared. */
+struct series {
+	const char *hash, *op; /* in job.strings, one pointer per text */
+	long long *t;
+	size_t n, capacity;
 };
 
 /* One database as loaded by a worker thread: its own error text and findings. */
@@ -1135,8 +1308,8 @@ struct job {
 	int meta_loaded; /* the duplicate-rank check can run */
 	char err[1024];
 	struct ss_report found; /* findings and range statistics only */
-	struct arrival *arrivals;
-	size_t narrivals, arrivals_capacity;
+	struct series *series;
+	size_t nseries;
 	char **strings;
 	size_t nstrings;
 	size_t ranges_capacity;
@@ -1157,18 +1330,21 @@ static void job_free(struct job *job)
 	for (size_t i = 0; i < job->nstrings; i++)
 		free(job->strings[i]);
 	free(job->strings);
-	free(job->arrivals);
+	for (size_t i = 0; i < job->nseries; i++)
+		free(job->series[i].t);
+	free(job->series);
 }
 
-/* text as a string of job->strings: the last one when equal (rows come grouped by hash, op). */
-static const char *job_string(struct job *job, const char *text, const char *last)
+/* text as a string of job->strings, one pointer per text; NULL when out of memory. */
+static const char *job_string(struct job *job, const char *text)
 {
 	char **grown;
 
 	if (!text)
 		text = "";
-	if (last && strcmp(last, text) == 0)
-		return last;
+	for (size_t i = 0; i < job->nstrings; i++)
+		if (strcmp(job->strings[i], text) == 0)
+			return job->strings[i];
 	grown = realloc(job->strings, (job->nstrings + 1) * sizeof(*grown));
 	if (!grown)
 		return NULL;
@@ -1177,29 +1353,135 @@ static const char *job_string(struct job *job, const char *text, const char *las
 	return job->strings[job->nstrings] ? job->strings[job->nstrings++] : NULL;
 }
 
-/* This rank's collectives, in wall-clock ns, for the model's arrivals table. */
+/* A communicator as the straggler rule joins it (comms rows with an id_hash). */
+struct comm_row {
+	long long comm, created_ns, destroyed_ns;
+	int destroyed;
+	const char *hash;
+};
+
+/* An N2 API that is a collective (not send/recv, not a group bracket), by id. */
+struct collective_api {
+	long long id;
+	const char *op;
+};
+
+/*
+ * This rank's collectives, in wall-clock ns: what the SQL of the first version selected
+ * (the N2 calls joined to apis and to comms by handle and lifetime, id_hash not NULL, send,
+ * recv and group brackets left out, numbered per (id_hash, API) by start time), from the
+ * pass's N2 calls, grouped into one series per (id_hash, API).
+ */
 static int load_arrivals(struct loader *ld, struct db_state *st, struct job *job)
 {
 	long long offset = st->rank->start_realtime_ns - st->rank->start_mono_ns;
-	const char *hash = NULL, *op = NULL;
+	struct comm_row *comms = NULL;
+	struct collective_api *apis = NULL;
+	size_t ncomms = 0, comms_capacity = 0, napis = 0, apis_capacity = 0, last = 0;
 	sqlite3_stmt *stmt;
 	int rc, code;
 
-	code = prepare(ld, st, ARRIVALS_SQL, &stmt);
+	if (!st->nn2)
+		return SS_EXIT_OK;
+	code = prepare(ld, st,
+		       "SELECT comm, id_hash, created_ns, destroyed_ns FROM comms"
+		       " WHERE id_hash IS NOT NULL",
+		       &stmt);
 	if (code != SS_EXIT_OK)
 		return code;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		hash = job_string(job, (const char *)sqlite3_column_text(stmt, 0), hash);
-		op = hash ? job_string(job, (const char *)sqlite3_column_text(stmt, 1), op) : NULL;
-		if (!op || !reserve(&job->arrivals, &job->arrivals_capacity, job->narrivals,
-				    sizeof(*job->arrivals))) {
+		const char *hash = job_string(job, (const char *)sqlite3_column_text(stmt, 1));
+
+		if (!hash || !reserve(&comms, &comms_capacity, ncomms, sizeof(*comms))) {
 			code = out_of_memory(ld);
 			break;
 		}
-		job->arrivals[job->narrivals++] = (struct arrival){
-		    hash, op, sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3) + offset};
+		comms[ncomms++] = (struct comm_row){
+		    .comm = sqlite3_column_int64(stmt, 0),
+		    .created_ns = column_or(stmt, 2, 0),
+		    .destroyed = sqlite3_column_type(stmt, 3) != SQLITE_NULL,
+		    .destroyed_ns = sqlite3_column_int64(stmt, 3),
+		    .hash = hash,
+		};
 	}
-	return end_rows(ld, st, stmt, rc, code);
+	code = end_rows(ld, st, stmt, rc, code);
+	if (code == SS_EXIT_OK)
+		code = prepare(ld, st,
+			       "SELECT id, name FROM apis WHERE name NOT IN ('ncclSend', 'ncclRecv',"
+			       " 'ncclGroupStart', 'ncclGroupEnd') ORDER BY id",
+			       &stmt);
+	if (code != SS_EXIT_OK)
+		goto out;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *op = job_string(job, (const char *)sqlite3_column_text(stmt, 1));
+
+		if (!op || !reserve(&apis, &apis_capacity, napis, sizeof(*apis))) {
+			code = out_of_memory(ld);
+			break;
+		}
+		apis[napis++] = (struct collective_api){sqlite3_column_int64(stmt, 0), op};
+	}
+	code = end_rows(ld, st, stmt, rc, code);
+	for (size_t i = 0; code == SS_EXIT_OK && i < st->nn2; i++) {
+		const struct n2_call *c = &st->n2[i];
+		size_t lo = 0, hi = napis;
+
+		while (lo < hi) { /* the API, by id */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (apis[mid].id < c->api_id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == napis || apis[lo].id != c->api_id)
+			continue;
+		for (size_t m = 0; code == SS_EXIT_OK && m < ncomms; m++) {
+			const struct comm_row *cm = &comms[m];
+			struct series *se;
+
+			if (cm->comm != c->comm || c->start_ns < cm->created_ns ||
+			    (cm->destroyed && c->start_ns > cm->destroyed_ns))
+				continue;
+			if (last >= job->nseries || job->series[last].hash != cm->hash ||
+			    job->series[last].op != apis[lo].op) {
+				for (last = 0; last < job->nseries; last++)
+					if (job->series[last].hash == cm->hash &&
+					    job->series[last].op == apis[lo].op)
+						break;
+				if (last == job->nseries) {
+					se = realloc(job->series, (job->nseries + 1) * sizeof(*se));
+					if (!se) {
+						code = out_of_memory(ld);
+						break;
+					}
+					job->series = se;
+					job->series[job->nseries++] =
+					    (struct series){.hash = cm->hash, .op = apis[lo].op};
+				}
+			}
+			se = &job->series[last];
+			if (!reserve(&se->t, &se->capacity, se->n, sizeof(*se->t))) {
+				code = out_of_memory(ld);
+				break;
+			}
+			se->t[se->n++] = c->start_ns + offset;
+		}
+	}
+	/* row_number() by start time: equal times are the same arrival, whichever comes first */
+	for (size_t i = 0; code == SS_EXIT_OK && i < job->nseries; i++) {
+		struct series *se = &job->series[i];
+		int sorted = 1;
+
+		for (size_t k = 1; k < se->n && sorted; k++)
+			sorted = se->t[k - 1] <= se->t[k];
+		if (!sorted)
+			qsort(se->t, se->n, sizeof(*se->t), compare_ll);
+	}
+out:
+	free(comms);
+	free(apis);
+	return code;
 }
 
 /* Step 4: this rank's range names with the sync points per instance (nothing without ranges). */
@@ -1315,6 +1597,8 @@ static void load_one(struct job *job, struct ss_rank *rk)
 		code = load_ranges(&ld, &st, job);
 	lap(&t, path, "ranges");
 	sqlite3_close(st.db);
+	free(st.overlap);
+	free(st.n2);
 	job->code = code;
 }
 
@@ -1387,65 +1671,136 @@ static int merge_job(struct loader *ld, struct job *job, size_t index)
 		r->ranges[r->nranges++] = *rs;
 		rs->name = rs->kind = NULL; /* moved */
 	}
-	for (size_t i = 0; i < job->narrivals; i++) {
-		sqlite3_stmt *ins = ld->insert_arrival;
-		const struct arrival *a = &job->arrivals[i];
-
-		sqlite3_bind_text(ins, 1, a->hash, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 2, a->op, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(ins, 3, a->k);
-		sqlite3_bind_int64(ins, 4, (long long)index);
-		sqlite3_bind_int64(ins, 5, a->t);
-		if (sqlite3_step(ins) != SQLITE_DONE)
-			return fail(ld, SS_EXIT_INTERNAL, "model: %s", sqlite3_errmsg(ld->model));
-		sqlite3_reset(ins);
-	}
 	return SS_EXIT_OK;
 }
 
 /* ------------------------------------------------------------------ across ranks */
 
-static int run_straggler_rule(struct loader *ld)
+/* One rank's series of one (id_hash, op), for the comparison across ranks. */
+struct series_ref {
+	const struct series *se;
+	size_t rank_index; /* the job's index: path order */
+};
+
+static int compare_series_refs(const void *a, const void *b)
 {
-	sqlite3_stmt *stmt;
-	int rc, code = SS_EXIT_OK;
+	const struct series_ref *x = a, *y = b;
+	int c = strcmp(x->se->hash, y->se->hash);
 
-	/* t and rank_index in the index make it cover the query: half the time at 1M arrivals. */
-	if (sqlite3_exec(ld->model, "CREATE INDEX arrivals_k ON arrivals(id_hash, op, k, t, rank_index)",
-			 NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(ld->model, STRAGGLER_SQL, -1, &stmt, NULL) != SQLITE_OK)
-		return fail(ld, SS_EXIT_INTERNAL, "model: %s", sqlite3_errmsg(ld->model));
-	bind_named_int(stmt, ":min_late", SS_STRAGGLER_MIN_NS);
-	while (code == SS_EXIT_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		size_t index = (size_t)sqlite3_column_int64(stmt, 0);
-		const char *hash = (const char *)sqlite3_column_text(stmt, 1);
-		long long times = sqlite3_column_int64(stmt, 2);
-		long long total = sqlite3_column_int64(stmt, 3);
-		long long worst = sqlite3_column_int64(stmt, 4);
-		int first = sqlite3_column_int(stmt, 5);
-		long long instances = sqlite3_column_int64(stmt, 6);
-		long long nranks = sqlite3_column_int64(stmt, 7);
+	if (c)
+		return c;
+	c = strcmp(x->se->op, y->se->op);
+	if (c)
+		return c;
+	return (x->rank_index > y->rank_index) - (x->rank_index < y->rank_index);
+}
 
+/* What one rank did at one communicator's collectives: the late-arrival totals. */
+struct late_stats {
+	long long times, total, worst;
+	int first;
+};
+
+/*
+ * nccl-straggler, per communicator (id_hash): each instance (op, k) that at least two ranks
+ * reached is compared; when the last rank started at least SS_STRAGGLER_MIN_NS after the first,
+ * every rank that started last is late by that much. The rank late most often (then by the
+ * most time, then the first in path order) is the finding, one per communicator, in id_hash
+ * order. Each rank's series is ordered by time, so instance k is the k-th element of each.
+ */
+static int run_straggler_rule(struct loader *ld, const struct job *jobs, size_t njobs)
+{
+	struct series_ref *refs = NULL;
+	struct late_stats *per = calloc(njobs ? njobs : 1, sizeof(*per));
+	size_t nrefs = 0, capacity = 0;
+	int code = SS_EXIT_OK;
+
+	if (!per)
+		return out_of_memory(ld);
+	for (size_t j = 0; j < njobs; j++)
+		for (size_t i = 0; i < jobs[j].nseries; i++) {
+			if (!reserve(&refs, &capacity, nrefs, sizeof(*refs))) {
+				free(per);
+				free(refs);
+				return out_of_memory(ld);
+			}
+			refs[nrefs++] = (struct series_ref){&jobs[j].series[i], j};
+		}
+	if (nrefs)
+		qsort(refs, nrefs, sizeof(*refs), compare_series_refs);
+	for (size_t h = 0, hend; code == SS_EXIT_OK && h < nrefs; h = hend) {
+		const char *hash = refs[h].se->hash;
+		long long instances = 0, nranks = 0;
+		size_t best = njobs;
+
+		for (hend = h; hend < nrefs && strcmp(refs[hend].se->hash, hash) == 0; hend++)
+			;
+		memset(per, 0, njobs * sizeof(*per));
+		for (size_t o = h, oend; o < hend; o = oend) {
+			size_t longest = 0;
+
+			for (oend = o; oend < hend && strcmp(refs[oend].se->op, refs[o].se->op) == 0;
+			     oend++)
+				if (refs[oend].se->n > longest)
+					longest = refs[oend].se->n;
+			for (size_t k = 0; k < longest; k++) {
+				long long first_t = 0, last_t = 0, n = 0;
+
+				for (size_t r = o; r < oend; r++) {
+					long long t;
+
+					if (refs[r].se->n <= k)
+						continue;
+					t = refs[r].se->t[k];
+					if (n++ == 0)
+						first_t = last_t = t;
+					else if (t < first_t)
+						first_t = t;
+					else if (t > last_t)
+						last_t = t;
+				}
+				if (n < 2)
+					continue;
+				instances++;
+				if (n > nranks)
+					nranks = n;
+				if (last_t - first_t < SS_STRAGGLER_MIN_NS)
+					continue;
+				for (size_t r = o; r < oend; r++) {
+					struct late_stats *p = &per[refs[r].rank_index];
+					long long late = last_t - first_t;
+
+					if (refs[r].se->n <= k || refs[r].se->t[k] != last_t)
+						continue;
+					if (p->times++ == 0 || late > p->worst)
+						p->worst = late;
+					p->total += late;
+					if (k == 0)
+						p->first = 1;
+				}
+			}
+		}
+		for (size_t j = 0; j < njobs; j++) {
+			if (!per[j].times)
+				continue;
+			if (best == njobs || per[j].times > per[best].times ||
+			    (per[j].times == per[best].times && per[j].total > per[best].total))
+				best = j;
+		}
+		if (best == njobs)
+			continue;
 		code = add_finding(
-		    ld, RULE_NCCL_STRAGGLER, &ld->report->ranks[index], times, total, worst, -1, -1,
-		    format("communicator %s", hash),
+		    ld, RULE_NCCL_STRAGGLER, &ld->report->ranks[best], per[best].times,
+		    per[best].total, per[best].worst, -1, -1, format("communicator %s", hash),
 		    format("last to start %lld of %lld collectives of communicator %s (%lld ranks), "
 			   "%.3f ms after the first rank at worst%s; blocked_ns is the earliest "
 			   "ranks' wait, from host start times aligned by wall clock",
-			   times, instances, hash, nranks, ms(worst),
-			   first ? "; late at the first collective too" : ""));
+			   per[best].times, instances, hash, nranks, ms(per[best].worst),
+			   per[best].first ? "; late at the first collective too" : ""));
 	}
-	if (code == SS_EXIT_OK && rc != SQLITE_DONE)
-		code = fail(ld, SS_EXIT_INTERNAL, "model: %s", sqlite3_errmsg(ld->model));
-	sqlite3_finalize(stmt);
+	free(per);
+	free(refs);
 	return code;
-}
-
-static int compare_ll(const void *a, const void *b)
-{
-	long long x = *(const long long *)a, y = *(const long long *)b;
-
-	return (x > y) - (x < y);
 }
 
 /* The median of one per-rank total (the lower middle value for an even count). */
@@ -1616,14 +1971,6 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 	report->ranks = calloc(npaths ? npaths : 1, sizeof(*report->ranks));
 	if (!report->ranks)
 		return out_of_memory(&ld);
-	if (sqlite3_open(":memory:", &ld.model) != SQLITE_OK ||
-	    sqlite3_exec(ld.model, MODEL_SQL "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(ld.model, "INSERT INTO arrivals VALUES(?, ?, ?, ?, ?)", -1,
-			       &ld.insert_arrival, NULL) != SQLITE_OK) {
-		code = fail(&ld, SS_EXIT_INTERNAL, "model database: %s", sqlite3_errmsg(ld.model));
-		sqlite3_close(ld.model);
-		return code;
-	}
 	jobs = calloc(npaths ? npaths : 1, sizeof(*jobs));
 	if (!jobs)
 		code = out_of_memory(&ld);
@@ -1642,17 +1989,15 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 			fprintf(stderr, "syncspy: loaded %zu/%zu %s (rank %lld)\n", i + 1, npaths,
 				paths[i], report->ranks[i].rank);
 	}
+	lap(&t, "all", "merge");
+	if (code == SS_EXIT_OK)
+		code = run_straggler_rule(&ld, jobs, npaths);
+	lap(&t, "all", "straggler rule");
 	for (size_t i = 0; jobs && i < npaths; i++)
 		job_free(&jobs[i]);
 	free(jobs);
-	lap(&t, "all", "merge");
-	if (code == SS_EXIT_OK)
-		code = run_straggler_rule(&ld);
-	lap(&t, "all", "straggler rule");
 	if (code == SS_EXIT_OK)
 		code = run_imbalance_rule(&ld);
-	sqlite3_finalize(ld.insert_arrival);
-	sqlite3_close(ld.model);
 	if (code == SS_EXIT_OK)
 		code = add_notes(report) == SS_EXIT_OK ? SS_EXIT_OK : out_of_memory(&ld);
 	if (code != SS_EXIT_OK)
