@@ -86,6 +86,10 @@
 	X(COPY_ON_COMPUTE_STREAM, "copy-on-compute-stream",                                        \
 	  "Issue the next step's input copy on a separate copy stream and make the kernel wait "   \
 	  "with cudaEventRecord/cudaStreamWaitEvent, so the copy overlaps the current compute.")   \
+	X(COPY_WITHOUT_OVERLAP, "copy-without-overlap",                                            \
+	  "Issue the copy from pinned memory on a separate stream ahead of the kernels that need "  \
+	  "it (prefetch the next batch during the current step), so the copy engine and the "      \
+	  "compute run at the same time.")                                                         \
 	X(NCCL_STRAGGLER, "nccl-straggler",                                                        \
 	  "Look at what this rank does before the collective (data loading, host syncs, uneven "   \
 	  "work): every other rank waits for it.")                                                 \
@@ -374,6 +378,7 @@ static int add_finding(struct loader *ld, enum ss_rule_id rule, const struct ss_
 	f->worst_ns = worst_ns;
 	f->bytes = bytes;
 	f->estimate_ns = estimate_ns;
+	f->gpu_idle_ns = -1;
 	f->site = site;
 	f->detail = detail;
 	return SS_EXIT_OK;
@@ -423,6 +428,7 @@ struct db_state {
 	size_t noverlap;
 	struct n2_call *n2; /* the pass's N2 calls on a communicator, in id order */
 	size_t nn2;
+	int gpu_api;	    /* the gpu_api table exists (with gpu_activity: rank->gpu) */
 };
 
 static int prepare(struct loader *ld, struct db_state *st, const char *sql, sqlite3_stmt **stmt)
@@ -1046,6 +1052,8 @@ static char *site_detail(const struct db_state *st, enum ss_rule_id rule, const 
 {
 	switch (rule) {
 	case RULE_HOST_SYNC:
+		if (st->rank->gpu) /* run_gpu appends the GPU idle time */
+			return format("%s; worst %.3f ms", apis, ms(worst));
 		return format("%s; worst %.3f ms; GPU idle time behind it: not measurable without "
 			      "GPU timeline",
 			      apis, ms(worst));
@@ -1536,6 +1544,531 @@ static int load_ranges(struct loader *ld, struct db_state *st, struct job *job)
 	return end_rows(ld, st, stmt, rc, code);
 }
 
+/* ------------------------------------------------------------------ GPU timeline */
+
+/*
+ * Step 5, only for databases with the extension tables of CUPTI (docs/cupti.md): gpu_activity
+ * (kernels, copies, memsets, syncs as the GPU ran them) and gpu_api (the runtime/driver calls
+ * they came from). Without them this costs one lookup (HAS_GPU_SQL). Everything is C over
+ * arrays read once: interval unions are a sort and a sweep, so millions of kernels are cheap.
+ *   - per rank: communication/compute overlap as HolisticTraceAnalysis defines it;
+ *   - host-sync findings: the GPU idle time after each sync (gpu_idle_ns);
+ *   - copy-without-overlap findings: H2D/D2H copies beside idle compute.
+ * A GPU row is tied to its host call (GPU_JOIN_NS): correlation id -> gpu_api (the earliest
+ * record of that id: its thread and start) -> the calls row of that thread that started last at
+ * or before the API record's start, at most GPU_JOIN_NS before it.
+ */
+#define HAS_GPU_SQL                                                                                \
+	"SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_activity'),"\
+	" EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_api')"
+#define GPU_ACTIVITY_SQL                                                                           \
+	"SELECT kind, start_ns, end_ns, coalesce(device, 0), coalesce(correlation_id, 0),"         \
+	" coalesce(copy_kind, 0), coalesce(bytes, 0), coalesce(substr(name, 1, 4) = 'nccl', 0)"    \
+	" FROM gpu_activity WHERE start_ns IS NOT NULL AND end_ns >= start_ns"
+#define GPU_API_SQL  "SELECT correlation_id, tid, start_ns FROM gpu_api"
+#define GPU_CALLS_SQL "SELECT id, tid, start_ns, site_id FROM calls"
+#define GPU_SYNCS_SQL                                                                              \
+	"SELECT c.id, coalesce(s.text, '" NO_SITE "'), c.end_ns FROM calls c"                      \
+	" LEFT JOIN sites s ON s.id = c.site_id WHERE c.class IN ('S1', 'S2', 'S3')"
+#define GPU_SITE_SQL "SELECT text FROM sites WHERE id = ?"
+
+/* The join window: a gpu_api record belongs to the last call of its thread that started at
+ * most this long before it (the wrapper's start precedes the runtime's own). */
+#define GPU_JOIN_NS 1000000LL
+/* CUpti_ActivityMemcpyKind: host to device, device to host. */
+#define CUPTI_MEMCPY_HTOD 1
+#define CUPTI_MEMCPY_DTOH 2
+
+struct interval {
+	long long device, s, e;
+};
+
+static int compare_intervals(const void *a, const void *b)
+{
+	const struct interval *x = a, *y = b;
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Sorts v by (device, start) and merges overlapping intervals of one device in place: the union,
+ * per device, sorted. Returns its length. */
+static size_t union_intervals(struct interval *v, size_t n)
+{
+	size_t out = 0;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), compare_intervals);
+	for (size_t i = 1; i < n; i++) {
+		struct interval *last = &v[out];
+
+		if (v[i].device == last->device && v[i].s <= last->e) {
+			if (v[i].e > last->e)
+				last->e = v[i].e;
+		} else
+			v[++out] = v[i];
+	}
+	return out + 1;
+}
+
+static long long union_length(const struct interval *v, size_t n)
+{
+	long long total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += v[i].e - v[i].s;
+	return total;
+}
+
+/* Length of the intersection of two unions (each sorted and disjoint, device ignored: the
+ * rank's kernels of every device count as one timeline). */
+static long long intersection_length(const struct interval *a, size_t na, const struct interval *b,
+				     size_t nb)
+{
+	long long total = 0;
+	size_t i = 0, j = 0;
+
+	while (i < na && j < nb) {
+		long long s = a[i].s > b[j].s ? a[i].s : b[j].s;
+		long long e = a[i].e < b[j].e ? a[i].e : b[j].e;
+
+		if (e > s)
+			total += e - s;
+		if (a[i].e < b[j].e)
+			i++;
+		else
+			j++;
+	}
+	return total;
+}
+
+/* The first interval of union u (sorted by device, start) of device d that ends after t, or n. */
+static size_t first_ending_after(const struct interval *u, size_t n, long long d, long long t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (u[mid].device < d || (u[mid].device == d && u[mid].e <= t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && u[lo].device == d ? lo : n;
+}
+
+/* A GPU row to tie to its host call (a copy, or a sync record), and what the join found. */
+struct gpu_target {
+	long long correlation;
+	long long tid, api_ns;	     /* from gpu_api: tid -1 when no record */
+	long long call_id, site_id;  /* the host call: call_id -1 when none */
+	long long call_start;
+	int has_site;
+	long long device; /* sync records: the device */
+	size_t index;	  /* copies: the index in gpu_rows.copies */
+};
+
+static int compare_targets_by_correlation(const void *a, const void *b)
+{
+	const struct gpu_target *x = a, *y = b;
+
+	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+}
+
+static int compare_targets_by_thread(const void *a, const void *b)
+{
+	const struct gpu_target *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->api_ns > y->api_ns) - (x->api_ns < y->api_ns);
+}
+
+/* Ties each target to its host call (GPU_JOIN_NS). Reorders targets (by thread, API start). */
+static int join_targets(struct loader *ld, struct db_state *st, struct gpu_target *tg, size_t n)
+{
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	for (size_t i = 0; i < n; i++) {
+		tg[i].tid = -1;
+		tg[i].call_id = -1;
+	}
+	if (!n || !st->gpu_api)
+		return SS_EXIT_OK;
+	qsort(tg, n, sizeof(*tg), compare_targets_by_correlation);
+	code = prepare(ld, st, GPU_API_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct gpu_target key = {.correlation = sqlite3_column_int64(stmt, 0)};
+		long long tid = sqlite3_column_int64(stmt, 1), t = sqlite3_column_int64(stmt, 2);
+		struct gpu_target *hit =
+		    bsearch(&key, tg, n, sizeof(*tg), compare_targets_by_correlation);
+
+		if (!hit) /* several targets can share an id (a kernel and a copy never do) */
+			continue;
+		while (hit > tg && hit[-1].correlation == key.correlation)
+			hit--;
+		for (; hit < tg + n && hit->correlation == key.correlation; hit++)
+			if (hit->tid < 0 || t < hit->api_ns) { /* the earliest record: the outermost */
+				hit->tid = tid;
+				hit->api_ns = t;
+			}
+	}
+	code = end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+	if (code != SS_EXIT_OK)
+		return code;
+	qsort(tg, n, sizeof(*tg), compare_targets_by_thread);
+	code = prepare(ld, st, GPU_CALLS_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		long long id = sqlite3_column_int64(stmt, 0), tid = sqlite3_column_int64(stmt, 1);
+		long long start = sqlite3_column_int64(stmt, 2);
+		int has_site = sqlite3_column_type(stmt, 3) != SQLITE_NULL;
+		long long site = sqlite3_column_int64(stmt, 3);
+		size_t lo = 0, hi = n;
+
+		/* the first target of this thread with api_ns >= start */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (tg[mid].tid < tid || (tg[mid].tid == tid && tg[mid].api_ns < start))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; i < n && tg[i].tid == tid && tg[i].api_ns - start <= GPU_JOIN_NS;
+		     i++)
+			if (tg[i].call_id < 0 || start > tg[i].call_start ||
+			    (start == tg[i].call_start && id > tg[i].call_id)) {
+				tg[i].call_id = id;
+				tg[i].call_start = start;
+				tg[i].site_id = site;
+				tg[i].has_site = has_site;
+			}
+	}
+	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+}
+
+/* What step 5 reads of gpu_activity. */
+struct gpu_rows {
+	struct interval *busy, *kernels, *comm, *compute;
+	size_t nbusy, nkernels, ncomm, ncompute;
+	size_t cap_busy, cap_kernels, cap_comm, cap_compute;
+	struct copy_row {
+		long long device, s, e, bytes, correlation;
+		int h2d;
+	} *copies;
+	size_t ncopies, cap_copies;
+	struct gpu_target *syncs; /* sync records, joined to their calls when needed */
+	size_t nsyncs, cap_syncs;
+};
+
+static void gpu_rows_free(struct gpu_rows *g)
+{
+	free(g->busy);
+	free(g->kernels);
+	free(g->comm);
+	free(g->compute);
+	free(g->copies);
+	free(g->syncs);
+}
+
+#define PUSH(arr, n, cap, value)                                                                   \
+	(reserve(&(arr), &(cap), (n), sizeof(*(arr))) ? ((arr)[(n)++] = (value), 1) : 0)
+
+static int load_gpu_rows(struct loader *ld, struct db_state *st, struct gpu_rows *g)
+{
+	sqlite3_stmt *stmt;
+	int rc, code = prepare(ld, st, GPU_ACTIVITY_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(stmt, 0);
+		struct interval iv = {sqlite3_column_int64(stmt, 3), sqlite3_column_int64(stmt, 1),
+				      sqlite3_column_int64(stmt, 2)};
+		long long correlation = sqlite3_column_int64(stmt, 4);
+		int ok = 1;
+
+		if (!kind)
+			continue;
+		if (strcmp(kind, "sync") == 0) {
+			struct gpu_target t = {.correlation = correlation, .device = iv.device};
+
+			ok = PUSH(g->syncs, g->nsyncs, g->cap_syncs, t);
+		} else if (strcmp(kind, "kernel") == 0 || strcmp(kind, "memcpy") == 0 ||
+			   strcmp(kind, "memset") == 0) {
+			ok = PUSH(g->busy, g->nbusy, g->cap_busy, iv);
+			if (ok && kind[0] == 'k') {
+				ok = PUSH(g->kernels, g->nkernels, g->cap_kernels, iv);
+				struct interval all = {0, iv.s, iv.e}; /* one timeline */
+
+				if (ok && sqlite3_column_int(stmt, 7))
+					ok = PUSH(g->comm, g->ncomm, g->cap_comm, all);
+				else if (ok)
+					ok = PUSH(g->compute, g->ncompute, g->cap_compute, all);
+			}
+			if (ok && kind[2] == 'm' && kind[3] == 'c') { /* memcpy */
+				int copy_kind = sqlite3_column_int(stmt, 5);
+				struct copy_row c = {iv.device, iv.s, iv.e,
+						     sqlite3_column_int64(stmt, 6), correlation,
+						     copy_kind == CUPTI_MEMCPY_HTOD};
+
+				if (copy_kind == CUPTI_MEMCPY_HTOD || copy_kind == CUPTI_MEMCPY_DTOH)
+					ok = PUSH(g->copies, g->ncopies, g->cap_copies, c);
+			}
+		}
+		if (!ok) {
+			code = out_of_memory(ld);
+			break;
+		}
+	}
+	return end_rows(ld, st, stmt, rc, code);
+}
+
+/* Per-site sums (host-sync idle time, copy-without-overlap copies); a few dozen sites. */
+struct gpu_site {
+	char *site;
+	long long n, ns, worst, bytes, h2d, d2h;
+};
+
+static struct gpu_site *gpu_site(struct gpu_site **sites, size_t *n, size_t *cap, const char *text)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp((*sites)[i].site, text) == 0)
+			return &(*sites)[i];
+	if (!reserve(sites, cap, *n, sizeof(**sites)))
+		return NULL;
+	(*sites)[*n] = (struct gpu_site){.site = strdup(text)};
+	return (*sites)[*n].site ? &(*sites)[(*n)++] : NULL;
+}
+
+static void gpu_sites_free(struct gpu_site *sites, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(sites[i].site);
+	free(sites);
+}
+
+/* The device of a sync call: the only device, else the one of its CUPTI sync record. */
+static int sync_device(const struct gpu_rows *g, long long only, long long call_id, long long *dev)
+{
+	if (only >= 0) {
+		*dev = only;
+		return 1;
+	}
+	for (size_t i = 0; i < g->nsyncs; i++) /* few syncs: linear */
+		if (g->syncs[i].call_id == call_id) {
+			*dev = g->syncs[i].device;
+			return 1;
+		}
+	return 0;
+}
+
+/* host-sync: per site, the GPU idle time after each sync (S1-S3) until the device's next
+ * activity; 0 when the device was busy at the sync's end; a sync with nothing after it on its
+ * device is skipped. Sets gpu_idle_ns of this rank's host-sync findings. */
+static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows *g)
+{
+	struct gpu_site *sites = NULL;
+	size_t nsites = 0, cap = 0;
+	long long only = g->nbusy ? g->busy[0].device : -1;
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	for (size_t i = 1; i < g->nbusy; i++)
+		if (g->busy[i].device != only)
+			only = -1;
+	if (only < 0 && g->nsyncs) {
+		code = join_targets(ld, st, g->syncs, g->nsyncs);
+		if (code != SS_EXIT_OK)
+			return code;
+	}
+	code = prepare(ld, st, GPU_SYNCS_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		long long id = sqlite3_column_int64(stmt, 0), end = sqlite3_column_int64(stmt, 2);
+		const char *text = (const char *)sqlite3_column_text(stmt, 1);
+		struct gpu_site *site;
+		long long dev, idle;
+		size_t k;
+
+		if (!sync_device(g, only, id, &dev))
+			continue;
+		k = first_ending_after(g->busy, g->nbusy, dev, end);
+		if (k == g->nbusy)
+			continue; /* nothing ran on the device after it */
+		idle = g->busy[k].s > end ? g->busy[k].s - end : 0;
+		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE);
+		if (!site) {
+			code = out_of_memory(ld);
+			break;
+		}
+		site->n++;
+		site->ns += idle;
+	}
+	code = end_rows(ld, st, stmt, rc, code);
+	for (size_t i = 0; code == SS_EXIT_OK && i < ld->report->nfindings; i++) {
+		struct ss_finding *f = &ld->report->findings[i];
+		const struct gpu_site *hit = NULL;
+		char *detail;
+
+		if (f->rule != rules[RULE_HOST_SYNC].id)
+			continue;
+		for (size_t j = 0; j < nsites && !hit; j++)
+			if (strcmp(sites[j].site, f->site) == 0)
+				hit = &sites[j];
+		if (hit)
+			f->gpu_idle_ns = hit->ns;
+		detail = hit ? format("%s; GPU idle behind it: %.3f ms", f->detail, ms(hit->ns))
+			     : format("%s; GPU idle behind it: not measurable (no GPU activity "
+				      "after these syncs)",
+				      f->detail);
+		if (!detail) {
+			code = out_of_memory(ld);
+			break;
+		}
+		free(f->detail);
+		f->detail = detail;
+	}
+	gpu_sites_free(sites, nsites);
+	return code;
+}
+
+static int compare_gpu_sites(const void *a, const void *b)
+{
+	return strcmp(((const struct gpu_site *)a)->site, ((const struct gpu_site *)b)->site);
+}
+
+/*
+ * copy-without-overlap: H2D/D2H copies of the steady state (starting after the first
+ * SS_STEADY_PERCENT of the run) during which no kernel ran on their device, on a device that ran
+ * kernels in the steady state; per site of the host call (GPU_JOIN_NS; "(no call site)" when
+ * the copy joins no call or the call has no site).
+ */
+static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_rows *g)
+{
+	long long steady_ns = st->rank->start_mono_ns + st->rank->wall_ns * SS_STEADY_PERCENT / 100;
+	struct gpu_target *tg = NULL;
+	struct gpu_site *sites = NULL;
+	size_t ntg = 0, cap_tg = 0, nsites = 0, cap_sites = 0;
+	sqlite3_stmt *lookup = NULL;
+	int code = SS_EXIT_OK;
+
+	for (size_t i = 0; i < g->ncopies; i++) {
+		const struct copy_row *c = &g->copies[i];
+		size_t k = first_ending_after(g->kernels, g->nkernels, c->device, c->s);
+		struct gpu_target t = {.correlation = c->correlation, .index = i};
+
+		if (c->s < steady_ns || (k < g->nkernels && g->kernels[k].s < c->e))
+			continue; /* warm-up, or a kernel ran beside it */
+		if (first_ending_after(g->kernels, g->nkernels, c->device, steady_ns) == g->nkernels)
+			continue; /* the device computes nothing in the steady state */
+		if (!PUSH(tg, ntg, cap_tg, t)) {
+			free(tg);
+			return out_of_memory(ld);
+		}
+	}
+	if (!ntg)
+		return SS_EXIT_OK;
+	code = join_targets(ld, st, tg, ntg);
+	if (code == SS_EXIT_OK)
+		code = prepare(ld, st, GPU_SITE_SQL, &lookup);
+	for (size_t i = 0; code == SS_EXIT_OK && i < ntg; i++) {
+		const struct copy_row *c = &g->copies[tg[i].index];
+		const char *text = NULL;
+		struct gpu_site *site;
+		long long ns = c->e - c->s;
+
+		if (tg[i].call_id >= 0 && tg[i].has_site) {
+			sqlite3_bind_int64(lookup, 1, tg[i].site_id);
+			if (sqlite3_step(lookup) == SQLITE_ROW)
+				text = (const char *)sqlite3_column_text(lookup, 0);
+		}
+		site = gpu_site(&sites, &nsites, &cap_sites, text ? text : NO_SITE);
+		sqlite3_reset(lookup);
+		if (!site) {
+			code = out_of_memory(ld);
+			break;
+		}
+		if (site->n++ == 0 || ns > site->worst)
+			site->worst = ns;
+		site->ns += ns;
+		site->bytes += c->bytes;
+		if (c->h2d)
+			site->h2d++;
+		else
+			site->d2h++;
+	}
+	sqlite3_finalize(lookup);
+	free(tg);
+	if (nsites)
+		qsort(sites, nsites, sizeof(*sites), compare_gpu_sites);
+	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
+		const struct gpu_site *s = &sites[i];
+
+		code = add_finding(
+		    ld, RULE_COPY_WITHOUT_OVERLAP, st->rank, s->n, s->ns, s->worst, s->bytes, -1,
+		    xstrdup(s->site),
+		    format("%lld H2D and %lld D2H copies (%lld bytes) ran %.3f ms on the copy engine "
+			   "while no kernel ran on their device, which computed at other times of the "
+			   "steady state; blocked_ns is that GPU copy time",
+			   s->h2d, s->d2h, s->bytes, ms(s->ns)));
+	}
+	gpu_sites_free(sites, nsites);
+	return code;
+}
+
+/* Whether the database has the GPU tables (one lookup of the schema). */
+static int check_gpu_tables(struct loader *ld, struct db_state *st)
+{
+	sqlite3_stmt *stmt;
+	int code = query_row(ld, st, HAS_GPU_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	st->rank->gpu = sqlite3_column_int(stmt, 0);
+	st->gpu_api = sqlite3_column_int(stmt, 1);
+	sqlite3_finalize(stmt);
+	return SS_EXIT_OK;
+}
+
+/* Step 5 (nothing without the GPU tables): overlap per rank, then the two GPU rules. */
+static int run_gpu(struct loader *ld, struct db_state *st)
+{
+	struct ss_rank *rk = st->rank;
+	struct gpu_rows g = {0};
+	int code;
+
+	if (!rk->gpu)
+		return SS_EXIT_OK;
+	code = load_gpu_rows(ld, st, &g);
+	if (code == SS_EXIT_OK) {
+		long long during;
+
+		g.nbusy = union_intervals(g.busy, g.nbusy);
+		g.nkernels = union_intervals(g.kernels, g.nkernels);
+		g.ncomm = union_intervals(g.comm, g.ncomm);
+		g.ncompute = union_intervals(g.compute, g.ncompute);
+		rk->comm_ns = union_length(g.comm, g.ncomm);
+		during = intersection_length(g.comm, g.ncomm, g.compute, g.ncompute);
+		rk->comm_overlap = rk->comm_ns > 0 ? (double)during / (double)rk->comm_ns : -1;
+		rk->exposed_comm_ns = rk->comm_ns - during;
+		code = gpu_idle_rule(ld, st, &g);
+	}
+	if (code == SS_EXIT_OK)
+		code = copy_rule(ld, st, &g);
+	gpu_rows_free(&g);
+	return code;
+}
+
 /* Two files that claim one rank of one job size, from different processes, are two runs mixed. */
 static int check_duplicate_rank(struct loader *ld, size_t index)
 {
@@ -1566,6 +2099,8 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	int code;
 
 	memset(rk, 0, sizeof(*rk));
+	rk->comm_ns = rk->exposed_comm_ns = -1;
+	rk->comm_overlap = -1;
 	rk->path = xstrdup(path);
 	if (!rk->path) {
 		job->code = out_of_memory(&ld);
@@ -1580,6 +2115,8 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	st.rank = rk;
 	code = load_meta(&ld, &st);
 	job->meta_loaded = code == SS_EXIT_OK;
+	if (code == SS_EXIT_OK)
+		code = check_gpu_tables(&ld, &st);
 	lap(&t, path, "open+meta");
 	if (code == SS_EXIT_OK)
 		code = build_aggregate(&ld, &st);
@@ -1596,6 +2133,9 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	if (code == SS_EXIT_OK)
 		code = load_ranges(&ld, &st, job);
 	lap(&t, path, "ranges");
+	if (code == SS_EXIT_OK)
+		code = run_gpu(&ld, &st);
+	lap(&t, path, "gpu");
 	sqlite3_close(st.db);
 	free(st.overlap);
 	free(st.n2);
@@ -1930,15 +2470,25 @@ static int compare_range_stats(const void *a, const void *b)
 
 static int add_notes(struct ss_report *r)
 {
-	int hosts_differ = 0, code;
+	int hosts_differ = 0, code = SS_EXIT_OK;
 
-	code = add_note(r, format("GPU idle time behind host syncs: not measurable without GPU "
-				  "timeline (the recording holds host-side calls only)"));
-	if (code == SS_EXIT_OK)
-		code = add_note(r, format("communication/compute overlap: not measurable without "
-					  "GPU timeline"));
+	if (!r->gpu_ranks) {
+		code = add_note(r, format("GPU idle time behind host syncs: not measurable without "
+					  "GPU timeline (the recording holds host-side calls only)"));
+		if (code == SS_EXIT_OK)
+			code = add_note(r, format("communication/compute overlap: not measurable "
+						  "without GPU timeline"));
+	}
 	for (size_t i = 0; code == SS_EXIT_OK && i < r->nranks; i++) {
 		const struct ss_rank *rk = &r->ranks[i];
+
+		if (r->gpu_ranks && !rk->gpu)
+			code = add_note(r, format("%s: no GPU timeline (recorded without CUPTI): GPU "
+						  "idle time, communication/compute overlap and "
+						  "copy-without-overlap not measurable for it",
+						  rk->path));
+		if (code != SS_EXIT_OK)
+			break;
 
 		if (rk->dropped > 0)
 			code = add_note(r, format("%s: %lld calls were dropped while recording: its "
@@ -1998,6 +2548,8 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 	free(jobs);
 	if (code == SS_EXIT_OK)
 		code = run_imbalance_rule(&ld);
+	for (size_t i = 0; code == SS_EXIT_OK && i < report->nranks; i++)
+		report->gpu_ranks += report->ranks[i].gpu != 0;
 	if (code == SS_EXIT_OK)
 		code = add_notes(report) == SS_EXIT_OK ? SS_EXIT_OK : out_of_memory(&ld);
 	if (code != SS_EXIT_OK)

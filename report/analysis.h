@@ -10,8 +10,10 @@
  *               the report is stable for a given set of databases.
  *   ANALYSIS-2  there is at most one finding per (rule, rank, site).
  *   ANALYSIS-3  every number is measured on the host (CLOCK_MONOTONIC of the recording host),
- *               except estimate_ns, which is an estimate and says so; nothing here stands for GPU
- *               time, which the databases of schema 1 do not hold.
+ *               except estimate_ns, which is an estimate and says so, and the GPU numbers
+ *               (gpu_idle_ns, comm_*, copy-without-overlap), which come from CUPTI's records in
+ *               the extension tables gpu_activity/gpu_api (docs/cupti.md) on the same clock, and
+ *               exist only for databases that have those tables (ss_rank.gpu).
  */
 #ifndef SYNCSPY_REPORT_ANALYSIS_H
 #define SYNCSPY_REPORT_ANALYSIS_H
@@ -50,6 +52,11 @@ struct ss_rank {
 	unsigned deviates;	 /* enum ss_deviation bits */
 	long long start_mono_ns; /* for aligning ranks' clocks (SCHEMA-3) */
 	long long start_realtime_ns;
+	/* GPU timeline (docs/cupti.md), only when gpu is set; else -1 */
+	int gpu;		   /* the database has the gpu_activity table */
+	long long comm_ns;	   /* union of the NCCL kernels' intervals */
+	double comm_overlap;	   /* compute during communication / comm_ns, 0..1; -1 unknown */
+	long long exposed_comm_ns; /* comm_ns not overlapped by non-NCCL kernels */
 };
 
 /* One rule's verdict on one (rank, site). -1 in an optional number means "not applicable". */
@@ -62,6 +69,7 @@ struct ss_finding {
 	long long worst_ns;   /* the longest single call, -1 when not applicable */
 	long long bytes;      /* bytes copied or set, -1 when not applicable */
 	long long estimate_ns; /* estimated time lost (ANALYSIS-3), -1 when not applicable */
+	long long gpu_idle_ns; /* host-sync: GPU idle time after the syncs, -1 when not measured */
 	char *site;	       /* sites.text, "(no call site)", or what the rule groups by */
 	char *detail;	       /* one line: what was seen (APIs and counts, medians, ...) */
 	const char *advice;    /* one or two sentences: the fix */
@@ -94,6 +102,7 @@ struct ss_report {
 	size_t nranges;
 	char **notes; /* what the report could not measure, and why */
 	size_t nnotes;
+	size_t gpu_ranks; /* ranks with a GPU timeline (ss_rank.gpu): the GPU fields are output */
 };
 
 /* Loading options. */

@@ -5,8 +5,11 @@
  * Layout (docs/export.md): one process per database (EXPORT-2), named "rank R (host pid)";
  * one track per host thread with every call as a complete event ("ph": "X"); one track per
  * stream with the calls that name that stream (enqueues, records, waits, syncs, NCCL
- * operations), at their host-side times: GPU times are not recorded yet; flow arrows from each
- * event record (E2) to the stream waits (E3) that wait on it.
+ * operations), at their host-side times; flow arrows from each event record (E2) to the stream
+ * waits (E3) that wait on it. When the database has CUPTI's tables (docs/cupti.md): one track
+ * per GPU stream (CUPTI's device and stream ids) with the kernels, copies and memsets as the GPU
+ * ran them, and a flow from each host call (its gpu_api record's start, on the thread's track)
+ * to the GPU work of the same correlation id.
  *
  * Every event is built by SQLite's JSON functions in SQL over the recording, one row per event,
  * and written as it comes: memory stays flat however many calls a database holds.
@@ -150,6 +153,75 @@
 				 "  AND wt.owner = " STREAM_OWNER("w.stream",                      \
 								  "w.tid") " WHERE w.class = 'E3'"
 
+/*
+ * GPU tracks (only with the gpu_activity table): track ids ?3 + CHROME_GPU_TRACK_OFFSET + n, in
+ * the upper half of the database's range (host stream tracks take the lower half). Flow ids
+ * ?4 + CHROME_GPU_FLOW_OFFSET + gpu_activity.id: above the E3 flows' calls ids.
+ */
+#define CHROME_GPU_TRACK_OFFSET 0x8000LL
+#define CHROME_GPU_FLOW_OFFSET	0x80000000LL
+#define STR(x)			#x
+#define XSTR(x)			STR(x)
+#define GPU_TRACK		"?3 + " XSTR(CHROME_GPU_TRACK_OFFSET) " + t.n"
+#define GPU_KINDS		"('kernel', 'memcpy', 'memset')"
+
+#define HAS_GPU_SQL                                                                                \
+	"SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_activity'),"\
+	" EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_api')"
+
+/* gpu_tracks: one row per (device, stream); gpu_calls: per correlation id, the earliest
+ * gpu_api record (the outermost call: runtime before the driver call it makes). */
+#define GPU_SETUP_SQL                                                                              \
+	"CREATE TEMP TABLE gpu_tracks(device INTEGER, stream_id INTEGER, n INTEGER,"               \
+	" PRIMARY KEY (device, stream_id));"                                                       \
+	"INSERT INTO gpu_tracks SELECT device, stream_id,"                                         \
+	" row_number() OVER (ORDER BY device, stream_id) FROM (SELECT DISTINCT device, stream_id"  \
+	"  FROM gpu_activity WHERE kind IN " GPU_KINDS                                             \
+	"  AND device IS NOT NULL AND stream_id IS NOT NULL);"
+#define GPU_API_SETUP_SQL                                                                          \
+	"CREATE TEMP TABLE gpu_calls(correlation_id INTEGER PRIMARY KEY, tid INTEGER,"             \
+	" start_ns INTEGER);"                                                                      \
+	"INSERT INTO gpu_calls SELECT correlation_id, tid, min(start_ns) FROM gpu_api"             \
+	" WHERE correlation_id IS NOT NULL GROUP BY correlation_id;"
+
+#define GPU_METADATA_SQL                                                                           \
+	"SELECT json_object('ph', 'M', 'name', 'thread_name', 'pid', ?1, 'tid', " GPU_TRACK ","    \
+	"  'args', json_object('name', printf('GPU %d stream %d', device, stream_id))),"           \
+	" json_object('ph', 'M', 'name', 'thread_sort_index', 'pid', ?1, 'tid', " GPU_TRACK ","    \
+	"  'args', json_object('sort_index', 2000000 + t.n))"                                      \
+	" FROM gpu_tracks t ORDER BY t.n"
+
+#define GPU_NAME                                                                                   \
+	"CASE g.kind WHEN 'kernel' THEN coalesce(g.name, 'kernel')"                                \
+	" WHEN 'memcpy' THEN 'memcpy ' || CASE g.copy_kind WHEN 1 THEN 'HtoD' WHEN 2 THEN 'DtoH'"  \
+	"  WHEN 8 THEN 'DtoD' WHEN 9 THEN 'HtoH' WHEN 10 THEN 'PtoP'"                              \
+	"  ELSE 'kind ' || coalesce(g.copy_kind, '?') END"                                         \
+	" ELSE 'memset' END"
+
+/* The GPU work, one complete event each, sorted per track. */
+#define GPU_SLICES_SQL                                                                             \
+	"SELECT json_object('ph', 'X', 'name', " GPU_NAME ", 'cat', 'gpu ' || g.kind, 'pid', ?1,"  \
+	" 'tid', " GPU_TRACK ", 'ts', (g.start_ns + ?2) / 1000.0,"                                 \
+	" 'dur', (g.end_ns - g.start_ns) / 1000.0,"                                                \
+	" 'args', json_patch('{}', json_object('bytes', g.bytes, 'correlation_id',"                \
+	"  g.correlation_id, 'grid', g.grid, 'block', g.block, 'src_kind', g.src_kind,"            \
+	"  'dst_kind', g.dst_kind, 'device', g.device, 'stream_id', g.stream_id)))"                \
+	" FROM gpu_activity g JOIN gpu_tracks t ON t.device = g.device"                            \
+	"  AND t.stream_id = g.stream_id WHERE g.kind IN " GPU_KINDS                               \
+	"  AND g.end_ns >= g.start_ns ORDER BY t.n, g.start_ns, g.id"
+
+/* Flows from the host call (its gpu_api record's start, on the calling thread's track) to the
+ * GPU work it caused. */
+#define GPU_FLOW_ID "?4 + " XSTR(CHROME_GPU_FLOW_OFFSET) " + g.id"
+#define GPU_FLOWS_SQL                                                                              \
+	"SELECT json_object('ph', 's', 'id', " GPU_FLOW_ID ", 'name', 'launch', 'cat', 'gpu',"     \
+	"  'pid', ?1, 'tid', a.tid, 'ts', (a.start_ns + ?2) / 1000.0),"                            \
+	" json_object('ph', 'f', 'bp', 'e', 'id', " GPU_FLOW_ID ", 'name', 'launch', 'cat', 'gpu',"\
+	"  'pid', ?1, 'tid', " GPU_TRACK ", 'ts', (g.start_ns + ?2) / 1000.0)"                     \
+	" FROM gpu_activity g JOIN gpu_tracks t ON t.device = g.device"                            \
+	"  AND t.stream_id = g.stream_id JOIN gpu_calls a ON a.correlation_id = g.correlation_id" \
+	" WHERE g.kind IN " GPU_KINDS " AND g.end_ns >= g.start_ns ORDER BY g.id"
+
 static int chrome_begin(struct ss_export_out *out, char *err, size_t errlen)
 {
 	(void)err, (void)errlen;
@@ -206,6 +278,42 @@ static int write_rows(struct ss_export_out *out, const struct ss_export_db *d, c
 	return ferror(out->file) ? SS_EXIT_INTERNAL : SS_EXIT_OK;
 }
 
+/* The GPU tracks and flows of a database with CUPTI's tables; nothing (one lookup) without. */
+static int chrome_gpu(struct ss_export_out *out, const struct ss_export_db *d, char *err,
+		      size_t errlen)
+{
+	sqlite3_stmt *stmt;
+	int activity = 0, api = 0, rc, code;
+
+	rc = sqlite3_prepare_v2(d->db, HAS_GPU_SQL, -1, &stmt, NULL);
+	if (rc == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
+		activity = sqlite3_column_int(stmt, 0);
+		api = sqlite3_column_int(stmt, 1);
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: looking for GPU tables: %s", d->path,
+			 sqlite3_errmsg(d->db));
+		return SS_EXIT_INTERNAL;
+	}
+	if (!activity)
+		return SS_EXIT_OK;
+	rc = sqlite3_exec(d->db, GPU_SETUP_SQL, NULL, NULL, NULL);
+	if (rc == SQLITE_OK && api)
+		rc = sqlite3_exec(d->db, GPU_API_SETUP_SQL, NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: building the GPU track tables: %s", d->path,
+			 sqlite3_errmsg(d->db));
+		return SS_EXIT_INTERNAL;
+	}
+	code = write_rows(out, d, GPU_METADATA_SQL, "GPU track names", NULL, err, errlen);
+	if (code == SS_EXIT_OK)
+		code = write_rows(out, d, GPU_SLICES_SQL, "GPU tracks", NULL, err, errlen);
+	if (code == SS_EXIT_OK && api)
+		code = write_rows(out, d, GPU_FLOWS_SQL, "GPU flows", &out->flows, err, errlen);
+	return code;
+}
+
 static int chrome_database(struct ss_export_out *out, const struct ss_export_db *d, char *err,
 			   size_t errlen)
 {
@@ -224,6 +332,8 @@ static int chrome_database(struct ss_export_out *out, const struct ss_export_db 
 		code = write_rows(out, d, STREAM_SLICES_SQL, "stream tracks", NULL, err, errlen);
 	if (code == SS_EXIT_OK)
 		code = write_rows(out, d, FLOWS_SQL, "flows", &out->flows, err, errlen);
+	if (code == SS_EXIT_OK)
+		code = chrome_gpu(out, d, err, errlen);
 	return code;
 }
 

@@ -16,17 +16,27 @@
 #include "commands.h"
 #include "output.h"
 
-#define RANK_SQL                                                                                   \
-	"INSERT INTO docs(kind, doc) VALUES('rank', json_object('rank', ?1, 'world_size', ?2,"      \
+#define RANK_OBJECT                                                                                \
+	"json_object('rank', ?1, 'world_size', ?2,"                                                 \
 	" 'host', ?3, 'pid', ?4, 'path', ?5, 'finished', json(?6), 'wall_ns', ?7,"                 \
 	" 'calls', json(?8), 'sync_points', ?9, 'blocked_ns', ?10, 'copies', ?11,"                 \
 	" 'copy_bytes', ?12, 'nccl_ops', ?13, 'nccl_ns', ?14, 'dropped_events', ?15,"              \
-	" 'deviates', json(?16)))"
+	" 'deviates', json(?16))"
+#define RANK_SQL "INSERT INTO docs(kind, doc) VALUES('rank', " RANK_OBJECT ")"
+/* With a GPU timeline in the report (ss_report.gpu_ranks), the GPU fields follow, appended by
+ * json_set in this order; without one, the document stays as it was. */
+#define RANK_GPU_SQL                                                                               \
+	"INSERT INTO docs(kind, doc) VALUES('rank', json_set(" RANK_OBJECT ", '$.comm_ns', ?17,"   \
+	" '$.comm_overlap', ?18, '$.exposed_comm_ns', ?19))"
 
-#define FINDING_SQL                                                                                \
-	"INSERT INTO docs(kind, doc) VALUES('finding', json_object('rule', ?1, 'severity', ?2,"     \
+#define FINDING_OBJECT                                                                             \
+	"json_object('rule', ?1, 'severity', ?2,"                                                   \
 	" 'rank', ?3, 'count', ?4, 'blocked_ns', ?5, 'worst_ns', ?6, 'bytes', ?7,"                 \
-	" 'estimate_ns', ?8, 'site', ?9, 'detail', ?10, 'advice', ?11))"
+	" 'estimate_ns', ?8, 'site', ?9, 'detail', ?10, 'advice', ?11)"
+#define FINDING_SQL "INSERT INTO docs(kind, doc) VALUES('finding', " FINDING_OBJECT ")"
+#define FINDING_GPU_SQL                                                                            \
+	"INSERT INTO docs(kind, doc) VALUES('finding', json_set(" FINDING_OBJECT ","              \
+	" '$.gpu_idle_ns', ?12))"
 
 #define RANGE_SQL                                                                                  \
 	"INSERT INTO docs(kind, doc) VALUES('range', json_object('rank', ?1, 'name', ?2,"          \
@@ -92,13 +102,13 @@ static int json_rank(FILE *out, const struct ss_report *report, const struct ss_
 	sqlite3_stmt *stmt;
 
 	(void)out;
-	(void)report;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (rk->deviates & (1u << i))
 			snprintf(deviates + strlen(deviates), sizeof(deviates) - strlen(deviates),
 				 "%s\"%s\"", deviates[1] ? "," : "", names[i]);
 	strcat(deviates, "]");
-	if (sqlite3_prepare_v2(doc_db, RANK_SQL, -1, &stmt, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(doc_db, report->gpu_ranks ? RANK_GPU_SQL : RANK_SQL, -1, &stmt,
+			       NULL) != SQLITE_OK)
 		return sql_failed();
 	bind_optional(stmt, 1, rk->rank);
 	bind_optional(stmt, 2, rk->world_size);
@@ -116,6 +126,14 @@ static int json_rank(FILE *out, const struct ss_report *report, const struct ss_
 	sqlite3_bind_int64(stmt, 14, rk->nccl_ns);
 	sqlite3_bind_int64(stmt, 15, rk->dropped);
 	sqlite3_bind_text(stmt, 16, deviates, -1, SQLITE_TRANSIENT);
+	if (report->gpu_ranks) {
+		bind_optional(stmt, 17, rk->gpu ? rk->comm_ns : -1);
+		if (rk->gpu && rk->comm_overlap >= 0)
+			sqlite3_bind_double(stmt, 18, rk->comm_overlap);
+		else
+			sqlite3_bind_null(stmt, 18);
+		bind_optional(stmt, 19, rk->gpu ? rk->exposed_comm_ns : -1);
+	}
 	return run(stmt);
 }
 
@@ -124,8 +142,8 @@ static int json_finding(FILE *out, const struct ss_report *report, const struct 
 	sqlite3_stmt *stmt;
 
 	(void)out;
-	(void)report;
-	if (sqlite3_prepare_v2(doc_db, FINDING_SQL, -1, &stmt, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(doc_db, report->gpu_ranks ? FINDING_GPU_SQL : FINDING_SQL, -1, &stmt,
+			       NULL) != SQLITE_OK)
 		return sql_failed();
 	sqlite3_bind_text(stmt, 1, f->rule, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 2, f->severity, -1, SQLITE_STATIC);
@@ -138,6 +156,8 @@ static int json_finding(FILE *out, const struct ss_report *report, const struct 
 	sqlite3_bind_text(stmt, 9, f->site, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 10, f->detail, -1, SQLITE_STATIC);
 	sqlite3_bind_text(stmt, 11, f->advice, -1, SQLITE_STATIC);
+	if (report->gpu_ranks)
+		bind_optional(stmt, 12, f->gpu_idle_ns);
 	return run(stmt);
 }
 

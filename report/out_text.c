@@ -22,9 +22,13 @@ static int text_begin(FILE *out, const struct ss_report *report)
 	fprintf(out, "syncspy report: %zu rank%s, %zu finding%s\n\nranks:\n", report->nranks,
 		report->nranks == 1 ? "" : "s", report->nfindings,
 		report->nfindings == 1 ? "" : "s");
-	fprintf(out, "  %5s  %-*s  %8s  %11s  %12s  %12s  %8s  %9s  %10s\n", "rank", host_width,
+	fprintf(out, "  %5s  %-*s  %8s  %11s  %12s  %12s  %8s  %9s  %10s", "rank", host_width,
 		"host", "pid", "wall_ms", "sync_points", "blocked_ms", "copies", "nccl_ops",
 		"nccl_ms");
+	/* GPU columns only when some rank has a GPU timeline (docs/cupti.md) */
+	if (report->gpu_ranks)
+		fprintf(out, "  %10s  %7s  %13s", "comm_ms", "overlap", "exposed_ms");
+	fputc('\n', out);
 	return SS_EXIT_OK;
 }
 
@@ -37,14 +41,25 @@ static int text_rank(FILE *out, const struct ss_report *report, const struct ss_
 {
 	char rank[24] = "-";
 
-	(void)report;
 	if (rk->rank >= 0)
 		snprintf(rank, sizeof(rank), "%lld", rk->rank);
-	fprintf(out, "  %5s  %-*s  %8lld  %11.3f  %11lld%s  %11.3f%s  %7lld%s  %9lld  %10.3f\n",
+	fprintf(out, "  %5s  %-*s  %8lld  %11.3f  %11lld%s  %11.3f%s  %7lld%s  %9lld  %10.3f",
 		rank, host_width, rk->host, rk->pid, (double)rk->wall_ns / 1e6, rk->sync_points,
 		mark(rk, SS_DEV_SYNC_POINTS), (double)rk->blocked_ns / 1e6,
 		mark(rk, SS_DEV_BLOCKED), rk->copies, mark(rk, SS_DEV_COPIES), rk->nccl_ops,
 		(double)rk->nccl_ns / 1e6);
+	if (report->gpu_ranks) {
+		char comm[32] = "-", overlap[32] = "-", exposed[32] = "-";
+
+		if (rk->gpu) {
+			snprintf(comm, sizeof(comm), "%.3f", (double)rk->comm_ns / 1e6);
+			snprintf(exposed, sizeof(exposed), "%.3f", (double)rk->exposed_comm_ns / 1e6);
+			if (rk->comm_overlap >= 0)
+				snprintf(overlap, sizeof(overlap), "%.3f", rk->comm_overlap);
+		}
+		fprintf(out, "  %10s  %7s  %13s", comm, overlap, exposed);
+	}
+	fputc('\n', out);
 	return SS_EXIT_OK;
 }
 
