@@ -193,7 +193,7 @@ static void *wrap(const char *name, void *fn, const void *caller)
 }
 
 /* DRIVER-1 rests on the tail call below: asked for even where the build is not optimized. */
-__attribute__((optimize("-foptimize-sibling-calls"))) SS_EXPORT void *dlsym(void *handle,
+__attribute__((optimize("O2"))) SS_EXPORT void *dlsym(void *handle,
 									     const char *name)
 {
 	dlsym_fn fn = atomic_load_explicit(&real_dlsym, memory_order_relaxed);
