@@ -93,9 +93,12 @@ static void convert(const CUpti_Activity *record)
 	case CUPTI_ACTIVITY_KIND_KERNEL:
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
 		const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)record;
-		rec = (struct ss_gpu_rec){.kind = SS_GPU_KERNEL, .device = k->deviceId,
-					  .stream = k->streamId, .correlation = k->correlationId,
-					  .start_ns = k->start, .end_ns = k->end,
+		rec = (struct ss_gpu_rec){.kind = SS_GPU_KERNEL,
+					  .device = k->deviceId,
+					  .stream = k->streamId,
+					  .correlation = k->correlationId,
+					  .start_ns = k->start,
+					  .end_ns = k->end,
 					  .grid = {k->gridX, k->gridY, k->gridZ},
 					  .block = {k->blockX, k->blockY, k->blockZ},
 					  .name = k->name ? strdup(k->name) : NULL};
@@ -103,37 +106,51 @@ static void convert(const CUpti_Activity *record)
 	}
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {
 		const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)record;
-		rec = (struct ss_gpu_rec){.kind = SS_GPU_MEMCPY, .copy_kind = m->copyKind,
-					  .src_kind = m->srcKind, .dst_kind = m->dstKind,
-					  .device = m->deviceId, .stream = m->streamId,
-					  .correlation = m->correlationId, .start_ns = m->start,
-					  .end_ns = m->end, .bytes = m->bytes};
+		rec = (struct ss_gpu_rec){.kind = SS_GPU_MEMCPY,
+					  .copy_kind = m->copyKind,
+					  .src_kind = m->srcKind,
+					  .dst_kind = m->dstKind,
+					  .device = m->deviceId,
+					  .stream = m->streamId,
+					  .correlation = m->correlationId,
+					  .start_ns = m->start,
+					  .end_ns = m->end,
+					  .bytes = m->bytes};
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_MEMSET: {
 		const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)record;
-		rec = (struct ss_gpu_rec){.kind = SS_GPU_MEMSET, .device = m->deviceId,
-					  .stream = m->streamId, .correlation = m->correlationId,
-					  .detail = m->memoryKind, .start_ns = m->start,
-					  .end_ns = m->end, .bytes = m->bytes};
+		rec = (struct ss_gpu_rec){.kind = SS_GPU_MEMSET,
+					  .device = m->deviceId,
+					  .stream = m->streamId,
+					  .correlation = m->correlationId,
+					  .detail = m->memoryKind,
+					  .start_ns = m->start,
+					  .end_ns = m->end,
+					  .bytes = m->bytes};
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
 		const CUpti_ActivitySynchronization2 *s =
-			(const CUpti_ActivitySynchronization2 *)record;
-		rec = (struct ss_gpu_rec){.kind = SS_GPU_SYNC, .stream = s->streamId,
-					  .correlation = s->correlationId, .detail = s->type,
-					  .start_ns = s->start, .end_ns = s->end};
+		    (const CUpti_ActivitySynchronization2 *)record;
+		rec = (struct ss_gpu_rec){.kind = SS_GPU_SYNC,
+					  .stream = s->streamId,
+					  .correlation = s->correlationId,
+					  .detail = s->type,
+					  .start_ns = s->start,
+					  .end_ns = s->end};
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
 	case CUPTI_ACTIVITY_KIND_DRIVER: {
 		const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)record;
 		rec = (struct ss_gpu_rec){.kind = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME
-							  ? SS_GPU_RUNTIME_API
-							  : SS_GPU_DRIVER_API,
-					  .correlation = a->correlationId, .detail = a->cbid,
-					  .thread = a->threadId, .start_ns = a->start,
+						      ? SS_GPU_RUNTIME_API
+						      : SS_GPU_DRIVER_API,
+					  .correlation = a->correlationId,
+					  .detail = a->cbid,
+					  .thread = a->threadId,
+					  .start_ns = a->start,
 					  .end_ns = a->end};
 		break;
 	}
@@ -144,7 +161,7 @@ static void convert(const CUpti_Activity *record)
 }
 
 static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t *buffer,
-				     size_t size, size_t valid)
+				      size_t size, size_t valid)
 {
 	CUpti_Activity *record = NULL;
 	while (valid && api.next_record(buffer, valid, &record) == CUPTI_SUCCESS)
@@ -171,8 +188,8 @@ static void start_once(void)
 	FIND(flush_all, "cuptiActivityFlushAll");
 	FIND(result_string, "cuptiGetResultString");
 #undef FIND
-	if (!api.register_callbacks || !api.register_timestamp || !api.enable ||
-	    !api.next_record || !api.flush_all) {
+	if (!api.register_callbacks || !api.register_timestamp || !api.enable || !api.next_record ||
+	    !api.flush_all) {
 		ss_cupti_status = "off: libcupti.so.13 lacks the activity API; host data only";
 		return;
 	}
@@ -190,12 +207,12 @@ static void start_once(void)
 		CUpti_ActivityKind kind;
 		const char *name;
 	} kinds[] = {
-		{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
-		{CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
-		{CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
-		{CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION"},
-		{CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"},
-		{CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},
+	    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
+	    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
+	    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
+	    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION"},
+	    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"},
+	    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},
 	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		result = api.enable(kinds[i].kind);

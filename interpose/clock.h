@@ -18,7 +18,6 @@
 #include <x86intrin.h>
 #endif
 
-
 static inline uint64_t ss_mono_ns(void)
 {
 	struct timespec ts;
@@ -36,7 +35,7 @@ static inline uint64_t ss_now(void)
 }
 
 void ss_clock_init(int allow_tsc); /* at load: picks the clock, takes the first pairing */
-void ss_clock_calibrate(void);     /* writer: refines the tick rate against CLOCK_MONOTONIC */
+void ss_clock_calibrate(void);	   /* writer: refines the tick rate against CLOCK_MONOTONIC */
 uint64_t ss_clock_to_ns(uint64_t raw);
 const char *ss_clock_name(void);
 

@@ -23,7 +23,8 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
 uint64_t ss_stream_id(const void *stream, int per_thread_variant)
 {
 	uintptr_t handle = (uintptr_t)stream;
-	if (handle == 0) /* SCHEMA-4: 0 is the legacy stream, or the per-thread one in _ptsz/_ptds */
+	if (handle ==
+	    0) /* SCHEMA-4: 0 is the legacy stream, or the per-thread one in _ptsz/_ptds */
 		return per_thread_variant ? SS_STREAM_PER_THREAD : SS_STREAM_LEGACY;
 	return handle; /* cudaStreamLegacy (0x1) and cudaStreamPerThread (0x2) map to themselves */
 }
@@ -174,8 +175,9 @@ static void describe_copy3d(struct ss_rec *rec, const struct cudaMemcpy3DParms *
 {
 	if (p == NULL)
 		return;
-	ss_describe_copy(rec, p->dstArray ? NULL : p->dstPtr.ptr, p->srcArray ? NULL : p->srcPtr.ptr,
-		      (uint64_t)p->extent.width * p->extent.height * p->extent.depth, p->kind, async);
+	ss_describe_copy(
+	    rec, p->dstArray ? NULL : p->dstPtr.ptr, p->srcArray ? NULL : p->srcPtr.ptr,
+	    (uint64_t)p->extent.width * p->extent.height * p->extent.depth, p->kind, async);
 }
 
 static void describe_batch(struct ss_rec *rec, void *const *dsts, const void *const *srcs,
@@ -210,9 +212,10 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 /* ------------------------------------------------------------------ the table's vocabulary */
 
 #define COPY(dst, src, n, kind, async) ss_describe_copy(&rec, dst, src, n, kind, async);
-#define COPY3D(p, async)               describe_copy3d(&rec, p, async);
+#define COPY3D(p, async)	       describe_copy3d(&rec, p, async);
 #define COPY_SYMBOL(host, n, kind, to_device, async)                                               \
-	ss_describe_copy(&rec, (to_device) ? NULL : (host), (to_device) ? (host) : NULL, n, kind, async);
+	ss_describe_copy(&rec, (to_device) ? NULL : (host), (to_device) ? (host) : NULL, n, kind,  \
+			 async);
 #define COPY_PEER(n)                                                                               \
 	rec.dir = SS_DIR_PEER;                                                                     \
 	rec.bytes = (n);
@@ -220,7 +223,7 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 	rec.dir = SS_DIR_D2D;                                                                      \
 	rec.bytes = (n);
 #define COPY_BATCH(dsts, srcs, sizes, count) describe_batch(&rec, dsts, srcs, sizes, count);
-#define MEMSET(ptr, n, async)                ss_describe_memset(&rec, ptr, n, async);
+#define MEMSET(ptr, n, async)		     ss_describe_memset(&rec, ptr, n, async);
 
 /* ------------------------------------------------------------------ the wrappers */
 

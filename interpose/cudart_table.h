@@ -38,8 +38,9 @@
 	X(cudaEventRecordWithFlags, PTSZ, E2,                                                      \
 	  (cudaEvent_t event, cudaStream_t stream, unsigned int flags), (event, stream, flags),    \
 	  EVENT(event) STREAM(stream) AUX(flags), )                                                \
-	X(cudaStreamWaitEvent, PTSZ, E3, (cudaStream_t stream, cudaEvent_t event, unsigned int flags), \
-	  (stream, event, flags), EVENT(event) STREAM(stream) AUX(flags), )                        \
+	X(cudaStreamWaitEvent, PTSZ, E3,                                                           \
+	  (cudaStream_t stream, cudaEvent_t event, unsigned int flags), (stream, event, flags),    \
+	  EVENT(event) STREAM(stream) AUX(flags), )                                                \
 	/* E1: launches */                                                                         \
 	X(__cudaLaunchKernel, PTSZ, E1,                                                            \
 	  (cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,        \
@@ -49,8 +50,9 @@
 	  (const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,           \
 	   cudaStream_t stream),                                                                   \
 	  (func, gridDim, blockDim, args, sharedMem, stream), STREAM(stream) AUX(func), )          \
-	X(cudaLaunchKernelExC, PTSZ, E1, (const cudaLaunchConfig_t *config, const void *func, void **args), \
-	  (config, func, args), STREAM(config ? config->stream : 0) AUX(func), )                   \
+	X(cudaLaunchKernelExC, PTSZ, E1,                                                           \
+	  (const cudaLaunchConfig_t *config, const void *func, void **args), (config, func, args), \
+	  STREAM(config ? config->stream : 0) AUX(func), )                                         \
 	X(cudaLaunchCooperativeKernel, PTSZ, E1,                                                   \
 	  (const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,           \
 	   cudaStream_t stream),                                                                   \
@@ -58,7 +60,8 @@
 	X(cudaLaunchHostFunc, PTSZ, E1, (cudaStream_t stream, cudaHostFn_t fn, void *userData),    \
 	  (stream, fn, userData), STREAM(stream) AUX(fn), )                                        \
 	X(cudaStreamAddCallback, PTSZ, E1,                                                         \
-	  (cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags), \
+	  (cudaStream_t stream, cudaStreamCallback_t callback, void *userData,                     \
+	   unsigned int flags),                                                                    \
 	  (stream, callback, userData, flags), STREAM(stream) AUX(callback), )                     \
 	X(cudaGraphLaunch, PTSZ, E1, (cudaGraphExec_t graphExec, cudaStream_t stream),             \
 	  (graphExec, stream), STREAM(stream) AUX(graphExec), )                                    \
@@ -75,30 +78,33 @@
 	   cudaStream_t stream),                                                                   \
 	  (extSemArray, paramsArray, numExtSems, stream), STREAM(stream) AUX(numExtSems), )        \
 	/* S4 and E1/S5: copies */                                                                 \
-	X(cudaMemcpy, PTDS, S4, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind), \
+	X(cudaMemcpy, PTDS, S4,                                                                    \
+	  (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),                    \
 	  (dst, src, count, kind), STREAM(0) COPY(dst, src, count, kind, 0), )                     \
 	X(cudaMemcpyAsync, PTSZ, E1,                                                               \
-	  (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream), \
+	  (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,                     \
+	   cudaStream_t stream),                                                                   \
 	  (dst, src, count, kind, stream), STREAM(stream) COPY(dst, src, count, kind, 1), )        \
 	X(cudaMemcpy2D, PTDS, S4,                                                                  \
 	  (void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,  \
 	   enum cudaMemcpyKind kind),                                                              \
 	  (dst, dpitch, src, spitch, width, height, kind),                                         \
-	  STREAM(0) COPY(dst, src, width * height, kind, 0), )                                     \
+	  STREAM(0) COPY(dst, src, width *height, kind, 0), )                                      \
 	X(cudaMemcpy2DAsync, PTSZ, E1,                                                             \
 	  (void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,  \
 	   enum cudaMemcpyKind kind, cudaStream_t stream),                                         \
 	  (dst, dpitch, src, spitch, width, height, kind, stream),                                 \
-	  STREAM(stream) COPY(dst, src, width * height, kind, 1), )                                \
+	  STREAM(stream) COPY(dst, src, width *height, kind, 1), )                                 \
 	X(cudaMemcpy3D, PTDS, S4, (const struct cudaMemcpy3DParms *p), (p),                        \
 	  STREAM(0) COPY3D(p, 0), )                                                                \
 	X(cudaMemcpy3DAsync, PTSZ, E1, (const struct cudaMemcpy3DParms *p, cudaStream_t stream),   \
 	  (p, stream), STREAM(stream) COPY3D(p, 1), )                                              \
 	X(cudaMemcpy3DPeer, PTDS, S4, (const struct cudaMemcpy3DPeerParms *p), (p),                \
 	  STREAM(0) COPY_PEER(p ? p->extent.width * p->extent.height * p->extent.depth : 0), )     \
-	X(cudaMemcpy3DPeerAsync, PTSZ, E1, (const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream), \
-	  (p, stream),                                                                             \
-	  STREAM(stream) COPY_PEER(p ? p->extent.width * p->extent.height * p->extent.depth : 0), ) \
+	X(cudaMemcpy3DPeerAsync, PTSZ, E1,                                                         \
+	  (const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream), (p, stream),               \
+	  STREAM(stream)                                                                           \
+	      COPY_PEER(p ? p->extent.width * p->extent.height * p->extent.depth : 0), )           \
 	X(cudaMemcpyPeer, NONE, S4,                                                                \
 	  (void *dst, int dstDevice, const void *src, int srcDevice, size_t count),                \
 	  (dst, dstDevice, src, srcDevice, count), STREAM(0) COPY_PEER(count), )                   \
@@ -107,7 +113,8 @@
 	   cudaStream_t stream),                                                                   \
 	  (dst, dstDevice, src, srcDevice, count, stream), STREAM(stream) COPY_PEER(count), )      \
 	X(cudaMemcpyToSymbol, PTDS, S4,                                                            \
-	  (const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind), \
+	  (const void *symbol, const void *src, size_t count, size_t offset,                       \
+	   enum cudaMemcpyKind kind),                                                              \
 	  (symbol, src, count, offset, kind), STREAM(0) COPY_SYMBOL(src, count, kind, 1, 0), )     \
 	X(cudaMemcpyFromSymbol, PTDS, S4,                                                          \
 	  (void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind),  \
@@ -125,11 +132,13 @@
 	X(cudaMemcpyToArray, PTDS, S4,                                                             \
 	  (cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count,         \
 	   enum cudaMemcpyKind kind),                                                              \
-	  (dst, wOffset, hOffset, src, count, kind), STREAM(0) COPY_SYMBOL(src, count, kind, 1, 0), ) \
+	  (dst, wOffset, hOffset, src, count, kind),                                               \
+	  STREAM(0) COPY_SYMBOL(src, count, kind, 1, 0), )                                         \
 	X(cudaMemcpyFromArray, PTDS, S4,                                                           \
 	  (void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count,         \
 	   enum cudaMemcpyKind kind),                                                              \
-	  (dst, src, wOffset, hOffset, count, kind), STREAM(0) COPY_SYMBOL(dst, count, kind, 0, 0), ) \
+	  (dst, src, wOffset, hOffset, count, kind),                                               \
+	  STREAM(0) COPY_SYMBOL(dst, count, kind, 0, 0), )                                         \
 	X(cudaMemcpyToArrayAsync, PTSZ, E1,                                                        \
 	  (cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count,         \
 	   enum cudaMemcpyKind kind, cudaStream_t stream),                                         \
@@ -144,22 +153,22 @@
 	  (cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch,        \
 	   size_t width, size_t height, enum cudaMemcpyKind kind),                                 \
 	  (dst, wOffset, hOffset, src, spitch, width, height, kind),                               \
-	  STREAM(0) COPY_SYMBOL(src, width * height, kind, 1, 0), )                                \
+	  STREAM(0) COPY_SYMBOL(src, width *height, kind, 1, 0), )                                 \
 	X(cudaMemcpy2DFromArray, PTDS, S4,                                                         \
 	  (void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset,        \
 	   size_t width, size_t height, enum cudaMemcpyKind kind),                                 \
 	  (dst, dpitch, src, wOffset, hOffset, width, height, kind),                               \
-	  STREAM(0) COPY_SYMBOL(dst, width * height, kind, 0, 0), )                                \
+	  STREAM(0) COPY_SYMBOL(dst, width *height, kind, 0, 0), )                                 \
 	X(cudaMemcpy2DToArrayAsync, PTSZ, E1,                                                      \
 	  (cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch,        \
 	   size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream),            \
 	  (dst, wOffset, hOffset, src, spitch, width, height, kind, stream),                       \
-	  STREAM(stream) COPY_SYMBOL(src, width * height, kind, 1, 1), )                           \
+	  STREAM(stream) COPY_SYMBOL(src, width *height, kind, 1, 1), )                            \
 	X(cudaMemcpy2DFromArrayAsync, PTSZ, E1,                                                    \
 	  (void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset,        \
 	   size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream),            \
 	  (dst, dpitch, src, wOffset, hOffset, width, height, kind, stream),                       \
-	  STREAM(stream) COPY_SYMBOL(dst, width * height, kind, 0, 1), )                           \
+	  STREAM(stream) COPY_SYMBOL(dst, width *height, kind, 0, 1), )                            \
 	X(cudaMemcpyArrayToArray, PTDS, S4,                                                        \
 	  (cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,           \
 	   size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind),          \
@@ -170,7 +179,7 @@
 	   size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height,                      \
 	   enum cudaMemcpyKind kind),                                                              \
 	  (dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind),         \
-	  STREAM(0) COPY_D2D(width * height), )                                                    \
+	  STREAM(0) COPY_D2D(width *height), )                                                     \
 	X(cudaMemcpyBatchAsync, PTSZ, E1,                                                          \
 	  (void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,          \
 	   struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,                 \
@@ -178,7 +187,7 @@
 	  (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream),                          \
 	  STREAM(stream) COPY_BATCH(dsts, srcs, sizes, count), )                                   \
 	X(cudaMemcpy3DBatchAsync, PTSZ, E1,                                                        \
-	  (size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags,            \
+	  (size_t numOps, struct cudaMemcpy3DBatchOp * opList, unsigned long long flags,           \
 	   cudaStream_t stream),                                                                   \
 	  (numOps, opList, flags, stream), STREAM(stream) AUX(numOps), )                           \
 	/* memsets: E1, S6 to pinned or managed memory when not async */                           \
@@ -186,21 +195,24 @@
 	  STREAM(0) MEMSET(devPtr, count, 0), )                                                    \
 	X(cudaMemsetAsync, PTSZ, E1, (void *devPtr, int value, size_t count, cudaStream_t stream), \
 	  (devPtr, value, count, stream), STREAM(stream) MEMSET(devPtr, count, 1), )               \
-	X(cudaMemset2D, PTDS, E1, (void *devPtr, size_t pitch, int value, size_t width, size_t height), \
-	  (devPtr, pitch, value, width, height), STREAM(0) MEMSET(devPtr, width * height, 0), )    \
+	X(cudaMemset2D, PTDS, E1,                                                                  \
+	  (void *devPtr, size_t pitch, int value, size_t width, size_t height),                    \
+	  (devPtr, pitch, value, width, height), STREAM(0) MEMSET(devPtr, width *height, 0), )     \
 	X(cudaMemset2DAsync, PTSZ, E1,                                                             \
-	  (void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream), \
+	  (void *devPtr, size_t pitch, int value, size_t width, size_t height,                     \
+	   cudaStream_t stream),                                                                   \
 	  (devPtr, pitch, value, width, height, stream),                                           \
-	  STREAM(stream) MEMSET(devPtr, width * height, 1), )                                      \
+	  STREAM(stream) MEMSET(devPtr, width *height, 1), )                                       \
 	X(cudaMemset3D, PTDS, E1,                                                                  \
 	  (struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent),              \
 	  (pitchedDevPtr, value, extent),                                                          \
-	  STREAM(0) MEMSET(pitchedDevPtr.ptr, extent.width * extent.height * extent.depth, 0), )   \
+	  STREAM(0) MEMSET(pitchedDevPtr.ptr, extent.width *extent.height *extent.depth, 0), )     \
 	X(cudaMemset3DAsync, PTSZ, E1,                                                             \
 	  (struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent,               \
 	   cudaStream_t stream),                                                                   \
 	  (pitchedDevPtr, value, extent, stream),                                                  \
-	  STREAM(stream) MEMSET(pitchedDevPtr.ptr, extent.width * extent.height * extent.depth, 1), ) \
+	  STREAM(stream)                                                                           \
+	      MEMSET(pitchedDevPtr.ptr, extent.width *extent.height *extent.depth, 1), )           \
 	/* E1: stream-ordered memory operations */                                                 \
 	X(cudaMemPrefetchAsync, PTSZ, E1,                                                          \
 	  (const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags,  \
@@ -213,8 +225,10 @@
 	  (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream),    \
 	  STREAM(stream) BYTES(ss_sum_sizes(sizes, count)), )                                      \
 	X(cudaMemDiscardBatchAsync, PTSZ, E1,                                                      \
-	  (void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream), \
-	  (dptrs, sizes, count, flags, stream), STREAM(stream) BYTES(ss_sum_sizes(sizes, count)), ) \
+	  (void **dptrs, size_t *sizes, size_t count, unsigned long long flags,                    \
+	   cudaStream_t stream),                                                                   \
+	  (dptrs, sizes, count, flags, stream),                                                    \
+	  STREAM(stream) BYTES(ss_sum_sizes(sizes, count)), )                                      \
 	X(cudaMemDiscardAndPrefetchBatchAsync, PTSZ, E1,                                           \
 	  (void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs,        \
 	   size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,              \
@@ -239,18 +253,19 @@
 	X(cudaMallocManaged, NONE, S6, (void **devPtr, size_t size, unsigned int flags),           \
 	  (devPtr, size, flags), , ALLOC(*devPtr, size, SS_MEM_MANAGED))                           \
 	X(cudaMallocPitch, NONE, S6, (void **devPtr, size_t *pitch, size_t width, size_t height),  \
-	  (devPtr, pitch, width, height), , ALLOC(*devPtr, *pitch * height, SS_MEM_DEVICE))        \
-	X(cudaMalloc3D, NONE, S6, (struct cudaPitchedPtr * pitchedDevPtr, struct cudaExtent extent), \
+	  (devPtr, pitch, width, height), , ALLOC(*devPtr, *pitch *height, SS_MEM_DEVICE))         \
+	X(cudaMalloc3D, NONE, S6,                                                                  \
+	  (struct cudaPitchedPtr * pitchedDevPtr, struct cudaExtent extent),                       \
 	  (pitchedDevPtr, extent), ,                                                               \
-	  ALLOC(pitchedDevPtr->ptr, pitchedDevPtr->pitch * extent.height * extent.depth,          \
+	  ALLOC(pitchedDevPtr->ptr, pitchedDevPtr->pitch *extent.height *extent.depth,             \
 		SS_MEM_DEVICE))                                                                    \
 	X(cudaMallocArray, NONE, S6,                                                               \
 	  (cudaArray_t * array, const struct cudaChannelFormatDesc *desc, size_t width,            \
 	   size_t height, unsigned int flags),                                                     \
 	  (array, desc, width, height, flags), , )                                                 \
 	X(cudaMalloc3DArray, NONE, S6,                                                             \
-	  (cudaArray_t * array, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, \
-	   unsigned int flags),                                                                    \
+	  (cudaArray_t * array, const struct cudaChannelFormatDesc *desc,                          \
+	   struct cudaExtent extent, unsigned int flags),                                          \
 	  (array, desc, extent, flags), , )                                                        \
 	X(cudaMallocMipmappedArray, NONE, S6,                                                      \
 	  (cudaMipmappedArray_t * mipmappedArray, const struct cudaChannelFormatDesc *desc,        \
@@ -258,7 +273,8 @@
 	  (mipmappedArray, desc, extent, numLevels, flags), , )                                    \
 	X(cudaFree, NONE, S6, (void *devPtr), (devPtr), FREE(devPtr), )                            \
 	X(cudaFreeArray, NONE, S6, (cudaArray_t array), (array), , )                               \
-	X(cudaFreeMipmappedArray, NONE, S6, (cudaMipmappedArray_t mipmappedArray), (mipmappedArray), , ) \
+	X(cudaFreeMipmappedArray, NONE, S6, (cudaMipmappedArray_t mipmappedArray),                 \
+	  (mipmappedArray), , )                                                                    \
 	X(cudaMallocHost, NONE, S6, (void **ptr, size_t size), (ptr, size), ,                      \
 	  ALLOC(*ptr, size, SS_MEM_PINNED))                                                        \
 	X(cudaHostAlloc, NONE, S6, (void **pHost, size_t size, unsigned int flags),                \
@@ -273,11 +289,12 @@
 	X(cudaStreamCreateWithFlags, NONE, X1, (cudaStream_t * pStream, unsigned int flags),       \
 	  (pStream, flags), , CREATED_STREAM(*pStream, flags, 0))                                  \
 	X(cudaStreamCreateWithPriority, NONE, X1,                                                  \
-	  (cudaStream_t * pStream, unsigned int flags, int priority), (pStream, flags, priority), , \
-	  CREATED_STREAM(*pStream, flags, priority))                                               \
+	  (cudaStream_t * pStream, unsigned int flags, int priority), (pStream, flags, priority),  \
+	  , CREATED_STREAM(*pStream, flags, priority))                                             \
 	X(cudaStreamDestroy, NONE, X1, (cudaStream_t stream), (stream), STREAM(stream), )          \
-	X(cudaStreamBeginCapture, PTSZ, X1, (cudaStream_t stream, enum cudaStreamCaptureMode mode), \
-	  (stream, mode), STREAM(stream) AUX(mode), )                                              \
+	X(cudaStreamBeginCapture, PTSZ, X1,                                                        \
+	  (cudaStream_t stream, enum cudaStreamCaptureMode mode), (stream, mode),                  \
+	  STREAM(stream) AUX(mode), )                                                              \
 	X(cudaStreamBeginCaptureToGraph, PTSZ, X1,                                                 \
 	  (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,            \
 	   const cudaGraphEdgeData *dependencyData, size_t numDependencies,                        \
@@ -286,7 +303,7 @@
 	  STREAM(stream) AUX(mode), )                                                              \
 	X(cudaStreamEndCapture, PTSZ, X1, (cudaStream_t stream, cudaGraph_t * pGraph),             \
 	  (stream, pGraph), STREAM(stream), )                                                      \
-	X(cudaEventCreate, NONE, X1, (cudaEvent_t * event), (event), , CREATED_EVENT(*event, 0))  \
+	X(cudaEventCreate, NONE, X1, (cudaEvent_t * event), (event), , CREATED_EVENT(*event, 0))   \
 	X(cudaEventCreateWithFlags, NONE, X1, (cudaEvent_t * event, unsigned int flags),           \
 	  (event, flags), , CREATED_EVENT(*event, flags))                                          \
 	X(cudaEventDestroy, NONE, X1, (cudaEvent_t event), (event), EVENT(event), )

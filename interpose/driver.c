@@ -56,14 +56,16 @@ void *ss_dlsym(void *handle, const char *name) /* DRIVER-2 */
 
 /* ------------------------------------------------------------------ describing a call */
 
-#define COPY_HTOD(src, n, async) ss_describe_copy(&rec, NULL, (src), (n), cudaMemcpyHostToDevice, async);
-#define COPY_DTOH(dst, n, async) ss_describe_copy(&rec, (dst), NULL, (n), cudaMemcpyDeviceToHost, async);
+#define COPY_HTOD(src, n, async)                                                                   \
+	ss_describe_copy(&rec, NULL, (src), (n), cudaMemcpyHostToDevice, async);
+#define COPY_DTOH(dst, n, async)                                                                   \
+	ss_describe_copy(&rec, (dst), NULL, (n), cudaMemcpyDeviceToHost, async);
 #define COPY_DTOD(n)                                                                               \
 	rec.dir = SS_DIR_D2D;                                                                      \
 	rec.bytes = (n);
 #define COPY_ANY(dst, src, n, async)                                                               \
-	ss_describe_copy(&rec, (const void *)(uintptr_t)(dst), (const void *)(uintptr_t)(src), (n), \
-			 cudaMemcpyDefault, async);
+	ss_describe_copy(&rec, (const void *)(uintptr_t)(dst), (const void *)(uintptr_t)(src),     \
+			 (n), cudaMemcpyDefault, async);
 #define MEMSET(ptr, n, async) ss_describe_memset(&rec, (const void *)(uintptr_t)(ptr), (n), async);
 
 /* ------------------------------------------------------------------ the wrappers */
@@ -78,14 +80,13 @@ SS_DRIVER_FUNCS(DEFINE_WRAPPERS)
 
 static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
 				    CUdriverProcAddressQueryResult *status);
-static CUresult get_proc_address_v1(const char *symbol, void **pfn, int version,
-				    cuuint64_t flags);
+static CUresult get_proc_address_v1(const char *symbol, void **pfn, int version, cuuint64_t flags);
 
 struct wrap_entry {
-	int api;          /* -1 for the cuGetProcAddress entries */
+	int api;	  /* -1 for the cuGetProcAddress entries */
 	const char *name; /* exported name: cuMemcpyHtoD_v2_ptds */
 	void *wrapper;
-	char base[48];    /* the name programs ask for: cuMemcpyHtoD (filled at first use) */
+	char base[48]; /* the name programs ask for: cuMemcpyHtoD (filled at first use) */
 };
 
 static struct wrap_entry wraps[] = {
@@ -94,10 +95,10 @@ static struct wrap_entry wraps[] = {
 #define WRAP_PTDS(name) {SS_API_##name##_ptds, #name "_ptds", (void *)name##_ptds, ""},
 #define WRAP_ENTRY(name, variant, cls, params, args, pre, post)                                    \
 	{SS_API_##name, #name, (void *)name, ""}, WRAP_##variant(name)
-	SS_DRIVER_FUNCS(WRAP_ENTRY)
+    SS_DRIVER_FUNCS(WRAP_ENTRY)
 #undef WRAP_ENTRY
 	{-1, "cuGetProcAddress_v2", (void *)get_proc_address_v2, ""},
-	{-1, "cuGetProcAddress", (void *)get_proc_address_v1, ""},
+    {-1, "cuGetProcAddress", (void *)get_proc_address_v1, ""},
 };
 #define WRAP_COUNT (sizeof(wraps) / sizeof(wraps[0]))
 
@@ -193,8 +194,7 @@ static void *wrap(const char *name, void *fn, const void *caller)
 }
 
 /* DRIVER-1 rests on the tail call below: asked for even where the build is not optimized. */
-__attribute__((optimize("O2"))) SS_EXPORT void *dlsym(void *handle,
-									     const char *name)
+__attribute__((optimize("O2"))) SS_EXPORT void *dlsym(void *handle, const char *name)
 {
 	dlsym_fn fn = atomic_load_explicit(&real_dlsym, memory_order_relaxed);
 	if (ss_unlikely(!fn))
@@ -208,7 +208,7 @@ static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version,
 				    CUdriverProcAddressQueryResult *status)
 {
 	CUresult (*real)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
-		real_of(&wraps[WRAP_COUNT - 2]);
+	    real_of(&wraps[WRAP_COUNT - 2]);
 	if (!real)
 		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
 	CUresult ret = real(symbol, pfn, version, flags, status);

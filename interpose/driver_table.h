@@ -26,8 +26,9 @@
 	X(cuEventQuery, NONE, S7, (CUevent hEvent), (hEvent), EVENT(hEvent), )                     \
 	X(cuEventRecord, PTSZ, E2, (CUevent hEvent, CUstream hStream), (hEvent, hStream),          \
 	  EVENT(hEvent) STREAM(hStream), )                                                         \
-	X(cuEventRecordWithFlags, PTSZ, E2, (CUevent hEvent, CUstream hStream, unsigned int flags), \
-	  (hEvent, hStream, flags), EVENT(hEvent) STREAM(hStream) AUX(flags), )                    \
+	X(cuEventRecordWithFlags, PTSZ, E2,                                                        \
+	  (CUevent hEvent, CUstream hStream, unsigned int flags), (hEvent, hStream, flags),        \
+	  EVENT(hEvent) STREAM(hStream) AUX(flags), )                                              \
 	X(cuStreamWaitEvent, PTSZ, E3, (CUstream hStream, CUevent hEvent, unsigned int Flags),     \
 	  (hStream, hEvent, Flags), EVENT(hEvent) STREAM(hStream) AUX(Flags), )                    \
 	X(cuLaunchKernel, PTSZ, E1,                                                                \
@@ -49,26 +50,31 @@
 	  STREAM(hStream) AUX(f), )                                                                \
 	X(cuLaunchHostFunc, PTSZ, E1, (CUstream hStream, CUhostFn fn, void *userData),             \
 	  (hStream, fn, userData), STREAM(hStream) AUX(fn), )                                      \
-	X(cuGraphLaunch, PTSZ, E1, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream), \
-	  STREAM(hStream) AUX(hGraphExec), )                                                       \
-	X(cuMemcpyHtoD_v2, PTDS, S4, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount), \
+	X(cuGraphLaunch, PTSZ, E1, (CUgraphExec hGraphExec, CUstream hStream),                     \
+	  (hGraphExec, hStream), STREAM(hStream) AUX(hGraphExec), )                                \
+	X(cuMemcpyHtoD_v2, PTDS, S4,                                                               \
+	  (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),                          \
 	  (dstDevice, srcHost, ByteCount), STREAM(0) COPY_HTOD(srcHost, ByteCount, 0), )           \
 	X(cuMemcpyDtoH_v2, PTDS, S4, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),     \
 	  (dstHost, srcDevice, ByteCount), STREAM(0) COPY_DTOH(dstHost, ByteCount, 0), )           \
-	X(cuMemcpyDtoD_v2, PTDS, S4, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount), \
+	X(cuMemcpyDtoD_v2, PTDS, S4,                                                               \
+	  (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),                        \
 	  (dstDevice, srcDevice, ByteCount), STREAM(0) COPY_DTOD(ByteCount), )                     \
 	X(cuMemcpy, PTDS, S4, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),                \
 	  (dst, src, ByteCount), STREAM(0) COPY_ANY(dst, src, ByteCount, 0), )                     \
 	X(cuMemcpyHtoDAsync_v2, PTSZ, E1,                                                          \
 	  (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream),        \
-	  (dstDevice, srcHost, ByteCount, hStream), STREAM(hStream) COPY_HTOD(srcHost, ByteCount, 1), ) \
+	  (dstDevice, srcHost, ByteCount, hStream),                                                \
+	  STREAM(hStream) COPY_HTOD(srcHost, ByteCount, 1), )                                      \
 	X(cuMemcpyDtoHAsync_v2, PTSZ, E1,                                                          \
 	  (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),              \
-	  (dstHost, srcDevice, ByteCount, hStream), STREAM(hStream) COPY_DTOH(dstHost, ByteCount, 1), ) \
+	  (dstHost, srcDevice, ByteCount, hStream),                                                \
+	  STREAM(hStream) COPY_DTOH(dstHost, ByteCount, 1), )                                      \
 	X(cuMemcpyDtoDAsync_v2, PTSZ, E1,                                                          \
 	  (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),      \
 	  (dstDevice, srcDevice, ByteCount, hStream), STREAM(hStream) COPY_DTOD(ByteCount), )      \
-	X(cuMemcpyAsync, PTSZ, E1, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream), \
+	X(cuMemcpyAsync, PTSZ, E1,                                                                 \
+	  (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),                  \
 	  (dst, src, ByteCount, hStream), STREAM(hStream) COPY_ANY(dst, src, ByteCount, 1), )      \
 	X(cuMemsetD8_v2, PTDS, E1, (CUdeviceptr dstDevice, unsigned char uc, size_t N),            \
 	  (dstDevice, uc, N), STREAM(0) MEMSET(dstDevice, N, 0), )                                 \
@@ -83,10 +89,10 @@
 	X(cuMemAlloc_v2, NONE, S6, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize), ,      \
 	  ALLOC(*dptr, bytesize, SS_MEM_DEVICE))                                                   \
 	X(cuMemAllocPitch_v2, NONE, S6,                                                            \
-	  (CUdeviceptr * dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,                 \
+	  (CUdeviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,                \
 	   unsigned int ElementSizeBytes),                                                         \
 	  (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes), ,                                \
-	  ALLOC(*dptr, *pPitch * Height, SS_MEM_DEVICE))                                           \
+	  ALLOC(*dptr, *pPitch *Height, SS_MEM_DEVICE))                                            \
 	X(cuMemAllocManaged, NONE, S6, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags),  \
 	  (dptr, bytesize, flags), , ALLOC(*dptr, bytesize, SS_MEM_MANAGED))                       \
 	X(cuMemFree_v2, NONE, S6, (CUdeviceptr dptr), (dptr), FREE(dptr), )                        \
@@ -103,8 +109,8 @@
 	  ALLOC(*dptr, bytesize, SS_MEM_DEVICE | SS_RANGE_ASYNC))                                  \
 	X(cuMemFreeAsync, PTSZ, E1, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream),         \
 	  STREAM(hStream) FREE(dptr), )                                                            \
-	X(cuStreamCreate, NONE, X1, (CUstream * phStream, unsigned int Flags), (phStream, Flags), , \
-	  CREATED_STREAM(*phStream, Flags, 0))                                                     \
+	X(cuStreamCreate, NONE, X1, (CUstream * phStream, unsigned int Flags), (phStream, Flags),  \
+	  , CREATED_STREAM(*phStream, Flags, 0))                                                   \
 	X(cuStreamCreateWithPriority, NONE, X1,                                                    \
 	  (CUstream * phStream, unsigned int flags, int priority), (phStream, flags, priority), ,  \
 	  CREATED_STREAM(*phStream, flags, priority))                                              \

@@ -83,13 +83,13 @@ static void load_module(struct module_symbols *m)
 			    !runtime_name(names + syms[k].st_name))
 				continue;
 			struct runtime_range *grown =
-				realloc(m->ranges, (m->count + 1) * sizeof(*grown));
+			    realloc(m->ranges, (m->count + 1) * sizeof(*grown));
 			if (!grown)
 				goto done;
 			m->ranges = grown;
 			uint64_t start = syms[k].st_value;
 			m->ranges[m->count++] = (struct runtime_range){
-				start, start + (syms[k].st_size ? syms[k].st_size : 1)};
+			    start, start + (syms[k].st_size ? syms[k].st_size : 1)};
 		}
 	}
 	if (m->count)
@@ -105,7 +105,8 @@ int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uint
 		if (!strcmp(modules[i].path, module_path))
 			m = &modules[i];
 	if (!m) {
-		struct module_symbols *grown = realloc(modules, (module_count + 1) * sizeof(*grown));
+		struct module_symbols *grown =
+		    realloc(modules, (module_count + 1) * sizeof(*grown));
 		if (!grown)
 			return 0;
 		modules = grown;

@@ -36,9 +36,9 @@ static int parse_bool(const char *name, const char *value, const char *def)
 	return !strcmp(def, "1");
 }
 
-#define SS_PARSE_INT(name, value, def)  parse_int(name, value, def)
+#define SS_PARSE_INT(name, value, def)	parse_int(name, value, def)
 #define SS_PARSE_BOOL(name, value, def) parse_bool(name, value, def)
-#define SS_PARSE_STR(name, value, def)  strdup(value) /* the environment may change later */
+#define SS_PARSE_STR(name, value, def)	strdup(value) /* the environment may change later */
 
 void ss_config_load(void)
 {

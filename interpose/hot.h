@@ -8,10 +8,10 @@
  * microseconds of driver code) evicts the wrapper's data from L1, and each line it must fetch
  * back costs nanoseconds against a budget of 25 (bench/results). */
 struct ss_hot {
-	_Atomic int state;           /* enum ss_state */
+	_Atomic int state;	     /* enum ss_state */
 	_Atomic unsigned generation; /* bumped in a fork child: rings of the parent are stale */
-	int clock_is_tsc;            /* clock.h */
-	int enqueue_timing;          /* SYNCSPY_ENQUEUE_TIMING */
+	int clock_is_tsc;	     /* clock.h */
+	int enqueue_timing;	     /* SYNCSPY_ENQUEUE_TIMING */
 } __attribute__((aligned(64)));
 extern struct ss_hot ss_hot;
 

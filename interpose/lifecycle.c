@@ -109,9 +109,9 @@ void ss_note_versions(void)
 {
 	if (!atomic_load(&ss_process.cudart_version)) {
 		cudaError_t (*runtime_version)(int *) =
-			ss_resolve_helper(SS_LAYER_RUNTIME, "cudaRuntimeGetVersion");
+		    ss_resolve_helper(SS_LAYER_RUNTIME, "cudaRuntimeGetVersion");
 		cudaError_t (*driver_version)(int *) =
-			ss_resolve_helper(SS_LAYER_RUNTIME, "cudaDriverGetVersion");
+		    ss_resolve_helper(SS_LAYER_RUNTIME, "cudaDriverGetVersion");
 		int v = 0;
 		if (runtime_version && runtime_version(&v) == cudaSuccess && v) {
 			library_path((void *)runtime_version, ss_process.cudart_path,
@@ -124,7 +124,7 @@ void ss_note_versions(void)
 	}
 	if (!atomic_load(&ss_process.nccl_version)) {
 		ncclResult_t (*nccl_version)(int *) =
-			ss_resolve_helper(SS_LAYER_NCCL, "ncclGetVersion");
+		    ss_resolve_helper(SS_LAYER_NCCL, "ncclGetVersion");
 		int v = 0;
 		if (nccl_version && nccl_version(&v) == ncclSuccess && v) {
 			library_path((void *)nccl_version, ss_process.nccl_path,
@@ -382,8 +382,8 @@ static void install_for(int sig)
 {
 	struct sigaction mine = {.sa_sigaction = on_signal};
 	mine.sa_mask = program_action[sig].sa_mask;
-	mine.sa_flags = SA_SIGINFO | (program_action[sig].sa_flags & (SA_RESTART | SA_NODEFER |
-								       SA_ONSTACK));
+	mine.sa_flags =
+	    SA_SIGINFO | (program_action[sig].sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK));
 	if (real_sigaction(sig, &mine, NULL) == 0)
 		shim_handler_installed[sig] = 1;
 }

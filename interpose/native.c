@@ -21,7 +21,7 @@
 
 void *ss_dlsym(void *handle, const char *name); /* driver.c */
 
-#define MAX_FRAMES    128
+#define MAX_FRAMES   128
 #define SEEN_PER_TLS 64 /* hashes a thread remembers having sent */
 
 static int (*backtrace_fn)(void **, int);
@@ -36,7 +36,8 @@ static void load_unwinder(void)
 		return;
 	}
 	backtrace_fn = (int (*)(void **, int))ss_dlsym(library, "unw_backtrace");
-	ss_native_stacks_status = backtrace_fn ? "libunwind" : "off: libunwind.so.8 has no unw_backtrace";
+	ss_native_stacks_status =
+	    backtrace_fn ? "libunwind" : "off: libunwind.so.8 has no unw_backtrace";
 }
 
 static __thread uint64_t seen[SEEN_PER_TLS] __attribute__((tls_model("initial-exec")));

@@ -151,11 +151,10 @@ static size_t datatype_size(ncclDataType_t datatype)
 
 /* ------------------------------------------------------------------ the table's vocabulary */
 
-#define STREAM(s)                                                                                  \
-	rec.stream = (s) ? (uint64_t)(uintptr_t)(s) : SS_STREAM_LEGACY;
+#define STREAM(s) rec.stream = (s) ? (uint64_t)(uintptr_t)(s) : SS_STREAM_LEGACY;
 #define OP(comm, count, datatype, peer)                                                            \
 	rec.obj = (uintptr_t)(comm);                                                               \
-	rec.bytes = (uint64_t)(count) * datatype_size(datatype);                                   \
+	rec.bytes = (uint64_t)(count)*datatype_size(datatype);                                     \
 	if ((peer) != SS_NO_PEER)                                                                  \
 		rec.aux = (uint64_t)(uint32_t)(peer);
 #define COMM(comm) rec.obj = (uintptr_t)(comm);
@@ -182,7 +181,7 @@ static size_t datatype_size(ncclDataType_t datatype)
 		if (!ss_should_record(tls))                                                        \
 			return real args;                                                          \
 		ss_prefetch_slot(tls);                                                             \
-		struct ss_rec rec = {.api = SS_API_##name, .cls = SS_##cls_, .aux = UINT64_MAX};  \
+		struct ss_rec rec = {.api = SS_API_##name, .cls = SS_##cls_, .aux = UINT64_MAX};   \
 		tls->depth++;                                                                      \
 		pre rec.t_start = ss_now();                                                        \
 		ncclResult_t ret = real args;                                                      \

@@ -57,7 +57,8 @@
 	X(ncclBcast, N2,                                                                           \
 	  (void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,           \
 	   cudaStream_t stream),                                                                   \
-	  (buff, count, datatype, root, comm, stream), STREAM(stream) OP(comm, count, datatype, root), ) \
+	  (buff, count, datatype, root, comm, stream),                                             \
+	  STREAM(stream) OP(comm, count, datatype, root), )                                        \
 	X(ncclReduce, N2,                                                                          \
 	  (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,            \
 	   ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream),                        \
@@ -91,11 +92,13 @@
 	X(ncclSend, N2,                                                                            \
 	  (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, \
 	   cudaStream_t stream),                                                                   \
-	  (sendbuff, count, datatype, peer, comm, stream), STREAM(stream) OP(comm, count, datatype, peer), ) \
+	  (sendbuff, count, datatype, peer, comm, stream),                                         \
+	  STREAM(stream) OP(comm, count, datatype, peer), )                                        \
 	X(ncclRecv, N2,                                                                            \
 	  (void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,       \
 	   cudaStream_t stream),                                                                   \
-	  (recvbuff, count, datatype, peer, comm, stream), STREAM(stream) OP(comm, count, datatype, peer), ) \
+	  (recvbuff, count, datatype, peer, comm, stream),                                         \
+	  STREAM(stream) OP(comm, count, datatype, peer), )                                        \
 	X(ncclGroupStart, N2, (void), (), , )                                                      \
 	X(ncclGroupEnd, N2, (void), (), , )
 

@@ -143,20 +143,19 @@ SS_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table
 	const NvtxExportTableCallbacks *callbacks = get_export_table(NVTX_ETID_CALLBACKS);
 	if (!callbacks || callbacks->struct_size < sizeof(NvtxExportTableCallbacks))
 		return 0;
-	static const int core_ids[] = {NVTX_CBID_CORE_RangePushA, NVTX_CBID_CORE_RangePushEx,
-				       NVTX_CBID_CORE_RangePop, NVTX_CBID_CORE_RangeStartA,
+	static const int core_ids[] = {NVTX_CBID_CORE_RangePushA,   NVTX_CBID_CORE_RangePushEx,
+				       NVTX_CBID_CORE_RangePop,	    NVTX_CBID_CORE_RangeStartA,
 				       NVTX_CBID_CORE_RangeStartEx, NVTX_CBID_CORE_RangeEnd};
 	NvtxFunctionPointer const core[] = {
-		(NvtxFunctionPointer)range_push_a,  (NvtxFunctionPointer)range_push_ex,
-		(NvtxFunctionPointer)range_pop,     (NvtxFunctionPointer)range_start_a,
-		(NvtxFunctionPointer)range_start_ex, (NvtxFunctionPointer)range_end};
-	static const int core2_ids[] = {NVTX_CBID_CORE2_DomainRangePushEx,
-					NVTX_CBID_CORE2_DomainRangePop,
-					NVTX_CBID_CORE2_DomainRangeStartEx,
-					NVTX_CBID_CORE2_DomainRangeEnd};
+	    (NvtxFunctionPointer)range_push_a,	 (NvtxFunctionPointer)range_push_ex,
+	    (NvtxFunctionPointer)range_pop,	 (NvtxFunctionPointer)range_start_a,
+	    (NvtxFunctionPointer)range_start_ex, (NvtxFunctionPointer)range_end};
+	static const int core2_ids[] = {
+	    NVTX_CBID_CORE2_DomainRangePushEx, NVTX_CBID_CORE2_DomainRangePop,
+	    NVTX_CBID_CORE2_DomainRangeStartEx, NVTX_CBID_CORE2_DomainRangeEnd};
 	NvtxFunctionPointer const core2[] = {
-		(NvtxFunctionPointer)domain_range_push_ex, (NvtxFunctionPointer)domain_range_pop,
-		(NvtxFunctionPointer)domain_range_start_ex, (NvtxFunctionPointer)domain_range_end};
+	    (NvtxFunctionPointer)domain_range_push_ex, (NvtxFunctionPointer)domain_range_pop,
+	    (NvtxFunctionPointer)domain_range_start_ex, (NvtxFunctionPointer)domain_range_end};
 	int ok = fill(callbacks, NVTX_CB_MODULE_CORE, core_ids, core, 6);
 	fill(callbacks, NVTX_CB_MODULE_CORE2, core2_ids, core2, 4);
 	return ok;

@@ -34,7 +34,7 @@ typedef void PyObject;
 static struct {
 	int (*is_initialized)(void);
 	int (*gil_check)(void);
-	PyObject *(*get_frame)(void);           /* borrowed */
+	PyObject *(*get_frame)(void);		 /* borrowed */
 	PyObject *(*frame_get_back)(PyObject *); /* new reference */
 	PyObject *(*frame_get_code)(PyObject *); /* new reference */
 	int (*frame_get_line)(PyObject *);

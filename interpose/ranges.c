@@ -62,10 +62,13 @@ int ss_range_lookup(const void *ptr)
 		if (items && count) {
 			size_t i = upper_bound(items, count, addr);
 			if (i > 0) {
-				uintptr_t base = __atomic_load_n(&items[i - 1].base, __ATOMIC_RELAXED);
-				uint64_t size = __atomic_load_n(&items[i - 1].size, __ATOMIC_RELAXED);
+				uintptr_t base =
+				    __atomic_load_n(&items[i - 1].base, __ATOMIC_RELAXED);
+				uint64_t size =
+				    __atomic_load_n(&items[i - 1].size, __ATOMIC_RELAXED);
 				if (addr - base < size)
-					kind = __atomic_load_n(&items[i - 1].kind, __ATOMIC_RELAXED);
+					kind =
+					    __atomic_load_n(&items[i - 1].kind, __ATOMIC_RELAXED);
 			}
 		}
 		atomic_thread_fence(memory_order_acquire);

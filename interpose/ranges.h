@@ -18,7 +18,7 @@ void ss_range_add(const void *base, uint64_t size, int kind);
 int ss_range_remove(const void *base, uint64_t *size);
 /* Kind of the range holding ptr (with SS_RANGE_ASYNC), or 0 when ptr is in no known range. */
 int ss_range_lookup(const void *ptr);
-void ss_range_reset(void); /* fork child */
+void ss_range_reset(void);	   /* fork child */
 extern uint64_t ss_range_overflow; /* ranges not kept (table full) */
 
 #endif

@@ -26,8 +26,9 @@ const struct ss_api_info ss_apis[SS_API_COUNT] = {
 #define DINFO_PTDS(name, cls) [SS_API_##name##_ptds] = {#name "_ptds", SS_LAYER_DRIVER, SS_##cls},
 #define DRIVER_INFO(name, variant, cls, params, args, pre, post)                                   \
 	[SS_API_##name] = {#name, SS_LAYER_DRIVER, SS_##cls}, DINFO_##variant(name, cls)
-#define NCCL_INFO(name, cls, params, args, pre, post) [SS_API_##name] = {#name, SS_LAYER_NCCL, SS_##cls},
-	SS_CUDART_FUNCS(CUDART_INFO) SS_DRIVER_FUNCS(DRIVER_INFO) SS_NCCL_FUNCS(NCCL_INFO)
+#define NCCL_INFO(name, cls, params, args, pre, post)                                              \
+	[SS_API_##name] = {#name, SS_LAYER_NCCL, SS_##cls},
+    SS_CUDART_FUNCS(CUDART_INFO) SS_DRIVER_FUNCS(DRIVER_INFO) SS_NCCL_FUNCS(NCCL_INFO)
 #undef CUDART_INFO
 #undef NCCL_INFO
 };
@@ -35,9 +36,9 @@ const struct ss_api_info ss_apis[SS_API_COUNT] = {
 void *_Atomic ss_real_fns[SS_API_COUNT];
 
 static const char *const layer_sonames[SS_LAYER_COUNT] = {
-	[SS_LAYER_RUNTIME] = "libcudart.so.13",
-	[SS_LAYER_DRIVER] = "libcuda.so.1",
-	[SS_LAYER_NCCL] = "libnccl.so.2",
+    [SS_LAYER_RUNTIME] = "libcudart.so.13",
+    [SS_LAYER_DRIVER] = "libcuda.so.1",
+    [SS_LAYER_NCCL] = "libnccl.so.2",
 };
 
 static void *loaded_library(enum ss_layer layer)

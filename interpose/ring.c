@@ -3,9 +3,10 @@
  *
  * A thread's first recorded call attaches a ring (the one slow path of a thread, SHIM-1).
  * Ring size: 1/32 of SYNCSPY_BUFFER_MB, at most 4 MiB (65536 records): 32 threads get a full
- * ring under the default cap; later ones get halves down to 64 KiB while the cap is short; past that the thread records nothing and its calls count as
- * dropped_no_buffer (SHIM-5). A pthread key's destructor marks the ring orphaned when the thread
- * exits; the writer drains it and gives its storage back to the cap.
+ * ring under the default cap; later ones get halves down to 64 KiB while the cap is short; past
+ * that the thread records nothing and its calls count as dropped_no_buffer (SHIM-5). A pthread
+ * key's destructor marks the ring orphaned when the thread exits; the writer drains it and gives
+ * its storage back to the cap.
  */
 #include <errno.h>
 #include <pthread.h>

@@ -11,23 +11,23 @@
 
 struct ss_ring {
 	/* producer side: its own cache lines */
-	_Atomic uint64_t head;      /* records published */
-	uint64_t tail_seen;         /* producer's last view of tail (saves a shared read) */
-	_Atomic uint64_t dropped;   /* SHIM-5: records lost to a full ring */
-	_Atomic int poll_open;      /* a polling loop is being folded into `poll` */
-	_Atomic unsigned poll_seq;  /* sequence lock over poll/poll_open, for the writer's peek */
+	_Atomic uint64_t head;	   /* records published */
+	uint64_t tail_seen;	   /* producer's last view of tail (saves a shared read) */
+	_Atomic uint64_t dropped;  /* SHIM-5: records lost to a full ring */
+	_Atomic int poll_open;	   /* a polling loop is being folded into `poll` */
+	_Atomic unsigned poll_seq; /* sequence lock over poll/poll_open, for the writer's peek */
 	char pad0[32];
-	struct ss_rec poll;         /* the open S7 loop: first query, last end and ret, aux = count */
+	struct ss_rec poll; /* the open S7 loop: first query, last end and ret, aux = count */
 	/* consumer side */
-	_Atomic uint64_t tail;      /* records consumed by the writer */
+	_Atomic uint64_t tail; /* records consumed by the writer */
 	char pad1[56];
 	/* fixed at attach */
-	uint64_t mask;              /* capacity - 1, capacity a power of two */
-	size_t bytes;               /* storage size, counted against the cap */
+	uint64_t mask; /* capacity - 1, capacity a power of two */
+	size_t bytes;  /* storage size, counted against the cap */
 	pid_t tid;
-	_Atomic int orphaned;       /* the owning thread exited (or forked away) */
-	struct ss_ring *next;       /* global list */
-	struct ss_rec *recs;        /* NULL once released */
+	_Atomic int orphaned; /* the owning thread exited (or forked away) */
+	struct ss_ring *next; /* global list */
+	struct ss_rec *recs;  /* NULL once released */
 	/* writer-private */
 	void *writer_state;
 };
@@ -44,7 +44,7 @@ extern _Atomic uint64_t ss_dropped_no_buffer;
 
 /* Appends one record; 0 when the ring is full (the record is counted as dropped). */
 __attribute__((always_inline)) static inline int ss_ring_push(struct ss_ring *ring,
-								   const struct ss_rec *rec)
+							      const struct ss_rec *rec)
 {
 	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
 	if (ss_unlikely(head - ring->tail_seen > ring->mask)) {
@@ -66,10 +66,10 @@ __attribute__((always_inline)) static inline void ss_prefetch_slot(const struct 
 {
 	const struct ss_ring *ring = tls->ring;
 	if (ss_likely(ring != NULL))
-		__builtin_prefetch(&ring->recs[atomic_load_explicit(&ring->head,
-								    memory_order_relaxed) &
-						ring->mask],
-				   1, 3);
+		__builtin_prefetch(
+		    &ring->recs[atomic_load_explicit(&ring->head, memory_order_relaxed) &
+				ring->mask],
+		    1, 3);
 }
 
 /* S7 calls, and the first call after a polling loop (ring.c). */
@@ -83,12 +83,12 @@ int ss_ring_peek_poll(struct ss_ring *ring, struct ss_rec *out);
  * `poll` record, and reaches the ring once, when the thread makes any other call: a loop of a
  * million cudaEventQuery calls costs one record, not a full ring. */
 __attribute__((always_inline)) static inline void ss_emit(struct ss_tls *tls,
-							       const struct ss_rec *rec)
+							  const struct ss_rec *rec)
 {
 	struct ss_ring *ring = tls->ring;
 	if (ss_unlikely(ring == NULL ||
-			tls->generation != atomic_load_explicit(&ss_hot.generation,
-								memory_order_relaxed))) {
+			tls->generation !=
+			    atomic_load_explicit(&ss_hot.generation, memory_order_relaxed))) {
 		ring = ss_ring_attach(tls);
 		if (ring == NULL)
 			return;

@@ -31,16 +31,16 @@
 #include "syncspy/env.h"
 #include "syncspy/model.h"
 
-#define SS_EXPORT     __attribute__((visibility("default")))
+#define SS_EXPORT      __attribute__((visibility("default")))
 #define ss_likely(x)   __builtin_expect(!!(x), 1)
 #define ss_unlikely(x) __builtin_expect(!!(x), 0)
 
 /* ------------------------------------------------------------------ configuration (env.c) */
 
 struct ss_config {
-#define SS_CONFIG_FIELD_INT(name, def)  long name;
-#define SS_CONFIG_FIELD_BOOL(name, def) int name;
-#define SS_CONFIG_FIELD_STR(name, def)  const char *name;
+#define SS_CONFIG_FIELD_INT(name, def)	      long name;
+#define SS_CONFIG_FIELD_BOOL(name, def)	      int name;
+#define SS_CONFIG_FIELD_STR(name, def)	      const char *name;
 #define SS_CONFIG_FIELD(name, type, def, doc) SS_CONFIG_FIELD_##type(name, def)
 	SS_ENV_VARS(SS_CONFIG_FIELD)
 #undef SS_CONFIG_FIELD
@@ -65,7 +65,7 @@ enum ss_api {
 	SS_CUDART_FUNCS(SS_CUDART_ID) SS_DRIVER_FUNCS(SS_CUDART_ID) SS_NCCL_FUNCS(SS_NCCL_ID)
 #undef SS_CUDART_ID
 #undef SS_NCCL_ID
-		SS_API_COUNT
+	    SS_API_COUNT
 };
 
 struct ss_api_info {
@@ -76,14 +76,15 @@ struct ss_api_info {
 extern const struct ss_api_info ss_apis[SS_API_COUNT];
 
 /* Records that are not calls: they follow the call they belong to in the same ring. */
-#define SS_REC_PYSTACK 0xffff /* obj: malloc'd frames text, bytes: its length, aux: its hash,
-				 stream: the number of frames (python.c) */
+#define SS_REC_PYSTACK                                                                             \
+	0xffff /* obj: malloc'd frames text, bytes: its length, aux: its hash,                     \
+		  stream: the number of frames (python.c) */
 /* nvtx.c: obj a malloc'd name (push, start, step) or NULL, aux the depth or the range id */
 #define SS_REC_NVTX_PUSH  0xfffe
-#define SS_REC_NVTX_POP   0xfffd
+#define SS_REC_NVTX_POP	  0xfffd
 #define SS_REC_NVTX_START 0xfffc
-#define SS_REC_NVTX_END   0xfffb
-#define SS_REC_STEP       0xfffa
+#define SS_REC_NVTX_END	  0xfffb
+#define SS_REC_STEP	  0xfffa
 /* python.c: the call before it waits for Python frames that will come later (cls 1 on a
  * SS_REC_PYSTACK marks those deferred frames) */
 #define SS_REC_PYSTACK_WAIT 0xfff8
@@ -98,13 +99,13 @@ struct ss_rec {
 	uint64_t t_start;
 	uint64_t t_end;
 	uint64_t stream; /* SCHEMA-4 encoding; 0 = the call has no stream */
-	uint64_t obj;    /* event, communicator, graph exec or created handle */
+	uint64_t obj;	 /* event, communicator, graph exec or created handle */
 	uint64_t bytes;
-	uint64_t aux;    /* per API: flags, peer, nranks<<32|rank, polling count... */
-	uint64_t caller; /* return address into the caller of the entry point */
-	uint16_t api;    /* enum ss_api */
-	uint8_t cls;     /* enum ss_class, decided at call time */
-	uint8_t dir : 4; /* enum ss_dir */
+	uint64_t aux;	      /* per API: flags, peer, nranks<<32|rank, polling count... */
+	uint64_t caller;      /* return address into the caller of the entry point */
+	uint16_t api;	      /* enum ss_api */
+	uint8_t cls;	      /* enum ss_class, decided at call time */
+	uint8_t dir : 4;      /* enum ss_dir */
 	uint8_t host_mem : 4; /* enum ss_memkind */
 	int32_t ret;
 };
@@ -114,7 +115,7 @@ _Static_assert(sizeof(struct ss_rec) == 64, "one record per cache line");
 
 struct ss_ring;
 struct ss_tls {
-	int depth;            /* SHIM-3 */
+	int depth;	      /* SHIM-3 */
 	unsigned generation;  /* ring belongs to this process generation (fork resets) */
 	struct ss_ring *ring; /* NULL until the thread's first recorded call */
 };
@@ -124,19 +125,19 @@ extern __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec")));
 
 enum ss_state {
 	SS_STATE_UNLOADED = 0, /* configuration not read yet */
-	SS_STATE_READY,        /* recording; writer starts with the first recorded call */
+	SS_STATE_READY,	       /* recording; writer starts with the first recorded call */
 	SS_STATE_RUNNING,      /* writer running */
 	SS_STATE_CLOSED,       /* database closed (exit, exec) or disabled: pass through */
 };
 
-void ss_load(void); /* idempotent: reads the configuration, sets READY or CLOSED */
+void ss_load(void);  /* idempotent: reads the configuration, sets READY or CLOSED */
 void ss_start(void); /* idempotent: starts the writer (first recorded call of the process) */
 
 /* What the process is, for the meta table: filled by the app threads (versions, NCCL rank),
  * read by the writer. */
 struct ss_process {
 	_Atomic int rank, world_size, local_rank; /* -1 while unknown */
-	_Atomic int rank_source;                   /* 0 unknown, 1 environment, 2 NCCL */
+	_Atomic int rank_source;		  /* 0 unknown, 1 environment, 2 NCCL */
 	_Atomic int cudart_version, driver_version, nccl_version; /* 0 while unknown */
 	char cudart_path[512], nccl_path[512];
 	uint64_t start_mono_ns, start_realtime_ns;
@@ -145,7 +146,7 @@ extern struct ss_process ss_process;
 void ss_note_versions(void); /* app thread: asks the libraries for their versions, once */
 
 /* The writer thread (writer.c). */
-int ss_writer_start(void);                 /* 0, or -1 with the reason printed */
+int ss_writer_start(void);		     /* 0, or -1 with the reason printed */
 void ss_writer_finalize(const char *reason); /* app thread: final drain, close, rename, join */
 void ss_writer_signal_flush(int finalize);   /* async-signal-safe: commit (or finalize), wait */
 void ss_writer_fork_prepare(void);

@@ -22,10 +22,10 @@
 
 /* ------------------------------------------------------------------ shared vocabulary */
 
-#define STREAM(s)   rec.stream = ss_stream_id((const void *)(uintptr_t)(s), per_thread_variant);
-#define EVENT(e)    rec.obj = (uintptr_t)(e);
-#define BYTES(n)    rec.bytes = (n);
-#define AUX(x)      rec.aux = (uint64_t)(uintptr_t)(x);
+#define STREAM(s) rec.stream = ss_stream_id((const void *)(uintptr_t)(s), per_thread_variant);
+#define EVENT(e)  rec.obj = (uintptr_t)(e);
+#define BYTES(n)  rec.bytes = (n);
+#define AUX(x)	  rec.aux = (uint64_t)(uintptr_t)(x);
 /* The range is forgotten before the real free runs (another thread may get the same address as
  * soon as it returns) and put back if the free fails. Freeing stream-ordered memory with a
  * synchronous free is not an implicit sync (DESIGN.md section 3, S6). */
@@ -78,8 +78,7 @@
 		pre rec.t_start = ss_now();                                                        \
 		ret_type ret = real args;                                                          \
 		rec.t_end = ss_needs_end_time(rec.cls) ? ss_now() : rec.t_start;                   \
-		post if (freed_kind && ret != 0)                                                   \
-			ss_range_add(freed_ptr, freed_bytes, freed_kind);                          \
+		post if (freed_kind && ret != 0) ss_range_add(freed_ptr, freed_bytes, freed_kind); \
 		rec.ret = (int32_t)ret;                                                            \
 		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
 		ss_emit(tls, &rec);                                                                \

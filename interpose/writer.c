@@ -65,27 +65,27 @@ enum statement {
 	ST_COUNT
 };
 static const char *const statement_sql[ST_COUNT] = {
-	[ST_CALL] = "INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, event, comm, ptr,"
-		    " bytes, dir, host_mem, ret, site_id, count, aux)"
-		    " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-	[ST_POLL_UPDATE] = "UPDATE calls SET end_ns = ?, count = ?, ret = ? WHERE id = ?",
-	[ST_THREAD] = "INSERT OR IGNORE INTO threads(tid, name, first_ns) VALUES(?,?,?)",
-	[ST_SITE] = "INSERT INTO sites(address, module, module_offset, symbol, text)"
-		    " VALUES(?,?,?,?,?)",
-	[ST_COMM] = "INSERT INTO comms(comm, id_hash, rank, nranks, parent, api_id, created_ns)"
-		    " VALUES(?,?,?,?,?,?,?)",
-	[ST_COMM_END] = "UPDATE comms SET destroyed_ns = ? WHERE comm = ? AND destroyed_ns IS NULL",
-	[ST_STREAM] = "INSERT INTO streams(stream, flags, priority, api_id, created_ns)"
-		      " VALUES(?,?,?,?,?)",
-	[ST_STREAM_END] = "UPDATE streams SET destroyed_ns = ?"
-			  " WHERE stream = ? AND destroyed_ns IS NULL",
-	[ST_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
-	[ST_STACK] = "INSERT INTO stacks(kind, hash, depth, frames) VALUES(?,?,?,?)",
-	[ST_ATTACH_NATIVE] = "UPDATE calls SET native_stack_id = ?, site_id = coalesce(?, site_id)"
-			     " WHERE id = ?",
-	[ST_RANGE] = "INSERT INTO ranges(tid, kind, name, start_ns, end_ns, depth) VALUES(?,?,?,?,?,?)",
-	[ST_ATTACH_STACK] = "UPDATE calls SET py_stack_id = ?, site_id = coalesce(?, site_id)"
-			    " WHERE id = ?",
+    [ST_CALL] = "INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, event, comm, ptr,"
+		" bytes, dir, host_mem, ret, site_id, count, aux)"
+		" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_POLL_UPDATE] = "UPDATE calls SET end_ns = ?, count = ?, ret = ? WHERE id = ?",
+    [ST_THREAD] = "INSERT OR IGNORE INTO threads(tid, name, first_ns) VALUES(?,?,?)",
+    [ST_SITE] = "INSERT INTO sites(address, module, module_offset, symbol, text)"
+		" VALUES(?,?,?,?,?)",
+    [ST_COMM] = "INSERT INTO comms(comm, id_hash, rank, nranks, parent, api_id, created_ns)"
+		" VALUES(?,?,?,?,?,?,?)",
+    [ST_COMM_END] = "UPDATE comms SET destroyed_ns = ? WHERE comm = ? AND destroyed_ns IS NULL",
+    [ST_STREAM] = "INSERT INTO streams(stream, flags, priority, api_id, created_ns)"
+		  " VALUES(?,?,?,?,?)",
+    [ST_STREAM_END] = "UPDATE streams SET destroyed_ns = ?"
+		      " WHERE stream = ? AND destroyed_ns IS NULL",
+    [ST_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
+    [ST_STACK] = "INSERT INTO stacks(kind, hash, depth, frames) VALUES(?,?,?,?)",
+    [ST_ATTACH_NATIVE] = "UPDATE calls SET native_stack_id = ?, site_id = coalesce(?, site_id)"
+			 " WHERE id = ?",
+    [ST_RANGE] = "INSERT INTO ranges(tid, kind, name, start_ns, end_ns, depth) VALUES(?,?,?,?,?,?)",
+    [ST_ATTACH_STACK] = "UPDATE calls SET py_stack_id = ?, site_id = coalesce(?, site_id)"
+			" WHERE id = ?",
 };
 static sqlite3_stmt *statements[ST_COUNT];
 
@@ -98,7 +98,7 @@ static uint64_t last_commit_ns;
 
 static const char *const class_names[SS_CLASS_COUNT] = {
 #define SS_CLASS_NAME(c, sync, desc) [SS_##c] = #c,
-	SS_CLASSES(SS_CLASS_NAME)
+    SS_CLASSES(SS_CLASS_NAME)
 #undef SS_CLASS_NAME
 };
 
@@ -314,9 +314,9 @@ struct ring_state {
 	int thread_known;
 	struct open_range *pushes; /* this thread's nvtxRangePush stack */
 	size_t npushes, pushes_capacity;
-	struct open_range step;    /* this thread's current syncspy_step (name NULL: none) */
+	struct open_range step;	 /* this thread's current syncspy_step (name NULL: none) */
 	int64_t last_call_rowid; /* the row a following stack record belongs to */
-	int64_t *waiting;        /* rows whose Python frames come later (python.c, deferred) */
+	int64_t *waiting;	 /* rows whose Python frames come later (python.c, deferred) */
 	size_t nwaiting, waiting_capacity;
 	/* The open polling loop's row, written at a commit while the loop still ran (from
 	 * ss_ring_peek_poll); the loop's final record, when it arrives, updates this row. */
@@ -555,15 +555,16 @@ static void close_open_ranges(void)
 		if (!rs)
 			continue;
 		for (size_t i = 0; i < rs->npushes; i++) {
-			insert_range(ring->tid, "push", rs->pushes[i].name, rs->pushes[i].start_ns, 0,
-				     0, (int64_t)i);
+			insert_range(ring->tid, "push", rs->pushes[i].name, rs->pushes[i].start_ns,
+				     0, 0, (int64_t)i);
 			free(rs->pushes[i].name);
 		}
 		free(rs->pushes);
 		rs->pushes = NULL;
 		rs->npushes = rs->pushes_capacity = 0;
 		if (rs->step.name) {
-			insert_range(ring->tid, "step", rs->step.name, rs->step.start_ns, 1, now, -1);
+			insert_range(ring->tid, "step", rs->step.name, rs->step.start_ns, 1, now,
+				     -1);
 			free(rs->step.name);
 			rs->step.name = NULL;
 		}
@@ -582,8 +583,9 @@ static void close_open_ranges(void)
  * call site is the innermost frame that is none of these. */
 static int framework_frame(const char *line)
 {
-	return line[0] == '<' || strstr(line, "/site-packages/") || strstr(line, "/dist-packages/") ||
-	       strstr(line, "/lib/python3.") || strstr(line, "/lib64/python3.");
+	return line[0] == '<' || strstr(line, "/site-packages/") ||
+	       strstr(line, "/dist-packages/") || strstr(line, "/lib/python3.") ||
+	       strstr(line, "/lib64/python3.");
 }
 
 /* The site of a Python frame line "file:line in function", by its text. */
@@ -664,11 +666,11 @@ int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uint
  * interpreter; the native user site is the first frame outside these. */
 static int framework_module(const char *path)
 {
-	static const char *const prefixes[] = {"libsyncspy", "libcudart", "libcuda.", "libnccl",
-					       "libtorch", "libc10", "libpython", "python",
-					       "libcublas", "libcudnn", "libc.so", "_C.",
-					       "libcupti", "ld-linux", "libffi", "_ctypes",
-					       "libstdc++", "libgcc_s", "libcublasLt"};
+	static const char *const prefixes[] = {"libsyncspy", "libcudart", "libcuda.",	"libnccl",
+					       "libtorch",   "libc10",	  "libpython",	"python",
+					       "libcublas",  "libcudnn",  "libc.so",	"_C.",
+					       "libcupti",   "ld-linux",  "libffi",	"_ctypes",
+					       "libstdc++",  "libgcc_s",  "libcublasLt"};
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
@@ -695,8 +697,9 @@ static void store_native_stack(struct ring_state *rs, const struct ss_rec *r)
 			const char *module = "?", *symbol = NULL;
 			uintptr_t offset = ip, symbol_offset = 0;
 			if (dladdr((void *)lookup, &info) && info.dli_fname) {
-				module = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1
-								      : info.dli_fname;
+				module = strrchr(info.dli_fname, '/')
+					     ? strrchr(info.dli_fname, '/') + 1
+					     : info.dli_fname;
 				offset = ip - (uintptr_t)info.dli_fbase;
 				symbol = info.dli_sname;
 				symbol_offset = ip - (uintptr_t)info.dli_saddr;
@@ -760,7 +763,8 @@ static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss
 	if (r->api == SS_REC_PYSTACK_WAIT) {
 		if (rs->last_call_rowid && rs->nwaiting < 4096) {
 			if (rs->nwaiting == rs->waiting_capacity) {
-				size_t capacity = rs->waiting_capacity ? rs->waiting_capacity * 2 : 16;
+				size_t capacity =
+				    rs->waiting_capacity ? rs->waiting_capacity * 2 : 16;
 				int64_t *grown = realloc(rs->waiting, capacity * sizeof(*grown));
 				if (!grown)
 					return;
@@ -837,7 +841,7 @@ static void write_meta_progress(void)
 	char layers[64] = "";
 	static const char *const layer_names[SS_LAYER_COUNT] = {
 #define SS_LAYER_NAME(n, s) [SS_LAYER_##n] = s,
-		SS_LAYERS(SS_LAYER_NAME)
+	    SS_LAYERS(SS_LAYER_NAME)
 #undef SS_LAYER_NAME
 	};
 	for (int l = 0; l < SS_LAYER_COUNT; l++)
@@ -916,8 +920,8 @@ static void fill_lookup_tables(void)
 {
 	char sql[512];
 #define SS_CLASS_ROW(c, sync, desc)                                                                \
-	sq.sqlite3_snprintf(sizeof(sql), sql, "INSERT INTO classes VALUES(%Q, %d, %Q)", #c, sync,     \
-			 desc);                                                                    \
+	sq.sqlite3_snprintf(sizeof(sql), sql, "INSERT INTO classes VALUES(%Q, %d, %Q)", #c, sync,  \
+			    desc);                                                                 \
 	exec_sql(sql);
 	SS_CLASSES(SS_CLASS_ROW)
 #undef SS_CLASS_ROW
@@ -928,7 +932,7 @@ static void fill_lookup_tables(void)
 		exec_sql(sql);                                                                     \
 	}
 #define SS_MEMKIND_ROW(id, n, s) SS_LOOKUP_ROW("memkinds", id, s)
-#define SS_DIR_ROW(id, n, s)     SS_LOOKUP_ROW("dirs", id, s)
+#define SS_DIR_ROW(id, n, s)	 SS_LOOKUP_ROW("dirs", id, s)
 	SS_MEMKINDS(SS_MEMKIND_ROW)
 	SS_DIRS(SS_DIR_ROW)
 #undef SS_MEMKIND_ROW
@@ -936,13 +940,13 @@ static void fill_lookup_tables(void)
 #undef SS_LOOKUP_ROW
 	static const char *const layer_names[SS_LAYER_COUNT] = {
 #define SS_LAYER_NAME(n, s) [SS_LAYER_##n] = s,
-		SS_LAYERS(SS_LAYER_NAME)
+	    SS_LAYERS(SS_LAYER_NAME)
 #undef SS_LAYER_NAME
 	};
 	for (int api = 0; api < SS_API_COUNT; api++) {
-		sq.sqlite3_snprintf(sizeof(sql), sql, "INSERT INTO apis VALUES(%d, %Q, %Q, %Q)", api,
-				 ss_apis[api].name, layer_names[ss_apis[api].layer],
-				 class_names[ss_apis[api].cls]);
+		sq.sqlite3_snprintf(sizeof(sql), sql, "INSERT INTO apis VALUES(%d, %Q, %Q, %Q)",
+				    api, ss_apis[api].name, layer_names[ss_apis[api].layer],
+				    class_names[ss_apis[api].cls]);
 		exec_sql(sql);
 	}
 }
@@ -988,11 +992,12 @@ static int create_partial(char *err, size_t errlen)
 	}
 	for (int n = 0; n < 1000; n++) {
 		if (n == 0)
-			snprintf(partial_path, sizeof(partial_path), "%s/syncspy-%s-%d.sqlite.partial",
-				 dir, host, (int)getpid());
+			snprintf(partial_path, sizeof(partial_path),
+				 "%s/syncspy-%s-%d.sqlite.partial", dir, host, (int)getpid());
 		else
 			snprintf(partial_path, sizeof(partial_path),
-				 "%s/syncspy-%s-%d-x%d.sqlite.partial", dir, host, (int)getpid(), n);
+				 "%s/syncspy-%s-%d-x%d.sqlite.partial", dir, host, (int)getpid(),
+				 n);
 		int fd = open(partial_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 		if (fd >= 0) {
 			close(fd);
@@ -1033,7 +1038,8 @@ static void rename_final(void)
 		if (n == 0)
 			snprintf(final_path, sizeof(final_path), "%s%s.sqlite", stem, rank_part);
 		else
-			snprintf(final_path, sizeof(final_path), "%s-x%d%s.sqlite", stem, n, rank_part);
+			snprintf(final_path, sizeof(final_path), "%s-x%d%s.sqlite", stem, n,
+				 rank_part);
 		if (rename_noreplace(partial_path, final_path) == 0)
 			return;
 		if (errno != EEXIST)
@@ -1114,8 +1120,9 @@ static sqlite3_stmt *gpu_activity_insert, *gpu_api_insert;
 
 static const char *gpu_memory_kind(uint8_t kind)
 {
-	static const char *const names[] = {"unknown", "pageable", "pinned", "device",
-					    "array",   "managed",  "device_static", "managed_static"};
+	static const char *const names[] = {"unknown",	     "pageable",      "pinned",
+					    "device",	     "array",	      "managed",
+					    "device_static", "managed_static"};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
 }
 
@@ -1127,11 +1134,12 @@ static void store_gpu_activity(void)
 		return;
 	if (!gpu_activity_insert &&
 	    (exec_sql(GPU_TABLES_SQL) != SQLITE_OK ||
-	     sq.sqlite3_prepare_v2(db,
-				   "INSERT INTO gpu_activity(kind, start_ns, end_ns, device,"
-				   " stream_id, correlation_id, bytes, copy_kind, src_kind, dst_kind,"
-				   " detail, name, grid, block) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-				   -1, &gpu_activity_insert, NULL) != SQLITE_OK ||
+	     sq.sqlite3_prepare_v2(
+		 db,
+		 "INSERT INTO gpu_activity(kind, start_ns, end_ns, device,"
+		 " stream_id, correlation_id, bytes, copy_kind, src_kind, dst_kind,"
+		 " detail, name, grid, block) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		 -1, &gpu_activity_insert, NULL) != SQLITE_OK ||
 	     sq.sqlite3_prepare_v2(db, "INSERT INTO gpu_api VALUES(?,?,?,?,?,?)", -1,
 				   &gpu_api_insert, NULL) != SQLITE_OK))
 		gpu_activity_insert = NULL;
@@ -1142,9 +1150,9 @@ static void store_gpu_activity(void)
 			sqlite3_stmt *st = gpu_api_insert;
 			if (st) {
 				sq.sqlite3_bind_int64(st, 1, g->correlation);
-				sq.sqlite3_bind_text(st, 2,
-						     g->kind == SS_GPU_RUNTIME_API ? "runtime" : "driver",
-						     -1, SQLITE_STATIC);
+				sq.sqlite3_bind_text(
+				    st, 2, g->kind == SS_GPU_RUNTIME_API ? "runtime" : "driver", -1,
+				    SQLITE_STATIC);
 				sq.sqlite3_bind_int64(st, 3, g->detail);
 				sq.sqlite3_bind_int64(st, 4, g->thread);
 				sq.sqlite3_bind_int64(st, 5, (sqlite3_int64)g->start_ns);
@@ -1154,7 +1162,8 @@ static void store_gpu_activity(void)
 		} else if (gpu_activity_insert && g->kind < sizeof(kinds) / sizeof(kinds[0])) {
 			sqlite3_stmt *st = gpu_activity_insert;
 			char grid[48], block[48];
-			snprintf(grid, sizeof(grid), "%d,%d,%d", g->grid[0], g->grid[1], g->grid[2]);
+			snprintf(grid, sizeof(grid), "%d,%d,%d", g->grid[0], g->grid[1],
+				 g->grid[2]);
 			snprintf(block, sizeof(block), "%d,%d,%d", g->block[0], g->block[1],
 				 g->block[2]);
 			int kernel = g->kind == SS_GPU_KERNEL, copy = g->kind == SS_GPU_MEMCPY;
@@ -1309,7 +1318,7 @@ static void *writer_main(void *arg)
 			pthread_mutex_lock(&ss_writer_lock);
 			drain_all();
 			if (flushes || ss_mono_ns() - last_commit_ns >=
-					       (uint64_t)ss_config.SYNCSPY_COMMIT_MS * 1000000u)
+					   (uint64_t)ss_config.SYNCSPY_COMMIT_MS * 1000000u)
 				commit();
 			if (finalize || quit) {
 				const char *reason = atomic_load(&finalize_reason);
@@ -1330,7 +1339,8 @@ static void *writer_main(void *arg)
 int ss_writer_start(void)
 {
 	if (pipe2(request_pipe, O_CLOEXEC) != 0 || pipe2(ack_pipe, O_CLOEXEC) != 0) {
-		fprintf(stderr, "syncspy: cannot create the writer's pipes: %s; recording disabled\n",
+		fprintf(stderr,
+			"syncspy: cannot create the writer's pipes: %s; recording disabled\n",
 			strerror(errno));
 		return -1;
 	}

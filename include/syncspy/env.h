@@ -13,27 +13,26 @@
 #define SS_ENV_VARS(X)                                                                             \
 	X(SYNCSPY_OUTPUT, STR, "./syncspy-out",                                                    \
 	  "directory for the per-process databases (created if missing)")                          \
-	X(SYNCSPY_DISABLE, BOOL, "0",                                                              \
-	  "1: pass every call straight through and record nothing")                                \
-	X(SYNCSPY_QUIET, BOOL, "0", "1: no summary line on stderr at exit")                       \
+	X(SYNCSPY_DISABLE, BOOL, "0", "1: pass every call straight through and record nothing")    \
+	X(SYNCSPY_QUIET, BOOL, "0", "1: no summary line on stderr at exit")                        \
 	X(SYNCSPY_BUFFER_MB, INT, "64",                                                            \
-	  "memory cap for all per-thread event buffers; events past it are counted as dropped")   \
-	X(SYNCSPY_DRAIN_MS, INT, "10", "how often the writer thread drains the buffers")          \
+	  "memory cap for all per-thread event buffers; events past it are counted as dropped")    \
+	X(SYNCSPY_DRAIN_MS, INT, "10", "how often the writer thread drains the buffers")           \
 	X(SYNCSPY_COMMIT_MS, INT, "500",                                                           \
-	  "longest time between commits (a killed process loses at most this much, max 1000)")    \
+	  "longest time between commits (a killed process loses at most this much, max 1000)")     \
 	X(SYNCSPY_FORK, STR, "child",                                                              \
-	  "child: a forked child that uses CUDA writes its own database; off: children record "   \
+	  "child: a forked child that uses CUDA writes its own database; off: children record "    \
 	  "nothing")                                                                               \
 	X(SYNCSPY_ENQUEUE_TIMING, BOOL, "0",                                                       \
 	  "1: also time the end of enqueue calls (E1-E3); 0: enqueue rows carry their start "      \
 	  "time only (end_ns = start_ns), which halves their clock reads")                         \
 	X(SYNCSPY_STACK_DEPTH, INT, "32",                                                          \
-	  "most frames of a sync point's Python stack (0: no stacks)")                            \
+	  "most frames of a sync point's Python stack (0: no stacks)")                             \
 	X(SYNCSPY_CLOCK, STR, "auto",                                                              \
-	  "auto: the invariant TSC where the CPU has one, else clock_gettime; mono: always "      \
+	  "auto: the invariant TSC where the CPU has one, else clock_gettime; mono: always "       \
 	  "clock_gettime(CLOCK_MONOTONIC)")                                                        \
 	X(SYNCSPY_CUPTI, BOOL, "0",                                                                \
-	  "1: GPU-side activity through CUPTI (kernels, copies, memsets, syncs; docs/cupti.md); "   \
+	  "1: GPU-side activity through CUPTI (kernels, copies, memsets, syncs; docs/cupti.md); "  \
 	  "off by default until validated on a GPU machine")
 
 #endif

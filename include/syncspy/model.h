@@ -12,19 +12,20 @@
 
 /* X(class, is_sync_point, description) */
 #define SS_CLASSES(X)                                                                              \
-	X(S1, 1, "device/context synchronize: the host waits for all work of the device")        \
-	X(S2, 1, "stream synchronize: the host waits for all work queued in one stream")         \
-	X(S3, 1, "event synchronize: the host waits for one recorded event")                     \
-	X(S4, 1, "blocking copy: a non-async memcpy returns after the copy (or its staging)")    \
-	X(S5, 1, "degraded async copy: an *Async copy from/to pageable memory stages and blocks") \
-	X(S6, 1, "implicit sync: allocation/free/registration, memset to pinned or managed "     \
-		 "memory, legacy default stream use while blocking streams have work")           \
-	X(S7, 1, "polling: stream/event queries (one row per uninterrupted polling loop)")       \
-	X(E1, 0, "enqueue: kernel launches, async copies and memsets, graphs, host functions")   \
-	X(E2, 0, "event record: marks a point in a stream for others to wait on")               \
-	X(E3, 0, "stream wait event: orders one stream after an event, without the host")      \
-	X(N1, 0, "NCCL communicator lifecycle: init, split, shrink, finalize, destroy, abort")   \
-	X(N2, 0, "NCCL operation: collectives, send/recv, group start/end")                      \
+	X(S1, 1, "device/context synchronize: the host waits for all work of the device")          \
+	X(S2, 1, "stream synchronize: the host waits for all work queued in one stream")           \
+	X(S3, 1, "event synchronize: the host waits for one recorded event")                       \
+	X(S4, 1, "blocking copy: a non-async memcpy returns after the copy (or its staging)")      \
+	X(S5, 1, "degraded async copy: an *Async copy from/to pageable memory stages and blocks")  \
+	X(S6, 1,                                                                                   \
+	  "implicit sync: allocation/free/registration, memset to pinned or managed "              \
+	  "memory, legacy default stream use while blocking streams have work")                    \
+	X(S7, 1, "polling: stream/event queries (one row per uninterrupted polling loop)")         \
+	X(E1, 0, "enqueue: kernel launches, async copies and memsets, graphs, host functions")     \
+	X(E2, 0, "event record: marks a point in a stream for others to wait on")                  \
+	X(E3, 0, "stream wait event: orders one stream after an event, without the host")          \
+	X(N1, 0, "NCCL communicator lifecycle: init, split, shrink, finalize, destroy, abort")     \
+	X(N2, 0, "NCCL operation: collectives, send/recv, group start/end")                        \
 	X(X1, 0, "context call: stream/event creation and destruction, capture begin/end")
 
 enum ss_class {
@@ -32,7 +33,7 @@ enum ss_class {
 #define SS_CLASS_ENUM(c, sync, desc) SS_##c,
 	SS_CLASSES(SS_CLASS_ENUM)
 #undef SS_CLASS_ENUM
-		SS_CLASS_COUNT
+	    SS_CLASS_COUNT
 };
 
 /* Host memory kind of a copy's or memset's host-side buffer, decided at call time.
@@ -83,7 +84,7 @@ enum ss_layer {
 #define SS_LAYER_ENUM(n, s) SS_LAYER_##n,
 	SS_LAYERS(SS_LAYER_ENUM)
 #undef SS_LAYER_ENUM
-		SS_LAYER_COUNT
+	    SS_LAYER_COUNT
 };
 
 #endif

@@ -42,13 +42,13 @@
 	"CREATE TABLE calls(id INTEGER PRIMARY KEY, tid INTEGER NOT NULL,"                         \
 	" api_id INTEGER NOT NULL, class TEXT NOT NULL,"                                           \
 	" start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"                                     \
-	" stream INTEGER, event INTEGER, comm INTEGER, ptr INTEGER, bytes INTEGER, dir INTEGER,"                \
+	" stream INTEGER, event INTEGER, comm INTEGER, ptr INTEGER, bytes INTEGER, dir INTEGER,"   \
 	" host_mem INTEGER, ret INTEGER NOT NULL, site_id INTEGER,"                                \
-	" count INTEGER NOT NULL DEFAULT 1, aux INTEGER, py_stack_id INTEGER,"                       \
-	" native_stack_id INTEGER);\n"                 \
-	"CREATE TABLE stacks(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, hash INTEGER NOT NULL,"    \
+	" count INTEGER NOT NULL DEFAULT 1, aux INTEGER, py_stack_id INTEGER,"                     \
+	" native_stack_id INTEGER);\n"                                                             \
+	"CREATE TABLE stacks(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, hash INTEGER NOT NULL,"   \
 	" depth INTEGER NOT NULL, frames TEXT NOT NULL);\n"                                        \
-	"CREATE TABLE ranges(id INTEGER PRIMARY KEY, tid INTEGER NOT NULL, kind TEXT NOT NULL,"     \
+	"CREATE TABLE ranges(id INTEGER PRIMARY KEY, tid INTEGER NOT NULL, kind TEXT NOT NULL,"    \
 	" name TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER, depth INTEGER);\n"                 \
 	"CREATE TABLE comms(comm INTEGER NOT NULL, id_hash TEXT, rank INTEGER, nranks INTEGER,"    \
 	" parent INTEGER, api_id INTEGER, created_ns INTEGER, destroyed_ns INTEGER);\n"            \
@@ -62,9 +62,9 @@
 	" CASE WHEN c.event IS NULL THEN NULL ELSE printf('0x%x', c.event) END AS event,"          \
 	" CASE WHEN c.comm IS NULL THEN NULL ELSE printf('0x%x', c.comm) END AS comm,"             \
 	" d.name AS dir, c.count AS count, c.aux AS aux, a.layer AS layer,"                        \
-	" CASE WHEN c.ptr IS NULL THEN NULL ELSE printf('0x%x', c.ptr) END AS ptr,"                 \
-	" (SELECT frames FROM stacks st WHERE st.id = c.py_stack_id) AS py_stack,"                  \
-	" (SELECT frames FROM stacks st WHERE st.id = c.native_stack_id) AS native_stack"                         \
+	" CASE WHEN c.ptr IS NULL THEN NULL ELSE printf('0x%x', c.ptr) END AS ptr,"                \
+	" (SELECT frames FROM stacks st WHERE st.id = c.py_stack_id) AS py_stack,"                 \
+	" (SELECT frames FROM stacks st WHERE st.id = c.native_stack_id) AS native_stack"          \
 	" FROM calls c JOIN apis a ON a.id = c.api_id"                                             \
 	" LEFT JOIN memkinds m ON m.id = c.host_mem LEFT JOIN dirs d ON d.id = c.dir"              \
 	" LEFT JOIN sites s ON s.id = c.site_id;\n"
