@@ -16,6 +16,9 @@
  *      opened ranges go into a TEMP table indexed by (tid, start_ns), and each range (a small
  *      table) is joined to it by thread and time (load_ranges). Without ranges this costs one
  *      lookup, so large recordings without ranges are not slowed down.
+ *   5. only when the database has CUPTI's tables (gpu_activity, gpu_api): the GPU timeline in C
+ *      (run_gpu): overlap per rank, GPU idle time behind host syncs, copy-without-overlap.
+ *      Without them this costs one lookup of the schema.
  * Databases load in parallel (load_all: one thread and one connection each, up to the cores) and
  * are merged in path order, so the report does not depend on which thread loaded what.
  * Databases are only read: TEMP tables live in the connection's own temporary schema.

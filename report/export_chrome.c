@@ -158,11 +158,9 @@
  * the upper half of the database's range (host stream tracks take the lower half). Flow ids
  * ?4 + CHROME_GPU_FLOW_OFFSET + gpu_activity.id: above the E3 flows' calls ids.
  */
-#define CHROME_GPU_TRACK_OFFSET 0x8000LL
-#define CHROME_GPU_FLOW_OFFSET	0x80000000LL
-#define STR(x)			#x
-#define XSTR(x)			STR(x)
-#define GPU_TRACK		"?3 + " XSTR(CHROME_GPU_TRACK_OFFSET) " + t.n"
+#define CHROME_GPU_TRACK_OFFSET "32768"	   /* 0x8000, in SQL */
+#define CHROME_GPU_FLOW_OFFSET	"2147483648" /* 2^31, in SQL */
+#define GPU_TRACK		"?3 + " CHROME_GPU_TRACK_OFFSET " + t.n"
 #define GPU_KINDS		"('kernel', 'memcpy', 'memset')"
 
 #define HAS_GPU_SQL                                                                                \
@@ -212,7 +210,7 @@
 
 /* Flows from the host call (its gpu_api record's start, on the calling thread's track) to the
  * GPU work it caused. */
-#define GPU_FLOW_ID "?4 + " XSTR(CHROME_GPU_FLOW_OFFSET) " + g.id"
+#define GPU_FLOW_ID "?4 + " CHROME_GPU_FLOW_OFFSET " + g.id"
 #define GPU_FLOWS_SQL                                                                              \
 	"SELECT json_object('ph', 's', 'id', " GPU_FLOW_ID ", 'name', 'launch', 'cat', 'gpu',"     \
 	"  'pid', ?1, 'tid', a.tid, 'ts', (a.start_ns + ?2) / 1000.0),"                            \

@@ -1,0 +1,130 @@
+#!/bin/sh
+# t206: `syncspy report` with a GPU timeline (CUPTI's extension tables gpu_activity and gpu_api,
+# docs/cupti.md): the GPU idle time behind host syncs (gpu_idle_ns), communication/compute
+# overlap per rank (comm_ns, comm_overlap, exposed_comm_ns) and copy-without-overlap, each
+# number checked exactly against hand-computed intervals on the fixture of make-db.sh. Without
+# the tables nothing changes: no GPU fields, no GPU columns, the two "not measurable" notes.
+. "$E2E_DIR/lib.sh"
+gpu_db() { # OUT: make-db.sh's fixture plus GPU rows (times: ms after start_mono_ns 1000000000000)
+	sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$1" || fail "make-db.sh"
+	"$SQLITE3" -batch -bail "$1" <<'SQL' || fail "GPU rows"
+CREATE TABLE gpu_activity(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, start_ns INTEGER,
+ end_ns INTEGER, device INTEGER, stream_id INTEGER, correlation_id INTEGER, bytes INTEGER,
+ copy_kind INTEGER, src_kind TEXT, dst_kind TEXT, detail INTEGER, name TEXT, grid TEXT, block TEXT);
+CREATE TABLE gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER, tid INTEGER,
+ start_ns INTEGER, end_ns INTEGER);
+-- device 0: copies at 5 (warm-up), 52 (H2D), 53.1 (D2H), 57 (H2D, beside a kernel), 90 (D2H,
+-- no gpu_api row); kernels [56, 57.2), nccl [60, 70) and [62, 68), compute [65, 80), [66, 67);
+-- a memset at 58; a sync record of the stream sync at 55.3.
+INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, bytes,
+ copy_kind, src_kind, dst_kind, name, grid, block) VALUES
+ ('memcpy', 1000005000000, 1000005500000, 0, 7, 104, 4096, 2, 'device', 'pinned', NULL, NULL, NULL),
+ ('memcpy', 1000052000000, 1000052500000, 0, 7, 101, 67108864, 1, 'pageable', 'device', NULL, NULL, NULL),
+ ('memcpy', 1000053100000, 1000053200000, 0, 7, 103, 4, 2, 'device', 'pageable', NULL, NULL, NULL),
+ ('kernel', 1000056000000, 1000057200000, 0, 7, 201, NULL, NULL, NULL, NULL, '_Z4gemmPfS_', '64,1,1', '256,1,1'),
+ ('memcpy', 1000057000000, 1000057500000, 0, 7, 102, 67108864, 1, 'pageable', 'device', NULL, NULL, NULL),
+ ('memset', 1000058000000, 1000058100000, 0, 7, 301, 1024, NULL, NULL, NULL, NULL, NULL, NULL),
+ ('kernel', 1000060000000, 1000070000000, 0, 13, 401, NULL, NULL, NULL, NULL, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL', '2,1,1', '512,1,1'),
+ ('kernel', 1000062000000, 1000068000000, 0, 13, 402, NULL, NULL, NULL, NULL, 'ncclKernel_Broadcast', '2,1,1', '512,1,1'),
+ ('kernel', 1000065000000, 1000080000000, 0, 7, 202, NULL, NULL, NULL, NULL, '_Z4gemmPfS_', '64,1,1', '256,1,1'),
+ ('kernel', 1000066000000, 1000067000000, 0, 7, 203, NULL, NULL, NULL, NULL, '_Z4reluPf', '8,1,1', '128,1,1'),
+ ('memcpy', 1000090000000, 1000091000000, 0, 7, 999, 4096, 2, 'device', 'pinned', NULL, NULL, NULL),
+ ('sync', 1000055300000, 1000055301000, 0, 7, 501, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+-- each API record 0.2-0.5 us after its host call (calls of make-db.sh): 101 -> the S5 copy at 51,
+-- 102 -> the S5 copy at 56, 103 -> the S4 copy at 53.1, 104 -> no call within 1 ms.
+INSERT INTO gpu_api VALUES
+ (101, 'runtime', 41, 4242, 1000051000500, 1000052700000),
+ (102, 'runtime', 41, 4242, 1000056000500, 1000057600000),
+ (103, 'runtime', 31, 4242, 1000053100200, 1000055200000),
+ (104, 'runtime', 31, 4242, 1000004000000, 1000004100000),
+ (201, 'runtime', 211, 4250, 1000055700500, 1000055703000),
+ (202, 'runtime', 211, 4242, 1000057700500, 1000057703000),
+ (501, 'runtime', 131, 4242, 1000055300200, 1000055301400);
+SQL
+}
+gpu_db "$tmp/gpu.sqlite"
+"$SYNCSPY" report --format json "$tmp/gpu.sqlite" >"$tmp/r.json" 2>"$tmp/err" || fail "json exited $?: $(cat "$tmp/err")"
+"$SYNCSPY" report "$tmp/gpu.sqlite" >"$tmp/r.txt" 2>"$tmp/err" || fail "text exited $?: $(cat "$tmp/err")"
+rq() { "$SQLITE3" -batch :memory: "$1"; }
+doc="readfile('$tmp/r.json')"
+
+# Overlap: comm = [60, 70) (the nccl kernels' union), compute = [65, 80) -> 5 of 10 ms.
+[ "$(rq "SELECT json_extract(value, '\$.comm_ns') || ' ' || json_extract(value, '\$.comm_overlap') || ' ' ||
+	json_extract(value, '\$.exposed_comm_ns') FROM json_each(json_extract($doc, '\$.ranks'))")" = "10000000 0.5 5000000" ] ||
+	fail "overlap: $(rq "SELECT json_extract($doc, '\$.ranks')")"
+# GPU idle behind host syncs: S1 at 65 (busy: 0), S2 at 55.41 (next kernel at 56: 0.59 ms),
+# no site: S2 at 55.3015 + S3 at 55.65 (0.6985 + 0.35 ms).
+cat >"$tmp/expected" <<'END'
+host-sync|(no call site)|1048500
+host-sync|libtorch_cuda.so+0x1234|590000
+host-sync|train.py:50 torch.cuda.synchronize()|0
+END
+rq "SELECT json_extract(value, '\$.rule'), json_extract(value, '\$.site'), json_extract(value, '\$.gpu_idle_ns')
+	FROM json_each(json_extract($doc, '\$.findings')) WHERE json_extract(value, '\$.rule') = 'host-sync'
+	ORDER BY 2" >"$tmp/actual"
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "gpu_idle_ns"
+# Other findings: gpu_idle_ns present and null.
+[ "$(rq "SELECT count(*) FROM json_each(json_extract($doc, '\$.findings'))
+	WHERE json_extract(value, '\$.rule') <> 'host-sync' AND json_type(value, '\$.gpu_idle_ns') = 'null'")" = 6 ] ||
+	fail "gpu_idle_ns of other rules"
+# copy-without-overlap: 52 (H2D, x.to), 53.1 (D2H, loss.item()), 90 (no gpu_api: no site); not
+# the warm-up copy at 5 nor the copy at 57 (beside the kernel [56, 57.2)).
+cat >"$tmp/expected" <<'END'
+(no call site)|1|1000000|1000000|4096
+train.py:37 x.to(device, non_blocking=True)|1|500000|500000|67108864
+train.py:42 loss.item()|1|100000|100000|4
+END
+rq "SELECT json_extract(value, '\$.site'), json_extract(value, '\$.count'), json_extract(value, '\$.blocked_ns'),
+	json_extract(value, '\$.worst_ns'), json_extract(value, '\$.bytes')
+	FROM json_each(json_extract($doc, '\$.findings')) WHERE json_extract(value, '\$.rule') = 'copy-without-overlap'
+	ORDER BY 1" >"$tmp/actual"
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "copy-without-overlap"
+# No "not measurable" notes with a GPU timeline.
+[ "$(rq "SELECT count(*) FROM json_each(json_extract($doc, '\$.notes')) WHERE value LIKE '%not measurable%'")" = 0 ] ||
+	fail "notes: $(rq "SELECT json_extract($doc, '\$.notes')")"
+# Text: the rank table's GPU columns, the idle time in the detail.
+grep -q '^   rank .* nccl_ms     comm_ms  overlap     exposed_ms$' "$tmp/r.txt" || fail "text header: $(cat "$tmp/r.txt")"
+grep -q '^      0  fixture-host .*  10.000    0.500          5.000$' "$tmp/r.txt" || fail "text rank row"
+grep -q 'cuStreamSynchronize x1; worst 0.100 ms; GPU idle behind it: 0.590 ms$' "$tmp/r.txt" || fail "text idle"
+grep -q '^  \[low\] copy-without-overlap  rank 0  train.py:42 loss.item()$' "$tmp/r.txt" || fail "text copy finding"
+
+# Several devices: a sync's device is its CUPTI sync record's (joined to the call); syncs
+# without one are skipped (gpu_idle_ns null when none of a site's syncs is measured).
+cp "$tmp/gpu.sqlite" "$tmp/two.sqlite"
+"$SQLITE3" -batch "$tmp/two.sqlite" "INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, name)
+	VALUES('kernel', 1000095000000, 1000096000000, 1, 3, 601, '_Z4gemmPfS_')" || fail "device 1"
+"$SYNCSPY" report --format json "$tmp/two.sqlite" >"$tmp/two.json" || fail "json of two devices"
+cat >"$tmp/expected" <<'END'
+(no call site)|698500
+libtorch_cuda.so+0x1234|
+train.py:50 torch.cuda.synchronize()|
+END
+rq "SELECT json_extract(value, '\$.site'), json_extract(value, '\$.gpu_idle_ns')
+	FROM json_each(json_extract(readfile('$tmp/two.json'), '\$.findings')) WHERE json_extract(value, '\$.rule') = 'host-sync'
+	ORDER BY 1" >"$tmp/actual"
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "two devices"
+
+# No NCCL kernel: comm_ns 0, comm_overlap null, exposed 0.
+cp "$tmp/gpu.sqlite" "$tmp/nonccl.sqlite"
+"$SQLITE3" -batch "$tmp/nonccl.sqlite" "DELETE FROM gpu_activity WHERE name LIKE 'nccl%'" || fail "delete"
+"$SYNCSPY" report --format json "$tmp/nonccl.sqlite" >"$tmp/nonccl.json" || fail "json without nccl"
+[ "$(rq "SELECT json_extract(value, '\$.comm_ns') || ' ' || json_type(value, '\$.comm_overlap') || ' ' ||
+	json_extract(value, '\$.exposed_comm_ns') FROM json_each(json_extract(readfile('$tmp/nonccl.json'), '\$.ranks'))")" = "0 null 0" ] ||
+	fail "without nccl kernels"
+
+# Without the tables: no GPU field, column, rule or finding text; the two notes as before.
+sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$tmp/plain.sqlite" || fail "make-db.sh"
+"$SYNCSPY" report --format json "$tmp/plain.sqlite" >"$tmp/p.json" || fail "json of plain"
+"$SYNCSPY" report "$tmp/plain.sqlite" >"$tmp/p.txt" || fail "text of plain"
+grep -q 'gpu_idle_ns\|comm_ns\|comm_overlap\|copy-without-overlap\|GPU idle behind' "$tmp/p.json" && fail "GPU fields without tables"
+grep -q 'comm_ms\|copy-without-overlap\|GPU idle behind' "$tmp/p.txt" && fail "GPU text without tables"
+[ "$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/p.json'), '\$.notes')) WHERE value LIKE '%not measurable without GPU timeline%'")" = 2 ] ||
+	fail "notes without tables"
+
+# A report of both: GPU fields for all, null for the rank without the tables, and a note for it.
+"$SQLITE3" -batch "$tmp/plain.sqlite" "UPDATE meta SET value = 1 WHERE key = 'rank'; UPDATE meta SET value = 4343 WHERE key = 'pid'" || fail "rank 1"
+"$SYNCSPY" report --format json "$tmp/gpu.sqlite" "$tmp/plain.sqlite" >"$tmp/both.json" || fail "json of both"
+[ "$(rq "SELECT group_concat(json_extract(value, '\$.rank') || ':' || json_type(value, '\$.comm_ns'), ' ')
+	FROM json_each(json_extract(readfile('$tmp/both.json'), '\$.ranks'))")" = "0:integer 1:null" ] || fail "mixed ranks"
+grep -q 'plain.sqlite: no GPU timeline' "$tmp/both.json" || fail "mixed note"
+exit 0
