@@ -542,7 +542,7 @@ struct s5_copy {
 };
 
 struct n2_call {
-	long long api_id, comm, start_ns;
+	long long api_id, comm, start_ns, end_ns;
 };
 
 /* An async H2D copy followed by a launch on its stream, that stream, and what the
@@ -879,7 +879,7 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 			if (!reserve(&sc->n2, &sc->n2_capacity, sc->nn2, sizeof(*sc->n2)))
 				break;
 			sc->n2[sc->nn2++] =
-			    (struct n2_call){key.api_id, sqlite3_value_int64(v[7]), start};
+			    (struct n2_call){key.api_id, sqlite3_value_int64(v[7]), start, start + ns};
 		}
 	}
 	if (rc == SQLITE_ROW) {
@@ -1304,11 +1304,12 @@ out:
 	return code;
 }
 
-/* One collective of one communicator on this rank: its calls' start times in wall-clock ns,
- * ascending (the k-th is the collective's k-th instance), kept until the ranks are compared. */
+/* One collective of one communicator on this rank: its calls' start and end times in wall-clock
+ * ns, by start time (the k-th is the collective's k-th instance), kept until the ranks are
+ * compared (clock alignment, then nccl-straggler). */
 struct series {
 	const char *hash, *op; /* in job.strings, one pointer per text */
-	long long *t;
+	struct ss_collective_call *c;
 	size_t n, capacity;
 };
 
@@ -1342,7 +1343,7 @@ static void job_free(struct job *job)
 		free(job->strings[i]);
 	free(job->strings);
 	for (size_t i = 0; i < job->nseries; i++)
-		free(job->series[i].t);
+		free(job->series[i].c);
 	free(job->series);
 }
 
@@ -1376,6 +1377,15 @@ struct collective_api {
 	long long id;
 	const char *op;
 };
+
+static int compare_calls(const void *a, const void *b)
+{
+	const struct ss_collective_call *x = a, *y = b;
+
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	return (x->end_ns > y->end_ns) - (x->end_ns < y->end_ns);
+}
 
 /*
  * This rank's collectives, in wall-clock ns: what the SQL of the first version selected
@@ -1472,11 +1482,12 @@ static int load_arrivals(struct loader *ld, struct db_state *st, struct job *job
 				}
 			}
 			se = &job->series[last];
-			if (!reserve(&se->t, &se->capacity, se->n, sizeof(*se->t))) {
+			if (!reserve(&se->c, &se->capacity, se->n, sizeof(*se->c))) {
 				code = out_of_memory(ld);
 				break;
 			}
-			se->t[se->n++] = c->start_ns + offset;
+			se->c[se->n++] =
+			    (struct ss_collective_call){c->start_ns + offset, c->end_ns + offset};
 		}
 	}
 	/* row_number() by start time: equal times are the same arrival, whichever comes first */
@@ -1485,9 +1496,9 @@ static int load_arrivals(struct loader *ld, struct db_state *st, struct job *job
 		int sorted = 1;
 
 		for (size_t k = 1; k < se->n && sorted; k++)
-			sorted = se->t[k - 1] <= se->t[k];
+			sorted = se->c[k - 1].start_ns <= se->c[k].start_ns;
 		if (!sorted)
-			qsort(se->t, se->n, sizeof(*se->t), compare_ll);
+			qsort(se->c, se->n, sizeof(*se->c), compare_calls);
 	}
 out:
 	free(comms);
@@ -2244,6 +2255,95 @@ struct late_stats {
 	int first;
 };
 
+/* When a rank started the k-th call of a series, on the report's axis (ANALYSIS-4). */
+static long long arrival(const struct loader *ld, const struct series_ref *ref, size_t k)
+{
+	return ref->se->c[k].start_ns - ld->report->ranks[ref->rank_index].clock_offset_ns;
+}
+
+/* ------------------------------------------------------------------ clock alignment */
+
+int ss_clock_samples(const struct ss_collective_call *x, size_t nx,
+		     const struct ss_collective_call *ref, size_t nref, long long **samples,
+		     size_t *nsamples, size_t *capacity)
+{
+	for (size_t k = 0; k < nx && k < nref; k++) {
+		if (x[k].end_ns - x[k].start_ns < SS_CLOCK_WAIT_MIN_NS &&
+		    ref[k].end_ns - ref[k].start_ns < SS_CLOCK_WAIT_MIN_NS)
+			continue; /* nobody waited: an enqueue, its end says nothing */
+		if (!reserve(samples, capacity, *nsamples, sizeof(**samples)))
+			return -1;
+		(*samples)[(*nsamples)++] = x[k].end_ns - ref[k].end_ns;
+	}
+	return 0;
+}
+
+int ss_clock_fit(long long *samples, size_t n, long long *offset_ns, long long *spread_ns)
+{
+	long long median;
+
+	if (n < SS_CLOCK_MIN_SAMPLES)
+		return 0;
+	qsort(samples, n, sizeof(*samples), compare_ll);
+	median = samples[(n - 1) / 2];
+	for (size_t i = 0; i < n; i++)
+		samples[i] = samples[i] < median ? median - samples[i] : samples[i] - median;
+	qsort(samples, n, sizeof(*samples), compare_ll);
+	*offset_ns = median;
+	*spread_ns = samples[(n - 1) / 2];
+	return 1;
+}
+
+static int compare_ranks(const void *a, const void *b);
+
+/*
+ * ANALYSIS-4: each rank's clock offset against the reference rank (the first in rank order).
+ * Same host as the reference: 0, exactly (one CLOCK_MONOTONIC, one wall clock). Another host:
+ * the median over the collectives both ranks made on a shared communicator (same id_hash, same
+ * API, k-th call) of end(rank) - end(reference), wall-clock mapped, when at least
+ * SS_CLOCK_MIN_SAMPLES of them were blocking (ss_clock_samples); else 0, by the wall clock.
+ */
+static int estimate_clocks(struct loader *ld, const struct job *jobs, size_t njobs)
+{
+	struct ss_rank *ranks = ld->report->ranks;
+	long long *samples = NULL;
+	size_t ref = 0, capacity = 0;
+
+	for (size_t i = 1; i < njobs; i++)
+		if (compare_ranks(&ranks[i], &ranks[ref]) < 0)
+			ref = i;
+	for (size_t i = 0; i < njobs; i++) {
+		struct ss_rank *rk = &ranks[i];
+		size_t n = 0;
+
+		rk->clock_offset_ns = 0;
+		rk->clock_offset_spread_ns = 0;
+		rk->clock_offset_method = "same-host";
+		if (i == ref || strcmp(rk->host, ranks[ref].host) == 0)
+			continue;
+		for (size_t a = 0; a < jobs[i].nseries; a++)
+			for (size_t b = 0; b < jobs[ref].nseries; b++) {
+				const struct series *x = &jobs[i].series[a], *y = &jobs[ref].series[b];
+
+				if (strcmp(x->hash, y->hash) != 0 || strcmp(x->op, y->op) != 0)
+					continue;
+				if (ss_clock_samples(x->c, x->n, y->c, y->n, &samples, &n,
+						     &capacity) != 0) {
+					free(samples);
+					return out_of_memory(ld);
+				}
+			}
+		if (ss_clock_fit(samples, n, &rk->clock_offset_ns, &rk->clock_offset_spread_ns)) {
+			rk->clock_offset_method = "collectives";
+		} else {
+			rk->clock_offset_method = "wall-clock";
+			rk->clock_offset_spread_ns = -1;
+		}
+	}
+	free(samples);
+	return SS_EXIT_OK;
+}
+
 /*
  * nccl-straggler, per communicator (id_hash): each instance (op, k) that at least two ranks
  * reached is compared; when the last rank started at least SS_STRAGGLER_MIN_NS after the first,
@@ -2256,7 +2356,10 @@ static int run_straggler_rule(struct loader *ld, const struct job *jobs, size_t 
 	struct series_ref *refs = NULL;
 	struct late_stats *per = calloc(njobs ? njobs : 1, sizeof(*per));
 	size_t nrefs = 0, capacity = 0;
-	int code = SS_EXIT_OK;
+	int code = SS_EXIT_OK, corrected = 0;
+
+	for (size_t j = 0; j < njobs; j++)
+		corrected |= ld->report->ranks[j].clock_offset_ns != 0;
 
 	if (!per)
 		return out_of_memory(ld);
@@ -2294,7 +2397,7 @@ static int run_straggler_rule(struct loader *ld, const struct job *jobs, size_t 
 
 					if (refs[r].se->n <= k)
 						continue;
-					t = refs[r].se->t[k];
+					t = arrival(ld, &refs[r], k);
 					if (n++ == 0)
 						first_t = last_t = t;
 					else if (t < first_t)
@@ -2313,7 +2416,7 @@ static int run_straggler_rule(struct loader *ld, const struct job *jobs, size_t 
 					struct late_stats *p = &per[refs[r].rank_index];
 					long long late = last_t - first_t;
 
-					if (refs[r].se->n <= k || refs[r].se->t[k] != last_t)
+					if (refs[r].se->n <= k || arrival(ld, &refs[r], k) != last_t)
 						continue;
 					if (p->times++ == 0 || late > p->worst)
 						p->worst = late;
@@ -2337,9 +2440,10 @@ static int run_straggler_rule(struct loader *ld, const struct job *jobs, size_t 
 		    per[best].total, per[best].worst, -1, -1, format("communicator %s", hash),
 		    format("last to start %lld of %lld collectives of communicator %s (%lld ranks), "
 			   "%.3f ms after the first rank at worst%s; blocked_ns is the earliest "
-			   "ranks' wait, from host start times aligned by wall clock",
+			   "ranks' wait, from host start times aligned by wall clock%s",
 			   per[best].times, instances, hash, nranks, ms(per[best].worst),
-			   per[best].first ? "; late at the first collective too" : ""));
+			   per[best].first ? "; late at the first collective too" : "",
+			   corrected ? " corrected by the ranks' clock offsets" : ""));
 	}
 	free(per);
 	free(refs);
@@ -2474,6 +2578,8 @@ static int compare_range_stats(const void *a, const void *b)
 static int add_notes(struct ss_report *r)
 {
 	int hosts_differ = 0, code = SS_EXIT_OK;
+	size_t wall_clock = 0;
+	long long spread = 0;
 
 	if (!r->gpu_ranks) {
 		code = add_note(r, format("GPU idle time behind host syncs: not measurable without "
@@ -2504,9 +2610,25 @@ static int add_notes(struct ss_report *r)
 		if (strcmp(rk->host, r->ranks[0].host) != 0)
 			hosts_differ = 1;
 	}
-	if (code == SS_EXIT_OK && hosts_differ)
+	for (size_t i = 0; i < r->nranks; i++) {
+		const struct ss_rank *rk = &r->ranks[i];
+
+		if (strcmp(rk->clock_offset_method, "wall-clock") == 0)
+			wall_clock++;
+		else if (strcmp(rk->clock_offset_method, "collectives") == 0 &&
+			 rk->clock_offset_spread_ns > spread)
+			spread = rk->clock_offset_spread_ns;
+	}
+	if (code == SS_EXIT_OK && hosts_differ && wall_clock)
 		code = add_note(r, format("ranks ran on several hosts: arrival times at collectives "
-					  "are as exact as the hosts' clock synchronization"));
+					  "are as exact as the hosts' clock synchronization (%zu "
+					  "rank%s without blocking collectives to align by)",
+					  wall_clock, wall_clock == 1 ? "" : "s"));
+	else if (code == SS_EXIT_OK && hosts_differ)
+		code = add_note(r, format("ranks ran on several hosts: clocks aligned by the end "
+					  "times of blocking collectives (clock_offset_ns; largest "
+					  "spread %.3f ms)",
+					  ms(spread)));
 	return code;
 }
 
@@ -2543,6 +2665,8 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 				paths[i], report->ranks[i].rank);
 	}
 	lap(&t, "all", "merge");
+	if (code == SS_EXIT_OK)
+		code = estimate_clocks(&ld, jobs, npaths);
 	if (code == SS_EXIT_OK)
 		code = run_straggler_rule(&ld, jobs, npaths);
 	lap(&t, "all", "straggler rule");

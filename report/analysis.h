@@ -14,6 +14,11 @@
  *               (gpu_idle_ns, comm_*, copy-without-overlap), which come from CUPTI's records in
  *               the extension tables gpu_activity/gpu_api (docs/cupti.md) on the same clock, and
  *               exist only for databases that have those tables (ss_rank.gpu).
+ *   ANALYSIS-4  ranks share one time axis: the reference rank's (the first in rank order) wall
+ *               clock. A rank's CLOCK_MONOTONIC time t is at t - start_mono_ns +
+ *               start_realtime_ns - clock_offset_ns there. clock_offset_ns is 0 exactly on the
+ *               reference's host; on another host it is estimated from the end times of
+ *               blocking collectives (ss_clock_fit), else 0 (the wall clock alone).
  */
 #ifndef SYNCSPY_REPORT_ANALYSIS_H
 #define SYNCSPY_REPORT_ANALYSIS_H
@@ -52,6 +57,11 @@ struct ss_rank {
 	unsigned deviates;	 /* enum ss_deviation bits */
 	long long start_mono_ns; /* for aligning ranks' clocks (SCHEMA-3) */
 	long long start_realtime_ns;
+	/* Clock alignment (docs/rules.md, "Clock alignment"; ANALYSIS-4): this rank's times on the
+	 * report's axis are t - start_mono_ns + start_realtime_ns - clock_offset_ns. */
+	long long clock_offset_ns;
+	const char *clock_offset_method; /* "same-host", "collectives" or "wall-clock" */
+	long long clock_offset_spread_ns; /* the estimate's uncertainty (MAD); -1 unknown */
 	/* GPU timeline (docs/cupti.md), only when gpu is set; else -1 */
 	int gpu;		   /* the database has the gpu_activity table */
 	long long comm_ns;	   /* union of the NCCL kernels' intervals */
@@ -119,6 +129,33 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 	       struct ss_report *report, char *err, size_t errlen);
 
 void ss_report_free(struct ss_report *report);
+
+/*
+ * Clock alignment across hosts (docs/rules.md, "Clock alignment"), shared by the report and the
+ * export. A collective call on a communicator is one element of a series: the calls of one API
+ * on one communicator (comms.id_hash) of one rank, by start time, in wall-clock ns (SCHEMA-3);
+ * the k-th call of every rank's series is the same collective.
+ */
+/* A collective is a clock sample when the host waited in it on at least one of the two ranks
+ * (host duration at least this long): then every rank left it when the last rank arrived, at
+ * about the same true time. Enqueue-only calls (NCCL's usual, a few us) say nothing. */
+#define SS_CLOCK_WAIT_MIN_NS 100000LL
+/* Fewer samples than this: no estimate (the wall clock alone). */
+#define SS_CLOCK_MIN_SAMPLES 3
+
+struct ss_collective_call {
+	long long start_ns, end_ns; /* wall-clock ns: t - start_mono_ns + start_realtime_ns */
+};
+
+/* Appends to *samples the end_k(x) - end_k(ref) of the instances k both series have where either
+ * call lasted at least SS_CLOCK_WAIT_MIN_NS. Returns 0, or -1 when out of memory. */
+int ss_clock_samples(const struct ss_collective_call *x, size_t nx,
+		     const struct ss_collective_call *ref, size_t nref, long long **samples,
+		     size_t *nsamples, size_t *capacity);
+
+/* With at least SS_CLOCK_MIN_SAMPLES samples (reordered): *offset_ns = their median (the lower
+ * middle), *spread_ns = the median absolute deviation from it; returns 1. Else returns 0. */
+int ss_clock_fit(long long *samples, size_t n, long long *offset_ns, long long *spread_ns);
 
 /* The severity a blocked time gets against a wall time (thresholds in docs/rules.md). */
 const char *ss_severity(long long blocked_ns, long long wall_ns);

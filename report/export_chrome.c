@@ -11,15 +11,23 @@
  * ran them, and a flow from each host call (its gpu_api record's start, on the thread's track)
  * to the GPU work of the same correlation id.
  *
+ * Clock alignment (docs/export.md, "Clock alignment"): the first database is the reference; a
+ * database of another host is moved by its clock offset against it (ss_clock_fit over the end
+ * times of blocking collectives both made), on top of EXPORT-1's wall-clock shift. Databases of
+ * the reference's host keep EXPORT-1's shift: their offset is 0 exactly.
+ *
  * Every event is built by SQLite's JSON functions in SQL over the recording, one row per event,
  * and written as it comes: memory stays flat however many calls a database holds.
  */
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "commands.h"
+#include "db.h"
 #include "export.h"
 
 /*
@@ -33,8 +41,9 @@
 #define CHROME_FLOW_ID_SHIFT 32
 
 /*
- * Bound parameters of every query: ?1 process id, ?2 shift_ns (EXPORT-1), ?3 first stream
- * track id - 1, ?4 first flow id, ?5 process name, ?6 process sort index.
+ * Bound parameters of every query: ?1 process id, ?2 shift_ns (EXPORT-1, less the clock offset of
+ * a database off the first one's host), ?3 first stream track id - 1, ?4 first flow id, ?5
+ * process name, ?6 process sort index; ?7 a query's own text (the clock label).
  *
  * Two lookups are built first, as TEMP tables (the connection stays read-only: TEMP lives
  * apart from the recording, on disk when large, so memory stays flat):
@@ -220,6 +229,169 @@
 	"  AND t.stream_id = g.stream_id JOIN gpu_calls a ON a.correlation_id = g.correlation_id" \
 	" WHERE g.kind IN " GPU_KINDS " AND g.end_ns >= g.start_ns ORDER BY g.id"
 
+/*
+ * The collectives of a database for clock alignment, as the report reads them (report/analysis.c,
+ * load_arrivals): N2 calls on a communicator with an id_hash, by its handle and lifetime, send,
+ * recv and group brackets left out; wall-clock ns (SCHEMA-3), by ("id_hash API", start): the
+ * text's order is strcmp's, for the merge of two databases' lists.
+ */
+#define COLLECTIVES_SQL                                                                            \
+	"SELECT m.id_hash || ' ' || a.name AS k, c.start_ns + w.d, c.end_ns + w.d FROM calls c"   \
+	" JOIN apis a ON a.id = c.api_id"                                                          \
+	" JOIN comms m ON m.comm = c.comm AND c.start_ns >= coalesce(m.created_ns, 0)"             \
+	"  AND (m.destroyed_ns IS NULL OR c.start_ns <= m.destroyed_ns),"                          \
+	" (SELECT coalesce((SELECT value FROM meta WHERE key = 'start_realtime_ns'), 0)"           \
+	"  - coalesce((SELECT value FROM meta WHERE key = 'start_mono_ns'), 0) AS d) w"            \
+	" WHERE c.class = 'N2' AND m.id_hash IS NOT NULL AND a.name NOT IN ('ncclSend',"           \
+	" 'ncclRecv', 'ncclGroupStart', 'ncclGroupEnd') ORDER BY k, c.start_ns, c.end_ns"
+
+/* One collective (id_hash, API) of one database: its calls by start time. */
+struct collective {
+	char *key; /* "id_hash API" */
+	struct ss_collective_call *c;
+	size_t n, capacity;
+};
+
+struct collectives {
+	struct collective *v;
+	size_t n;
+	int loaded;
+};
+
+/* The reference (the first database): its path and host, and its collectives once needed. */
+static struct {
+	char *path, *host;
+	long long rank;
+	struct collectives series;
+} ref;
+
+static void collectives_free(struct collectives *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		free(set->v[i].key);
+		free(set->v[i].c);
+	}
+	free(set->v);
+	memset(set, 0, sizeof(*set));
+}
+
+static void ref_free(void)
+{
+	free(ref.path);
+	free(ref.host);
+	collectives_free(&ref.series);
+	memset(&ref, 0, sizeof(ref));
+}
+
+static int load_collectives(sqlite3 *db, const char *path, struct collectives *set, char *err,
+			    size_t errlen)
+{
+	sqlite3_stmt *stmt;
+	int rc = sqlite3_prepare_v2(db, COLLECTIVES_SQL, -1, &stmt, NULL);
+
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: reading collectives: %s", path, sqlite3_errmsg(db));
+		return SS_EXIT_INTERNAL;
+	}
+	set->loaded = 1;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(stmt, 0);
+		struct collective *co = set->n ? &set->v[set->n - 1] : NULL;
+
+		if (!key)
+			break;
+		if (!co || strcmp(co->key, key) != 0) {
+			struct collective *grown = realloc(set->v, (set->n + 1) * sizeof(*grown));
+
+			if (!grown)
+				break;
+			set->v = grown;
+			co = &set->v[set->n];
+			memset(co, 0, sizeof(*co));
+			co->key = strdup(key);
+			if (!co->key)
+				break;
+			set->n++;
+		}
+		if (co->n == co->capacity) {
+			size_t capacity = co->capacity ? 2 * co->capacity : 64;
+			struct ss_collective_call *grown = realloc(co->c, capacity * sizeof(*grown));
+
+			if (!grown)
+				break;
+			co->c = grown;
+			co->capacity = capacity;
+		}
+		co->c[co->n++] = (struct ss_collective_call){sqlite3_column_int64(stmt, 1),
+							     sqlite3_column_int64(stmt, 2)};
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE) {
+		snprintf(err, errlen, "%s: reading collectives: %s", path,
+			 rc == SQLITE_ROW ? "out of memory" : sqlite3_errstr(rc));
+		return rc == SQLITE_ROW ? SS_EXIT_INTERNAL
+		       : (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB
+			   ? SS_EXIT_INPUT
+			   : SS_EXIT_INTERNAL;
+	}
+	return SS_EXIT_OK;
+}
+
+/* What the time axis does with one database (docs/export.md, "Clock alignment"). */
+struct clock {
+	long long offset_ns, spread_ns; /* spread -1: unknown (wall clock) */
+	const char *method;
+};
+
+static int estimate_clock(const struct ss_export_db *d, struct clock *clock, char *err,
+			  size_t errlen)
+{
+	struct collectives mine = {0};
+	long long *samples = NULL;
+	size_t n = 0, capacity = 0;
+	int code = SS_EXIT_OK;
+
+	*clock = (struct clock){0, 0, "same-host"};
+	if (d->index == 0 || strcmp(d->host, ref.host) == 0)
+		return SS_EXIT_OK;
+	if (!ref.series.loaded) {
+		sqlite3 *db;
+
+		code = ss_db_open(ref.path, &db, err, errlen);
+		if (code == SS_EXIT_OK) {
+			code = load_collectives(db, ref.path, &ref.series, err, errlen);
+			sqlite3_close(db);
+		}
+	}
+	if (code == SS_EXIT_OK)
+		code = load_collectives(d->db, d->path, &mine, err, errlen);
+	for (size_t a = 0, b = 0; code == SS_EXIT_OK && a < mine.n && b < ref.series.n;) {
+		int c = strcmp(mine.v[a].key, ref.series.v[b].key);
+
+		if (c < 0) {
+			a++;
+		} else if (c > 0) {
+			b++;
+		} else {
+			if (ss_clock_samples(mine.v[a].c, mine.v[a].n, ref.series.v[b].c,
+					     ref.series.v[b].n, &samples, &n, &capacity) != 0) {
+				snprintf(err, errlen, "%s: clock alignment: out of memory", d->path);
+				code = SS_EXIT_INTERNAL;
+			}
+			a++, b++;
+		}
+	}
+	if (code == SS_EXIT_OK) {
+		if (ss_clock_fit(samples, n, &clock->offset_ns, &clock->spread_ns))
+			clock->method = "collectives";
+		else
+			*clock = (struct clock){0, -1, "wall-clock"};
+	}
+	free(samples);
+	collectives_free(&mine);
+	return code;
+}
+
 static int chrome_begin(struct ss_export_out *out, char *err, size_t errlen)
 {
 	(void)err, (void)errlen;
@@ -234,8 +406,9 @@ static int chrome_begin(struct ss_export_out *out, char *err, size_t errlen)
 }
 
 /* Writes each row's columns (JSON texts) as events of the array. */
-static int write_rows(struct ss_export_out *out, const struct ss_export_db *d, const char *sql,
-		      const char *label, size_t *counter, char *err, size_t errlen)
+static int write_rows_text(struct ss_export_out *out, const struct ss_export_db *d, const char *sql,
+			   const char *label, size_t *counter, char *err, size_t errlen,
+			   const char *text)
 {
 	sqlite3_stmt *stmt;
 	char *name;
@@ -258,6 +431,8 @@ static int write_rows(struct ss_export_out *out, const struct ss_export_db *d, c
 	sqlite3_bind_int64(stmt, 4, (long long)d->index << CHROME_FLOW_ID_SHIFT);
 	sqlite3_bind_text(stmt, 5, name, -1, sqlite3_free);
 	sqlite3_bind_int64(stmt, 6, d->rank >= 0 ? d->rank : 1000000 + (long long)d->index);
+	if (text) /* ?7: a query's own text */
+		sqlite3_bind_text(stmt, 7, text, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		for (int col = 0; col < sqlite3_column_count(stmt); col++) {
 			fputs(out->events++ ? ",\n" : "\n", out->file);
@@ -274,6 +449,12 @@ static int write_rows(struct ss_export_out *out, const struct ss_export_db *d, c
 			   : SS_EXIT_INTERNAL;
 	}
 	return ferror(out->file) ? SS_EXIT_INTERNAL : SS_EXIT_OK;
+}
+
+static int write_rows(struct ss_export_out *out, const struct ss_export_db *d, const char *sql,
+		      const char *label, size_t *counter, char *err, size_t errlen)
+{
+	return write_rows_text(out, d, sql, label, counter, err, errlen, NULL);
 }
 
 /* The GPU tracks and flows of a database with CUPTI's tables; nothing (one lookup) without. */
@@ -312,10 +493,34 @@ static int chrome_gpu(struct ss_export_out *out, const struct ss_export_db *d, c
 	return code;
 }
 
-static int chrome_database(struct ss_export_out *out, const struct ss_export_db *d, char *err,
+/* A database off the reference's host says how it was aligned: a process label (chrome://tracing
+ * and Perfetto show it under the process name). */
+#define CLOCK_LABEL_SQL                                                                            \
+	"SELECT json_object('ph', 'M', 'name', 'process_labels', 'pid', ?1, 'tid', 0,"             \
+	" 'args', json_object('labels', ?7))"
+
+static int chrome_database(struct ss_export_out *out, const struct ss_export_db *given, char *err,
 			   size_t errlen)
 {
-	int rc = sqlite3_exec(d->db, SETUP_SQL, NULL, NULL, NULL), code;
+	struct ss_export_db placed = *given, *d = &placed;
+	struct clock clock;
+	int rc, code;
+
+	if (d->index == 0) {
+		ref_free();
+		ref.path = strdup(d->path);
+		ref.host = strdup(d->host);
+		ref.rank = d->rank;
+		if (!ref.path || !ref.host) {
+			snprintf(err, errlen, "%s: out of memory", d->path);
+			return SS_EXIT_INTERNAL;
+		}
+	}
+	code = estimate_clock(d, &clock, err, errlen);
+	if (code != SS_EXIT_OK)
+		return code;
+	d->shift_ns -= clock.offset_ns; /* "Clock alignment": 0 on the reference's host */
+	rc = sqlite3_exec(d->db, SETUP_SQL, NULL, NULL, NULL);
 
 	if (rc != SQLITE_OK) {
 		snprintf(err, errlen, "%s: building the track tables: %s", d->path,
@@ -323,6 +528,18 @@ static int chrome_database(struct ss_export_out *out, const struct ss_export_db 
 		return SS_EXIT_INTERNAL;
 	}
 	code = write_rows(out, d, METADATA_SQL, "track names", NULL, err, errlen);
+	if (code == SS_EXIT_OK && strcmp(clock.method, "same-host") != 0) {
+		char spread[64] = "unknown", *label;
+
+		if (clock.spread_ns >= 0)
+			snprintf(spread, sizeof(spread), "%.3f ms", (double)clock.spread_ns / 1e6);
+		label = sqlite3_mprintf("clock offset %+.3f ms against %s (%s), by %s; spread %s",
+					(double)clock.offset_ns / 1e6, ref.path, ref.host,
+					clock.method, spread);
+		code = write_rows_text(out, d, CLOCK_LABEL_SQL, "clock label", NULL, err, errlen,
+					       label);
+		sqlite3_free(label);
+	}
 
 	if (code == SS_EXIT_OK)
 		code = write_rows(out, d, THREAD_SLICES_SQL, "thread tracks", NULL, err, errlen);
@@ -339,6 +556,7 @@ static int chrome_end(struct ss_export_out *out, char *err, size_t errlen)
 {
 	(void)err, (void)errlen;
 	fputs("\n]}\n", out->file);
+	ref_free();
 	return SS_EXIT_OK;
 }
 

@@ -6,7 +6,8 @@
  *     {"report": the report's JSON, "timeline": {"classes": [...], "ranks": [...]}}
  *
  * The timeline part is read here, from the rank databases: per rank its lanes (host threads,
- * then the streams they used), its calls as compact arrays and its call-site table.
+ * then the streams they used), its calls as compact arrays and its call-site table, and, where
+ * CUPTI recorded, its GPU lanes and their kernels, copies and memsets.
  * docs/viewer.md documents every field.
  *
  * Invariants (cited as HTML-n):
@@ -16,6 +17,9 @@
  *           written as the JSON escape \u003c (inside JSON strings, the only place a `<` can
  *           be), so `</script>` or `<!--` from a database arrive in the page as text.
  *   HTML-3  the databases are only read (they come from ss_db_open, read-only).
+ *   HTML-4  GPU lanes (CUPTI's gpu_activity, docs/cupti.md) change nothing for a database
+ *           without that table: no GPU field in its data, and the viewer's GPU code (a part of
+ *           viewer/report.html, cut out of it) is written only when some rank has the table.
  */
 #include "config.h"
 
@@ -215,9 +219,11 @@ static int rows_json(FILE *out, sqlite3 *db, const char *sql, const long long *p
  * lanes are keyed by (stream, tid); every other stream by its handle. The two CTEs below give
  * each lane its index; LANES_SQL lists them in the same order.
  */
+#define THREAD_LANE_CTE                                                                            \
+	"th AS (SELECT tid, row_number() OVER (ORDER BY min(start_ns), tid) - 1 AS lane"           \
+	" FROM calls GROUP BY tid)"
 #define LANE_CTES                                                                                  \
-	"WITH th AS (SELECT tid, row_number() OVER (ORDER BY min(start_ns), tid) - 1 AS lane"      \
-	" FROM calls GROUP BY tid),"                                                               \
+	"WITH " THREAD_LANE_CTE ","                                                                \
 	" st AS (SELECT stream, CASE WHEN stream = 2 THEN tid ELSE 0 END AS owner,"                \
 	" (SELECT count(*) FROM th) + row_number() OVER (ORDER BY min(start_ns), stream,"          \
 	" CASE WHEN stream = 2 THEN tid ELSE 0 END) - 1 AS lane"                                   \
@@ -279,6 +285,127 @@ static int calls_json(FILE *out, sqlite3 *db, long long cap, long long first_ns,
 	return finish(db, stmt, rc, err, errlen);
 }
 
+/*
+ * GPU lanes, only for databases with CUPTI's gpu_activity table (docs/cupti.md): one lane per
+ * (device, CUPTI stream id) with kernels, copies or memsets, in that order. Their items, at most
+ * ?1, the earliest first, in time order. A row: [start_ns - ?2, dur_ns, kind (0 kernel, 1 memcpy,
+ * 2 memset), GPU lane, host thread lane or -1, launch_ns - ?2 or 0, bytes or 0, name or -1,
+ * src_kind or -1, dst_kind or -1, copy_kind or 0]; the texts are indexes into gpu_strings. The
+ * launch is the earliest gpu_api record of the item's correlation id (the outermost call,
+ * runtime before driver), placed on its thread's lane when that thread made calls.
+ */
+#define GPU_ROW_OK                                                                                 \
+	"kind IN ('kernel', 'memcpy', 'memset') AND device IS NOT NULL AND stream_id IS NOT NULL"  \
+	" AND start_ns IS NOT NULL AND end_ns >= start_ns"
+#define GPU_CTES(api_cte)                                                                          \
+	"WITH " THREAD_LANE_CTE ","                                                                \
+	" gl AS (SELECT device, stream_id,"                                                        \
+	" row_number() OVER (ORDER BY device, stream_id) - 1 AS lane"                              \
+	" FROM gpu_activity WHERE " GPU_ROW_OK " GROUP BY device, stream_id),"                     \
+	" gs AS (SELECT v, row_number() OVER (ORDER BY v) - 1 AS n FROM"                           \
+	" (SELECT name AS v FROM gpu_activity WHERE kind = 'kernel'"                               \
+	" UNION SELECT src_kind FROM gpu_activity WHERE kind = 'memcpy'"                           \
+	" UNION SELECT dst_kind FROM gpu_activity WHERE kind = 'memcpy') WHERE v IS NOT NULL),"    \
+	" api AS (" api_cte ")"
+/* Per correlation id, the earliest API record (SQLite takes the bare tid from the min row). */
+#define GPU_API_CTE                                                                                \
+	"SELECT correlation_id, tid, min(start_ns) AS start_ns FROM gpu_api"                       \
+	" WHERE correlation_id IS NOT NULL GROUP BY correlation_id"
+#define GPU_NO_API_CTE "SELECT NULL AS correlation_id, NULL AS tid, NULL AS start_ns WHERE 0"
+#define GPU_ITEMS_SQL(api_cte)                                                                     \
+	GPU_CTES(api_cte) ","                                                                      \
+	" picked AS (SELECT * FROM gpu_activity WHERE " GPU_ROW_OK                                 \
+	" ORDER BY start_ns, id LIMIT ?1)"                                                         \
+	" SELECT p.start_ns - ?2, p.end_ns - p.start_ns,"                                          \
+	" CASE p.kind WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1 ELSE 2 END, gl.lane,"              \
+	" coalesce(th.lane, -1), CASE WHEN th.lane IS NULL THEN 0 ELSE a.start_ns - ?2 END,"       \
+	" coalesce(p.bytes, 0), coalesce(sn.n, -1), coalesce(ss.n, -1), coalesce(sd.n, -1),"       \
+	" coalesce(p.copy_kind, 0)"                                                                \
+	" FROM picked p JOIN gl ON gl.device = p.device AND gl.stream_id = p.stream_id"            \
+	" LEFT JOIN api a ON a.correlation_id = p.correlation_id"                                  \
+	" LEFT JOIN th ON th.tid = a.tid"                                                          \
+	" LEFT JOIN gs sn ON p.kind = 'kernel' AND sn.v = p.name"                                  \
+	" LEFT JOIN gs ss ON p.kind = 'memcpy' AND ss.v = p.src_kind"                              \
+	" LEFT JOIN gs sd ON p.kind = 'memcpy' AND sd.v = p.dst_kind"                              \
+	" ORDER BY p.start_ns, p.id"
+
+static const char gpu_tables_sql[] =
+    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_activity'),"
+    " EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_api')";
+static const char gpu_lanes_sql[] = GPU_CTES(GPU_NO_API_CTE)
+    " SELECT device, stream_id, lane FROM gl ORDER BY lane";
+static const char gpu_strings_sql[] = GPU_CTES(GPU_NO_API_CTE) " SELECT n, v FROM gs ORDER BY n";
+static const char gpu_count_sql[] = "SELECT count(*) FROM gpu_activity WHERE " GPU_ROW_OK;
+static const char gpu_items_sql[] = GPU_ITEMS_SQL(GPU_API_CTE);
+static const char gpu_items_no_api_sql[] = GPU_ITEMS_SQL(GPU_NO_API_CTE);
+
+/* Which of CUPTI's tables the database has: bit 1 gpu_activity, bit 2 gpu_api. */
+static int gpu_tables(sqlite3 *db, int *tables, char *err, size_t errlen)
+{
+	sqlite3_stmt *stmt;
+	int rc = prepare(db, gpu_tables_sql, NULL, 0, &stmt, err, errlen);
+
+	*tables = 0;
+	if (rc)
+		return rc;
+	if ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		*tables = (sqlite3_column_int(stmt, 0) ? 1 : 0) | (sqlite3_column_int(stmt, 1) ? 2 : 0);
+		rc = sqlite3_step(stmt);
+	}
+	return finish(db, stmt, rc, err, errlen);
+}
+
+/* The GPU fields of a rank (after "calls"): counts, lanes, texts and items. */
+static int gpu_json(FILE *out, sqlite3 *db, int tables, long long cap, long long first_ns,
+		    char *err, size_t errlen)
+{
+	const long long params[] = {cap, first_ns};
+	long long total = 0;
+	sqlite3_stmt *stmt;
+	int rc, row = 0;
+
+	if ((rc = prepare(db, gpu_count_sql, NULL, 0, &stmt, err, errlen)))
+		return rc;
+	if ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		total = sqlite3_column_int64(stmt, 0);
+		rc = sqlite3_step(stmt);
+	}
+	if ((rc = finish(db, stmt, rc, err, errlen)))
+		return rc;
+	fprintf(out, ",\n\"gpu_total\":%lld,\"gpu_shown\":%lld,\"gpu_truncated\":%s",
+		total, total < cap ? total : cap, total > cap ? "true" : "false");
+	fputs(",\n\"gpu_lanes\":", out);
+	if ((rc = rows_json(out, db, gpu_lanes_sql, NULL, 0, err, errlen)))
+		return rc;
+	fputs(",\n\"gpu_strings\":", out);
+	if ((rc = rows_json(out, db, gpu_strings_sql, NULL, 0, err, errlen)))
+		return rc;
+	fputs(",\n\"gpu\":", out);
+	rc = prepare(db, tables & 2 ? gpu_items_sql : gpu_items_no_api_sql, params, 2, &stmt, err,
+		     errlen);
+	if (rc)
+		return rc;
+	putc('[', out);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		long long v[11];
+		int n = 11;
+
+		for (int i = 0; i < 11; i++)
+			v[i] = sqlite3_column_int64(stmt, i);
+		/* Defaults left out: bytes 0, texts -1, copy kind 0; never the launch fields. */
+		while (n > 6 && v[n - 1] == (n - 1 == 6 || n - 1 == 10 ? 0 : -1))
+			n--;
+		if (row++)
+			fputs(row % 8 ? "," : ",\n", out);
+		putc('[', out);
+		for (int i = 0; i < n; i++)
+			fprintf(out, i ? ",%lld" : "%lld", v[i]);
+		putc(']', out);
+	}
+	putc(']', out);
+	return finish(db, stmt, rc, err, errlen);
+}
+
 /* The meta facts the page shows, as "key": value pairs. */
 static int meta_json(FILE *out, sqlite3 *db, char *err, size_t errlen)
 {
@@ -300,7 +427,7 @@ static int meta_json(FILE *out, sqlite3 *db, char *err, size_t errlen)
 }
 
 static int rank_json(FILE *out, sqlite3 *db, const struct rank_clock *clock, long long origin_ns,
-		     long long cap, char *err, size_t errlen)
+		     long long cap, int *gpu, char *err, size_t errlen)
 {
 	/* Call sites: Python frames read `file.py:LINE ...` (docs/schema.md, sites.text). */
 	static const char sites_sql[] =
@@ -320,7 +447,7 @@ static int rank_json(FILE *out, sqlite3 *db, const struct rank_clock *clock, lon
 	    " WHERE stream IS NOT NULL))";
 	long long shown = clock->calls < cap ? clock->calls : cap;
 	sqlite3_stmt *stmt;
-	int rc;
+	int rc, tables;
 
 	putc('{', out);
 	if ((rc = meta_json(out, db, err, errlen)))
@@ -354,13 +481,22 @@ static int rank_json(FILE *out, sqlite3 *db, const struct rank_clock *clock, lon
 	fputs(",\n\"calls\":", out);
 	if ((rc = calls_json(out, db, cap, clock->first_ns, err, errlen)))
 		return rc;
+	/* The GPU fields only where CUPTI recorded: the page of a database without them is the
+	 * same, byte for byte, as before GPU lanes existed. */
+	if ((rc = gpu_tables(db, &tables, err, errlen)))
+		return rc;
+	if (tables & 1) {
+		*gpu = 1;
+		if ((rc = gpu_json(out, db, tables, cap, clock->first_ns, err, errlen)))
+			return rc;
+	}
 	fputs("}", out);
 	return SS_EXIT_OK;
 }
 
 /* The "timeline" object: the class table, then one object per rank database. */
-static int timeline_json(FILE *out, sqlite3 *const *dbs, size_t ndbs, long long cap, char *err,
-			 size_t errlen)
+static int timeline_json(FILE *out, sqlite3 *const *dbs, size_t ndbs, long long cap, int *gpu,
+			 char *err, size_t errlen)
 {
 	struct rank_clock *clocks = calloc(ndbs ? ndbs : 1, sizeof(*clocks));
 	long long origin_ns = 0;
@@ -388,7 +524,7 @@ static int timeline_json(FILE *out, sqlite3 *const *dbs, size_t ndbs, long long 
 	for (size_t i = 0; i < ndbs && !rc; i++) {
 		if (i)
 			fputs(",\n", out);
-		rc = rank_json(out, dbs[i], &clocks[i], origin_ns, cap, err, errlen);
+		rc = rank_json(out, dbs[i], &clocks[i], origin_ns, cap, gpu, err, errlen);
 	}
 	fputs("]}", out);
 	free(clocks);
@@ -397,13 +533,35 @@ static int timeline_json(FILE *out, sqlite3 *const *dbs, size_t ndbs, long long 
 
 /* ------------------------------------------------------------------ the page */
 
+/*
+ * The viewer's GPU code (HTML-4, viewer/report-gpu.js) goes into the viewer's JS only for a page
+ * with GPU data, before the line GPU_JS_BEFORE (the first render call, inside report.js's
+ * function, so that it can wrap the timeline's functions).
+ */
+#define GPU_JS_BEFORE "\n\trenderHeader();\n"
+
+/* Writes the viewer's JS, with the GPU code where gpu is set. */
+static void write_js(FILE *out, int gpu)
+{
+	const char *at = strstr(ss_viewer_js, GPU_JS_BEFORE);
+
+	if (!gpu || !at) { /* no place for it would be a build bug: the page stays host-only */
+		fputs(ss_viewer_js, out);
+		return;
+	}
+	at++;
+	fwrite(ss_viewer_js, 1, (size_t)(at - ss_viewer_js), out);
+	fputs(ss_viewer_gpu_js, out);
+	fputs(at, out);
+}
+
 int ss_html_write(FILE *out, const char *report_json, sqlite3 *const *dbs, size_t ndbs,
 		  long max_calls, char *err, size_t errlen)
 {
 	const char *const contents[] = {ss_viewer_css, NULL, ss_viewer_js};
 	const char *at = ss_viewer_html;
 	long long cap = max_calls > 0 ? max_calls : SS_HTML_CALL_CAP;
-	int rc = SS_EXIT_OK;
+	int rc = SS_EXIT_OK, gpu = 0;
 
 	for (size_t m = 0; m < sizeof(markers) / sizeof(markers[0]); m++) {
 		const char *hit = strstr(at, markers[m]);
@@ -414,6 +572,10 @@ int ss_html_write(FILE *out, const char *report_json, sqlite3 *const *dbs, size_
 		}
 		fwrite(at, 1, (size_t)(hit - at), out);
 		at = hit + strlen(markers[m]);
+		if (contents[m] == ss_viewer_js) {
+			write_js(out, gpu);
+			continue;
+		}
 		if (contents[m]) {
 			fputs(contents[m], out);
 			continue;
@@ -424,7 +586,7 @@ int ss_html_write(FILE *out, const char *report_json, sqlite3 *const *dbs, size_
 		else
 			fputs("null", out);
 		fputs(",\n\"timeline\":", out);
-		rc = timeline_json(out, dbs, ndbs, cap, err, errlen);
+		rc = timeline_json(out, dbs, ndbs, cap, &gpu, err, errlen);
 		fputs("}", out);
 		if (rc)
 			return rc;

@@ -11,14 +11,17 @@
 #include <sqlite3.h>
 
 /* Calls per rank the timeline holds at most (sync points first); the page says when a rank has
- * more. At about 40 bytes a call this keeps a rank's timeline under 10 MB. */
+ * more. At about 40 bytes a call this keeps a rank's timeline under 10 MB. The same cap holds for
+ * a rank's GPU items (kernels, copies, memsets; the earliest first), counted apart from its
+ * calls: about 60 bytes an item, so under 12 MB more. */
 #define SS_HTML_CALL_CAP 200000
 
 /*
  * Writes the HTML report to out. report_json is the report's JSON text (docs/report-json.md),
  * embedded as it is (NULL: the page shows the timeline and call sites only). dbs are the open
  * rank databases, in the order of the JSON's ranks[], for the timeline and the call-site table;
- * at most max_calls calls per rank go into the timeline (0: SS_HTML_CALL_CAP). Returns an
+ * at most max_calls calls per rank go into the timeline, and as many GPU items where the
+ * database has CUPTI's tables (0: SS_HTML_CALL_CAP each). Returns an
  * ss_exit code (commands.h); on failure err holds one message, "PATH: what is wrong".
  */
 int ss_html_write(FILE *out, const char *report_json, sqlite3 *const *dbs, size_t ndbs,

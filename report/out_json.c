@@ -29,6 +29,13 @@
 	"INSERT INTO docs(kind, doc) VALUES('rank', json_set(" RANK_OBJECT ", '$.comm_ns', ?17,"   \
 	" '$.comm_overlap', ?18, '$.exposed_comm_ns', ?19))"
 
+/* With two ranks or more, each rank's clock alignment (docs/rules.md, "Clock alignment") follows
+ * its other fields; a one-rank report stays as it was. */
+#define RANK_CLOCK_SQL                                                                             \
+	"UPDATE docs SET doc = json_set(doc, '$.clock_offset_ns', ?1,"                             \
+	" '$.clock_offset_method', ?2, '$.clock_offset_spread_ns', ?3)"                            \
+	" WHERE id = last_insert_rowid()"
+
 #define FINDING_OBJECT                                                                             \
 	"json_object('rule', ?1, 'severity', ?2,"                                                   \
 	" 'rank', ?3, 'count', ?4, 'blocked_ns', ?5, 'worst_ns', ?6, 'bytes', ?7,"                 \
@@ -134,6 +141,15 @@ static int json_rank(FILE *out, const struct ss_report *report, const struct ss_
 			sqlite3_bind_null(stmt, 18);
 		bind_optional(stmt, 19, rk->gpu ? rk->exposed_comm_ns : -1);
 	}
+	if (run(stmt) != SS_EXIT_OK)
+		return SS_EXIT_INTERNAL;
+	if (report->nranks < 2)
+		return SS_EXIT_OK;
+	if (sqlite3_prepare_v2(doc_db, RANK_CLOCK_SQL, -1, &stmt, NULL) != SQLITE_OK)
+		return sql_failed();
+	sqlite3_bind_int64(stmt, 1, rk->clock_offset_ns);
+	sqlite3_bind_text(stmt, 2, rk->clock_offset_method, -1, SQLITE_STATIC);
+	bind_optional(stmt, 3, rk->clock_offset_spread_ns);
 	return run(stmt);
 }
 

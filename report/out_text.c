@@ -100,6 +100,33 @@ static void print_ranges(FILE *out, const struct ss_report *report)
 	}
 }
 
+/* The clock alignment of each rank (docs/rules.md), only when some rank is off the reference's
+ * host: reports of one host stay as they were. */
+static void print_clocks(FILE *out, const struct ss_report *report)
+{
+	int other_host = 0;
+
+	for (size_t i = 0; i < report->nranks; i++)
+		other_host |= strcmp(report->ranks[i].clock_offset_method, "same-host") != 0;
+	if (!other_host)
+		return;
+	fputs("\nclock alignment (offset against the first rank, after the wall clock):\n", out);
+	fprintf(out, "  %5s  %-*s  %12s  %-11s  %10s\n", "rank", host_width, "host", "offset_ms",
+		"method", "spread_ms");
+	for (size_t i = 0; i < report->nranks; i++) {
+		const struct ss_rank *rk = &report->ranks[i];
+		char rank[24] = "-", spread[32] = "-";
+
+		if (rk->rank >= 0)
+			snprintf(rank, sizeof(rank), "%lld", rk->rank);
+		if (rk->clock_offset_spread_ns >= 0)
+			snprintf(spread, sizeof(spread), "%.3f",
+				 (double)rk->clock_offset_spread_ns / 1e6);
+		fprintf(out, "  %5s  %-*s  %12.3f  %-11s  %10s\n", rank, host_width, rk->host,
+			(double)rk->clock_offset_ns / 1e6, rk->clock_offset_method, spread);
+	}
+}
+
 /* Ends the rank table (with its legend when a rank is marked) and starts the findings. */
 static void start_findings(FILE *out, const struct ss_report *report)
 {
@@ -110,6 +137,7 @@ static void start_findings(FILE *out, const struct ss_report *report)
 	if (marked)
 		fprintf(out, "  (* more than %d%% from the median of the ranks)\n",
 			SS_IMBALANCE_PERCENT);
+	print_clocks(out, report);
 	print_ranges(out, report);
 	fputs(report->nfindings ? "\nfindings (most blocked time first):\n" : "\nfindings: none\n",
 	      out);

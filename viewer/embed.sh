@@ -3,10 +3,10 @@
 # literals (report/viewer_assets.h), so that `syncspy report --format html` writes a single
 # self-contained file without reading anything from disk at run time.
 #
-# usage: embed.sh report.html report.css report.js >viewer_assets.h
+# usage: embed.sh report.html report.css report.js report-gpu.js >viewer_assets.h
 #
 # Each input becomes `static const char NAME[]`, one C string per source line, named after the
-# file (ss_viewer_html, ss_viewer_css, ss_viewer_js). Only the base system is used (sh, awk), so
+# file (ss_viewer_html, ss_viewer_css, ss_viewer_js, ss_viewer_gpu_js). Only the base system is used (sh, awk), so
 # the build needs no xxd. It refuses what would break the page once inlined: a CSS file that
 # contains `</style` or a JS file that contains `</script` would end its element early, and a
 # control character other than tab would be unreadable in the source.
@@ -36,7 +36,13 @@ for file in "$@"; do
 		exit 1
 	fi
 	echo
-	echo "static const char ss_viewer_$ext[] ="
+	# report.js -> ss_viewer_js; report-gpu.js -> ss_viewer_gpu_js
+	stem=${base%.*}
+	case $stem in
+	report) name=ss_viewer_$ext ;;
+	*) name=ss_viewer_$(echo "${stem#report-}" | tr -c 'A-Za-z0-9\n' '_')_$ext ;;
+	esac
+	echo "static const char $name[] ="
 	# Backslash first, then quotes; `?` is escaped so that no `??x` can read as a trigraph.
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/	"/' -e 's/$/\\n"/' "$file"
 	printf '\t"";\n'

@@ -20,14 +20,15 @@ j "json_type(d, '\$.schema_version') || ' ' || json_type(d, '\$.report_version')
    json_type(d, '\$.findings') || ' ' || json_type(d, '\$.notes') || ' ' || json_extract(d, '\$.schema_version')" >"$tmp/actual"
 echo "integer text text array array array 2" | diff -u - "$tmp/actual" >&2 || fail "top-level fields"
 
-# Every rank: the documented keys, in order, and the numbers the scenario makes.
+# Every rank: the documented keys, in order (the clock_* fields: reports of 2+ ranks), and the
+# numbers the scenario makes.
 "$SQLITE3" -batch :memory: "SELECT (SELECT group_concat(k.key, ',') FROM json_each(r.value) AS k),
 	json_extract(value, '\$.rank'), json_extract(value, '\$.world_size'),
 	json_extract(value, '\$.calls.ncclAllReduce'), json_extract(value, '\$.calls.cudaMemcpy'),
 	json_extract(value, '\$.sync_points'), json_extract(value, '\$.nccl_ops'),
 	json_extract(value, '\$.copies'), json_type(value, '\$.blocked_ns'), json_type(value, '\$.deviates')
 	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.ranks')) AS r" >"$tmp/actual"
-keys=rank,world_size,host,pid,path,finished,wall_ns,calls,sync_points,blocked_ns,copies,copy_bytes,nccl_ops,nccl_ns,dropped_events,deviates
+keys=rank,world_size,host,pid,path,finished,wall_ns,calls,sync_points,blocked_ns,copies,copy_bytes,nccl_ops,nccl_ns,dropped_events,deviates,clock_offset_ns,clock_offset_method,clock_offset_spread_ns
 cat >"$tmp/expected" <<END
 $keys|0|4|2|2|4|4|2|integer|array
 $keys|1|4|2|2|4|4|2|integer|array
