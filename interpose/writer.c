@@ -266,7 +266,31 @@ static int64_t insert_site_row(uint64_t address, const char *module, uint64_t of
 	return sq.sqlite3_last_insert_rowid(db);
 }
 
-/* A native return address: "symbol+0xoff (module)" or "module+0xoff". */
+void *ss_dlsym(void *handle, const char *name); /* driver.c: the real dlsym */
+
+/* A C++ symbol's readable name, through the C++ runtime's own demangler when the process has
+ * one loaded (every C++ and nvcc-built program does); NULL otherwise. The caller frees it. */
+static char *demangle(const char *symbol)
+{
+	static char *(*cxa_demangle)(const char *, char *, size_t *, int *);
+	static int looked;
+	if (!symbol || symbol[0] != '_' || symbol[1] != 'Z')
+		return NULL;
+	if (!looked) {
+		*(void **)&cxa_demangle = ss_dlsym(RTLD_DEFAULT, "__cxa_demangle");
+		looked = 1;
+	}
+	int status = -1;
+	char *name = cxa_demangle ? cxa_demangle(symbol, NULL, NULL, &status) : NULL;
+	if (status != 0) {
+		free(name);
+		return NULL;
+	}
+	return name;
+}
+
+/* A native return address: "symbol+0xoff (module)" or "module+0xoff"; C++ names demangled in
+ * the text (sites.symbol keeps the linker's name). */
 static int64_t insert_native_site(uint64_t address)
 {
 	Dl_info info;
@@ -280,11 +304,13 @@ static int64_t insert_native_site(uint64_t address)
 	}
 	const char *base = module ? strrchr(module, '/') : NULL;
 	base = base ? base + 1 : (module && *module ? module : "?");
+	char *readable = demangle(symbol);
 	if (symbol)
-		snprintf(text, sizeof(text), "%s+0x%llx (%s)", symbol,
+		snprintf(text, sizeof(text), "%s+0x%llx (%s)", readable ? readable : symbol,
 			 (unsigned long long)(address - (uint64_t)(uintptr_t)info.dli_saddr), base);
 	else
 		snprintf(text, sizeof(text), "%s+0x%llx", base, (unsigned long long)offset);
+	free(readable);
 	return insert_site_row(address, module, offset, symbol, text);
 }
 
@@ -689,7 +715,7 @@ static void store_native_stack(struct ring_state *rs, const struct ss_rec *r)
 	int64_t *slot = id_map_slot(&native_stacks, r->aux);
 	int64_t user_site = 0;
 	if (slot && *slot == 0 && ips) {
-		size_t capacity = n * 160 + 1, used = 0;
+		size_t capacity = n * 512 + 1, used = 0; /* demangled C++ names run long */
 		char *text = malloc(capacity);
 		for (size_t i = 0; text && i < n; i++) {
 			Dl_info info;
@@ -708,14 +734,17 @@ static void store_native_stack(struct ring_state *rs, const struct ss_rec *r)
 							     (uintptr_t)info.dli_fbase, lookup))
 					user_site = site_id(ip);
 			}
+			char *readable = demangle(symbol);
 			if (symbol)
 				used += (size_t)snprintf(text + used, capacity - used,
-							 "%s%s+0x%lx (%s)", i ? "\n" : "", symbol,
+							 "%s%s+0x%lx (%s)", i ? "\n" : "",
+							 readable ? readable : symbol,
 							 (unsigned long)symbol_offset, module);
 			else
 				used += (size_t)snprintf(text + used, capacity - used, "%s%s+0x%lx",
 							 i ? "\n" : "", *module ? module : "?",
 							 (unsigned long)offset);
+			free(readable);
 			if (used >= capacity)
 				break;
 		}

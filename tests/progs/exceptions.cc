@@ -7,6 +7,18 @@
 
 #include <cuda_runtime_api.h>
 
+// Exported (the program is linked -rdynamic) so that the shim can name it: its site must read
+// as the demangled C++ name, syncspy_test::device_sync(int).
+namespace syncspy_test
+{
+__attribute__((noinline)) cudaError_t device_sync(int round)
+{
+	cudaError_t rc = cudaDeviceSynchronize();
+	asm volatile("" ::"r"(round)); // not a tail call: this frame is the call site
+	return rc;
+}
+} // namespace syncspy_test
+
 static int depth_then_throw(int n)
 {
 	if (n == 0)
@@ -18,7 +30,7 @@ int main()
 {
 	int caught = 0;
 	for (int i = 0; i < 1000; i++) {
-		if (cudaDeviceSynchronize() != cudaSuccess)
+		if (syncspy_test::device_sync(i) != cudaSuccess)
 			return 10;
 		try {
 			depth_then_throw(i % 20);
