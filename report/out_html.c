@@ -252,6 +252,22 @@ static const char calls_sql[] =
 	      " AND st.owner = CASE WHEN p.stream = 2 THEN p.tid ELSE 0 END"
 	      " ORDER BY p.start_ns, p.id";
 
+/* One compact array [v0,...]: trailing values equal to their defaults are left out (never the
+ * first keep ones); row is the row's index from 0, and a line break before every eighth row
+ * counted from 1 keeps the file readable in an editor. */
+static void compact_row(FILE *out, const long long *v, int n, int keep, const long long *defaults,
+			int row)
+{
+	while (n > keep && v[n - 1] == defaults[n - 1])
+		n--;
+	if (row)
+		fputs((row + 1) % 8 ? "," : ",\n", out);
+	putc('[', out);
+	for (int i = 0; i < n; i++)
+		fprintf(out, i ? ",%lld" : "%lld", v[i]);
+	putc(']', out);
+}
+
 /* Writes the calls array, trailing default fields left out to keep the file small. */
 static int calls_json(FILE *out, sqlite3 *db, long long cap, long long first_ns, char *err,
 		      size_t errlen)
@@ -263,23 +279,17 @@ static int calls_json(FILE *out, sqlite3 *db, long long cap, long long first_ns,
 
 	if (rc)
 		return rc;
+	/* Defaults: stream lane -1, site 0, count 1, bytes 0. */
+	static const long long defaults[9] = {0, 0, 0, 0, 0, -1, 0, 1, 0};
+
 	putc('[', out);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		long long v[9];
-		int n = 9;
 
 		for (int i = 0; i < 9; i++)
 			v[i] = sqlite3_column_int64(stmt, i);
 		v[3] = class_index((const char *)sqlite3_column_text(stmt, 3));
-		/* Defaults: stream lane -1, site 0, count 1, bytes 0. */
-		while (n > 5 && v[n - 1] == (n - 1 == 5 ? -1 : n - 1 == 7 ? 1 : 0))
-			n--;
-		if (row++) /* a line break every 8 calls keeps the file readable in an editor */
-			fputs(row % 8 ? "," : ",\n", out);
-		putc('[', out);
-		for (int i = 0; i < n; i++)
-			fprintf(out, i ? ",%lld" : "%lld", v[i]);
-		putc(']', out);
+		compact_row(out, v, 9, 5, defaults, row++);
 	}
 	putc(']', out);
 	return finish(db, stmt, rc, err, errlen);
@@ -385,22 +395,16 @@ static int gpu_json(FILE *out, sqlite3 *db, int tables, long long cap, long long
 		     errlen);
 	if (rc)
 		return rc;
+	/* Defaults left out: bytes 0, texts -1, copy kind 0; never the launch fields. */
+	static const long long gpu_defaults[11] = {0, 0, 0, 0, 0, 0, 0, -1, -1, -1, 0};
+
 	putc('[', out);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		long long v[11];
-		int n = 11;
 
 		for (int i = 0; i < 11; i++)
 			v[i] = sqlite3_column_int64(stmt, i);
-		/* Defaults left out: bytes 0, texts -1, copy kind 0; never the launch fields. */
-		while (n > 6 && v[n - 1] == (n - 1 == 6 || n - 1 == 10 ? 0 : -1))
-			n--;
-		if (row++)
-			fputs(row % 8 ? "," : ",\n", out);
-		putc('[', out);
-		for (int i = 0; i < n; i++)
-			fprintf(out, i ? ",%lld" : "%lld", v[i]);
-		putc(']', out);
+		compact_row(out, v, 11, 6, gpu_defaults, row++);
 	}
 	putc(']', out);
 	return finish(db, stmt, rc, err, errlen);
