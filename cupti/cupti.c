@@ -36,6 +36,8 @@ static struct {
 	CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
 	CUptiResult (*flush_all)(uint32_t);
 	CUptiResult (*result_string)(CUptiResult, const char **);
+	CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char **);
+	CUptiResult (*event_device_timestamps)(uint8_t); /* optional (CUPTI 12.8 and later) */
 } api;
 
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -141,17 +143,34 @@ static void convert(const CUpti_Activity *record)
 					  .end_ns = s->end};
 		break;
 	}
+	case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
+		/* deviceTimestamp: when the GPU reached the event (0 when CUPTI does not collect it) */
+		const CUpti_ActivityCudaEvent2 *e = (const CUpti_ActivityCudaEvent2 *)record;
+		rec = (struct ss_gpu_rec){.kind = SS_GPU_EVENT,
+					  .device = e->deviceId,
+					  .stream = e->streamId,
+					  .correlation = e->correlationId,
+					  .detail = e->eventId,
+					  .start_ns = e->deviceTimestamp,
+					  .end_ns = e->deviceTimestamp};
+		break;
+	}
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
 	case CUPTI_ACTIVITY_KIND_DRIVER: {
 		const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)record;
-		rec = (struct ss_gpu_rec){.kind = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME
-						      ? SS_GPU_RUNTIME_API
-						      : SS_GPU_DRIVER_API,
+		int runtime = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+		const char *name = NULL; /* CUPTI's own string, valid for the process's life */
+		if (api.callback_name)
+			api.callback_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API
+						  : CUPTI_CB_DOMAIN_DRIVER_API,
+					  a->cbid, &name);
+		rec = (struct ss_gpu_rec){.kind = runtime ? SS_GPU_RUNTIME_API : SS_GPU_DRIVER_API,
 					  .correlation = a->correlationId,
 					  .detail = a->cbid,
 					  .thread = a->threadId,
 					  .start_ns = a->start,
-					  .end_ns = a->end};
+					  .end_ns = a->end,
+					  .api_name = name};
 		break;
 	}
 	default:
@@ -187,6 +206,8 @@ static void start_once(void)
 	FIND(next_record, "cuptiActivityGetNextRecord");
 	FIND(flush_all, "cuptiActivityFlushAll");
 	FIND(result_string, "cuptiGetResultString");
+	FIND(callback_name, "cuptiGetCallbackName");
+	FIND(event_device_timestamps, "cuptiActivityEnableCudaEventDeviceTimestamps");
 #undef FIND
 	if (!api.register_callbacks || !api.register_timestamp || !api.enable || !api.next_record ||
 	    !api.flush_all) {
@@ -211,6 +232,7 @@ static void start_once(void)
 	    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
 	    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
 	    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION"},
+	    {CUPTI_ACTIVITY_KIND_CUDA_EVENT, "CUDA_EVENT"},
 	    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"},
 	    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},
 	};
@@ -223,6 +245,9 @@ static void start_once(void)
 			return;
 		}
 	}
+	/* When the GPU reached each recorded event; without it CUDA_EVENT rows carry no time. */
+	if (api.event_device_timestamps)
+		api.event_device_timestamps(1);
 	started = 1;
 	ss_cupti_status = "on";
 }

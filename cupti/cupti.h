@@ -21,8 +21,9 @@ struct ss_gpu_rec {
 	    detail; /* detail: sync type, callback id, memory kind */
 	uint64_t start_ns, end_ns, bytes;
 	int32_t grid[3], block[3];
-	uint32_t thread; /* host thread of an API record */
-	char *name;	 /* kernel name (malloc'd) or NULL */
+	uint32_t thread;      /* host thread of an API record */
+	char *name;	      /* kernel name as CUPTI gives it (mangled; malloc'd) or NULL */
+	const char *api_name; /* an API record's function name (CUPTI's static string) or NULL */
 };
 
 enum ss_gpu_kind {
@@ -32,6 +33,7 @@ enum ss_gpu_kind {
 	SS_GPU_SYNC,
 	SS_GPU_RUNTIME_API,
 	SS_GPU_DRIVER_API,
+	SS_GPU_EVENT, /* an event record as the GPU reached it (CUPTI_ACTIVITY_KIND_CUDA_EVENT) */
 };
 
 /* App thread, first recorded call: loads CUPTI and enables the activities. Never fails the

@@ -1141,9 +1141,9 @@ static void commit(void)
 	"CREATE TABLE IF NOT EXISTS gpu_activity(id INTEGER PRIMARY KEY, kind TEXT NOT NULL,"      \
 	" start_ns INTEGER, end_ns INTEGER, device INTEGER, stream_id INTEGER,"                    \
 	" correlation_id INTEGER, bytes INTEGER, copy_kind INTEGER, src_kind TEXT, dst_kind TEXT," \
-	" detail INTEGER, name TEXT, grid TEXT, block TEXT);"                                      \
+	" detail INTEGER, name TEXT, grid TEXT, block TEXT, symbol TEXT);"                         \
 	"CREATE TABLE IF NOT EXISTS gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER,"     \
-	" tid INTEGER, start_ns INTEGER, end_ns INTEGER);"
+	" tid INTEGER, start_ns INTEGER, end_ns INTEGER, name TEXT);"
 
 static sqlite3_stmt *gpu_activity_insert, *gpu_api_insert;
 
@@ -1167,12 +1167,14 @@ static void store_gpu_activity(void)
 		 db,
 		 "INSERT INTO gpu_activity(kind, start_ns, end_ns, device,"
 		 " stream_id, correlation_id, bytes, copy_kind, src_kind, dst_kind,"
-		 " detail, name, grid, block) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		 " detail, name, grid, block, symbol) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 		 -1, &gpu_activity_insert, NULL) != SQLITE_OK ||
-	     sq.sqlite3_prepare_v2(db, "INSERT INTO gpu_api VALUES(?,?,?,?,?,?)", -1,
+	     sq.sqlite3_prepare_v2(db, "INSERT INTO gpu_api VALUES(?,?,?,?,?,?,?)", -1,
 				   &gpu_api_insert, NULL) != SQLITE_OK))
 		gpu_activity_insert = NULL;
-	static const char *const kinds[] = {"", "kernel", "memcpy", "memset", "sync"};
+	static const char *const kinds[] = {[SS_GPU_KERNEL] = "kernel", [SS_GPU_MEMCPY] = "memcpy",
+					    [SS_GPU_MEMSET] = "memset", [SS_GPU_SYNC] = "sync",
+					    [SS_GPU_EVENT] = "event"};
 	for (size_t i = 0; i < n; i++) {
 		struct ss_gpu_rec *g = &records[i];
 		if (g->kind == SS_GPU_RUNTIME_API || g->kind == SS_GPU_DRIVER_API) {
@@ -1186,9 +1188,14 @@ static void store_gpu_activity(void)
 				sq.sqlite3_bind_int64(st, 4, g->thread);
 				sq.sqlite3_bind_int64(st, 5, (sqlite3_int64)g->start_ns);
 				sq.sqlite3_bind_int64(st, 6, (sqlite3_int64)g->end_ns);
+				if (g->api_name)
+					sq.sqlite3_bind_text(st, 7, g->api_name, -1, SQLITE_STATIC);
+				else
+					sq.sqlite3_bind_null(st, 7);
 				step_reset(st);
 			}
-		} else if (gpu_activity_insert && g->kind < sizeof(kinds) / sizeof(kinds[0])) {
+		} else if (gpu_activity_insert && g->kind < sizeof(kinds) / sizeof(kinds[0]) &&
+			   kinds[g->kind]) {
 			sqlite3_stmt *st = gpu_activity_insert;
 			char grid[48], block[48];
 			snprintf(grid, sizeof(grid), "%d,%d,%d", g->grid[0], g->grid[1],
@@ -1196,13 +1203,15 @@ static void store_gpu_activity(void)
 			snprintf(block, sizeof(block), "%d,%d,%d", g->block[0], g->block[1],
 				 g->block[2]);
 			int kernel = g->kind == SS_GPU_KERNEL, copy = g->kind == SS_GPU_MEMCPY;
+			int timed = g->kind != SS_GPU_EVENT || g->start_ns; /* event: 0 = no time */
 			sq.sqlite3_bind_text(st, 1, kinds[g->kind], -1, SQLITE_STATIC);
-			sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)g->start_ns);
-			sq.sqlite3_bind_int64(st, 3, (sqlite3_int64)g->end_ns);
+			bind_u64_or_null(st, 2, timed, g->start_ns);
+			bind_u64_or_null(st, 3, timed, g->end_ns);
 			sq.sqlite3_bind_int64(st, 4, g->device);
 			sq.sqlite3_bind_int64(st, 5, g->stream);
 			sq.sqlite3_bind_int64(st, 6, g->correlation);
-			bind_u64_or_null(st, 7, !kernel && g->kind != SS_GPU_SYNC, g->bytes);
+			bind_u64_or_null(st, 7, !kernel && g->kind != SS_GPU_SYNC && g->kind != SS_GPU_EVENT,
+					 g->bytes);
 			bind_u64_or_null(st, 8, copy, g->copy_kind);
 			if (copy) {
 				sq.sqlite3_bind_text(st, 9, gpu_memory_kind(g->src_kind), -1,
@@ -1214,10 +1223,18 @@ static void store_gpu_activity(void)
 				sq.sqlite3_bind_null(st, 10);
 			}
 			bind_u64_or_null(st, 11, !kernel && !copy, g->detail);
+			/* kernels: name demangled (what people read), symbol as compiled */
+			char *readable = g->name ? demangle(g->name) : NULL;
 			if (g->name)
-				sq.sqlite3_bind_text(st, 12, g->name, -1, SQLITE_TRANSIENT);
+				sq.sqlite3_bind_text(st, 12, readable ? readable : g->name, -1,
+						     SQLITE_TRANSIENT);
 			else
 				sq.sqlite3_bind_null(st, 12);
+			if (g->name)
+				sq.sqlite3_bind_text(st, 15, g->name, -1, SQLITE_TRANSIENT);
+			else
+				sq.sqlite3_bind_null(st, 15);
+			free(readable);
 			if (kernel) {
 				sq.sqlite3_bind_text(st, 13, grid, -1, SQLITE_TRANSIENT);
 				sq.sqlite3_bind_text(st, 14, block, -1, SQLITE_TRANSIENT);

@@ -136,7 +136,8 @@ reference_task() {
 		res "check FAIL $id: runs and verifies its result without the shim (exit $plain_rc)"
 		status=FAIL
 	fi
-	task_run "$dir" shim "$limit" env LD_PRELOAD="$shim" SYNCSPY_OUTPUT="$dir/db" "${cmd[@]}"
+	task_run "$dir" shim "$limit" env LD_PRELOAD="$shim" SYNCSPY_OUTPUT="$dir/db" \
+		SYNCSPY_CUPTI="${REFERENCE_CUPTI:-1}" "${cmd[@]}"
 	shim_rc=$?
 	if [ "$shim_rc" -eq "$plain_rc" ] && cmp -s "$dir/plain.out" "$dir/shim.out"; then
 		res "check PASS $id: same stdout and exit code under the shim (exit $shim_rc)"

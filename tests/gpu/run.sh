@@ -19,7 +19,7 @@
 #
 #   tests/gpu/run.sh [RESULTS_DIR]     default: $OUT if set, else tests/gpu/results/<date-time>
 #
-# RESULTS_DIR receives at most 5 files, so that the device tool brings all of them back
+# RESULTS_DIR receives at most 7 files, so that the device tool brings all of them back
 # (it returns at most 8 files from $OUT):
 #   summary.txt          one PASS/FAIL line per check, the workload table, the expectation
 #                        tables, the bench table
@@ -29,9 +29,14 @@
 #                        NAME-VARIANT-BUILD/*.sqlite)
 #   reports.json         every `syncspy report --format json`, one JSON object per line:
 #                        {"task": "NAME-VARIANT-BUILD", "report": {...}}
+#   coverage.txt         check_coverage.py of a static-cudart program, a torch step (cuBLAS)
+#                        and a driver-API program: syncspy's calls against CUPTI's records
+#   bench-cupti.txt      bench/cupti_overhead.sh: the torch step with and without the shim,
+#                        with CUPTI on, beside torch.profiler
 #
-# Environment: TOTAL_BUDGET_S (default 300), JOBS (default 6), SKIP_BENCH=1 skips bench/run.sh,
-# ONLY=REGEX runs only the reference tasks whose name matches.
+# Environment: TOTAL_BUDGET_S (default 300), JOBS (default 6), SKIP_BENCH=1 skips the benchmarks,
+# ONLY=REGEX runs only the reference tasks whose name matches, REFERENCE_CUPTI=0 records the
+# reference tasks without CUPTI (default: with it, as `syncspy run` does).
 #
 # A failing step does not stop the others; every step has a time limit and the whole run a
 # budget (TOTAL_BUDGET_S, default 300 s), past which remaining steps are skipped and fail.
@@ -202,7 +207,8 @@ run_workload() {
 # --- (a) what the machine is
 section "environment"
 log "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(hostname)  kernel: $(uname -r)"
-commit=$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
+# the device copy has no .git: the build's commit travels in .carry/COMMIT (tests/gpu/README.md)
+commit=$(git rev-parse --verify -q HEAD 2>/dev/null || cat .carry/COMMIT 2>/dev/null || echo unknown)
 log "commit: $commit"
 run_cmd 30 /dev/null /dev/null nvidia-smi -L
 run_cmd 30 /dev/null /dev/null nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
@@ -281,6 +287,65 @@ if [ -x "$work/copies_syncs" ]; then
 	fi
 else
 	check "cupti: copies_syncs built" FAIL
+fi
+
+# Coverage (issue 3): a static-cudart program, a torch step with cuBLAS and a driver-API program,
+# each recorded with CUPTI on and cross-checked against CUPTI's records (check_coverage.py).
+# SYNCSPY_ENQUEUE_TIMING=1: enqueue rows then carry both ends, so calls match by time.
+section "coverage against CUPTI"
+coverage_run() { # NAME EXPECT CMD...
+	local name=$1 expect=$2 db
+	shift 2
+	rm -rf "$work/db-cov-$name" && mkdir -p "$work/db-cov-$name"
+	run_cmd 120 "$work/cov-$name.plain" /dev/null "$@"
+	run_cmd 120 "$work/cov-$name.shim" /dev/null env LD_PRELOAD="$shim" SYNCSPY_CUPTI=1 \
+		SYNCSPY_ENQUEUE_TIMING=1 SYNCSPY_OUTPUT="$work/db-cov-$name" "$@"
+	if cmp -s "$work/cov-$name.plain" "$work/cov-$name.shim" &&
+		grep -Eq 'result=OK|loss_fell=yes' "$work/cov-$name.plain"; then
+		check "coverage $name: same result and output with the shim and CUPTI" PASS
+	else
+		check "coverage $name: same result and output with the shim and CUPTI" FAIL
+	fi
+	db=$(ls -t "$work/db-cov-$name"/*.sqlite 2>/dev/null | head -n1)
+	[ -n "$db" ] || { check "coverage $name: database written" FAIL; return; }
+	cp "$db" "$work/keep/coverage-$name.sqlite"
+	run_cmd 120 "$work/cov-$name.check" /dev/null \
+		python3 tests/gpu/check_coverage.py "$db" "$name" ${expect:+--expect "$expect"}
+	while IFS= read -r line; do
+		case $line in
+		PASS*) check "${line#PASS  }" PASS ;;
+		FAIL*) check "${line#FAIL  }" FAIL ;;
+		esac
+	done <"$work/cov-$name.check"
+	{ echo "### $name"; cat "$work/cov-$name.check"; echo; } >>"$results/coverage.txt"
+}
+: >"$results/coverage.txt"
+if run_cmd 180 /dev/null /dev/null nvcc -O2 -arch=sm_90 -o "$work/copies_syncs_static" \
+	examples/cuda/copies_syncs.cu; then
+	coverage_run copies_syncs_static "" "$work/copies_syncs_static"
+else
+	check "coverage: copies_syncs builds with the static cudart" FAIL
+fi
+if run_cmd 120 /dev/null /dev/null nvcc -cubin -arch=sm_90 -o "$work/driver_api_kernel.cubin" \
+	examples/cuda/driver_api_kernel.cu &&
+	run_cmd 120 /dev/null /dev/null nvcc -cudart none -o "$work/driver_api" \
+		examples/cuda/driver_api.c -lcuda; then
+	coverage_run driver_api launches=20,copies=41,memsets=1,event_syncs=20,stream_syncs=1,ctx_syncs=1 \
+		"$work/driver_api" "$work/driver_api_kernel.cubin"
+else
+	check "coverage: driver_api builds" FAIL
+fi
+coverage_run item_loop "" python3 examples/torch/item_loop.py
+
+# CUPTI's cost on the torch reference loop, beside torch.profiler's (target 3%).
+section "bench/cupti_overhead.sh"
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+	run_cmd 300 /dev/null /dev/null bash bench/cupti_overhead.sh "$results/bench-cupti.txt"
+	case $? in
+	0) check "bench: CUPTI on adds at most 3% to the torch step" PASS ;;
+	1) check "bench: CUPTI on adds at most 3% to the torch step" FAIL "see bench-cupti.txt" ;;
+	*) check "bench: CUPTI on adds at most 3% to the torch step" FAIL "did not run" ;;
+	esac
 fi
 
 # NVTX injection with torch (docs/attribution.md): 10 "step" ranges, each holding its sync.
