@@ -7,9 +7,19 @@
  *   activity is enabled, so GPU and host rows share one time axis (SCHEMA-3).
  * - Buffers complete on CUPTI's own thread; their records are converted and queued under a
  *   mutex (not the calls' hot path), and the writer stores them with the host calls.
- * - CUPTI allows one subscriber: if another tool holds it (torch.profiler, Nsight) or anything
- *   fails, recording goes on with host data only and ss_cupti_status says why (DESIGN.md
- *   section 4).
+ * - CUPTI's activity buffers have one owner per process: whoever called
+ *   cuptiActivityRegisterCallbacks last gets every buffer, also those another client asked for.
+ *   So syncspy gives way to any other client (CUPTI-1, CUPTI-2), and when anything fails,
+ *   recording goes on with host data only and ss_cupti_status says why (DESIGN.md section 4).
+ *
+ * Invariants:
+ *   CUPTI-1  syncspy never starts CUPTI when another client got there first: Nsight's injection
+ *            (CUDA_INJECTION64_PATH set) or a program's own cuptiActivityRegisterCallbacks
+ *            call, which the shim sees because it exports that function.
+ *   CUPTI-2  When another client registers while syncspy records (torch.profiler starting
+ *            mid-run), syncspy first flushes its own buffers to its own callbacks, then stops
+ *            and lets the call through unchanged: the other client never receives a buffer it
+ *            did not ask for, and meta.cupti says from when GPU rows are missing.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -21,6 +31,7 @@
 #include <cupti.h>
 
 #include "cupti/cupti.h"
+#include "interpose/shim.h" /* ss_apis: the functions syncspy wraps */
 
 void *ss_dlsym(void *handle, const char *name); /* interpose/driver.c: the real dlsym */
 
@@ -38,6 +49,8 @@ static struct {
 	CUptiResult (*result_string)(CUptiResult, const char **);
 	CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char **);
 	CUptiResult (*event_device_timestamps)(uint8_t); /* optional (CUPTI 12.8 and later) */
+	CUptiResult (*enable_runtime_api)(CUpti_CallbackId, uint8_t); /* optional: per function */
+	CUptiResult (*enable_driver_api)(CUpti_CallbackId, uint8_t);
 } api;
 
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -188,7 +201,128 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_
 	free(buffer);
 }
 
+static void start_locked(void);
+static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER; /* started, other_client */
+static char other_client[160]; /* CUPTI-1/2: who else registered, non-empty once someone did */
+
 static void start_once(void)
+{
+	pthread_mutex_lock(&owner_lock);
+	const char *injection = getenv("CUDA_INJECTION64_PATH");
+	if (other_client[0]) { /* CUPTI-1 */
+		snprintf(status_text, sizeof(status_text),
+			 "off: another CUPTI client (%s) registered first; host data only",
+			 other_client);
+		ss_cupti_status = status_text;
+	} else if (injection && injection[0]) { /* CUPTI-1: Nsight Systems/Compute, or a tool */
+		snprintf(status_text, sizeof(status_text),
+			 "off: CUDA_INJECTION64_PATH is set (%.96s): another tool holds CUPTI; host "
+			 "data only",
+			 injection);
+		ss_cupti_status = status_text;
+	} else {
+		start_locked();
+	}
+	pthread_mutex_unlock(&owner_lock);
+}
+
+/* Exported: the program's own CUPTI clients (torch.profiler's Kineto, ...) reach CUPTI through
+ * here (CUPTI-1, CUPTI-2). */
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
+    CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete)
+{
+	typedef CUptiResult (*register_fn)(CUpti_BuffersCallbackRequestFunc,
+					   CUpti_BuffersCallbackCompleteFunc);
+	register_fn real = (register_fn)ss_dlsym(RTLD_NEXT, "cuptiActivityRegisterCallbacks");
+	if (!real)
+		real = api.register_callbacks;
+	if (!real)
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	Dl_info info;
+	const char *caller = dladdr(__builtin_return_address(0), &info) && info.dli_fname
+				 ? strrchr(info.dli_fname, '/')
+				 : NULL;
+	caller = caller ? caller + 1 : "unknown module";
+	pthread_mutex_lock(&owner_lock);
+	if (!other_client[0])
+		snprintf(other_client, sizeof(other_client), "%s", caller);
+	if (started) { /* CUPTI-2 */
+		api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		started = 0;
+		snprintf(status_text, sizeof(status_text),
+			 "yielded: another CUPTI client (%s) took CUPTI at %llu ns (CLOCK_MONOTONIC); "
+			 "no GPU rows after that",
+			 other_client, (unsigned long long)now_ns());
+		ss_cupti_status = status_text;
+	}
+	pthread_mutex_unlock(&owner_lock);
+	return real(request, complete);
+}
+
+/* "cudaMemcpyAsync_ptsz_v7000", "__cudaLaunchKernel", "cuMemcpyHtoD_v2" -> the function's base
+ * name ("cudaMemcpyAsync", "cudaLaunchKernel", "cuMemcpyHtoD"), into out. */
+static void base_name(const char *name, char *out, size_t size)
+{
+	while (*name == '_')
+		name++;
+	snprintf(out, size, "%s", name);
+	for (;;) {
+		char *tail = strrchr(out, '_');
+		if (!tail)
+			return;
+		int version = tail[1] == 'v' && tail[2] >= '0' && tail[2] <= '9';
+		if (!version && strcmp(tail, "_ptsz") != 0 && strcmp(tail, "_ptds") != 0)
+			return;
+		*tail = '\0';
+	}
+}
+
+static int wraps(enum ss_layer layer, const char *cupti_name)
+{
+	char want[128], have[128];
+	base_name(cupti_name, want, sizeof(want));
+	for (int i = 0; i < SS_API_COUNT; i++) {
+		if (ss_apis[i].layer != layer || !ss_apis[i].name)
+			continue;
+		base_name(ss_apis[i].name, have, sizeof(have));
+		if (strcmp(want, have) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* API records tie GPU rows to host calls (docs/cupti.md), but recording every runtime and
+ * driver call costs a host-bound program dearly (torch makes several unrelated calls per
+ * kernel). Only the functions syncspy wraps are needed: enable those, by callback id. Returns
+ * 0 when this CUPTI has no per-function control (the whole RUNTIME and DRIVER kinds then). */
+static int enable_wrapped_apis(void)
+{
+	if (!api.enable_runtime_api || !api.enable_driver_api || !api.callback_name)
+		return 0;
+	static const struct {
+		CUpti_CallbackDomain domain;
+		uint32_t size;
+		enum ss_layer layer;
+	} domains[] = {
+	    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, SS_LAYER_RUNTIME},
+	    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, SS_LAYER_DRIVER},
+	};
+	int enabled = 0;
+	for (size_t d = 0; d < sizeof(domains) / sizeof(domains[0]); d++)
+		for (uint32_t cbid = 1; cbid < domains[d].size; cbid++) {
+			const char *name = NULL;
+			if (api.callback_name(domains[d].domain, cbid, &name) != CUPTI_SUCCESS ||
+			    !name || !wraps(domains[d].layer, name))
+				continue;
+			CUptiResult result =
+			    domains[d].layer == SS_LAYER_RUNTIME ? api.enable_runtime_api(cbid, 1)
+								 : api.enable_driver_api(cbid, 1);
+			enabled += result == CUPTI_SUCCESS;
+		}
+	return enabled > 0;
+}
+
+static void start_locked(void)
 {
 	void *library = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
 	if (!library)
@@ -208,6 +342,8 @@ static void start_once(void)
 	FIND(result_string, "cuptiGetResultString");
 	FIND(callback_name, "cuptiGetCallbackName");
 	FIND(event_device_timestamps, "cuptiActivityEnableCudaEventDeviceTimestamps");
+	FIND(enable_runtime_api, "cuptiActivityEnableRuntimeApi");
+	FIND(enable_driver_api, "cuptiActivityEnableDriverApi");
 #undef FIND
 	if (!api.register_callbacks || !api.register_timestamp || !api.enable || !api.next_record ||
 	    !api.flush_all) {
@@ -233,10 +369,13 @@ static void start_once(void)
 	    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
 	    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION"},
 	    {CUPTI_ACTIVITY_KIND_CUDA_EVENT, "CUDA_EVENT"},
-	    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"},
-	    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},
+	    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"}, /* these two only without per-function */
+	    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},   /* control: see enable_wrapped_apis */
 	};
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+	size_t nkinds = sizeof(kinds) / sizeof(kinds[0]);
+	if (enable_wrapped_apis())
+		nkinds -= 2;
+	for (size_t i = 0; i < nkinds; i++) {
 		result = api.enable(kinds[i].kind);
 		if (result != CUPTI_SUCCESS) {
 			char what[64];
@@ -260,8 +399,10 @@ void ss_cupti_start(void)
 
 void ss_cupti_flush(void)
 {
-	if (started)
+	pthread_mutex_lock(&owner_lock);
+	if (started) /* not after CUPTI-2: the buffers are another client's then */
 		api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	pthread_mutex_unlock(&owner_lock);
 }
 
 size_t ss_cupti_take(struct ss_gpu_rec **records)

@@ -19,6 +19,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ static struct {
 	PyObject *(*get_attr)(PyObject *, const char *); /* new reference */
 	const char *(*as_utf8)(PyObject *);
 	void (*decref)(PyObject *);
+	void (*incref)(PyObject *);
 	PyObject *(*err_occurred)(void);
 	void (*err_fetch)(PyObject **, PyObject **, PyObject **);
 	void (*err_restore)(PyObject *, PyObject *, PyObject *);
@@ -62,6 +64,7 @@ static void find_python(void)
 	FIND(get_attr, "PyObject_GetAttrString");
 	FIND(as_utf8, "PyUnicode_AsUTF8");
 	FIND(decref, "Py_DecRef");
+	FIND(incref, "Py_IncRef");
 	FIND(err_occurred, "PyErr_Occurred");
 	FIND(err_fetch, "PyErr_Fetch");
 	FIND(err_restore, "PyErr_Restore");
@@ -69,7 +72,7 @@ static void find_python(void)
 #undef FIND
 	py.usable = py.is_initialized && py.gil_check && py.get_frame && py.frame_get_back &&
 		    py.frame_get_code && py.frame_get_line && py.get_attr && py.as_utf8 &&
-		    py.decref && py.err_occurred && py.err_fetch && py.err_restore;
+		    py.decref && py.incref && py.err_occurred && py.err_fetch && py.err_restore;
 }
 
 /* A code object's attribute as UTF-8 into out ("?" when it has none). */
@@ -80,6 +83,55 @@ static void code_text(PyObject *code, const char *attr, char *out, size_t len)
 	snprintf(out, len, "%s", text ? text : "?");
 	if (value)
 		py.decref(value);
+}
+
+/* Code objects already named, by address: reading co_filename and co_name through the C API
+ * costs more than the rest of a frame. Each cached code object is kept alive (a reference
+ * taken under the GIL), so its address cannot come back as another code object: an entry is
+ * never stale. Bounded: once full, frames are named without it. */
+#define CODE_CACHE_SLOTS 2048 /* a power of two; filled to 3/4 at most */
+
+static struct code_name {
+	PyObject *code;
+	char *file, *function; /* one allocation: file, then function */
+} code_cache[CODE_CACHE_SLOTS];
+static int code_cache_used;
+static pthread_mutex_t code_cache_lock = PTHREAD_MUTEX_INITIALIZER; /* free-threaded Pythons */
+
+/* The file and function of a code object, through the cache; into the buffers when it is full. */
+static void code_names(PyObject *code, char *file, size_t file_len, char *function,
+		       size_t function_len, const char **file_out, const char **function_out)
+{
+	size_t slot = ((uintptr_t)code >> 4) & (CODE_CACHE_SLOTS - 1);
+	pthread_mutex_lock(&code_cache_lock);
+	for (int probe = 0; probe < 16; probe++, slot = (slot + 1) & (CODE_CACHE_SLOTS - 1)) {
+		struct code_name *entry = &code_cache[slot];
+		if (entry->code == code) {
+			*file_out = entry->file;
+			*function_out = entry->function;
+			pthread_mutex_unlock(&code_cache_lock);
+			return;
+		}
+		if (entry->code == NULL)
+			break;
+	}
+	code_text(code, "co_filename", file, file_len);
+	code_text(code, "co_name", function, function_len);
+	*file_out = file;
+	*function_out = function;
+	struct code_name *entry = &code_cache[slot];
+	size_t flen = strlen(file) + 1, glen = strlen(function) + 1;
+	char *text = entry->code == NULL && code_cache_used < CODE_CACHE_SLOTS * 3 / 4
+			 ? malloc(flen + glen)
+			 : NULL;
+	if (text) {
+		memcpy(text, file, flen);
+		memcpy(text + flen, function, glen);
+		py.incref(code); /* kept for the cache's life: see above */
+		*entry = (struct code_name){code, text, text + flen};
+		code_cache_used++;
+	}
+	pthread_mutex_unlock(&code_cache_lock);
 }
 
 /* The calling thread's Python frames, innermost first; NULL when it holds no GIL. */
@@ -96,13 +148,14 @@ static char *python_frames(size_t *length, int *depth)
 	int max_depth = (int)ss_config.SYNCSPY_STACK_DEPTH, n = 0;
 	PyObject *owned = NULL; /* the first frame is borrowed: not ours to release */
 	while (text && frame && n < max_depth) {
-		char file[512], function[256];
+		char file_buffer[512], function_buffer[256];
+		const char *file, *function;
 		PyObject *code = py.frame_get_code(frame);
 		if (!code)
 			break;
-		code_text(code, "co_filename", file, sizeof(file));
-		code_text(code, "co_name", function, sizeof(function));
-		py.decref(code);
+		code_names(code, file_buffer, sizeof(file_buffer), function_buffer,
+			   sizeof(function_buffer), &file, &function);
+		py.decref(code); /* the cache holds its own reference */
 		int line = py.frame_get_line(frame);
 		size_t need = strlen(file) + strlen(function) + 32;
 		if (used + need > capacity) {

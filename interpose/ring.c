@@ -95,6 +95,7 @@ static struct ss_ring *attach(struct ss_tls *tls)
 	ring->bytes = bytes;
 	ring->mask = bytes / sizeof(struct ss_rec) - 1;
 	ring->tid = (pid_t)syscall(SYS_gettid);
+	ring->pthread_id = (uint32_t)(uintptr_t)pthread_self();
 	ring->next = atomic_load(&ring_list);
 	while (!atomic_compare_exchange_weak(&ring_list, &ring->next, ring))
 		;

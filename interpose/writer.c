@@ -1143,7 +1143,7 @@ static void commit(void)
 	" correlation_id INTEGER, bytes INTEGER, copy_kind INTEGER, src_kind TEXT, dst_kind TEXT," \
 	" detail INTEGER, name TEXT, grid TEXT, block TEXT, symbol TEXT);"                         \
 	"CREATE TABLE IF NOT EXISTS gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER,"     \
-	" tid INTEGER, start_ns INTEGER, end_ns INTEGER, name TEXT);"
+	" tid INTEGER, start_ns INTEGER, end_ns INTEGER, name TEXT, cupti_tid INTEGER);"
 
 static sqlite3_stmt *gpu_activity_insert, *gpu_api_insert;
 
@@ -1153,6 +1153,23 @@ static const char *gpu_memory_kind(uint8_t kind)
 					    "device",	     "array",	      "managed",
 					    "device_static", "managed_static"};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
+}
+
+/* CUPTI names a thread by the low 32 bits of its pthread_t; calls.tid is the kernel's thread id.
+ * The thread's ring knows both (ring.c); 0 when no recording thread matches. */
+static pid_t tid_of_cupti_thread(uint32_t cupti_thread)
+{
+	static uint32_t last_cupti;
+	static pid_t last_tid;
+	if (cupti_thread == last_cupti && last_tid)
+		return last_tid;
+	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+		if (ring->pthread_id == cupti_thread) {
+			last_cupti = cupti_thread;
+			last_tid = ring->tid;
+			return ring->tid;
+		}
+	return 0;
 }
 
 static void store_gpu_activity(void)
@@ -1169,7 +1186,7 @@ static void store_gpu_activity(void)
 		 " stream_id, correlation_id, bytes, copy_kind, src_kind, dst_kind,"
 		 " detail, name, grid, block, symbol) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 		 -1, &gpu_activity_insert, NULL) != SQLITE_OK ||
-	     sq.sqlite3_prepare_v2(db, "INSERT INTO gpu_api VALUES(?,?,?,?,?,?,?)", -1,
+	     sq.sqlite3_prepare_v2(db, "INSERT INTO gpu_api VALUES(?,?,?,?,?,?,?,?)", -1,
 				   &gpu_api_insert, NULL) != SQLITE_OK))
 		gpu_activity_insert = NULL;
 	static const char *const kinds[] = {[SS_GPU_KERNEL] = "kernel", [SS_GPU_MEMCPY] = "memcpy",
@@ -1185,7 +1202,9 @@ static void store_gpu_activity(void)
 				    st, 2, g->kind == SS_GPU_RUNTIME_API ? "runtime" : "driver", -1,
 				    SQLITE_STATIC);
 				sq.sqlite3_bind_int64(st, 3, g->detail);
-				sq.sqlite3_bind_int64(st, 4, g->thread);
+				pid_t tid = tid_of_cupti_thread(g->thread);
+				bind_u64_or_null(st, 4, tid != 0, (uint64_t)tid);
+				sq.sqlite3_bind_int64(st, 8, g->thread);
 				sq.sqlite3_bind_int64(st, 5, (sqlite3_int64)g->start_ns);
 				sq.sqlite3_bind_int64(st, 6, (sqlite3_int64)g->end_ns);
 				if (g->api_name)
