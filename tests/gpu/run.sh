@@ -12,7 +12,7 @@
 # runs without and with the shim, `syncspy report --format json` reads its database, and
 # check_expect.py compares the findings with the .expect file's section for the variant and
 # build. CUDA workloads are built twice, with -cudart shared and with nvcc's default static
-# cudart; the static builds are an expected gap (XFAIL) until the driver layer sees them. PyTorch
+# cudart (seen through the driver layer, checked against the [... static] sections). PyTorch
 # workloads also run once with torch.cuda.set_sync_debug_mode("warn") to count its warnings.
 # All of it ends in one table in summary.txt: workload, variant, build, expected findings, got,
 # sync-debug warnings, PASS/FAIL/XFAIL.
