@@ -19,7 +19,7 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 shim=${SYNCSPY_SHIM:-$root/.carry/lib/libsyncspy.so}
 out=${1:-/dev/stdout}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-3}   # CONFIGS="plain shim ..." runs a subset of the configurations
 steps=${STEPS:-300}
 export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 tmp=$(mktemp -d)
@@ -41,7 +41,7 @@ run_config() { # CONFIG ROUND
 }
 
 for round in $(seq "$rounds"); do
-	for config in plain disabled nostack shim shim+cupti profiler; do
+	for config in ${CONFIGS:-plain disabled nostack shim shim+cupti profiler}; do
 		run_config "$config" "$round" >>"$tmp/results"
 	done
 done
@@ -74,7 +74,9 @@ print("%-6s %-11s %10s %9s" % ("size", "config", "median_us", "overhead"))
 for size in sorted({size for size, _ in runs}):
     base = statistics.median(runs.get((size, "plain"), [0])) or None
     for config in ("plain", "disabled", "nostack", "shim", "shim+cupti", "profiler"):
-        m = statistics.median(runs.get((size, config), [0]))
+        if (size, config) not in runs:
+            continue
+        m = statistics.median(runs[(size, config)])
         over = (m - base) / base * 100 if base and m else float("nan")
         print("%-6s %-11s %10.1f %8.2f%%" % (size, config, m, over))
         if config == "shim+cupti" and not over <= 3:

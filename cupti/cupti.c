@@ -293,12 +293,14 @@ static int wraps(enum ss_layer layer, const char *cupti_name)
 
 /* API records tie GPU rows to host calls (docs/cupti.md), but recording every runtime and
  * driver call costs a host-bound program dearly (torch makes several unrelated calls per
- * kernel). Only the functions syncspy wraps are needed: enable those, by callback id. Returns
- * 0 when this CUPTI has no per-function control (the whole RUNTIME and DRIVER kinds then). */
-static int enable_wrapped_apis(void)
+ * kernel). Only the functions syncspy wraps are needed. CUPTI's documented way: enable the
+ * RUNTIME and DRIVER kinds (done by the caller, first: a kind enabled later overrides this),
+ * then disable every other function by callback id. (Enabling single functions without the
+ * kinds gave no API records at all on the H200: tests/gpu/results/2026-12-02-h200-cupti.) */
+static void disable_unwrapped_apis(void)
 {
 	if (!api.enable_runtime_api || !api.enable_driver_api || !api.callback_name)
-		return 0;
+		return;
 	static const struct {
 		CUpti_CallbackDomain domain;
 		uint32_t size;
@@ -307,19 +309,17 @@ static int enable_wrapped_apis(void)
 	    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, SS_LAYER_RUNTIME},
 	    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, SS_LAYER_DRIVER},
 	};
-	int enabled = 0;
 	for (size_t d = 0; d < sizeof(domains) / sizeof(domains[0]); d++)
 		for (uint32_t cbid = 1; cbid < domains[d].size; cbid++) {
 			const char *name = NULL;
 			if (api.callback_name(domains[d].domain, cbid, &name) != CUPTI_SUCCESS ||
-			    !name || !wraps(domains[d].layer, name))
+			    !name || wraps(domains[d].layer, name))
 				continue;
-			CUptiResult result =
-			    domains[d].layer == SS_LAYER_RUNTIME ? api.enable_runtime_api(cbid, 1)
-								 : api.enable_driver_api(cbid, 1);
-			enabled += result == CUPTI_SUCCESS;
+			if (domains[d].layer == SS_LAYER_RUNTIME)
+				api.enable_runtime_api(cbid, 0);
+			else
+				api.enable_driver_api(cbid, 0);
 		}
-	return enabled > 0;
 }
 
 static void start_locked(void)
@@ -369,13 +369,10 @@ static void start_locked(void)
 	    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
 	    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION"},
 	    {CUPTI_ACTIVITY_KIND_CUDA_EVENT, "CUDA_EVENT"},
-	    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"}, /* these two only without per-function */
-	    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},   /* control: see enable_wrapped_apis */
+	    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"}, /* then narrowed: disable_unwrapped_apis */
+	    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},
 	};
-	size_t nkinds = sizeof(kinds) / sizeof(kinds[0]);
-	if (enable_wrapped_apis())
-		nkinds -= 2;
-	for (size_t i = 0; i < nkinds; i++) {
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		result = api.enable(kinds[i].kind);
 		if (result != CUPTI_SUCCESS) {
 			char what[64];
@@ -384,6 +381,7 @@ static void start_locked(void)
 			return;
 		}
 	}
+	disable_unwrapped_apis();
 	/* When the GPU reached each recorded event; without it CUDA_EVENT rows carry no time. */
 	if (api.event_device_timestamps)
 		api.event_device_timestamps(1);

@@ -36,7 +36,9 @@
 #
 # Environment: TOTAL_BUDGET_S (default 300), JOBS (default 6), SKIP_BENCH=1 skips the benchmarks,
 # ONLY=REGEX runs only the reference tasks whose name matches, REFERENCE_CUPTI=0 records the
-# reference tasks without CUPTI (default: with it, as `syncspy run` does).
+# reference tasks without CUPTI (default: with it, as `syncspy run` does). PARTS="NAME ..." runs
+# only those parts (default all): workloads (copies_syncs, item_loop), reference, cupti,
+# coverage, bench-cupti, nvtx, stack, bench-calls; the environment checks always run.
 #
 # A failing step does not stop the others; every step has a time limit and the whole run a
 # budget (TOTAL_BUDGET_S, default 300 s), past which remaining steps are skipped and fail.
@@ -73,6 +75,14 @@ export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 log() { printf '%s\n' "$*" >>"$log_file"; }
+
+# part NAME: whether PARTS (default all) asks for that part of the run (the header lists them).
+part() {
+	case " ${PARTS:-all} " in
+	*" all "* | *" $1 "*) return 0 ;;
+	esac
+	return 1
+}
 
 section() {
 	log ""
@@ -247,6 +257,7 @@ else
 fi
 
 # --- (c)+(d) the CUDA workload, built with the shared runtime so LD_PRELOAD sees its calls
+if part workloads; then
 section "build examples/cuda/copies_syncs"
 if run_cmd 180 /dev/null /dev/null \
 	nvcc -O2 -arch=sm_90 -cudart shared -o "$work/copies_syncs" examples/cuda/copies_syncs.cu; then
@@ -260,14 +271,20 @@ fi
 # --- (e) the torch workload
 run_workload item_loop 180 examples/torch/item_loop.expect \
 	'^item_loop: steps=60 .* loss_fell=yes$' python3 examples/torch/item_loop.py
+fi # part workloads
 
 # --- (e2) the numbered reference workloads, bad and fixed, as parallel tasks
+if part reference; then
 . "$root/tests/gpu/reference.sh"
 run_reference_workloads
+fi # part reference
 
 # --- (f) overhead benchmark
 # CUPTI (docs/cupti.md): copies_syncs once more with SYNCSPY_CUPTI=1, its GPU rows checked.
+if part cupti; then
 section "CUPTI: copies_syncs with SYNCSPY_CUPTI=1"
+[ -x "$work/copies_syncs" ] || run_cmd 180 /dev/null /dev/null \
+	nvcc -O2 -arch=sm_90 -cudart shared -o "$work/copies_syncs" examples/cuda/copies_syncs.cu
 if [ -x "$work/copies_syncs" ]; then
 	rm -rf "$work/db-cupti" && mkdir -p "$work/db-cupti"
 	run_cmd 120 "$work/cupti.out" "$work/cupti.err" \
@@ -288,10 +305,12 @@ if [ -x "$work/copies_syncs" ]; then
 else
 	check "cupti: copies_syncs built" FAIL
 fi
+fi # part cupti
 
 # Coverage (issue 3): a static-cudart program, a torch step with cuBLAS and a driver-API program,
 # each recorded with CUPTI on and cross-checked against CUPTI's records (check_coverage.py).
 # SYNCSPY_ENQUEUE_TIMING=1: enqueue rows then carry both ends, so calls match by time.
+if part coverage; then
 section "coverage against CUPTI"
 coverage_run() { # NAME EXPECT CMD...
 	local name=$1 expect=$2 db
@@ -336,8 +355,10 @@ else
 	check "coverage: driver_api builds" FAIL
 fi
 coverage_run item_loop "" python3 examples/torch/item_loop.py
+fi # part coverage
 
 # CUPTI's cost on the torch reference loop, beside torch.profiler's (target 3%).
+if part bench-cupti; then
 section "bench/cupti_overhead.sh"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
 	run_cmd 300 /dev/null /dev/null bash bench/cupti_overhead.sh "$results/bench-cupti.txt"
@@ -347,8 +368,10 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
 	*) check "bench: CUPTI on adds at most 3% to the torch step" FAIL "did not run" ;;
 	esac
 fi
+fi # part bench-cupti
 
 # NVTX injection with torch (docs/attribution.md): 10 "step" ranges, each holding its sync.
+if part nvtx; then
 section "NVTX: torch.cuda.nvtx ranges"
 rm -rf "$work/db-nvtx" && mkdir -p "$work/db-nvtx"
 run_cmd 120 "$work/nvtx.out" "$work/nvtx.err" env LD_PRELOAD="$shim" \
@@ -363,8 +386,10 @@ if [ "$nvtx_ranges" = "(10, 10)" ]; then
 else
 	check "nvtx: 10 step ranges, each holding its .item() sync" FAIL "${nvtx_ranges:-no database}"
 fi
+fi # part nvtx
 
 # The cost of stacks on a sync point (bench/stack_cost.sh; target 2 us).
+if part stack; then
 section "bench/stack_cost.sh"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
 	run_cmd 240 "$work/stack-cost.log" /dev/null bash bench/stack_cost.sh "$work/stack-cost.txt"
@@ -375,7 +400,9 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
 	fi
 	cat "$work/stack-cost.txt" >>"$work/tables" 2>/dev/null
 fi
+fi # part stack
 
+if part bench-calls; then
 section "bench/run.sh"
 if [ "${SKIP_BENCH:-0}" = 1 ]; then
 	log "skipped: SKIP_BENCH=1"
@@ -387,6 +414,7 @@ else
 	*) check "bench: overhead within targets" FAIL "benchmark did not run, see run.log" ;;
 	esac
 fi
+fi # part bench-calls
 
 # --- (f2) the databases and reports, one file each
 (cd "$work/keep" && tar -czf "$results/databases.tar.gz" .) 2>>"$log_file" ||
