@@ -219,6 +219,16 @@ void ss_start(void)
 	pthread_mutex_unlock(&start_lock);
 }
 
+void ss_first_call(struct ss_tls *tls)
+{
+	int saved_errno = errno;
+	tls->depth++;
+	ss_load();
+	ss_start();
+	tls->depth--;
+	errno = saved_errno;
+}
+
 static void stop(const char *reason)
 {
 	pthread_mutex_lock(&start_lock);

@@ -132,6 +132,10 @@ enum ss_state {
 
 void ss_load(void);  /* idempotent: reads the configuration, sets READY or CLOSED */
 void ss_start(void); /* idempotent: starts the writer (first recorded call of the process) */
+/* Slow path of ss_should_record: loads and starts recording (writer, CUPTI) before the first
+ * real call runs, so that CUPTI sees that call's GPU work too. errno kept (SHIM-2); the
+ * thread counts as inside a wrapper meanwhile, so that calls CUPTI makes are not recorded. */
+void ss_first_call(struct ss_tls *tls);
 
 /* What the process is, for the meta table: filled by the app threads (versions, NCCL rank),
  * read by the writer. */
@@ -156,8 +160,8 @@ void ss_writer_fork_child(void);
 static inline int ss_should_record(struct ss_tls *tls)
 {
 	int state = atomic_load_explicit(&ss_hot.state, memory_order_relaxed);
-	if (ss_unlikely(state == SS_STATE_UNLOADED)) {
-		ss_load();
+	if (ss_unlikely(state <= SS_STATE_READY) && tls->depth == 0) {
+		ss_first_call(tls);
 		state = atomic_load_explicit(&ss_hot.state, memory_order_relaxed);
 	}
 	return state != SS_STATE_CLOSED && tls->depth == 0;

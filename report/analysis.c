@@ -1577,7 +1577,8 @@ static int load_ranges(struct loader *ld, struct db_state *st, struct job *job)
 	" EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_api')"
 #define GPU_ACTIVITY_SQL                                                                           \
 	"SELECT kind, start_ns, end_ns, coalesce(device, 0), coalesce(correlation_id, 0),"         \
-	" coalesce(copy_kind, 0), coalesce(bytes, 0), coalesce(substr(name, 1, 4) = 'nccl', 0)"    \
+	" coalesce(copy_kind, 0), coalesce(bytes, 0), coalesce(substr(name, 1, 4) = 'nccl', 0),"   \
+	" coalesce(stream_id, -1)"                                                                 \
 	" FROM gpu_activity WHERE start_ns IS NOT NULL AND end_ns >= start_ns"
 #define GPU_API_SQL  "SELECT correlation_id, tid, start_ns FROM gpu_api"
 #define GPU_CALLS_SQL "SELECT id, tid, start_ns, site_id FROM calls"
@@ -1775,10 +1776,15 @@ struct gpu_rows {
 	size_t nbusy, nkernels, ncomm, ncompute;
 	size_t cap_busy, cap_kernels, cap_comm, cap_compute;
 	struct copy_row {
-		long long device, s, e, bytes, correlation;
+		long long device, s, e, bytes, correlation, stream;
 		int h2d;
 	} *copies;
 	size_t ncopies, cap_copies;
+	/* each kernel with its stream and when its launch call started (-1: no API record) */
+	struct kernel_row {
+		long long device, stream, s, correlation, launch_ns;
+	} *krows;
+	size_t nkrows, cap_krows;
 	struct gpu_target *syncs; /* sync records, joined to their calls when needed */
 	size_t nsyncs, cap_syncs;
 };
@@ -1790,6 +1796,7 @@ static void gpu_rows_free(struct gpu_rows *g)
 	free(g->comm);
 	free(g->compute);
 	free(g->copies);
+	free(g->krows);
 	free(g->syncs);
 }
 
@@ -1820,7 +1827,11 @@ static int load_gpu_rows(struct loader *ld, struct db_state *st, struct gpu_rows
 			   strcmp(kind, "memset") == 0) {
 			ok = PUSH(g->busy, g->nbusy, g->cap_busy, iv);
 			if (ok && kind[0] == 'k') {
-				ok = PUSH(g->kernels, g->nkernels, g->cap_kernels, iv);
+				struct kernel_row kr = {iv.device, sqlite3_column_int64(stmt, 8),
+							iv.s, correlation, -1};
+
+				ok = PUSH(g->kernels, g->nkernels, g->cap_kernels, iv) &&
+				     PUSH(g->krows, g->nkrows, g->cap_krows, kr);
 				struct interval all = {0, iv.s, iv.e}; /* one timeline */
 
 				if (ok && sqlite3_column_int(stmt, 7))
@@ -1830,8 +1841,12 @@ static int load_gpu_rows(struct loader *ld, struct db_state *st, struct gpu_rows
 			}
 			if (ok && kind[2] == 'm' && kind[3] == 'c') { /* memcpy */
 				int copy_kind = sqlite3_column_int(stmt, 5);
-				struct copy_row c = {iv.device, iv.s, iv.e,
-						     sqlite3_column_int64(stmt, 6), correlation,
+				struct copy_row c = {iv.device,
+						     iv.s,
+						     iv.e,
+						     sqlite3_column_int64(stmt, 6),
+						     correlation,
+						     sqlite3_column_int64(stmt, 8),
 						     copy_kind == CUPTI_MEMCPY_HTOD};
 
 				if (copy_kind == CUPTI_MEMCPY_HTOD || copy_kind == CUPTI_MEMCPY_DTOH)
@@ -1961,12 +1976,109 @@ static int compare_gpu_sites(const void *a, const void *b)
 	return strcmp(((const struct gpu_site *)a)->site, ((const struct gpu_site *)b)->site);
 }
 
+static int compare_krows_by_correlation(const void *a, const void *b)
+{
+	const struct kernel_row *x = a, *y = b;
+
+	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+}
+
+static int compare_krows_by_stream(const void *a, const void *b)
+{
+	const struct kernel_row *x = a, *y = b;
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Fills krows[].launch_ns (the earliest API record of the kernel's correlation id: the call the
+ * program made), then sorts krows by (device, stream, start). */
+static int kernel_launch_times(struct loader *ld, struct db_state *st, struct gpu_rows *g)
+{
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	if (!g->nkrows)
+		return SS_EXIT_OK;
+	if (st->gpu_api) {
+		qsort(g->krows, g->nkrows, sizeof(*g->krows), compare_krows_by_correlation);
+		code = prepare(ld, st, GPU_API_SQL, &stmt);
+		if (code != SS_EXIT_OK)
+			return code;
+		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			struct kernel_row key = {.correlation = sqlite3_column_int64(stmt, 0)};
+			long long t = sqlite3_column_int64(stmt, 2);
+			struct kernel_row *hit = bsearch(&key, g->krows, g->nkrows, sizeof(key),
+							 compare_krows_by_correlation);
+
+			if (hit && (hit->launch_ns < 0 || t < hit->launch_ns))
+				hit->launch_ns = t;
+		}
+		code = end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+		if (code != SS_EXIT_OK)
+			return code;
+	}
+	qsort(g->krows, g->nkrows, sizeof(*g->krows), compare_krows_by_stream);
+	return SS_EXIT_OK;
+}
+
+/* The compute stream of a device: the stream that ran most of its kernels (krows sorted by
+ * device, stream); -2 when the device ran none. */
+static long long compute_stream_of(const struct gpu_rows *g, long long device)
+{
+	long long best = -2, best_n = 0;
+
+	for (size_t i = 0; i < g->nkrows;) {
+		size_t j = i;
+
+		while (j < g->nkrows && g->krows[j].device == g->krows[i].device &&
+		       g->krows[j].stream == g->krows[i].stream)
+			j++;
+		if (g->krows[i].device == device && (long long)(j - i) > best_n) {
+			best = g->krows[i].stream;
+			best_n = (long long)(j - i);
+		}
+		i = j;
+	}
+	return best;
+}
+
+/* The first kernel of (device, stream) that starts at or after t, or NULL. */
+static const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, long long device,
+						      long long stream, long long t)
+{
+	size_t lo = 0, hi = g->nkrows;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct kernel_row *k = &g->krows[mid];
+
+		if (k->device < device || (k->device == device && k->stream < stream) ||
+		    (k->device == device && k->stream == stream && k->s < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < g->nkrows && g->krows[lo].device == device && g->krows[lo].stream == stream
+		   ? &g->krows[lo]
+		   : NULL;
+}
+
 /*
  * copy-without-overlap: H2D/D2H copies of the steady state (starting after the first
  * SS_STEADY_PERCENT of the run) during which no kernel ran on their device, on a device that ran
- * kernels in the steady state; per site of the host call (GPU_JOIN_NS; "(no call site)" when
- * the copy joins no call or the call has no site).
+ * kernels in the steady state, of at least COPY_OVERLAP_MIN_BYTES, on the device's compute stream
+ * (the stream that ran most of its kernels), and that held the compute up: the next kernel of
+ * that stream had been launched before the copy ended and started only after it. A copy on a
+ * stream of its own, or one that found no compute waiting, cost nothing an overlap (a copy
+ * issued earlier on a side stream) would win back. Per site of the host call (GPU_JOIN_NS; "(no
+ * call site)" when the copy joins no call or the call has no site).
  */
+#define COPY_OVERLAP_MIN_BYTES (64 * 1024) /* below: a latency-bound read of a result */
+
 static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_rows *g)
 {
 	long long steady_ns = st->rank->start_mono_ns + st->rank->wall_ns * SS_STEADY_PERCENT / 100;
@@ -1985,6 +2097,13 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 			continue; /* warm-up, or a kernel ran beside it */
 		if (first_ending_after(g->kernels, g->nkernels, c->device, steady_ns) == g->nkernels)
 			continue; /* the device computes nothing in the steady state */
+		if (c->bytes < COPY_OVERLAP_MIN_BYTES)
+			continue; /* a result read: latency, nothing to overlap */
+		if (c->stream != compute_stream_of(g, c->device))
+			continue; /* a copy stream of its own: the compute was not behind it */
+		const struct kernel_row *next = next_kernel_on_stream(g, c->device, c->stream, c->e);
+		if (!next || next->launch_ns < 0 || next->launch_ns >= c->e)
+			continue; /* no compute was waiting behind it */
 		if (!PUSH(tg, ntg, cap_tg, t)) {
 			free(tg);
 			return out_of_memory(ld);
@@ -2032,8 +2151,9 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 		    ld, RULE_COPY_WITHOUT_OVERLAP, st->rank, s->n, s->ns, s->worst, s->bytes, -1,
 		    xstrdup(s->site),
 		    format("%lld H2D and %lld D2H copies (%lld bytes) ran %.3f ms on the copy engine "
-			   "while no kernel ran on their device, which computed at other times of the "
-			   "steady state; blocked_ns is that GPU copy time",
+			   "while no kernel ran on their device, each with the next kernel of its "
+			   "stream already launched and waiting behind it; blocked_ns is that GPU copy "
+			   "time",
 			   s->h2d, s->d2h, s->bytes, ms(s->ns)));
 	}
 	gpu_sites_free(sites, nsites);
@@ -2077,6 +2197,8 @@ static int run_gpu(struct loader *ld, struct db_state *st)
 		rk->exposed_comm_ns = rk->comm_ns - during;
 		code = gpu_idle_rule(ld, st, &g);
 	}
+	if (code == SS_EXIT_OK)
+		code = kernel_launch_times(ld, st, &g);
 	if (code == SS_EXIT_OK)
 		code = copy_rule(ld, st, &g);
 	gpu_rows_free(&g);

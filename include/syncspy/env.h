@@ -31,8 +31,8 @@
 	X(SYNCSPY_CLOCK, STR, "auto",                                                              \
 	  "auto: the invariant TSC where the CPU has one, else clock_gettime; mono: always "       \
 	  "clock_gettime(CLOCK_MONOTONIC)")                                                        \
-	X(SYNCSPY_CUPTI, BOOL, "0",                                                                \
-	  "1: GPU-side activity through CUPTI (kernels, copies, memsets, syncs; docs/cupti.md); "  \
-	  "off by default until validated on a GPU machine")
+	X(SYNCSPY_CUPTI, BOOL, "1",                                                                \
+	  "0: host side only, no GPU-side activity through CUPTI (kernels, copies, memsets, "      \
+	  "syncs, events; docs/cupti.md, which gives its cost)")
 
 #endif

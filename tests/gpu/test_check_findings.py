@@ -26,10 +26,12 @@ import check_expect  # noqa: E402
 # What a correct report holds per (workload, variant): [(rule, site marker, count)], where the
 # site text is the executable's module + offset, as today.
 CORRECT = {
-    "01_memcpy_in_loop": {"bad": [("sync-copy", 20)], "fixed": [("host-sync", 1)]},
+    "01_memcpy_in_loop": {"bad": [("sync-copy", 20)],
+                          "fixed": [("host-sync", 1), ("copy-without-overlap", 19)]},
     "02_async_pageable": {"bad": [("pageable-async-copy", 20), ("host-sync", 1)],
                           "fixed": [("host-sync", 1)]},
-    "03_copy_compute_overlap": {"bad": [("copy-on-compute-stream", 20), ("host-sync", 1)],
+    "03_copy_compute_overlap": {"bad": [("copy-on-compute-stream", 20), ("host-sync", 1),
+                                        ("copy-without-overlap", 20)],
                                 "fixed": [("host-sync", 1)]},
     "04_stream_sync_vs_wait_event": {"bad": [("host-sync", 20), ("host-sync", 20),
                                              ("host-sync", 1)],
