@@ -7,7 +7,8 @@
 # where each median is the median over the rounds of calls' per-run medians, added = with -
 # without, and the targets are DESIGN.md's: 25 ns for enqueue calls (kernel launch, event record,
 # stream wait event) and 100 ns for sync calls. noise is the spread (max - min) of the runs
-# without the shim: an added cost below it is not resolved by this machine.
+# without the shim: an added cost below it is not resolved by this machine. The shim runs with
+# SYNCSPY_CUPTI=0: these targets are the host side's (CUPTI's cost: bench/cupti_overhead.sh).
 #
 #   bench/run.sh [RESULT_FILE]     e.g. bench/results/2026-12-02-h200-calls.txt
 #
@@ -68,8 +69,8 @@ for round in $(seq 1 "$rounds"); do
 		log "run without shim failed"
 		status=2
 	fi
-	log "+ round $round: LD_PRELOAD=$shim SYNCSPY_QUIET=1 $work/calls $calls_per_api"
-	if ! LD_PRELOAD="$shim" SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$work/db.$round" \
+	log "+ round $round: LD_PRELOAD=$shim SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 $work/calls $calls_per_api"
+	if ! LD_PRELOAD="$shim" SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$work/db.$round" \
 		"$work/calls" "$calls_per_api" >"$work/with.$round"; then
 		log "run with shim failed"
 		status=2
@@ -164,7 +165,7 @@ log "+ $nvcc -O2 -arch=sm_90 -cudart shared -o $work/wrapper_ab $root/bench/wrap
 if "$nvcc" -O2 -arch=sm_90 -cudart shared -o "$work/wrapper_ab" "$root/bench/wrapper_ab.cu" -ldl; then
 	"$work/wrapper_ab" >"$work/ab.control" || status=2
 	for run in 1 2 3; do
-		LD_PRELOAD="$shim" SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$work/ab.db.$run" \
+		LD_PRELOAD="$shim" SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$work/ab.db.$run" \
 			"$work/wrapper_ab" >"$work/ab.$run" || status=2
 		rm -rf "$work/ab.db.$run"
 	done

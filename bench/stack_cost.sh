@@ -2,7 +2,8 @@
 # bench/stack_cost.sh [RESULT_FILE]: the cost of a sync point's stacks on a GPU machine.
 # Runs bench/stack_cost.py under the shim (.carry/lib/libsyncspy.so) with stacks off
 # (SYNCSPY_STACK_DEPTH=0) and on (32), alternating, 3 rounds, and prints the medians and the
-# added cost per sync call (target: at most 2000 ns).
+# added cost per sync call (target: at most 2000 ns). CUPTI off (SYNCSPY_CUPTI=0): the stacks'
+# cost alone.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 shim=$root/.carry/lib/libsyncspy.so
@@ -12,7 +13,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for round in 1 2 3; do
 	for depth in 0 32; do
-		SYNCSPY_STACK_DEPTH=$depth SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$depth-$round" \
+		SYNCSPY_STACK_DEPTH=$depth SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$depth-$round" \
 			LD_PRELOAD="$shim" python3 "$root/bench/stack_cost.py" 2000 |
 			sed -n "s/^item_ns median /$depth /p" >>"$tmp/results"
 	done
