@@ -14,7 +14,9 @@
  * stream-creation records also fill the comms and streams tables.
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -289,6 +291,86 @@ static char *demangle(const char *symbol)
 	return name;
 }
 
+/* ------------------------------------------------------------------ modules and build ids */
+
+/* The modules of native sites, with their GNU build id, so that `syncspy report` reads line
+ * numbers only from the very file that ran (docs/schema.md, modules). An extension table,
+ * created with the first native site. */
+#define MODULES_SQL                                                                                \
+	"CREATE TABLE IF NOT EXISTS modules(path TEXT PRIMARY KEY, build_id TEXT, file TEXT);"
+
+static sqlite3_stmt *module_insert;
+
+struct build_id_search {
+	uintptr_t address;
+	char hex[2 * 64 + 1]; /* "" until found */
+};
+
+/* dl_iterate_phdr callback: the object whose PT_LOAD holds the address; its NT_GNU_BUILD_ID
+ * note, read from memory (the mapped file as it ran). */
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct build_id_search *search = data;
+	int holds = 0;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !holds; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+		holds = ph->p_type == PT_LOAD && search->address >= start &&
+			search->address < start + ph->p_memsz;
+	}
+	if (!holds)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const char *note = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		const char *end = note + ph->p_memsz;
+		while (note + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)note;
+			const char *name = note + sizeof(*nh);
+			const unsigned char *desc =
+			    (const unsigned char *)name + ((nh->n_namesz + 3) & ~3u);
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0 && nh->n_descsz <= 64 &&
+			    (const char *)desc + nh->n_descsz <= end) {
+				for (unsigned k = 0; k < nh->n_descsz; k++)
+					snprintf(search->hex + 2 * k, 3, "%02x", desc[k]);
+				return 1;
+			}
+			note = (const char *)desc + ((nh->n_descsz + 3) & ~3u);
+		}
+	}
+	return 1; /* the object, without a build id */
+}
+
+static void note_module(const char *module, uint64_t address)
+{
+	if (!module_insert &&
+	    (exec_sql(MODULES_SQL) != SQLITE_OK ||
+	     sq.sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO modules VALUES(?, ?, ?)", -1,
+				   &module_insert, NULL) != SQLITE_OK)) {
+		module_insert = NULL;
+		return;
+	}
+	struct build_id_search search = {.address = (uintptr_t)address};
+	dl_iterate_phdr(find_build_id, &search);
+	sq.sqlite3_bind_text(module_insert, 1, module, -1, SQLITE_TRANSIENT);
+	if (search.hex[0])
+		sq.sqlite3_bind_text(module_insert, 2, search.hex, -1, SQLITE_TRANSIENT);
+	else
+		sq.sqlite3_bind_null(module_insert, 2);
+	/* the absolute path (the main program's name may be relative to the working directory) */
+	char *file = realpath(module, NULL);
+	if (file)
+		sq.sqlite3_bind_text(module_insert, 3, file, -1, SQLITE_TRANSIENT);
+	else
+		sq.sqlite3_bind_null(module_insert, 3);
+	free(file);
+	step_reset(module_insert);
+}
+
 /* A native return address: "symbol+0xoff (module)" or "module+0xoff"; C++ names demangled in
  * the text (sites.symbol keeps the linker's name). */
 static int64_t insert_native_site(uint64_t address)
@@ -311,6 +393,8 @@ static int64_t insert_native_site(uint64_t address)
 	else
 		snprintf(text, sizeof(text), "%s+0x%llx", base, (unsigned long long)offset);
 	free(readable);
+	if (module)
+		note_module(module, address);
 	return insert_site_row(address, module, offset, symbol, text);
 }
 
@@ -1313,6 +1397,8 @@ static void close_database(const char *reason)
 		sq.sqlite3_finalize(statements[i]);
 		statements[i] = NULL;
 	}
+	sq.sqlite3_finalize(module_insert);
+	module_insert = NULL;
 #ifdef SYNCSPY_HAVE_CUPTI
 	sq.sqlite3_finalize(gpu_activity_insert);
 	sq.sqlite3_finalize(gpu_api_insert);
@@ -1488,8 +1574,9 @@ void ss_writer_fork_child(void)
 	free(started);
 	started = NULL;
 	nstarted = started_capacity = 0;
+	module_insert = NULL; /* statements of the parent's connection */
 #ifdef SYNCSPY_HAVE_CUPTI
-	gpu_activity_insert = gpu_api_insert = NULL; /* statements of the parent's connection */
+	gpu_activity_insert = gpu_api_insert = NULL;
 #endif
 	memset(rows_per_class, 0, sizeof(rows_per_class));
 	layers_seen = 0;

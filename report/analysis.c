@@ -36,6 +36,7 @@
 #include <sqlite3.h>
 
 #include "analysis.h"
+#include "lines.h"
 #include "commands.h"
 #include "db.h"
 
@@ -2247,6 +2248,7 @@ static void load_one(struct job *job, struct ss_rank *rk)
 		job->code = code;
 		return;
 	}
+	ss_lines_attach(st.db); /* file:line of native sites where debug info has it */
 	st.path = path;
 	st.rank = rk;
 	code = load_meta(&ld, &st);

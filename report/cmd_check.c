@@ -34,6 +34,7 @@
 #include "check_budget.h"
 #include "commands.h"
 #include "db.h"
+#include "lines.h"
 
 /* How many call sites a breach lists unless --top says otherwise. */
 #define DEFAULT_TOP_SITES 5
@@ -770,6 +771,7 @@ static int read_recordings(struct check *ck, const struct ss_db_list *list)
 		if (code != SS_EXIT_OK) {
 			ss_error(code, "%s", ck->err);
 		} else {
+			ss_lines_attach(db); /* breaches name file:line where debug info has it */
 			code = copy_recording(ck, db, list->paths[i], (int)i + 1);
 			sqlite3_close(db);
 		}

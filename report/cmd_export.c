@@ -17,6 +17,7 @@
 
 #include "commands.h"
 #include "db.h"
+#include "lines.h"
 #include "export.h"
 
 static const struct ss_export_ops *const formats[] = {
@@ -229,8 +230,10 @@ int cmd_export(int argc, char **argv)
 
 		p->info.shift_ns = p->mono_to_real - origin;
 		code = ss_db_open(p->info.path, &p->info.db, err, sizeof(err));
-		if (code == SS_EXIT_OK)
+		if (code == SS_EXIT_OK) {
+			ss_lines_attach(p->info.db); /* slices name file:line where it is known */
 			code = ops->database(&out, &p->info, err, sizeof(err));
+		}
 		sqlite3_close(p->info.db);
 		p->info.db = NULL;
 	}

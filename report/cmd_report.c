@@ -16,6 +16,7 @@
 #include "analysis.h"
 #include "commands.h"
 #include "db.h"
+#include "lines.h"
 #include "out_html.h"
 #include "output.h"
 
@@ -62,6 +63,8 @@ static int print_html(FILE *out, const struct ss_report *r)
 		code = ss_db_open(r->ranks[i].path, &dbs[i], err, sizeof(err));
 		if (code != SS_EXIT_OK)
 			ss_error(code, "%s", err);
+		else
+			ss_lines_attach(dbs[i]); /* the call-site tables: the same texts as findings */
 	}
 	if (code == SS_EXIT_OK) {
 		code = ss_html_write(out, json, dbs, r->nranks, 0, err, sizeof(err));

@@ -9,14 +9,17 @@ NVTX_INJECTION64_PATH="$SHIM" under_shim "$PROGS/nvtx_steps" >/dev/null || fail 
 one_db
 cd "$tmp" || fail "cd"
 
-# Run-specific parts (database name, thread id, times, site offsets) made constant; so is the
-# index of the worst step or train instance: they tie on counts, and blocked time decides.
+# Run-specific parts (database name, thread id, times, the source tree's place) made constant;
+# the sites are file:line (the test programs have debug info: report/lines.c), the two syncs of
+# a step (lines 18 and 19 of progs/nvtx_steps.c) in either order: they tie on counts, and blocked
+# time decides. So is the index of the worst step or train instance, for the same reason.
 check() {
 	"$SYNCSPY" check --budget "$1" out >"$1.out" 2>"$1.err"
 	echo "exit $?" >>"$1.out"
 	[ -s "$1.err" ] && fail "$1: stderr: $(cat "$1.err")"
 	sed -E -e 's#out/syncspy-[^ ,)]*#DB#g' -e 's/tid [0-9]+/tid T/' \
-		-e 's/[0-9]+(\.[0-9]+)? ms/N ms/g' -e 's/nvtx_steps\+0x[0-9a-f]+/nvtx_steps+0xOFF/' \
+		-e 's/[0-9]+(\.[0-9]+)? ms/N ms/g' -e 's#/[^ ]*/tests/progs/#progs/#' \
+		-e 's#nvtx_steps.c:(18|19) in main#nvtx_steps.c:18/19 in main#' \
 		-e 's/(step|train) #[0-9]+/\1 #K/' \
 		"$1.out"
 }
@@ -46,11 +49,10 @@ check fail.json >actual
 cat >expected <<'END'
 budget fail.json: 1 recording, 8 sync points (0 in warm-up, 0 on allowed sites)
 FAIL limits[0] class=sync range=step: 3 of 3 instances over; worst step #K (DB, tid T, at N ms): count 2 > 1
-  3 calls, N ms: nvtx_steps+0xOFF [cudaDeviceSynchronize]
-  3 calls, N ms: nvtx_steps+0xOFF [cudaDeviceSynchronize]
+  3 calls, N ms: progs/nvtx_steps.c:18/19 in main [cudaDeviceSynchronize]
+  3 calls, N ms: progs/nvtx_steps.c:18/19 in main [cudaDeviceSynchronize]
 FAIL limits[1] "no syncs in train steps" class=sync range=train: 2 of 2 instances over; worst train #K (DB, tid T, at N ms): count 1 > 0
-  1 call, N ms: nvtx_steps+0xOFF [cudaDeviceSynchronize]
-  1 call, N ms: nvtx_steps+0xOFF [cudaDeviceSynchronize]
+  2 calls, N ms: progs/nvtx_steps.c:27 in main [cudaDeviceSynchronize]
 WARN limits[2] class=sync range=nosuch: no range matching "nosuch" recorded; limit not checked
 PASS limits[3] class=S1 range=ep*: 1 instance; worst epoch #1 (DB, tid T, at N ms): count 6 <= 6, blocked N ms <= N ms
 syncspy check: 4 limits, 4 checks: 1 passed, 2 breached, 1 not checked
@@ -71,7 +73,7 @@ diff -u expected actual >&2 || fail "unknown range name"
 
 # Allowed sites and the warm-up are not counted inside ranges either.
 cat >allow.json <<'END'
-{"version": 1, "allow": ["nvtx_steps*"], "limits": [{"range": "train", "max_count_per_range": 0}]}
+{"version": 1, "allow": ["*/nvtx_steps.c:*"], "limits": [{"range": "train", "max_count_per_range": 0}]}
 END
 check allow.json | grep -E '^(PASS|FAIL|exit)' >actual
 cat >expected <<'END'

@@ -1,0 +1,222 @@
+/*
+ * report/lines.c: file:line for native call sites, read after the run from the debug
+ * information of the very files that ran (DWARF line tables, through elfutils' libdwfl).
+ *
+ * The recording stores a native site as module + offset, and each module's GNU build id and
+ * absolute path in the `modules` table (interpose/writer.c). Here, for each native site whose
+ * module is on this machine with the same build id and carries line information, the site's
+ * text becomes "FILE:LINE in FUNCTION", the form Python frames have, so that findings name the
+ * line. The new texts live in a TEMP table `sites` that shadows the database's own for this
+ * connection's queries (SQLite looks in temp first); the database is never written (it is open
+ * read-only). libdw.so.1 is dlopen()ed: without it, without debug information, or when the
+ * file changed since the run, a site keeps its "symbol+0xoff (module)" text.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <sqlite3.h>
+
+#include "lines.h"
+
+static struct {
+	Dwfl *(*begin)(const Dwfl_Callbacks *);
+	void (*end)(Dwfl *);
+	void (*report_begin)(Dwfl *);
+	int (*report_end)(Dwfl *, int (*)(Dwfl_Module *, void *, const char *, Dwarf_Addr,
+					 void *),
+			  void *);
+	Dwfl_Module *(*report_elf)(Dwfl *, const char *, const char *, int, GElf_Addr, bool);
+	const char *(*module_info)(Dwfl_Module *, void ***, Dwarf_Addr *, Dwarf_Addr *,
+				   Dwarf_Addr *, Dwarf_Addr *, const char **, const char **);
+	int (*module_build_id)(Dwfl_Module *, const unsigned char **, GElf_Addr *);
+	Dwfl_Line *(*module_getsrc)(Dwfl_Module *, Dwarf_Addr);
+	const char *(*lineinfo)(Dwfl_Line *, Dwarf_Addr *, int *, int *, Dwarf_Word *,
+				Dwarf_Word *);
+	const char *(*module_addrname)(Dwfl_Module *, GElf_Addr);
+	const char *(*line_comp_dir)(Dwfl_Line *);
+	Dwarf_Die *(*module_addrdie)(Dwfl_Module *, Dwarf_Addr, Dwarf_Addr *);
+	int (*getscopes)(Dwarf_Die *, Dwarf_Addr, Dwarf_Die **);
+	int (*tag)(Dwarf_Die *);
+	const char *(*diename)(Dwarf_Die *);
+	int (*find_debuginfo)(Dwfl_Module *, void **, const char *, Dwarf_Addr, const char *,
+			      const char *, GElf_Word, char **);
+	int (*section_address)(Dwfl_Module *, void **, const char *, Dwarf_Addr, const char *,
+			       GElf_Word, const GElf_Shdr *, Dwarf_Addr *);
+	char *(*demangle)(const char *, char *, size_t *, int *); /* libstdc++'s, if any */
+	int usable;
+	/* the same for every Dwfl, outliving them; debuginfo_path NULL: libdwfl's default
+	 * places for separate debug information (.debug, /usr/lib/debug) */
+	Dwfl_Callbacks callbacks;
+	char *debuginfo_path;
+} dw;
+
+static void load_libdw_once(void)
+{
+	void *library = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!library)
+		return;
+#define FIND(field, name) *(void **)&dw.field = dlsym(library, name)
+	FIND(begin, "dwfl_begin");
+	FIND(end, "dwfl_end");
+	FIND(report_begin, "dwfl_report_begin");
+	FIND(report_end, "dwfl_report_end");
+	FIND(report_elf, "dwfl_report_elf");
+	FIND(module_info, "dwfl_module_info");
+	FIND(module_build_id, "dwfl_module_build_id");
+	FIND(module_getsrc, "dwfl_module_getsrc");
+	FIND(lineinfo, "dwfl_lineinfo");
+	FIND(module_addrname, "dwfl_module_addrname");
+	FIND(line_comp_dir, "dwfl_line_comp_dir");
+	FIND(module_addrdie, "dwfl_module_addrdie");
+	FIND(getscopes, "dwarf_getscopes");
+	FIND(tag, "dwarf_tag");
+	FIND(diename, "dwarf_diename");
+	FIND(find_debuginfo, "dwfl_standard_find_debuginfo");
+	FIND(section_address, "dwfl_offline_section_address");
+#undef FIND
+	dw.usable = dw.begin && dw.end && dw.report_begin && dw.report_end && dw.report_elf &&
+		    dw.module_info && dw.module_build_id && dw.module_getsrc && dw.lineinfo &&
+		    dw.module_addrname && dw.line_comp_dir && dw.module_addrdie && dw.getscopes &&
+		    dw.tag && dw.diename && dw.find_debuginfo && dw.section_address;
+	dw.callbacks = (Dwfl_Callbacks){.find_debuginfo = dw.find_debuginfo,
+					.section_address = dw.section_address,
+					.debuginfo_path = &dw.debuginfo_path};
+	void *cxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+	if (cxx)
+		*(void **)&dw.demangle = dlsym(cxx, "__cxa_demangle");
+}
+
+static void load_libdw(void) /* report jobs run on several threads */
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, load_libdw_once);
+}
+
+/* One module of the recording, opened with its debug information; NULL when it is not the
+ * file that ran (missing, or another build id). */
+static Dwfl *open_module(const char *file, const char *build_id, Dwfl_Module **out)
+{
+	Dwfl *dwfl = dw.begin(&dw.callbacks);
+	if (!dwfl)
+		return NULL;
+	dw.report_begin(dwfl);
+	/* base 0: addresses are the file's own virtual addresses */
+	Dwfl_Module *mod = dw.report_elf(dwfl, file, file, -1, 0, false);
+	dw.report_end(dwfl, NULL, NULL);
+	const unsigned char *bits = NULL;
+	GElf_Addr vaddr;
+	int n = mod ? dw.module_build_id(mod, &bits, &vaddr) : -1;
+	char hex[2 * 64 + 1] = "";
+	for (int i = 0; n > 0 && i < n && i < 64; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+	if (!mod || !build_id || strcmp(hex, build_id) != 0) {
+		dw.end(dwfl);
+		return NULL;
+	}
+	*out = mod;
+	return dwfl;
+}
+
+/* "FILE:LINE in FUNCTION" for a return address at module_offset, or NULL. */
+static char *source_line(Dwfl_Module *mod, long long module_offset)
+{
+	Dwarf_Addr low = 0;
+	dw.module_info(mod, NULL, &low, NULL, NULL, NULL, NULL, NULL);
+	/* The module's load address is its first page (dladdr's dli_fbase); a return address
+	 * points after the call: the call is at the byte before it. */
+	Dwarf_Addr address = (low & ~(Dwarf_Addr)0xfff) + (Dwarf_Addr)module_offset - 1;
+	Dwfl_Line *line = dw.module_getsrc(mod, address);
+	int lineno = 0;
+	const char *file = line ? dw.lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+	if (!file || lineno <= 0)
+		return NULL;
+	/* The function the line is in: the innermost function scope of the address (an inlined
+	 * function's own name), else the ELF symbol, demangled where libstdc++ can. */
+	const char *function = NULL;
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dw.module_addrdie(mod, address, &bias), *scopes = NULL;
+	int nscopes = cu ? dw.getscopes(cu, address - bias, &scopes) : 0;
+	for (int i = 0; i < nscopes && !function; i++)
+		if (dw.tag(&scopes[i]) == DW_TAG_subprogram ||
+		    dw.tag(&scopes[i]) == DW_TAG_inlined_subroutine)
+			function = dw.diename(&scopes[i]);
+	char *readable = NULL;
+	if (!function) {
+		const char *symbol = dw.module_addrname(mod, address);
+		int status = -1;
+		readable = symbol && dw.demangle ? dw.demangle(symbol, NULL, NULL, &status) : NULL;
+		function = status == 0 && readable ? readable : symbol ? symbol : "?";
+	}
+	/* a relative file name is relative to the compilation directory */
+	const char *dir = file[0] != '/' ? dw.line_comp_dir(line) : NULL;
+	size_t size = (dir ? strlen(dir) + 1 : 0) + strlen(file) + strlen(function) + 32;
+	char *text = malloc(size);
+	if (text)
+		snprintf(text, size, "%s%s%s:%d in %s", dir ? dir : "", dir ? "/" : "", file, lineno,
+			 function);
+	free(scopes);
+	free(readable);
+	return text;
+}
+
+#define SITES_SQL                                                                                  \
+	"SELECT s.id, s.module_offset, m.file, m.build_id FROM main.sites s"                       \
+	" JOIN main.modules m ON m.path = s.module WHERE s.address != 0 AND m.file IS NOT NULL"    \
+	" AND m.build_id IS NOT NULL ORDER BY m.file"
+#define SHADOW_SQL                                                                                 \
+	"CREATE TEMP TABLE sites(id INTEGER PRIMARY KEY, address INTEGER NOT NULL, module TEXT,"   \
+	" module_offset INTEGER, symbol TEXT, text TEXT);"                                         \
+	"INSERT INTO temp.sites SELECT id, address, module, module_offset, symbol, text"           \
+	" FROM main.sites;"
+
+int ss_lines_attach(sqlite3 *db)
+{
+	sqlite3_stmt *sites = NULL, *update = NULL;
+	int changed = 0, shadowed = 0;
+	load_libdw();
+	if (!dw.usable || sqlite3_prepare_v2(db, SITES_SQL, -1, &sites, NULL) != SQLITE_OK) {
+		sqlite3_finalize(sites); /* no modules table: a recording made before it existed */
+		return 0;
+	}
+	Dwfl *dwfl = NULL;
+	Dwfl_Module *mod = NULL;
+	char *current = NULL;
+	while (sqlite3_step(sites) == SQLITE_ROW) {
+		const char *file = (const char *)sqlite3_column_text(sites, 2);
+		const char *build_id = (const char *)sqlite3_column_text(sites, 3);
+		if (!current || strcmp(current, file) != 0) {
+			if (dwfl)
+				dw.end(dwfl);
+			free(current);
+			current = strdup(file);
+			dwfl = open_module(file, build_id, &mod);
+		}
+		char *text = dwfl ? source_line(mod, sqlite3_column_int64(sites, 1)) : NULL;
+		if (!text)
+			continue;
+		if (!shadowed) {
+			shadowed = 1;
+			if (sqlite3_exec(db, SHADOW_SQL, NULL, NULL, NULL) != SQLITE_OK ||
+			    sqlite3_prepare_v2(db, "UPDATE temp.sites SET text = ? WHERE id = ?", -1,
+					       &update, NULL) != SQLITE_OK) {
+				free(text);
+				break;
+			}
+		}
+		sqlite3_bind_text(update, 1, text, -1, free);
+		sqlite3_bind_int64(update, 2, sqlite3_column_int64(sites, 0));
+		changed += sqlite3_step(update) == SQLITE_DONE;
+		sqlite3_reset(update);
+	}
+	if (dwfl)
+		dw.end(dwfl);
+	free(current);
+	sqlite3_finalize(sites);
+	sqlite3_finalize(update);
+	return changed;
+}
