@@ -12,6 +12,7 @@
  * knows it by hash). The writer turns addresses into "symbol+0xoff (module)" lines.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,17 @@ static void load_unwinder(void)
 
 static __thread uint64_t seen[SEEN_PER_TLS] __attribute__((tls_model("initial-exec")));
 
+static void native_attach(struct ss_tls *tls);
+
+/* SHIM-2: loading the unwinder (dlopen searches paths) and the allocation may set errno. */
 void ss_native_attach(struct ss_tls *tls)
+{
+	int saved_errno = errno;
+	native_attach(tls);
+	errno = saved_errno;
+}
+
+static void native_attach(struct ss_tls *tls)
 {
 	int depth = (int)ss_config.SYNCSPY_STACK_DEPTH;
 	if (depth <= 0 || !tls->ring)

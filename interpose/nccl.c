@@ -8,6 +8,10 @@
  * stream = the parent communicator of a split or shrink. The writer moves these into the
  * comms table (writer.c, store_n1). Communicator calls are collectives that take milliseconds,
  * so the registry's mutex is not on the hot path that SHIM-1 protects.
+ *
+ * The wrappers have the body of every other layer (SS_WRAPPER, wrapper.h). Its fast path sets no
+ * errno; the describe_* helpers below call into NCCL and allocate, so each keeps errno itself
+ * (SHIM-2).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,9 +22,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "clock.h"
-#include "ring.h"
-#include "shim.h"
+#include "wrapper.h"
 
 /* ------------------------------------------------------------------ communicators */
 
@@ -90,6 +92,7 @@ void ss_rank_from_comm(int rank, int nranks); /* lifecycle.c */
 static void describe_created(struct ss_rec *rec, ncclComm_t comm, int nranks, int rank,
 			     uint64_t id_hash, ncclComm_t parent)
 {
+	int saved_errno = errno; /* SHIM-2: the registry allocates */
 	rec->obj = (uintptr_t)comm;
 	rec->bytes = id_hash;
 	rec->aux = ((uint64_t)(uint32_t)nranks << 32) | (uint32_t)rank;
@@ -97,11 +100,13 @@ static void describe_created(struct ss_rec *rec, ncclComm_t comm, int nranks, in
 	remember_comm(comm, id_hash);
 	if (rank >= 0 && nranks > 0)
 		ss_rank_from_comm(rank, nranks);
+	errno = saved_errno;
 }
 
 static void describe_init_all(struct ss_rec *rec, ncclComm_t *comm, int ndev)
 {
 	/* One process, ndev communicators, no unique id: hash the pid and the time. */
+	int saved_errno = errno; /* SHIM-2: the registry allocates */
 	uint64_t seed[2] = {(uint64_t)getpid(), ss_mono_ns()};
 	uint64_t id_hash = ss_hash64(seed, sizeof(seed));
 	for (int i = 0; comm && i < ndev; i++)
@@ -109,16 +114,19 @@ static void describe_init_all(struct ss_rec *rec, ncclComm_t *comm, int ndev)
 	rec->obj = comm && ndev > 0 ? (uintptr_t)comm[0] : 0;
 	rec->bytes = id_hash;
 	rec->aux = (uint64_t)(uint32_t)ndev << 32;
+	errno = saved_errno;
 }
 
 static void describe_split(struct ss_rec *rec, ncclComm_t parent, ncclComm_t comm, uint32_t salt)
 {
 	if (comm == NULL) /* NCCL_SPLIT_NOCOLOR: this rank is in no new communicator */
 		return;
+	int saved_errno = errno; /* SHIM-2: NCCL is asked the new communicator's rank */
 	uint64_t seed[2] = {comm_id_hash(parent), salt};
 	int nranks, rank;
 	query_rank(comm, &nranks, &rank);
 	describe_created(rec, comm, nranks, rank, ss_hash64(seed, sizeof(seed)), parent);
+	errno = saved_errno;
 }
 
 static uint64_t unique_id_hash(const ncclUniqueId *id)
@@ -151,7 +159,7 @@ static size_t datatype_size(ncclDataType_t datatype)
 
 /* ------------------------------------------------------------------ the table's vocabulary */
 
-#define STREAM(s) rec.stream = (s) ? (uint64_t)(uintptr_t)(s) : SS_STREAM_LEGACY;
+/* STREAM(s) is wrapper.h's: stream 0 is the legacy stream (NCCL has no per-thread variants). */
 #define OP(comm, count, datatype, peer)                                                            \
 	rec.obj = (uintptr_t)(comm);                                                               \
 	rec.bytes = (uint64_t)(count)*datatype_size(datatype);                                     \
@@ -170,33 +178,8 @@ static size_t datatype_size(ncclDataType_t datatype)
 
 /* ------------------------------------------------------------------ the wrappers */
 
-#define DEFINE_WRAPPER(name, cls_, params, args, pre, post)                                        \
-	SS_EXPORT ncclResult_t name params                                                         \
-	{                                                                                          \
-		typedef ncclResult_t(*real_fn_t) params;                                           \
-		real_fn_t real = (real_fn_t)ss_real(SS_API_##name);                                \
-		if (ss_unlikely(real == NULL))                                                     \
-			return ncclSystemError; /* SHIM-2 */                                       \
-		struct ss_tls *tls = &ss_tls;                                                      \
-		if (!ss_should_record(tls))                                                        \
-			return real args;                                                          \
-		ss_prefetch_slot(tls);                                                             \
-		struct ss_rec rec = {.api = SS_API_##name, .cls = SS_##cls_, .aux = UINT64_MAX};   \
-		tls->depth++;                                                                      \
-		pre rec.t_start = ss_now();                                                        \
-		ncclResult_t ret = real args;                                                      \
-		rec.t_end = ss_now();                                                              \
-		int saved_errno = errno; /* SHIM-2: the creation helpers call into NCCL */         \
-		post errno = saved_errno;                                                          \
-		rec.ret = (int32_t)ret;                                                            \
-		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
-		ss_emit(tls, &rec);                                                                \
-		if (ss_unlikely(ss_wants_stack(rec.cls))) {                                        \
-			ss_native_attach(tls);                                                     \
-			ss_python_attach(tls);                                                     \
-		}                                                                                  \
-		tls->depth--;                                                                      \
-		return ret;                                                                        \
-	}
+#define DEFINE_WRAPPER(name, cls, params, args, pre, post)                                         \
+	SS_WRAPPER(ncclResult_t, ncclSystemError, name, SS_API_##name, cls, 0, params, args, pre,  \
+		   post)
 
 SS_NCCL_FUNCS(DEFINE_WRAPPER)

@@ -18,6 +18,7 @@
  * first. Sync points cost microseconds already; the allocation is theirs only (SHIM-1).
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -222,7 +223,17 @@ static pid_t main_thread_id(void)
 	return getpid(); /* the main thread's tid is the pid */
 }
 
+static void python_attach(struct ss_tls *tls);
+
+/* SHIM-2: the C API's lookups, the frames' allocation and Py_AddPendingCall may set errno. */
 void ss_python_attach(struct ss_tls *tls)
+{
+	int saved_errno = errno;
+	python_attach(tls);
+	errno = saved_errno;
+}
+
+static void python_attach(struct ss_tls *tls)
 {
 	pthread_once(&py_once, find_python);
 	if (!py.usable || !tls->ring || !py.is_initialized())

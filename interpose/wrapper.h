@@ -1,7 +1,6 @@
 /*
- * interpose/wrapper.h: the one wrapper body every CUDA entry point is generated with (runtime:
- * cudart.c, driver: driver.c), and the table vocabulary both layers share. NCCL (nccl.c) has
- * its own, simpler body: no memory ranges, no per-thread variants.
+ * interpose/wrapper.h: the one wrapper body every entry point is generated with (runtime:
+ * cudart.c, driver: driver.c, NCCL: nccl.c), and the table vocabulary the layers share.
  *
  * A wrapper: SHIM-3 guard, pre (reads the arguments), clock, real call, clock (sync points
  * only: ss_needs_end_time), post (reads what the call produced), the record appended to the

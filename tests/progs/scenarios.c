@@ -9,6 +9,7 @@
  * sleep_kernel sleeps for the microseconds passed as its one parameter. Each scenario makes a
  * known number of calls so the tests can assert exact row counts.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -331,6 +332,42 @@ static int nccl_ranks(int nranks)
 	return failed;
 }
 
+/* ------------------------------------------------------------------ errno (SHIM-2) */
+
+/* Sets errno to a marker before each call and prints what it is after: the program's errno must
+ * be the same with and without the shim. The calls are those whose wrappers do extra work that
+ * may touch errno: the process's first call (writer, CUPTI), a copy from pageable memory (the
+ * driver is asked about the pointer), a sync point (stacks), a free, and NCCL's communicator
+ * calls (the registry, the rank query of a split). */
+#define ERRNO_AFTER(call)                                                                          \
+	do {                                                                                       \
+		errno = 4242;                                                                      \
+		int result_ = (int)(call);                                                         \
+		printf("%-16s -> %d, errno %d\n", #call, result_, errno);                         \
+	} while (0)
+
+static int errno_kept(void)
+{
+	static char pageable[1 << 16];
+	void *dev = NULL;
+	cudaStream_t s;
+	ncclUniqueId id;
+	ncclComm_t comm, half;
+	NCHECK(ncclGetUniqueId(&id));
+	ERRNO_AFTER(cudaMalloc(&dev, sizeof(pageable)));
+	ERRNO_AFTER(cudaStreamCreate(&s));
+	ERRNO_AFTER(cudaMemcpyAsync(dev, pageable, sizeof(pageable), cudaMemcpyHostToDevice, s));
+	ERRNO_AFTER(cudaStreamSynchronize(s));
+	ERRNO_AFTER(ncclCommInitRank(&comm, 1, id, 0));
+	ERRNO_AFTER(ncclAllReduce(dev, dev, 16, ncclFloat32, ncclSum, comm, s));
+	ERRNO_AFTER(ncclCommSplit(comm, 0, 0, &half, NULL));
+	ERRNO_AFTER(ncclCommDestroy(half));
+	ERRNO_AFTER(ncclCommDestroy(comm));
+	ERRNO_AFTER(cudaStreamDestroy(s));
+	ERRNO_AFTER(cudaFree(dev));
+	return 0;
+}
+
 /* ------------------------------------------------------------------ life cycle */
 
 /* The parent records, forks a child that records too, waits for it. */
@@ -451,6 +488,8 @@ int main(int argc, char **argv)
 		return threads();
 	if (!strcmp(name, "nccl"))
 		return nccl_ranks(argc > 2 ? atoi(argv[2]) : 4);
+	if (!strcmp(name, "errno"))
+		return errno_kept();
 	if (!strcmp(name, "fork"))
 		return fork_child();
 	if (!strcmp(name, "exec"))
@@ -466,6 +505,6 @@ int main(int argc, char **argv)
 	if (!strcmp(name, "flood"))
 		return flood(argc > 2 ? atoi(argv[2]) : 100000);
 	fprintf(stderr, "usage: scenarios s1|s2|s3|s4|s5|s6|s7|e123|ptsz|errors|threads|nccl [N]|"
-			"fork|exec|sigterm|sigint|nocuda|flood [N]|legacy-blocking|legacy-nonblocking\n");
+			"errno|fork|exec|sigterm|sigint|nocuda|flood [N]|legacy-blocking|legacy-nonblocking\n");
 	return 2;
 }
