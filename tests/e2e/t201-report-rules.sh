@@ -88,4 +88,16 @@ diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "cross-rank findings"
 "$SQLITE3" -batch :memory: "SELECT json_extract(value, '\$.rank'), json_extract(value, '\$.deviates')
 	FROM json_each(json_extract(readfile('$tmp/report.json'), '\$.ranks'))" >"$tmp/actual"
 printf '0|[]\n1|["blocked_ns"]\n' | diff -u - "$tmp/actual" >&2 || fail "deviates"
+
+# The same two recordings without a rank (meta.rank absent: two separate programs, say a
+# directory of unrelated runs) are not ranks of one job: no rank-imbalance, no deviates marks.
+cp "$tmp/r0.sqlite" "$tmp/p0.sqlite"
+cp "$tmp/r1.sqlite" "$tmp/p1.sqlite"
+"$SQLITE3" -batch "$tmp/p0.sqlite" "DELETE FROM meta WHERE key = 'rank'" || fail "rank-less 0"
+"$SQLITE3" -batch "$tmp/p1.sqlite" "DELETE FROM meta WHERE key = 'rank'" || fail "rank-less 1"
+findings "$tmp/p0.sqlite" "$tmp/p1.sqlite" | grep -c '^rank-imbalance' >"$tmp/actual"
+echo 0 | diff -u - "$tmp/actual" >&2 || fail "rank-imbalance between rank-less recordings"
+"$SQLITE3" -batch :memory: "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/report.json'), '\$.ranks'))
+	WHERE json_array_length(json_extract(value, '\$.deviates')) > 0" >"$tmp/actual"
+echo 0 | diff -u - "$tmp/actual" >&2 || fail "deviates between rank-less recordings"
 exit 0
