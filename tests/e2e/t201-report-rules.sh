@@ -35,6 +35,25 @@ legacy-stream|0|1|4000|train.py:61 legacy_kernel()
 END
 diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "findings of the rules fixture"
 
+# copy-on-compute-stream when one site shows two copy APIs (a Python line whose copies reach
+# CUDA through the runtime and through the driver): the rule's SQL form, one finding for the
+# site, its count the sum, both APIs named.
+cp "$tmp/rules.sqlite" "$tmp/two-apis.sqlite"
+"$SQLITE3" -batch "$tmp/two-apis.sqlite" "INSERT INTO apis(id, name, layer, class)
+	VALUES (30, 'cuMemcpyHtoDAsync_v2', 'driver', 'E1');
+	INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, bytes, dir, host_mem, ret,
+	                  site_id, count) VALUES
+	 (4242, 30, 'E1', 1000072000000, 1000072003000, 139637976731648, 1048576, 1, 2, 0, 7, 1),
+	 (4242, 9, 'E1', 1000072004000, 1000072008000, 139637976731648, NULL, NULL, NULL, 0, NULL, 1);" ||
+	fail "two-apis fixture"
+"$SYNCSPY" report --format json "$tmp/two-apis.sqlite" >"$tmp/two.json" || fail "report of two APIs"
+"$SQLITE3" -batch :memory: "SELECT json_extract(value, '\$.count'), json_extract(value, '\$.site'),
+	json_extract(value, '\$.detail') LIKE '%cudaMemcpyAsync%' AND json_extract(value, '\$.detail') LIKE '%cuMemcpyHtoDAsync_v2%'
+	FROM json_each(json_extract(readfile('$tmp/two.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.rule') = 'copy-on-compute-stream'" >"$tmp/actual"
+echo "3|train.py:62 batch.cuda(non_blocking=True)|1" | diff -u - "$tmp/actual" >&2 ||
+	fail "copy-on-compute-stream with two APIs at one site"
+
 # The pageable copy's estimate: blocked time minus 64 MiB at the default 45 GB/s, per call.
 "$SQLITE3" -batch :memory: "SELECT json_extract(value, '\$.estimate_ns'), json_extract(value, '\$.bytes')
 	FROM json_each(json_extract(readfile('$tmp/report.json'), '\$.findings'))

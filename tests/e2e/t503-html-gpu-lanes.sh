@@ -73,6 +73,28 @@ assert not [k for k in p["timeline"]["ranks"][0] if k.startswith("gpu")], p["tim
 assert open(sys.argv[3] + "/report.js", encoding="utf-8").read() in plain, "report.js is not inlined verbatim"
 PY
 
+# The cap (SS_HTML_CALL_CAP = 200,000 GPU items per rank, docs/viewer.md): 5 more kernels than
+# that, the last 5 the latest; the page holds the earliest 200,000 and says that some were cut.
+cp "$tmp/gpu.sqlite" "$tmp/many.sqlite"
+"$SQLITE3" -batch -bail "$tmp/many.sqlite" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000)
+	INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, name)
+	SELECT 'kernel', 1000100000000 + i * 1000, 1000100000000 + i * 1000 + 500, 0, 7, 700000 + i, '_Z4stepv' FROM n" ||
+	fail "many GPU rows"
+html_report "$tmp/many.html" "$tmp/many.sqlite"
+"$PYTHON3" - "$tmp/many.html" <<'PY' || fail "GPU cap"
+import json, re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+d = json.loads(re.search(r'<script type="application/json" id="syncspy-data">(.*?)</script>', html, re.S).group(1))
+r = d["timeline"]["ranks"][0]
+assert (r["gpu_total"], r["gpu_shown"], r["gpu_truncated"]) == (200005, 200000, True), (r["gpu_total"], r["gpu_shown"], r["gpu_truncated"])
+assert len(r["gpu"]) == 200000, len(r["gpu"])
+starts = [it[0] for it in r["gpu"]]
+assert starts == sorted(starts), "not in time order"
+first = 1000000001000
+# the 5 fixture items all start before the synthetic kernels: all kept; the latest 5 cut
+assert max(starts) == 1000100000000 + 199995 * 1000 - first, max(starts)
+PY
+
 need_chromium
 chromium_run --dump-dom "file://$tmp/gpu.html" >"$tmp/dom.html" || fail "chromium failed: $(tail -5 "$tmp/chromium.log")"
 no_console_messages
@@ -81,4 +103,11 @@ grep -q 'data-error=' "$tmp/dom.html" && fail "the page had an uncaught error: $
 for want in '5 GPU items' 'GPU kernel' 'GPU memcpy' 'GPU memset' 'GPU lanes (recorded through CUPTI)'; do
 	grep -qF -- "$want" "$tmp/dom.html" || fail "the page does not show: $want"
 done
+# The capped page renders too, and says where GPU items were cut (the rank's title, the notes).
+chromium_run --dump-dom "file://$tmp/many.html" >"$tmp/many-dom.html" || fail "chromium failed on the capped page"
+no_console_messages
+grep -q '<body[^>]* data-rendered="ok"' "$tmp/many-dom.html" || fail "the capped page did not finish rendering"
+grep -qF '(first 200,000 of 200,005: see notes)' "$tmp/many-dom.html" || fail "the capped page's title does not say it"
+grep -qF 'the GPU lanes show the first 200,000 of 200,005 kernels, copies and memsets.' "$tmp/many-dom.html" ||
+	fail "the capped page's notes do not say it"
 exit 0
