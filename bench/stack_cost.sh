@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # bench/stack_cost.sh [RESULT_FILE]: the cost of a sync point's stacks on a GPU machine.
 # Runs bench/stack_cost.py under the shim (.carry/lib/libsyncspy.so) with stacks off
-# (SYNCSPY_STACK_DEPTH=0) and on (32), alternating, 3 rounds, and prints the medians and the
-# added cost per sync call (target: at most 2000 ns). CUPTI off (SYNCSPY_CUPTI=0): the stacks'
+# (SYNCSPY_STACK_DEPTH=0) and on (32), alternating, ROUNDS rounds (default 7), and prints each
+# process's median and the added cost per sync call (target: at most 2000 ns): the median over
+# rounds of (on - off) within a round, the two runs of a round being next to each other in time
+# (between processes the H200 machine's figures drift by microseconds), with the rounds' spread. CUPTI off (SYNCSPY_CUPTI=0): the stacks'
 # cost alone.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,26 +13,33 @@ out=${1:-/dev/stdout}
 export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for round in 1 2 3; do
+rounds=${ROUNDS:-7}
+for round in $(seq "$rounds"); do
 	for depth in 0 32; do
 		SYNCSPY_STACK_DEPTH=$depth SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$depth-$round" \
 			LD_PRELOAD="$shim" python3 "$root/bench/stack_cost.py" 2000 |
-			sed -n "s/^item_ns median /$depth /p" >>"$tmp/results"
+			sed -n "s/^item_ns median /$round $depth /p" >>"$tmp/results"
 	done
 done
 {
 	echo "# bench/stack_cost.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
-	echo "# depth median_item_ns (3 rounds each)"
+	echo "# round depth median_item_ns"
 	cat "$tmp/results"
 	# medians in Python: the GPU machine's awk (mawk) has no sort
 	python3 - "$tmp/results" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    depth, ns = line.split()
-    runs.setdefault(depth, []).append(float(ns))
-added = statistics.median(runs["32"]) - statistics.median(runs["0"])
-print("added per sync with native+Python stacks: %d ns (target 2000): %s"
-      % (added, "PASS" if added <= 2000 else "FAIL"))
+    rnd, depth, ns = line.split()
+    runs.setdefault(rnd, {})[depth] = float(ns)
+diffs = [r["32"] - r["0"] for r in runs.values() if "0" in r and "32" in r]
+if not diffs:
+    print("added per sync with native+Python stacks: no complete round: FAIL")
+    sys.exit(1)
+added = statistics.median(diffs)
+print("per-round added ns: " + " ".join("%d" % d for d in diffs))
+print("added per sync with native+Python stacks: %d ns (median of %d rounds, spread %d..%d; "
+      "target 2000): %s" % (added, len(diffs), min(diffs), max(diffs),
+                            "PASS" if added <= 2000 else "FAIL"))
 PY
 } >"$out"
