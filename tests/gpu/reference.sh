@@ -44,7 +44,8 @@ build_one() {
 	local name=$1 src=$2 build=$3 cudart=()
 	shift 3
 	[ "$build" = shared ] && cudart=(-cudart shared)
-	timeout 240 nvcc -O2 -g -arch=sm_90 "${cudart[@]}" -o "$work/bin/$name-$build" "$src" "$@" \
+	# DEBUG_INFO=1: host debug info, so that sites carry file:line and at= lines get checked
+	timeout 240 nvcc -O2 ${DEBUG_INFO:+-g} -arch=sm_90 "${cudart[@]}" -o "$work/bin/$name-$build" "$src" "$@" \
 		>"$work/bin/$name-$build.log" 2>&1
 }
 

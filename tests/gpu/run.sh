@@ -39,6 +39,7 @@
 # reference tasks without CUPTI (default: with it, as `syncspy run` does). PARTS="NAME ..." runs
 # only those parts (default all): workloads (copies_syncs, item_loop), reference, cupti,
 # coverage, bench-cupti, nvtx, stack, bench-calls; the environment checks always run.
+# DEBUG_INFO=1 builds the reference workloads with -g (sites with file:line, at= lines checked).
 #
 # A failing step does not stop the others; every step has a time limit and the whole run a
 # budget (TOTAL_BUDGET_S, default 300 s), past which remaining steps are skipped and fail.
