@@ -10,16 +10,17 @@ one_db
 cd "$tmp" || fail "cd"
 
 # Run-specific parts (database name, thread id, times, the source tree's place) made constant;
-# the sites are file:line (the test programs have debug info: report/lines.c), the two syncs of
-# a step (lines 18 and 19 of progs/nvtx_steps.c) in either order: they tie on counts, and blocked
-# time decides. So is the index of the worst step or train instance, for the same reason.
+# the sites are file:line (the test programs have debug info: report/lines.c) with the line
+# masked: the two syncs of a step come in either order (they tie on counts, blocked time
+# decides); the lines are checked below. So is the index of the worst step or train instance,
+# for the same reason.
 check() {
 	"$SYNCSPY" check --budget "$1" out >"$1.out" 2>"$1.err"
 	echo "exit $?" >>"$1.out"
 	[ -s "$1.err" ] && fail "$1: stderr: $(cat "$1.err")"
 	sed -E -e 's#out/syncspy-[^ ,)]*#DB#g' -e 's/tid [0-9]+/tid T/' \
 		-e 's/[0-9]+(\.[0-9]+)? ms/N ms/g' -e 's#/[^ ]*/tests/progs/#progs/#' \
-		-e 's#nvtx_steps.c:(18|19) in main#nvtx_steps.c:18/19 in main#' \
+		-e 's#nvtx_steps.c:[0-9]+ in main#nvtx_steps.c:N in main#' \
 		-e 's/(step|train) #[0-9]+/\1 #K/' \
 		"$1.out"
 }
@@ -49,16 +50,23 @@ check fail.json >actual
 cat >expected <<'END'
 budget fail.json: 1 recording, 8 sync points (0 in warm-up, 0 on allowed sites)
 FAIL limits[0] class=sync range=step: 3 of 3 instances over; worst step #K (DB, tid T, at N ms): count 2 > 1
-  3 calls, N ms: progs/nvtx_steps.c:18/19 in main [cudaDeviceSynchronize]
-  3 calls, N ms: progs/nvtx_steps.c:18/19 in main [cudaDeviceSynchronize]
+  3 calls, N ms: progs/nvtx_steps.c:N in main [cudaDeviceSynchronize]
+  3 calls, N ms: progs/nvtx_steps.c:N in main [cudaDeviceSynchronize]
 FAIL limits[1] "no syncs in train steps" class=sync range=train: 2 of 2 instances over; worst train #K (DB, tid T, at N ms): count 1 > 0
-  2 calls, N ms: progs/nvtx_steps.c:27 in main [cudaDeviceSynchronize]
+  2 calls, N ms: progs/nvtx_steps.c:N in main [cudaDeviceSynchronize]
 WARN limits[2] class=sync range=nosuch: no range matching "nosuch" recorded; limit not checked
 PASS limits[3] class=S1 range=ep*: 1 instance; worst epoch #1 (DB, tid T, at N ms): count 6 <= 6, blocked N ms <= N ms
 syncspy check: 4 limits, 4 checks: 1 passed, 2 breached, 1 not checked
 exit 1
 END
 diff -u expected actual >&2 || fail "breaches of step and train"
+# The sites' lines are the lines of main's cudaDeviceSynchronize calls in progs/nvtx_steps.c.
+for line in $(sed -n 's/.*nvtx_steps\.c:\([0-9]*\) in main.*/\1/p' fail.json.out); do
+	sed -n "${line}p" "$TOP_SRCDIR/tests/progs/nvtx_steps.c" | grep -q 'cudaDeviceSynchronize();' ||
+		fail "line $line of nvtx_steps.c is not a sync"
+done
+[ "$(sed -n 's/.*nvtx_steps\.c:\([0-9]*\) in main.*/\1/p' fail.json.out | sort -u | wc -l)" -eq 3 ] ||
+	fail "three sync lines expected: $(grep nvtx_steps.c fail.json.out)"
 
 # A name that matches nothing only warns: exit 0.
 cat >warn.json <<'END'
