@@ -130,6 +130,19 @@ run_cmd() {
 	return "$rc"
 }
 
+# run_bench LIMIT CHECK_NAME RESULT_FILE CMD...: a benchmark whose exit status is its verdict
+# (0 within its targets, 1 some figure over, other: it did not run).
+run_bench() {
+	local limit=$1 name=$2 file=$3
+	shift 3
+	run_cmd "$limit" /dev/null /dev/null "$@"
+	case $? in
+	0) check "$name" PASS ;;
+	1) check "$name" FAIL "some figure over its target, see $file" ;;
+	*) check "$name" FAIL "the benchmark did not run, see run.log" ;;
+	esac
+}
+
 # A database is done when it has its final name; a .partial left behind means it was not.
 check_database() {
 	local name=$1 dir=$2 dbs partials
@@ -362,12 +375,8 @@ fi # part coverage
 if part bench-cupti; then
 section "bench/cupti_overhead.sh"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
-	run_cmd 300 /dev/null /dev/null bash bench/cupti_overhead.sh "$results/bench-cupti.txt"
-	case $? in
-	0) check "bench: CUPTI on adds at most 3% to the torch step" PASS ;;
-	1) check "bench: CUPTI on adds at most 3% to the torch step" FAIL "see bench-cupti.txt" ;;
-	*) check "bench: CUPTI on adds at most 3% to the torch step" FAIL "did not run" ;;
-	esac
+	run_bench 300 "bench: CUPTI on adds at most 3% to the torch step" bench-cupti.txt \
+		bash bench/cupti_overhead.sh "$results/bench-cupti.txt"
 fi
 fi # part bench-cupti
 
@@ -408,12 +417,8 @@ section "bench/run.sh"
 if [ "${SKIP_BENCH:-0}" = 1 ]; then
 	log "skipped: SKIP_BENCH=1"
 else
-	run_cmd 300 /dev/null /dev/null bash bench/run.sh "$results/bench-calls.txt"
-	case $? in
-	0) check "bench: overhead within targets" PASS ;;
-	1) check "bench: overhead within targets" FAIL "some call over its target, see table" ;;
-	*) check "bench: overhead within targets" FAIL "benchmark did not run, see run.log" ;;
-	esac
+	run_bench 300 "bench: overhead within targets" bench-calls.txt \
+		bash bench/run.sh "$results/bench-calls.txt"
 fi
 fi # part bench-calls
 
