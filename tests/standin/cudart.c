@@ -417,28 +417,28 @@ cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned
 
 /* ================================================================== streams */
 
-cudaError_t cudaStreamCreate(cudaStream_t *pStream)
-{
-	if (!pStream)
-		return ret(cudaErrorInvalidValue);
-	GET_DRIVER(d, false);
-	return from_cu(d->StreamCreate(pStream, CU_STREAM_DEFAULT));
-}
-
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
-{
-	if (!pStream)
-		return ret(cudaErrorInvalidValue);
-	GET_DRIVER(d, false);
-	return from_cu(d->StreamCreate(pStream, flags));
-}
-
-cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
+/* The three creators share one path: the driver's stream with a priority (0: the default). */
+static cudaError_t create_stream(cudaStream_t *pStream, unsigned int flags, int priority)
 {
 	if (!pStream)
 		return ret(cudaErrorInvalidValue);
 	GET_DRIVER(d, false);
 	return from_cu(d->StreamCreateWithPriority(pStream, flags, priority));
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *pStream)
+{
+	return create_stream(pStream, CU_STREAM_DEFAULT, 0);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+	return create_stream(pStream, flags, 0);
+}
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
+{
+	return create_stream(pStream, flags, priority);
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
@@ -500,20 +500,24 @@ VARIANTS(cudaStreamAddCallback, cudaStreamAddCallback_ptsz,
 
 /* ================================================================== events */
 
-cudaError_t cudaEventCreate(cudaEvent_t *event)
-{
-	if (!event)
-		return ret(cudaErrorInvalidValue);
-	GET_DRIVER(d, false);
-	return from_cu(d->EventCreate(event, CU_EVENT_DEFAULT));
-}
-
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+/* A helper rather than one API calling the other: calls inside the library stay internal, as in
+ * the real runtime (an exported call would go through the PLT, to the shim). */
+static cudaError_t create_event(cudaEvent_t *event, unsigned int flags)
 {
 	if (!event)
 		return ret(cudaErrorInvalidValue);
 	GET_DRIVER(d, false);
 	return from_cu(d->EventCreate(event, flags)); /* same bits as CU_EVENT_* */
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+	return create_event(event, CU_EVENT_DEFAULT);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+{
+	return create_event(event, flags);
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event)
