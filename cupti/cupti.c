@@ -157,7 +157,8 @@ static void convert(const CUpti_Activity *record)
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
-		/* deviceTimestamp: when the GPU reached the event (0 when CUPTI does not collect it) */
+		/* deviceTimestamp: when the GPU reached the event (0 when CUPTI does not collect
+		 * it) */
 		const CUpti_ActivityCudaEvent2 *e = (const CUpti_ActivityCudaEvent2 *)record;
 		rec = (struct ss_gpu_rec){.kind = SS_GPU_EVENT,
 					  .device = e->deviceId,
@@ -215,10 +216,11 @@ static void start_once(void)
 			 other_client);
 		ss_cupti_status = status_text;
 	} else if (injection && injection[0]) { /* CUPTI-1: Nsight Systems/Compute, or a tool */
-		snprintf(status_text, sizeof(status_text),
-			 "off: CUDA_INJECTION64_PATH is set (%.96s): another tool holds CUPTI; host "
-			 "data only",
-			 injection);
+		snprintf(
+		    status_text, sizeof(status_text),
+		    "off: CUDA_INJECTION64_PATH is set (%.96s): another tool holds CUPTI; host "
+		    "data only",
+		    injection);
 		ss_cupti_status = status_text;
 	} else {
 		start_locked();
@@ -249,10 +251,11 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegiste
 	if (started) { /* CUPTI-2 */
 		api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 		started = 0;
-		snprintf(status_text, sizeof(status_text),
-			 "yielded: another CUPTI client (%s) took CUPTI at %llu ns (CLOCK_MONOTONIC); "
-			 "no GPU rows after that",
-			 other_client, (unsigned long long)now_ns());
+		snprintf(
+		    status_text, sizeof(status_text),
+		    "yielded: another CUPTI client (%s) took CUPTI at %llu ns (CLOCK_MONOTONIC); "
+		    "no GPU rows after that",
+		    other_client, (unsigned long long)now_ns());
 		ss_cupti_status = status_text;
 	}
 	pthread_mutex_unlock(&owner_lock);

@@ -1273,8 +1273,10 @@ static void store_gpu_activity(void)
 	     sq.sqlite3_prepare_v2(db, "INSERT INTO gpu_api VALUES(?,?,?,?,?,?,?,?)", -1,
 				   &gpu_api_insert, NULL) != SQLITE_OK))
 		gpu_activity_insert = NULL;
-	static const char *const kinds[] = {[SS_GPU_KERNEL] = "kernel", [SS_GPU_MEMCPY] = "memcpy",
-					    [SS_GPU_MEMSET] = "memset", [SS_GPU_SYNC] = "sync",
+	static const char *const kinds[] = {[SS_GPU_KERNEL] = "kernel",
+					    [SS_GPU_MEMCPY] = "memcpy",
+					    [SS_GPU_MEMSET] = "memset",
+					    [SS_GPU_SYNC] = "sync",
 					    [SS_GPU_EVENT] = "event"};
 	for (size_t i = 0; i < n; i++) {
 		struct ss_gpu_rec *g = &records[i];
@@ -1313,8 +1315,9 @@ static void store_gpu_activity(void)
 			sq.sqlite3_bind_int64(st, 4, g->device);
 			sq.sqlite3_bind_int64(st, 5, g->stream);
 			sq.sqlite3_bind_int64(st, 6, g->correlation);
-			bind_u64_or_null(st, 7, !kernel && g->kind != SS_GPU_SYNC && g->kind != SS_GPU_EVENT,
-					 g->bytes);
+			bind_u64_or_null(
+			    st, 7, !kernel && g->kind != SS_GPU_SYNC && g->kind != SS_GPU_EVENT,
+			    g->bytes);
 			bind_u64_or_null(st, 8, copy, g->copy_kind);
 			if (copy) {
 				sq.sqlite3_bind_text(st, 9, gpu_memory_kind(g->src_kind), -1,

@@ -63,8 +63,8 @@ static int print_html(FILE *out, const struct ss_report *r)
 		code = ss_db_open(r->ranks[i].path, &dbs[i], err, sizeof(err));
 		if (code != SS_EXIT_OK)
 			ss_error(code, "%s", err);
-		else
-			ss_lines_attach(dbs[i]); /* the call-site tables: the same texts as findings */
+		else /* the call-site tables: the same site texts as the findings */
+			ss_lines_attach(dbs[i]);
 	}
 	if (code == SS_EXIT_OK) {
 		code = ss_html_write(out, json, dbs, r->nranks, 0, err, sizeof(err));

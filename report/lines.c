@@ -27,8 +27,7 @@ static struct {
 	Dwfl *(*begin)(const Dwfl_Callbacks *);
 	void (*end)(Dwfl *);
 	void (*report_begin)(Dwfl *);
-	int (*report_end)(Dwfl *, int (*)(Dwfl_Module *, void *, const char *, Dwarf_Addr,
-					 void *),
+	int (*report_end)(Dwfl *, int (*)(Dwfl_Module *, void *, const char *, Dwarf_Addr, void *),
 			  void *);
 	Dwfl_Module *(*report_elf)(Dwfl *, const char *, const char *, int, GElf_Addr, bool);
 	const char *(*module_info)(Dwfl_Module *, void ***, Dwarf_Addr *, Dwarf_Addr *,
@@ -157,8 +156,8 @@ static char *source_line(Dwfl_Module *mod, long long module_offset)
 	size_t size = (dir ? strlen(dir) + 1 : 0) + strlen(file) + strlen(function) + 32;
 	char *text = malloc(size);
 	if (text)
-		snprintf(text, size, "%s%s%s:%d in %s", dir ? dir : "", dir ? "/" : "", file, lineno,
-			 function);
+		snprintf(text, size, "%s%s%s:%d in %s", dir ? dir : "", dir ? "/" : "", file,
+			 lineno, function);
 	free(scopes);
 	free(readable);
 	return text;
@@ -202,8 +201,8 @@ int ss_lines_attach(sqlite3 *db)
 		if (!shadowed) {
 			shadowed = 1;
 			if (sqlite3_exec(db, SHADOW_SQL, NULL, NULL, NULL) != SQLITE_OK ||
-			    sqlite3_prepare_v2(db, "UPDATE temp.sites SET text = ? WHERE id = ?", -1,
-					       &update, NULL) != SQLITE_OK) {
+			    sqlite3_prepare_v2(db, "UPDATE temp.sites SET text = ? WHERE id = ?",
+					       -1, &update, NULL) != SQLITE_OK) {
 				free(text);
 				break;
 			}

@@ -22,8 +22,8 @@
 #include <cuda.h>
 
 #define ITERATIONS 20
-#define ELEMENTS (1 << 20)
-#define SCALE 0.5f
+#define ELEMENTS   (1 << 20)
+#define SCALE	   0.5f
 
 #define CHECK(call)                                                                                \
 	do {                                                                                       \

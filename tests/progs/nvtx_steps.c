@@ -29,7 +29,7 @@ static int fork_inside_ranges(void)
 		nvtxRangePushA("child-push");
 		cudaDeviceSynchronize();
 		nvtxRangePop();
-		nvtxRangePop();	       /* the parent's push */
+		nvtxRangePop();	     /* the parent's push */
 		nvtxRangeEnd(outer); /* the parent's range */
 		exit(0);
 	}
@@ -37,7 +37,8 @@ static int fork_inside_ranges(void)
 	waitpid(pid, &status, 0);
 	nvtxRangePop();
 	nvtxRangeEnd(outer);
-	printf("nvtx_steps fork: child %s\n", WIFEXITED(status) && !WEXITSTATUS(status) ? "ok" : "failed");
+	printf("nvtx_steps fork: child %s\n",
+	       WIFEXITED(status) && !WEXITSTATUS(status) ? "ok" : "failed");
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
@@ -53,7 +54,8 @@ int main(int argc, char **argv)
 		nvtxRangePop();
 	}
 	nvtxRangeEnd(epoch);
-	void (*mark_step)(const char *) = (void (*)(const char *))dlsym(RTLD_DEFAULT, "syncspy_step");
+	void (*mark_step)(const char *) =
+	    (void (*)(const char *))dlsym(RTLD_DEFAULT, "syncspy_step");
 	for (int step = 0; step < 2; step++) {
 		if (mark_step)
 			mark_step("train");
