@@ -150,7 +150,8 @@ static const struct {
 	" value END), max(CASE key WHEN 'start_mono_ns' THEN value END),"                          \
 	" max(CASE key WHEN 'start_realtime_ns' THEN value END),"                                  \
 	" max(CASE key WHEN 'end_mono_ns' THEN value END),"                                        \
-	" max(key = 'exit_reason'), max(CASE key WHEN 'dropped_events' THEN value END)"            \
+	" max(key = 'exit_reason'), max(CASE key WHEN 'dropped_events' THEN value END),"           \
+	" max(CASE key WHEN 'cupti' THEN value END)"                                               \
 	" FROM meta"
 
 #define TOTALS_SQL                                                                                 \
@@ -500,8 +501,10 @@ static int load_meta(struct loader *ld, struct db_state *st)
 	end_ns = column_or(stmt, 6, -1);
 	rk->finished = sqlite3_column_int(stmt, 7) == 1;
 	rk->dropped = column_or(stmt, 8, 0);
+	const char *cupti = (const char *)sqlite3_column_text(stmt, 9);
+	rk->cupti = cupti ? xstrdup(cupti) : NULL;
 	sqlite3_finalize(stmt);
-	if (!rk->host)
+	if (!rk->host || (cupti && !rk->cupti))
 		return out_of_memory(ld);
 
 	if (end_ns < 0) { /* an unfinished recording: it lasted until its last call */
@@ -2715,6 +2718,15 @@ static int add_notes(struct ss_report *r)
 	for (size_t i = 0; code == SS_EXIT_OK && i < r->nranks; i++) {
 		const struct ss_rank *rk = &r->ranks[i];
 
+		/* Why a rank has no GPU timeline, or only part of one (meta.cupti, docs/cupti.md) */
+		if (rk->cupti && strncmp(rk->cupti, "off", 3) == 0)
+			code = add_note(r, format("%s: GPU timeline not recorded: %s", rk->path,
+						  rk->cupti));
+		else if (rk->cupti && strncmp(rk->cupti, "yielded", 7) == 0)
+			code = add_note(r, format("%s: GPU timeline partial: %s", rk->path,
+						  rk->cupti));
+		if (code != SS_EXIT_OK)
+			break;
 		if (r->gpu_ranks && !rk->gpu)
 			code = add_note(r, format("%s: no GPU timeline (recorded without CUPTI): GPU "
 						  "idle time, communication/compute overlap and "
@@ -2819,6 +2831,7 @@ void ss_report_free(struct ss_report *report)
 		free(report->ranks[i].path);
 		free(report->ranks[i].host);
 		free(report->ranks[i].calls_json);
+		free(report->ranks[i].cupti);
 	}
 	for (size_t i = 0; i < report->nfindings; i++) {
 		free(report->findings[i].site);

@@ -64,6 +64,7 @@ struct ss_rank {
 	long long clock_offset_spread_ns; /* the estimate's uncertainty (MAD); -1 unknown */
 	/* GPU timeline (docs/cupti.md), only when gpu is set; else -1 */
 	int gpu;		   /* the database has the gpu_activity table */
+	char *cupti;		   /* meta.cupti: why there is no or a partial timeline; NULL */
 	long long comm_ns;	   /* union of the NCCL kernels' intervals */
 	double comm_overlap;	   /* compute during communication / comm_ns, 0..1; -1 unknown */
 	long long exposed_comm_ns; /* comm_ns not overlapped by non-NCCL kernels */

@@ -23,3 +23,7 @@ END
 golden "SELECT count(*) FROM sqlite_master WHERE name LIKE 'gpu_%'" <<'END'
 0
 END
+# The report says why there is no GPU timeline, in the recording's own words.
+"$SYNCSPY" report "$db" >"$tmp/report.txt" || fail "report failed"
+grep -qF -- "GPU timeline not recorded: $status" "$tmp/report.txt" ||
+	fail "the report does not say why: $(grep -A8 '^notes' "$tmp/report.txt")"

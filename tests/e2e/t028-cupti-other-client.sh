@@ -23,6 +23,9 @@ golden "SELECT api, class FROM api_calls ORDER BY start_ns" <<'END'
 cudaMalloc|S6
 cudaFree|S6
 END
+"$SYNCSPY" report --format json "$db" >"$tmp/r.json" || fail "report failed"
+grep -qF 'GPU timeline not recorded: off: another CUPTI client (cupti_client) registered first' "$tmp/r.json" ||
+	fail "the report's notes do not name the other client"
 
 rm -rf "$out" && mkdir -p "$out"
 CUDA_INJECTION64_PATH=/nonexistent/libinjection.so SYNCSPY_CUPTI=1 \
