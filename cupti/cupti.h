@@ -2,9 +2,9 @@
  * cupti/cupti.h: the CUPTI module's interface to the rest of libsyncspy.so.
  *
  * What only the GPU knows: when kernels, copies and memsets really ran, and on the host, which
- * driver/runtime call (correlation id) caused them. Built with --enable-cupti, started only
- * with SYNCSPY_CUPTI=1 (`syncspy run --cupti`) until it has been validated on a GPU machine
- * (docs/cupti.md). CUPTI is loaded privately (dlopen RTLD_LOCAL), never linked.
+ * driver/runtime call (correlation id) caused them. Built with --enable-cupti, started by the
+ * process's first call unless SYNCSPY_CUPTI=0 (docs/cupti.md, which has its validation on the
+ * H200 and its cost). CUPTI is loaded privately (dlopen RTLD_LOCAL), never linked.
  */
 #ifndef SYNCSPY_CUPTI_H
 #define SYNCSPY_CUPTI_H
