@@ -206,9 +206,12 @@ static void start_locked(void);
 static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER; /* started, other_client */
 static char other_client[160]; /* CUPTI-1/2: who else registered, non-empty once someone did */
 
+static int attempted; /* start_once ran in this process or in the parent before a fork */
+
 static void start_once(void)
 {
 	pthread_mutex_lock(&owner_lock);
+	attempted = 1;
 	const char *injection = getenv("CUDA_INJECTION64_PATH");
 	if (other_client[0]) { /* CUPTI-1 */
 		snprintf(status_text, sizeof(status_text),
@@ -404,6 +407,19 @@ void ss_cupti_flush(void)
 	if (started) /* not after CUPTI-2: the buffers are another client's then */
 		api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	pthread_mutex_unlock(&owner_lock);
+}
+
+void ss_cupti_fork_child(void)
+{
+	pthread_mutex_init(&owner_lock, NULL);
+	pthread_mutex_init(&queue_lock, NULL);
+	free(queue); /* the parent's records, the parent stores them */
+	queue = NULL;
+	queued = queue_capacity = 0;
+	if (attempted) { /* the parent started CUPTI, or tried: its once-control has run */
+		started = 0;
+		ss_cupti_status = "off: a forked child (CUPTI stays with the parent); host data only";
+	}
 }
 
 size_t ss_cupti_take(struct ss_gpu_rec **records)

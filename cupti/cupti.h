@@ -41,6 +41,9 @@ enum ss_gpu_kind {
 void ss_cupti_start(void);
 /* App thread, at exit or exec: asks CUPTI for what it still buffers. */
 void ss_cupti_flush(void);
+/* Fork child: CUPTI's session and threads stay with the parent; the child records host data
+ * only, and never flushes (a flush there could wait for a thread that is not there). */
+void ss_cupti_fork_child(void);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
 extern const char *volatile ss_cupti_status;

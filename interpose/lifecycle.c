@@ -164,6 +164,9 @@ static void after_fork_child(void)
 		ss_range_reset();
 		ss_nccl_fork_child();
 		ss_native_fork_child();
+#ifdef SYNCSPY_HAVE_CUPTI
+		ss_cupti_fork_child();
+#endif
 		ss_process.start_mono_ns = ss_mono_ns();
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);

@@ -16,6 +16,20 @@ done
 [ "$n" -eq 2 ] || fail "expected 2 databases, got $n: $(ls "$out")"
 sort -k2 "$tmp/dbs" | awk '{print $2}' | tr '\n' ' ' >"$tmp/counts"
 [ "$(cat "$tmp/counts")" = "2 2 " ] || fail "calls per database: $(cat "$tmp/dbs")"
+# CUPTI's session stays with the parent (its threads do not survive fork): the child records
+# host data only, and says so.
+children=0
+for f in "$out"/*.sqlite; do
+	db=$f
+	ppid=$(q "SELECT value FROM meta WHERE key = 'ppid'")
+	if grep -q "^$ppid " "$tmp/dbs"; then
+		children=$((children + 1))
+		golden "SELECT value FROM meta WHERE key = 'cupti'" <<'END'
+off: a forked child (CUPTI stays with the parent); host data only
+END
+	fi
+done
+[ "$children" -eq 1 ] || fail "the child's database was not found by its ppid"
 rm -rf "$out"
 SYNCSPY_FORK=off under_shim "$PROGS/scenarios" fork >/dev/null || fail "scenario failed (off)"
 one_db
