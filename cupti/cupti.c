@@ -22,6 +22,7 @@
  *            did not ask for, and meta.cupti says from when GPU rows are missing.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,16 +239,18 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegiste
 {
 	typedef CUptiResult (*register_fn)(CUpti_BuffersCallbackRequestFunc,
 					   CUpti_BuffersCallbackCompleteFunc);
+	int saved_errno = errno; /* SHIM-2: the lookups below are ours, not the caller's */
 	register_fn real = (register_fn)ss_dlsym(RTLD_NEXT, "cuptiActivityRegisterCallbacks");
 	if (!real)
 		real = api.register_callbacks;
 	if (!real)
 		return CUPTI_ERROR_NOT_INITIALIZED;
 	Dl_info info;
-	const char *caller = dladdr(__builtin_return_address(0), &info) && info.dli_fname
-				 ? strrchr(info.dli_fname, '/')
-				 : NULL;
-	caller = caller ? caller + 1 : "unknown module";
+	const char *caller = "unknown module";
+	if (dladdr(__builtin_return_address(0), &info) && info.dli_fname && info.dli_fname[0]) {
+		const char *base = strrchr(info.dli_fname, '/');
+		caller = base ? base + 1 : info.dli_fname;
+	}
 	pthread_mutex_lock(&owner_lock);
 	if (!other_client[0])
 		snprintf(other_client, sizeof(other_client), "%s", caller);
@@ -262,6 +265,7 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegiste
 		ss_cupti_status = status_text;
 	}
 	pthread_mutex_unlock(&owner_lock);
+	errno = saved_errno;
 	return real(request, complete);
 }
 
@@ -418,7 +422,8 @@ void ss_cupti_fork_child(void)
 	queued = queue_capacity = 0;
 	if (attempted) { /* the parent started CUPTI, or tried: its once-control has run */
 		started = 0;
-		ss_cupti_status = "off: a forked child (CUPTI stays with the parent); host data only";
+		ss_cupti_status =
+		    "off: a forked child (CUPTI stays with the parent); host data only";
 	}
 }
 
