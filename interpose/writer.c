@@ -294,11 +294,8 @@ static char *demangle(const char *symbol)
 /* ------------------------------------------------------------------ modules and build ids */
 
 /* The modules of native sites, with their GNU build id, so that `syncspy report` reads line
- * numbers only from the very file that ran (docs/schema.md, modules). An extension table,
- * created with the first native site. */
-#define MODULES_SQL                                                                                \
-	"CREATE TABLE IF NOT EXISTS modules(path TEXT PRIMARY KEY, build_id TEXT, file TEXT);"
-
+ * numbers only from the very file that ran (docs/schema.md, modules). An extension table
+ * (SS_MODULES_SQL), created with the first native site. */
 static sqlite3_stmt *module_insert;
 
 struct build_id_search {
@@ -348,7 +345,7 @@ static int find_build_id(struct dl_phdr_info *info, size_t size, void *data)
 static void note_module(const char *module, uint64_t address)
 {
 	if (!module_insert &&
-	    (exec_sql(MODULES_SQL) != SQLITE_OK ||
+	    (exec_sql(SS_MODULES_SQL) != SQLITE_OK ||
 	     sq.sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO modules VALUES(?, ?, ?)", -1,
 				   &module_insert, NULL) != SQLITE_OK)) {
 		module_insert = NULL;
@@ -1219,16 +1216,8 @@ static void commit(void)
 }
 
 #ifdef SYNCSPY_HAVE_CUPTI
-/* GPU activity (cupti/): extension tables, created when the first record arrives, so that a
- * recording without CUPTI keeps exactly the schema of SS_SCHEMA_SQL (docs/cupti.md). */
-#define GPU_TABLES_SQL                                                                             \
-	"CREATE TABLE IF NOT EXISTS gpu_activity(id INTEGER PRIMARY KEY, kind TEXT NOT NULL,"      \
-	" start_ns INTEGER, end_ns INTEGER, device INTEGER, stream_id INTEGER,"                    \
-	" correlation_id INTEGER, bytes INTEGER, copy_kind INTEGER, src_kind TEXT, dst_kind TEXT," \
-	" detail INTEGER, name TEXT, grid TEXT, block TEXT, symbol TEXT);"                         \
-	"CREATE TABLE IF NOT EXISTS gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER,"     \
-	" tid INTEGER, start_ns INTEGER, end_ns INTEGER, name TEXT, cupti_tid INTEGER);"
-
+/* GPU activity (cupti/): extension tables (SS_GPU_TABLES_SQL), created when the first record
+ * arrives, so that a recording without CUPTI keeps exactly SS_SCHEMA_SQL (docs/cupti.md). */
 static sqlite3_stmt *gpu_activity_insert, *gpu_api_insert;
 
 static const char *gpu_memory_kind(uint8_t kind)
@@ -1263,7 +1252,7 @@ static void store_gpu_activity(void)
 	if (n == 0)
 		return;
 	if (!gpu_activity_insert &&
-	    (exec_sql(GPU_TABLES_SQL) != SQLITE_OK ||
+	    (exec_sql(SS_GPU_TABLES_SQL) != SQLITE_OK ||
 	     sq.sqlite3_prepare_v2(
 		 db,
 		 "INSERT INTO gpu_activity(kind, start_ns, end_ns, device,"

@@ -4,7 +4,8 @@
  * SS_SCHEMA_SQL as text, for users who want to know the tables before opening a recording and
  * for tests that build databases by hand (tests/fixtures/make-db.sh). --lookups adds the rows
  * the recording library puts in the lookup tables it fills from model.h (classes, memkinds,
- * dirs; the apis table comes from the shim's own tables and is not printed).
+ * dirs; the apis table comes from the shim's own tables and is not printed). --extensions adds
+ * the tables a recording has only when it has their data (modules, the GPU timeline).
  */
 #include <getopt.h>
 #include <stdarg.h>
@@ -60,10 +61,11 @@ int cmd_schema(int argc, char **argv)
 {
 	static const struct option options[] = {
 	    {"lookups", no_argument, NULL, 'l'},
+	    {"extensions", no_argument, NULL, 'e'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int lookups = 0, ch;
+	int lookups = 0, extensions = 0, ch;
 
 	opterr = 0;
 	optind = 0;
@@ -71,6 +73,9 @@ int cmd_schema(int argc, char **argv)
 		switch (ch) {
 		case 'l':
 			lookups = 1;
+			break;
+		case 'e':
+			extensions = 1;
 			break;
 		case 'h':
 			ss_command_usage(stdout, "schema");
@@ -84,5 +89,10 @@ int cmd_schema(int argc, char **argv)
 	printf("-- syncspy database schema, version %d (include/syncspy/schema.h)\n",
 	       SS_SCHEMA_VERSION);
 	fputs(SS_SCHEMA_SQL, stdout);
+	if (extensions) {
+		puts("-- extension tables: present when the recording has their data");
+		fputs(SS_MODULES_SQL, stdout);
+		fputs(SS_GPU_TABLES_SQL, stdout);
+	}
 	return lookups ? print_lookups() : SS_EXIT_OK;
 }

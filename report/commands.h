@@ -58,8 +58,10 @@ enum ss_exit {
 	  "  --format F   text (default), json (docs/report-json.md) or html\n"                      \
 	  "  -o FILE      write the report to FILE instead of standard output\n"                     \
 	  "  --progress   one line on stderr per database loaded (default when stderr is a TTY)\n") \
-	X(schema, "[--lookups]", "print the SQL schema this syncspy writes and reads",             \
-	  "  --lookups  also print the rows of the classes, memkinds and dirs tables\n")
+	X(schema, "[--lookups] [--extensions]", "print the SQL schema this syncspy writes and reads", \
+	  "  --lookups     also print the rows of the classes, memkinds and dirs tables\n"         \
+	  "  --extensions  also print the tables a recording has only with their data (modules,\n" \
+	  "                gpu_activity, gpu_api)\n")
 
 /* A subcommand gets its own argument vector (argv[0] is its name) and returns an ss_exit. */
 typedef int (*ss_command_fn)(int argc, char **argv);

@@ -69,4 +69,17 @@
 	" LEFT JOIN memkinds m ON m.id = c.host_mem LEFT JOIN dirs d ON d.id = c.dir"              \
 	" LEFT JOIN sites s ON s.id = c.site_id;\n"
 
+/* Extension tables: created only when there is something to put in them, so a recording without
+ * native sites or without CUPTI keeps exactly SS_SCHEMA_SQL; readers treat them as optional
+ * (docs/schema.md, docs/cupti.md). Columns are only ever added at the end. */
+#define SS_MODULES_SQL                                                                             \
+	"CREATE TABLE IF NOT EXISTS modules(path TEXT PRIMARY KEY, build_id TEXT, file TEXT);\n"
+#define SS_GPU_TABLES_SQL                                                                          \
+	"CREATE TABLE IF NOT EXISTS gpu_activity(id INTEGER PRIMARY KEY, kind TEXT NOT NULL,"      \
+	" start_ns INTEGER, end_ns INTEGER, device INTEGER, stream_id INTEGER,"                    \
+	" correlation_id INTEGER, bytes INTEGER, copy_kind INTEGER, src_kind TEXT, dst_kind TEXT," \
+	" detail INTEGER, name TEXT, grid TEXT, block TEXT, symbol TEXT);\n"                       \
+	"CREATE TABLE IF NOT EXISTS gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER,"     \
+	" tid INTEGER, start_ns INTEGER, end_ns INTEGER, name TEXT, cupti_tid INTEGER);\n"
+
 #endif

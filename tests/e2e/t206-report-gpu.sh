@@ -6,13 +6,8 @@
 # the tables nothing changes: no GPU fields, no GPU columns, the two "not measurable" notes.
 . "$E2E_DIR/lib.sh"
 gpu_db() { # OUT: make-db.sh's fixture plus GPU rows (times: ms after start_mono_ns 1000000000000)
-	sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$1" || fail "make-db.sh"
+	sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" --gpu-tables "$1" || fail "make-db.sh"
 	"$SQLITE3" -batch -bail "$1" <<'SQL' || fail "GPU rows"
-CREATE TABLE gpu_activity(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, start_ns INTEGER,
- end_ns INTEGER, device INTEGER, stream_id INTEGER, correlation_id INTEGER, bytes INTEGER,
- copy_kind INTEGER, src_kind TEXT, dst_kind TEXT, detail INTEGER, name TEXT, grid TEXT, block TEXT);
-CREATE TABLE gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER, tid INTEGER,
- start_ns INTEGER, end_ns INTEGER);
 -- device 0: copies at 5 (warm-up), 52 (H2D), 53.1 (D2H), 57 (H2D, beside a kernel), 90 (D2H,
 -- no gpu_api row); kernels [56, 57.2), nccl [60, 70) and [62, 68), compute [65, 80), [66, 67);
 -- a memset at 58; a sync record of the stream sync at 55.3; on side stream 9 a 1 MiB copy at
@@ -36,7 +31,7 @@ INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_
 -- each API record 0.2-0.5 us after its host call (calls of make-db.sh): 101 -> the S5 copy at 51,
 -- 102 -> the S5 copy at 56, 103 -> the S4 copy at 53.1, 104 -> no call within 1 ms; kernel 201
 -- (at 56) was launched at 52.2, during the copy at 52, and waited behind it.
-INSERT INTO gpu_api VALUES
+INSERT INTO gpu_api(correlation_id, layer, cbid, tid, start_ns, end_ns) VALUES
  (101, 'runtime', 41, 4242, 1000051000500, 1000052700000),
  (102, 'runtime', 41, 4242, 1000056000500, 1000057600000),
  (103, 'runtime', 31, 4242, 1000053100200, 1000055200000),

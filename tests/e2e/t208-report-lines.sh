@@ -48,3 +48,9 @@ cp "$db" "$tmp/gone.sqlite"
 golden "SELECT count(*) FROM sites WHERE text LIKE '%scenarios.c:%'" <<'END'
 0
 END
+# `syncspy schema --extensions` prints the modules table the recording library created.
+"$SYNCSPY" schema --extensions | "$SQLITE3" -batch "$tmp/schema.sqlite" || fail "schema --extensions is not valid SQL"
+"$SQLITE3" -batch "$tmp/schema.sqlite" "SELECT group_concat(name) FROM pragma_table_info('modules')" >"$tmp/want"
+golden "SELECT group_concat(name) FROM pragma_table_info('modules')" <"$tmp/want"
+[ "$("$SQLITE3" -batch "$tmp/schema.sqlite" "SELECT count(*) FROM sqlite_master WHERE name IN ('gpu_activity', 'gpu_api')")" = 2 ] ||
+	fail "schema --extensions lacks the GPU tables"

@@ -7,13 +7,8 @@
 . "$E2E_DIR/lib.sh"
 [ -n "${PYTHON3:-}" ] || skip "no python3"
 sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$tmp/plain.sqlite" || fail "make-db.sh"
-cp "$tmp/plain.sqlite" "$tmp/gpu.sqlite"
+sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" --gpu-tables "$tmp/gpu.sqlite" || fail "make-db.sh --gpu-tables"
 "$SQLITE3" -batch -bail "$tmp/gpu.sqlite" <<'SQL' || fail "GPU rows"
-CREATE TABLE gpu_activity(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, start_ns INTEGER,
- end_ns INTEGER, device INTEGER, stream_id INTEGER, correlation_id INTEGER, bytes INTEGER,
- copy_kind INTEGER, src_kind TEXT, dst_kind TEXT, detail INTEGER, name TEXT, grid TEXT, block TEXT);
-CREATE TABLE gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER, tid INTEGER,
- start_ns INTEGER, end_ns INTEGER);
 INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, bytes,
  copy_kind, src_kind, dst_kind, name, grid, block) VALUES
  ('memcpy', 1000052000000, 1000052500000, 0, 7, 101, 67108864, 1, 'pageable', 'device', NULL, NULL, NULL),
@@ -24,7 +19,7 @@ INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_
  ('sync', 1000055300000, 1000055301000, 0, 7, 501, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 -- 101: the S5 copy at 51 ms (tid 4242); 201: the launch at 55.7 ms (tid 4250); driver record of
 -- 101 later than the runtime one (the flow starts at the earliest); no record for 301, 401, 999.
-INSERT INTO gpu_api VALUES
+INSERT INTO gpu_api(correlation_id, layer, cbid, tid, start_ns, end_ns) VALUES
  (101, 'runtime', 41, 4242, 1000051000500, 1000052700000),
  (101, 'driver', 7, 4242, 1000051000900, 1000052600000),
  (201, 'runtime', 211, 4250, 1000055700500, 1000055703000),

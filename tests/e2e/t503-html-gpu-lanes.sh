@@ -8,14 +8,9 @@
 . "$E2E_DIR/html-lib.sh"
 [ -n "${PYTHON3:-}" ] || skip "no python3"
 
-sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$tmp/gpu.sqlite" >/dev/null || fail "make-db.sh"
-cp "$tmp/gpu.sqlite" "$tmp/plain.sqlite"
+sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$tmp/plain.sqlite" >/dev/null || fail "make-db.sh"
+sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" --gpu-tables "$tmp/gpu.sqlite" >/dev/null || fail "make-db.sh --gpu-tables"
 "$SQLITE3" -batch -bail "$tmp/gpu.sqlite" <<'SQL' || fail "GPU rows"
-CREATE TABLE gpu_activity(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, start_ns INTEGER,
- end_ns INTEGER, device INTEGER, stream_id INTEGER, correlation_id INTEGER, bytes INTEGER,
- copy_kind INTEGER, src_kind TEXT, dst_kind TEXT, detail INTEGER, name TEXT, grid TEXT, block TEXT);
-CREATE TABLE gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER, tid INTEGER,
- start_ns INTEGER, end_ns INTEGER);
 -- times: ms after start_mono_ns 1000000000000; the first host call is at 0.001 ms
 INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, bytes,
  copy_kind, src_kind, dst_kind, name, grid, block) VALUES
@@ -27,7 +22,7 @@ INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_
  ('sync', 1000055300000, 1000055301000, 0, 7, 501, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 -- 101: the S5 copy at 51 on thread 4242; 201: the E1 launch at 55.7 on thread 4250; 401: a
 -- thread that made no calls (no launch on a lane)
-INSERT INTO gpu_api VALUES
+INSERT INTO gpu_api(correlation_id, layer, cbid, tid, start_ns, end_ns) VALUES
  (101, 'runtime', 41, 4242, 1000051000500, 1000052700000),
  (201, 'runtime', 211, 4250, 1000055700500, 1000055703000),
  (201, 'driver', 307, 4250, 1000055700900, 1000055702000),
