@@ -28,8 +28,8 @@ enum ss_exit {
 	X(run, "[-o DIR] [--cupti|--no-cupti] [--] CMD [ARGS...]",                                \
 	  "run CMD (and its children) with libsyncspy.so preloaded, then summarize the recording", \
 	  "  -o DIR      where the databases go (default ./syncspy-out; made absolute)\n"         \
-	  "  --cupti     set SYNCSPY_CUPTI=1 (GPU-side activity; no effect until CUPTI is built)\n" \
-	  "  --no-cupti  set SYNCSPY_CUPTI=0\n"                                                   \
+	  "  --cupti     set SYNCSPY_CUPTI=1, the default (GPU-side activity through CUPTI)\n"    \
+	  "  --no-cupti  set SYNCSPY_CUPTI=0 (host side only)\n"                                  \
 	  "  exit status: CMD's; 128+N when signal N ended it; 127 when CMD is not found\n")     \
 	X(check, "--budget FILE [--junit FILE] [--top N] DB|DIR...",                               \
 	  "exit 1 when recordings sync more than a budget allows, naming the call sites",         \
