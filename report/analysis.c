@@ -1789,6 +1789,11 @@ struct gpu_rows {
 		long long device, stream, s, correlation, launch_ns;
 	} *krows;
 	size_t nkrows, cap_krows;
+	/* per device, the stream that ran most of its kernels (kernel_launch_times) */
+	struct compute_stream {
+		long long device, stream;
+	} *compute_streams;
+	size_t ncompute_streams, cap_compute_streams;
 	struct gpu_target *syncs; /* sync records, joined to their calls when needed */
 	size_t nsyncs, cap_syncs;
 };
@@ -1801,6 +1806,7 @@ static void gpu_rows_free(struct gpu_rows *g)
 	free(g->compute);
 	free(g->copies);
 	free(g->krows);
+	free(g->compute_streams);
 	free(g->syncs);
 }
 
@@ -2026,28 +2032,40 @@ static int kernel_launch_times(struct loader *ld, struct db_state *st, struct gp
 			return code;
 	}
 	qsort(g->krows, g->nkrows, sizeof(*g->krows), compare_krows_by_stream);
-	return SS_EXIT_OK;
-}
-
-/* The compute stream of a device: the stream that ran most of its kernels (krows sorted by
- * device, stream); -2 when the device ran none. */
-static long long compute_stream_of(const struct gpu_rows *g, long long device)
-{
-	long long best = -2, best_n = 0;
-
+	/* One pass over the sorted rows: per device, the stream with the most kernels. */
+	long long best_n = 0;
 	for (size_t i = 0; i < g->nkrows;) {
 		size_t j = i;
 
 		while (j < g->nkrows && g->krows[j].device == g->krows[i].device &&
 		       g->krows[j].stream == g->krows[i].stream)
 			j++;
-		if (g->krows[i].device == device && (long long)(j - i) > best_n) {
-			best = g->krows[i].stream;
+		struct compute_stream cs = {g->krows[i].device, g->krows[i].stream};
+		struct compute_stream *last =
+		    g->ncompute_streams ? &g->compute_streams[g->ncompute_streams - 1] : NULL;
+
+		if (!last || last->device != cs.device) {
+			if (!PUSH(g->compute_streams, g->ncompute_streams, g->cap_compute_streams,
+				  cs))
+				return out_of_memory(ld);
+			best_n = (long long)(j - i);
+		} else if ((long long)(j - i) > best_n) {
+			*last = cs;
 			best_n = (long long)(j - i);
 		}
 		i = j;
 	}
-	return best;
+	return SS_EXIT_OK;
+}
+
+/* The compute stream of a device (the stream that ran most of its kernels); -2 when it ran
+ * none. A few devices: a linear search. */
+static long long compute_stream_of(const struct gpu_rows *g, long long device)
+{
+	for (size_t i = 0; i < g->ncompute_streams; i++)
+		if (g->compute_streams[i].device == device)
+			return g->compute_streams[i].stream;
+	return -2;
 }
 
 /* The first kernel of (device, stream) that starts at or after t, or NULL. */
