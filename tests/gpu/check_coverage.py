@@ -19,6 +19,7 @@ last API record, widened by TOLERANCE_NS), the checks are:
   memsets memsets the GPU ran = memset calls recorded
   syncs   CUPTI's synchronization records of each type (context, stream, event, stream wait)
           = the recorded calls of that kind (S1, S2, S3, E3)
+  start   no recorded call outside CUPTI's window: CUPTI started before the first call ran
 
 --expect KEY=N adds checks of the recorded counts themselves (keys: launches, copies, memsets,
 event_syncs, stream_syncs, ctx_syncs), for a program whose counts are known. Prints one
@@ -181,6 +182,10 @@ check("every wrapped runtime/driver call CUPTI saw was recorded",
 check("no call recorded twice or without a call of the program",
       not extra, ", ".join("%s/%s %d" % (k[0], k[1], n) for k, n in extra.most_common(8))
       or "none")
+# syncspy starts CUPTI before the process's first call runs (ss_first_call): no recorded call
+# lies outside CUPTI's window, not even the first.
+check("CUPTI saw the process from its first recorded call on", outside == 0,
+      "%d recorded call(s) outside CUPTI's window" % outside)
 
 # --- GPU work against the calls that made it
 def one(sql, *args):

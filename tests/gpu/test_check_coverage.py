@@ -111,6 +111,9 @@ expect("the static runtime's sync missed fails", 1,
        ["missed: runtime/cudaStreamSynchronize 1",
         "FAIL  coverage t: stream synchronize records of CUPTI = S2 calls recorded"],
        calls=[c for c in CALLS if c[1] != 3])
+expect("a call recorded before CUPTI started fails", 1,
+       ["FAIL  coverage t: CUPTI saw the process from its first recorded call on"],
+       calls=[(7, 7, "E1", -9000, -8800, None, 1)] + CALLS)  # before the window
 expect("a polling loop short of a query fails", 1,
        ["missed: runtime/cudaEventQuery 1"],
        calls=[c if c[1] != 5 else c[:6] + (2,) for c in CALLS])
