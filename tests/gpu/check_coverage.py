@@ -26,6 +26,7 @@ event_syncs, stream_syncs, ctx_syncs), for a program whose counts are known. Pri
 "PASS|FAIL  coverage NAME: ..." line per check and then the per-function table; exits 1 on any
 failure, 2 when the database cannot be checked (no CUPTI tables)."""
 import bisect
+import os
 import re
 import sqlite3
 import sys
@@ -33,6 +34,9 @@ from collections import Counter, defaultdict
 
 if len(sys.argv) < 3:
     print(__doc__, file=sys.stderr)
+    sys.exit(2)
+if not os.path.isfile(sys.argv[1]):
+    print("check_coverage: %s: no such database" % sys.argv[1], file=sys.stderr)
     sys.exit(2)
 db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
 name = sys.argv[2]

@@ -12,10 +12,14 @@ start of the host call that launched it; CUPTI's launch records lie just after t
 launch calls on the same thread (one time axis, thread ids mapped); every
 cudaStreamSynchronize returned after the end of the GPU work queued on its stream before it.
 Prints one line per check, exits 1 on any failure."""
+import os
 import sqlite3
 import sys
 
-db = sqlite3.connect(sys.argv[1])
+if len(sys.argv) != 2 or not os.path.isfile(sys.argv[1]):
+    print("usage: check_cupti.py DB (an existing database)", file=sys.stderr)
+    sys.exit(2)
+db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
 failures = 0
 
 
