@@ -22,6 +22,8 @@ out=${1:-/dev/stdout}
 rounds=${ROUNDS:-3}   # CONFIGS="plain shim ..." runs a subset of the configurations
 steps=${STEPS:-300}
 export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+python3 -c 'import torch' 2>/dev/null ||
+	{ echo "cupti_overhead.sh: needs python3 with torch and a GPU (tests/gpu/README.md)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -f "$shim" ] || { echo "cupti_overhead.sh: no shim at $shim" >&2; exit 2; }

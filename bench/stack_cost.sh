@@ -12,6 +12,8 @@ shim=$root/.carry/lib/libsyncspy.so
 out=${1:-/dev/stdout}
 export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -f "$shim" ] || { echo "stack_cost.sh: no shim at $shim (build it and fill .carry/)" >&2; exit 2; }
+python3 -c 'import torch' 2>/dev/null ||
+	{ echo "stack_cost.sh: needs python3 with torch and a GPU (tests/gpu/README.md)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rounds=${ROUNDS:-7}
