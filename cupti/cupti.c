@@ -287,17 +287,23 @@ static void base_name(const char *name, char *out, size_t size)
 	}
 }
 
+/* The base names of the wrapped functions, computed once (start_locked runs once). */
+static char wrapped_base[SS_API_COUNT][64];
+
+static void compute_wrapped_bases(void)
+{
+	for (int i = 0; i < SS_API_COUNT; i++)
+		if (ss_apis[i].name)
+			base_name(ss_apis[i].name, wrapped_base[i], sizeof(wrapped_base[i]));
+}
+
 static int wraps(enum ss_layer layer, const char *cupti_name)
 {
-	char want[128], have[128];
+	char want[64];
 	base_name(cupti_name, want, sizeof(want));
-	for (int i = 0; i < SS_API_COUNT; i++) {
-		if (ss_apis[i].layer != layer || !ss_apis[i].name)
-			continue;
-		base_name(ss_apis[i].name, have, sizeof(have));
-		if (strcmp(want, have) == 0)
+	for (int i = 0; i < SS_API_COUNT; i++)
+		if (ss_apis[i].layer == layer && strcmp(want, wrapped_base[i]) == 0)
 			return 1;
-	}
 	return 0;
 }
 
@@ -311,6 +317,7 @@ static void disable_unwrapped_apis(void)
 {
 	if (!api.enable_runtime_api || !api.enable_driver_api || !api.callback_name)
 		return;
+	compute_wrapped_bases();
 	static const struct {
 		CUpti_CallbackDomain domain;
 		uint32_t size;
