@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # bench/stack_cost.sh [RESULT_FILE]: the cost of a sync point's stacks on a GPU machine.
+# PIN=CPU runs every process on that core (taskset); CALLS calls per measure (default 5000).
 # Runs bench/stack_cost.py under the shim (.carry/lib/libsyncspy.so) with stacks off
 # (SYNCSPY_STACK_DEPTH=0) and on (32), alternating, ROUNDS rounds (default 7), and prints each
 # process's median and the added cost per sync call (target: at most 2000 ns): the median over
@@ -20,29 +21,38 @@ rounds=${ROUNDS:-7}
 for round in $(seq "$rounds"); do
 	for depth in 0 32; do
 		SYNCSPY_STACK_DEPTH=$depth SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$depth-$round" \
-			LD_PRELOAD="$shim" python3 "$root/bench/stack_cost.py" 2000 |
-			sed -n "s/^item_ns median /$round $depth /p" >>"$tmp/results"
+			LD_PRELOAD="$shim" ${PIN:+taskset -c "$PIN"} python3 "$root/bench/stack_cost.py" "${CALLS:-5000}" |
+			sed -n "s/^\([a-z]*\)_ns median /\1 $round $depth /p" >>"$tmp/results"
 	done
 done
 {
 	echo "# bench/stack_cost.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
-	echo "# round depth median_item_ns"
+	echo "# measure round depth median_ns"
 	cat "$tmp/results"
 	# medians in Python: the GPU machine's awk (mawk) has no sort
 	python3 - "$tmp/results" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    rnd, depth, ns = line.split()
-    runs.setdefault(rnd, {})[depth] = float(ns)
-diffs = [r["32"] - r["0"] for r in runs.values() if "0" in r and "32" in r]
-if not diffs:
-    print("added per sync with native+Python stacks: no complete round: FAIL")
-    sys.exit(1)
-added = statistics.median(diffs)
-print("per-round added ns: " + " ".join("%d" % d for d in diffs))
-print("added per sync with native+Python stacks: %d ns (median of %d rounds, spread %d..%d; "
-      "target 2000): %s" % (added, len(diffs), min(diffs), max(diffs),
-                            "PASS" if added <= 2000 else "FAIL"))
+    measure, rnd, depth, ns = line.split()
+    runs.setdefault(measure, {}).setdefault(rnd, {})[depth] = float(ns)
+status = 0
+for measure, label in (("sync", "an idle stream sync (the target's)"), ("item", "an .item()")):
+    diffs = [r["32"] - r["0"] for r in runs.get(measure, {}).values() if "0" in r and "32" in r]
+    if not diffs:
+        print("%s: no complete round: FAIL" % label)
+        status = 1
+        continue
+    added = statistics.median(diffs)
+    alone = statistics.median(r["0"] for r in runs[measure].values() if "0" in r)
+    print("%s per-round added ns: %s" % (measure, " ".join("%d" % d for d in diffs)))
+    verdict = ""
+    if measure == "sync":
+        verdict = ": PASS" if added <= 2000 else ": FAIL"
+        status |= added > 2000
+    print("added to %s by native+Python stacks: %d ns (median of %d rounds, spread %d..%d; the "
+          "call alone %d ns; target 2000)%s" % (label, added, len(diffs), min(diffs),
+                                                 max(diffs), alone, verdict))
+sys.exit(status)
 PY
 } >"$out"

@@ -6,7 +6,7 @@ loss read back with `.item()` every step), at two sizes: "small" is item_loop's 
 (batch 512, hidden 128: launch-bound, so every microsecond the host spends per call shows) and
 "large" (batch 8192, hidden 4096: the GPU's work dominates, as in real training).
 
-  torch_step.py [--profiler] [STEPS]
+  [SIZES="small large"] torch_step.py [--profiler] [STEPS]
 
 Prints "step_us SIZE MEAN" per size: the mean step time over STEPS steps (default 300) after
 50 steps of warm-up. --profiler wraps the timed steps in torch.profiler.profile with CPU and
@@ -59,7 +59,8 @@ def main():
     profile = "--profiler" in args
     args = [a for a in args if a != "--profiler"]
     steps = int(args[0]) if args else 300
-    for size in SIZES:
+    import os
+    for size in os.environ.get("SIZES", " ".join(SIZES)).split():
         run(size, steps, profile)
     return 0
 

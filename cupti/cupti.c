@@ -203,7 +203,8 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_
 	free(buffer);
 }
 
-static void start_locked(void);
+static void start_locked(unsigned wanted);
+static unsigned wanted_kinds(const char *list);
 static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER; /* started, other_client */
 static char other_client[160]; /* CUPTI-1/2: who else registered, non-empty once someone did */
 
@@ -227,7 +228,11 @@ static void start_once(void)
 		    injection);
 		ss_cupti_status = status_text;
 	} else {
-		start_locked();
+		unsigned wanted = wanted_kinds(ss_config.SYNCSPY_CUPTI_KINDS);
+		if (wanted)
+			start_locked(wanted);
+		else
+			ss_cupti_status = "off: SYNCSPY_CUPTI_KINDS names no kind; host data only";
 	}
 	pthread_mutex_unlock(&owner_lock);
 }
@@ -339,7 +344,54 @@ static void disable_unwrapped_apis(void)
 		}
 }
 
-static void start_locked(void)
+/* What SYNCSPY_CUPTI_KINDS can name, and the CUPTI activity kinds each one enables. */
+enum {
+	KIND_KERNEL = 1,
+	KIND_MEMCPY = 2,
+	KIND_MEMSET = 4,
+	KIND_SYNC = 8,
+	KIND_EVENT = 16,
+	KIND_API = 32,
+	KIND_ALL = 63
+};
+static const struct {
+	CUpti_ActivityKind kind;
+	const char *name;	 /* CUPTI's, for meta.cupti when enabling it fails */
+	unsigned option;	 /* KIND_* */
+	const char *option_name; /* SYNCSPY_CUPTI_KINDS's */
+} kinds[] = {
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", KIND_KERNEL, "kernel"},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", KIND_MEMCPY, "memcpy"},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", KIND_MEMSET, "memset"},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION", KIND_SYNC, "sync"},
+    {CUPTI_ACTIVITY_KIND_CUDA_EVENT, "CUDA_EVENT", KIND_EVENT, "event"},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", KIND_API, "api"}, /* then narrowed */
+    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", KIND_API, "api"},
+};
+
+/* "kernel,memcpy,api" -> KIND_* bits; an unknown name is ignored with one warning (a profiler
+ * never stops the program for its own configuration). */
+static unsigned wanted_kinds(const char *list)
+{
+	unsigned wanted = 0;
+	char copy[256];
+	snprintf(copy, sizeof(copy), "%s", list ? list : "");
+	char *save = NULL;
+	for (char *name = strtok_r(copy, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+		unsigned bit = 0;
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			if (strcmp(name, kinds[i].option_name) == 0)
+				bit = kinds[i].option;
+		if (!bit)
+			fprintf(stderr, "syncspy: ignoring '%s' in SYNCSPY_CUPTI_KINDS (kinds: kernel, "
+					"memcpy, memset, sync, event, api)\n",
+				name);
+		wanted |= bit;
+	}
+	return wanted;
+}
+
+static void start_locked(unsigned wanted)
 {
 	void *library = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
 	if (!library)
@@ -377,19 +429,9 @@ static void start_locked(void)
 		set_status("cuptiActivityRegisterCallbacks", result);
 		return;
 	}
-	static const struct {
-		CUpti_ActivityKind kind;
-		const char *name;
-	} kinds[] = {
-	    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
-	    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
-	    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
-	    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION"},
-	    {CUPTI_ACTIVITY_KIND_CUDA_EVENT, "CUDA_EVENT"},
-	    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"}, /* then narrowed: disable_unwrapped_apis */
-	    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},
-	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (!(wanted & kinds[i].option))
+			continue;
 		result = api.enable(kinds[i].kind);
 		if (result != CUPTI_SUCCESS) {
 			char what[64];
@@ -398,12 +440,24 @@ static void start_locked(void)
 			return;
 		}
 	}
-	disable_unwrapped_apis();
+	if (wanted & KIND_API)
+		disable_unwrapped_apis();
 	/* When the GPU reached each recorded event; without it CUDA_EVENT rows carry no time. */
-	if (api.event_device_timestamps)
+	if ((wanted & KIND_EVENT) && api.event_device_timestamps)
 		api.event_device_timestamps(1);
 	started = 1;
-	ss_cupti_status = "on";
+	if (wanted == KIND_ALL) {
+		ss_cupti_status = "on";
+	} else {
+		char list[96] = "";
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			if ((wanted & kinds[i].option) && !strstr(list, kinds[i].option_name))
+				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+					 list[0] ? "," : "", kinds[i].option_name);
+		snprintf(status_text, sizeof(status_text), "on: only %s (SYNCSPY_CUPTI_KINDS)",
+			 list[0] ? list : "nothing");
+		ss_cupti_status = status_text;
+	}
 }
 
 void ss_cupti_start(void)

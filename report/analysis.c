@@ -2743,6 +2743,9 @@ static int add_notes(struct ss_report *r)
 		else if (rk->cupti && strncmp(rk->cupti, "yielded", 7) == 0)
 			code = add_note(r, format("%s: GPU timeline partial: %s", rk->path,
 						  rk->cupti));
+		else if (rk->cupti && strncmp(rk->cupti, "on: only", 8) == 0)
+			code = add_note(r, format("%s: GPU timeline limited to what was asked: %s",
+						  rk->path, rk->cupti));
 		if (code != SS_EXIT_OK)
 			break;
 		if (r->gpu_ranks && !rk->gpu)

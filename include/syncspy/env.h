@@ -33,6 +33,9 @@
 	  "clock_gettime(CLOCK_MONOTONIC)")                                                        \
 	X(SYNCSPY_CUPTI, BOOL, "1",                                                                \
 	  "0: host side only, no GPU-side activity through CUPTI (kernels, copies, memsets, "      \
-	  "syncs, events; docs/cupti.md, which gives its cost)")
+	  "syncs, events; docs/cupti.md, which gives its cost)")                                  \
+	X(SYNCSPY_CUPTI_KINDS, STR, "kernel,memcpy,memset,sync,event,api",                          \
+	  "what CUPTI records, a comma list: kernel, memcpy, memset, sync, event (with the GPU's "  \
+	  "time of each), api (ties GPU rows to host calls); fewer kinds cost less (docs/cupti.md)")
 
 #endif

@@ -27,3 +27,20 @@ END
 "$SYNCSPY" report "$db" >"$tmp/report.txt" || fail "report failed"
 grep -qF -- "GPU timeline not recorded: $status" "$tmp/report.txt" ||
 	fail "the report does not say why: $(grep -A8 '^notes' "$tmp/report.txt")"
+
+# SYNCSPY_CUPTI_KINDS: a name it does not know is ignored with one warning naming the valid
+# ones; a list that names no kind leaves CUPTI off, and meta.cupti says so. Either way the
+# program runs unchanged.
+rm -rf "$out" && mkdir -p "$out"
+SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_KINDS="kernels, bogus" under_shim "$PROGS/scenarios" s4 >"$tmp/kinds.all" 2>&1 ||
+	fail "scenario failed with SYNCSPY_CUPTI_KINDS=kernels,bogus"
+grep -v '^syncspy:' "$tmp/kinds.all" | diff -u "$tmp/plain" - >&2 || fail "output differs with bad kinds"
+[ "$(grep -c "^syncspy: ignoring '[a-z]*' in SYNCSPY_CUPTI_KINDS (kinds: kernel, memcpy, memset, sync, event, api)" "$tmp/kinds.all")" = 2 ] ||
+	fail "expected one warning per unknown kind: $(cat "$tmp/kinds.all")"
+one_db
+golden "SELECT value FROM meta WHERE key = 'cupti'" <<'END'
+off: SYNCSPY_CUPTI_KINDS names no kind; host data only
+END
+golden "SELECT count(*) FROM api_calls" <<'END'
+4
+END

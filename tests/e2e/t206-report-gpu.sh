@@ -112,6 +112,20 @@ cp "$tmp/gpu.sqlite" "$tmp/nonccl.sqlite"
 	json_extract(value, '\$.exposed_comm_ns') FROM json_each(json_extract(readfile('$tmp/nonccl.json'), '\$.ranks'))")" = "0 null 0" ] ||
 	fail "without nccl kernels"
 
+# meta.cupti names a partial timeline: the report says so, in the recording's own words (what
+# SYNCSPY_CUPTI_KINDS left out; what another CUPTI client took), and nothing else changes.
+for status in "on: only kernel,memcpy (SYNCSPY_CUPTI_KINDS)|GPU timeline limited to what was asked" \
+	"yielded: another CUPTI client (libtorch_cpu.so) took CUPTI at 5 ns (CLOCK_MONOTONIC); no GPU rows after that|GPU timeline partial"; do
+	cp "$tmp/gpu.sqlite" "$tmp/partial.sqlite"
+	"$SQLITE3" -batch "$tmp/partial.sqlite" "INSERT OR REPLACE INTO meta(key, value) VALUES('cupti', '${status%%|*}')" || fail "meta.cupti"
+	"$SYNCSPY" report --format json "$tmp/partial.sqlite" >"$tmp/partial.json" || fail "json with meta.cupti ${status%%|*}"
+	[ "$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/partial.json'), '\$.notes'))
+		WHERE value = '$tmp/partial.sqlite: ${status#*|}: ${status%%|*}'")" = 1 ] ||
+		fail "note for ${status%%|*}: $(rq "SELECT json_extract(readfile('$tmp/partial.json'), '\$.notes')")"
+	[ "$(rq "SELECT json_extract(value, '\$.comm_ns') FROM json_each(json_extract(readfile('$tmp/partial.json'), '\$.ranks'))")" = 10000000 ] ||
+		fail "the GPU timeline with meta.cupti ${status%%|*}"
+done
+
 # Without the tables: no GPU field, column, rule or finding text; the two notes as before.
 sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$tmp/plain.sqlite" || fail "make-db.sh"
 "$SYNCSPY" report --format json "$tmp/plain.sqlite" >"$tmp/p.json" || fail "json of plain"
