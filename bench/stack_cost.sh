@@ -18,16 +18,25 @@ python3 -c 'import torch' 2>/dev/null ||
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rounds=${ROUNDS:-7}
+# "32py": Python frames alone, native stacks off because libunwind.so.8 is not found (the
+# library path without .carry/lib; on a machine with a system libunwind, meta.native_stacks of
+# its databases says "libunwind" and the line is marked so below).
+nolib=$(printf '%s' "$LD_LIBRARY_PATH" | tr ':' '\n' | grep -vxF "$root/.carry/lib" | paste -sd: -)
 for round in $(seq "$rounds"); do
-	for depth in 0 32; do
-		SYNCSPY_STACK_DEPTH=$depth SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$depth-$round" \
+	for depth in 0 32 32py; do
+		SYNCSPY_STACK_DEPTH=${depth%py} SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$depth-$round" \
+			LD_LIBRARY_PATH=$([ "$depth" = 32py ] && echo "$nolib" || echo "$LD_LIBRARY_PATH") \
 			LD_PRELOAD="$shim" ${PIN:+taskset -c "$PIN"} python3 "$root/bench/stack_cost.py" "${CALLS:-5000}" |
 			sed -n "s/^\([a-z]*\)_ns median /\1 $round $depth /p" >>"$tmp/results"
 	done
 done
+native_py=$(python3 -c "
+import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute(\"SELECT value FROM meta WHERE key = 'native_stacks'\").fetchone()[0])" \
+	"$(ls "$tmp"/db-32py-1/*.sqlite | head -n1)" 2>&1)
 {
 	echo "# bench/stack_cost.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
-	echo "# measure round depth median_ns"
+	echo "# measure round depth median_ns (depth 32py: Python frames only, meta.native_stacks: $native_py)"
 	cat "$tmp/results"
 	# medians in Python: the GPU machine's awk (mawk) has no sort
 	python3 - "$tmp/results" <<'PY'
@@ -46,6 +55,10 @@ for measure, label in (("sync", "an idle stream sync (the target's)"), ("item", 
     added = statistics.median(diffs)
     alone = statistics.median(r["0"] for r in runs[measure].values() if "0" in r)
     print("%s per-round added ns: %s" % (measure, " ".join("%d" % d for d in diffs)))
+    py = [r["32py"] - r["0"] for r in runs[measure].values() if "0" in r and "32py" in r]
+    if py:
+        print("  of which Python frames alone (32py - 0): %d ns (median of %d rounds, spread %d..%d)"
+              % (statistics.median(py), len(py), min(py), max(py)))
     verdict = ""
     if measure == "sync":
         verdict = ": PASS" if added <= 2000 else ": FAIL"

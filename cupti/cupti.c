@@ -383,8 +383,9 @@ static unsigned wanted_kinds(const char *list)
 			if (strcmp(name, kinds[i].option_name) == 0)
 				bit = kinds[i].option;
 		if (!bit)
-			fprintf(stderr, "syncspy: ignoring '%s' in SYNCSPY_CUPTI_KINDS (kinds: kernel, "
-					"memcpy, memset, sync, event, api)\n",
+			fprintf(stderr,
+				"syncspy: ignoring '%s' in SYNCSPY_CUPTI_KINDS (kinds: kernel, "
+				"memcpy, memset, sync, event, api)\n",
 				name);
 		wanted |= bit;
 	}

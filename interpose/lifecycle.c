@@ -164,6 +164,7 @@ static void after_fork_child(void)
 		ss_range_reset();
 		ss_nccl_fork_child();
 		ss_native_fork_child();
+		ss_python_fork_child();
 #ifdef SYNCSPY_HAVE_CUPTI
 		ss_cupti_fork_child();
 #endif

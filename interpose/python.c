@@ -15,7 +15,14 @@
  *
  * The frames travel to the writer as a record of their own (api SS_REC_PYSTACK) right behind
  * the call's record, carrying a malloc'd text, "file:line in function" per frame, innermost
- * first. Sync points cost microseconds already; the allocation is theirs only (SHIM-1).
+ * first, the first time this thread sees the stack, and only the stack's key afterwards (as
+ * native.c does): a sync point repeats its stack every step, and naming frames (the line
+ * number from the code's line table, the text, its allocation) costs more than walking them.
+ * The key is a hash of each frame's code object and instruction offset (PyFrame_GetLasti,
+ * Python 3.11 and later; the line number before), and is used only when every code object of
+ * the stack is held by the code cache below, so that no address can come back meaning
+ * another code object. Sync points cost microseconds already; the work is theirs only
+ * (SHIM-1).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -40,6 +47,7 @@ static struct {
 	PyObject *(*frame_get_back)(PyObject *); /* new reference */
 	PyObject *(*frame_get_code)(PyObject *); /* new reference */
 	int (*frame_get_line)(PyObject *);
+	int (*frame_get_lasti)(PyObject *);		 /* Python 3.11 and later; NULL before */
 	PyObject *(*get_attr)(PyObject *, const char *); /* new reference */
 	const char *(*as_utf8)(PyObject *);
 	void (*decref)(PyObject *);
@@ -62,6 +70,7 @@ static void find_python(void)
 	FIND(frame_get_back, "PyFrame_GetBack");
 	FIND(frame_get_code, "PyFrame_GetCode");
 	FIND(frame_get_line, "PyFrame_GetLineNumber");
+	FIND(frame_get_lasti, "PyFrame_GetLasti");
 	FIND(get_attr, "PyObject_GetAttrString");
 	FIND(as_utf8, "PyUnicode_AsUTF8");
 	FIND(decref, "Py_DecRef");
@@ -99,9 +108,10 @@ static struct code_name {
 static int code_cache_used;
 static pthread_mutex_t code_cache_lock = PTHREAD_MUTEX_INITIALIZER; /* free-threaded Pythons */
 
-/* The file and function of a code object, through the cache; into the buffers when it is full. */
-static void code_names(PyObject *code, char *file, size_t file_len, char *function,
-		       size_t function_len, const char **file_out, const char **function_out)
+/* The file and function of a code object, through the cache; into the buffers when it is full.
+ * Returns 1 when the code object is in the cache (and so kept alive), 0 when it is not. */
+static int code_names(PyObject *code, char *file, size_t file_len, char *function,
+		      size_t function_len, const char **file_out, const char **function_out)
 {
 	size_t slot = ((uintptr_t)code >> 4) & (CODE_CACHE_SLOTS - 1);
 	pthread_mutex_lock(&code_cache_lock);
@@ -111,7 +121,7 @@ static void code_names(PyObject *code, char *file, size_t file_len, char *functi
 			*file_out = entry->file;
 			*function_out = entry->function;
 			pthread_mutex_unlock(&code_cache_lock);
-			return;
+			return 1;
 		}
 		if (entry->code == NULL)
 			break;
@@ -131,33 +141,38 @@ static void code_names(PyObject *code, char *file, size_t file_len, char *functi
 		py.incref(code); /* kept for the cache's life: see above */
 		*entry = (struct code_name){code, text, text + flen};
 		code_cache_used++;
+		*file_out = entry->file;
+		*function_out = entry->function;
 	}
 	pthread_mutex_unlock(&code_cache_lock);
+	return text != NULL;
 }
 
-/* The calling thread's Python frames, innermost first; NULL when it holds no GIL. */
-static char *python_frames(size_t *length, int *depth)
+#define MAX_FRAMES   128
+#define SEEN_PER_TLS 64 /* stack keys a thread remembers having sent with their text */
+
+static __thread uint64_t seen[SEEN_PER_TLS] __attribute__((tls_model("initial-exec")));
+
+/* One walked frame: what keys it (code, position) and what names it. */
+struct walked {
+	PyObject *frame, *code; /* references of ours, but the first frame (borrowed) */
+	const char *file, *function;
+	int position; /* the instruction offset (3.11+) or the line */
+};
+
+/* The frames' text, "file:line in function" per frame, innermost first (malloc'd). */
+static char *frames_text(struct walked *walked, int n, size_t *length)
 {
-	PyObject *frame = py.get_frame();
-	if (!frame)
-		return NULL;
-	/* The program may be in the middle of raising: keep its error as it is. */
-	PyObject *type = NULL, *value = NULL, *traceback = NULL;
-	py.err_fetch(&type, &value, &traceback);
 	size_t capacity = 4096, used = 0;
 	char *text = malloc(capacity);
-	int max_depth = (int)ss_config.SYNCSPY_STACK_DEPTH, n = 0;
-	PyObject *owned = NULL; /* the first frame is borrowed: not ours to release */
-	while (text && frame && n < max_depth) {
+	for (int i = 0; text && i < n; i++) {
 		char file_buffer[512], function_buffer[256];
-		const char *file, *function;
-		PyObject *code = py.frame_get_code(frame);
-		if (!code)
-			break;
-		code_names(code, file_buffer, sizeof(file_buffer), function_buffer,
-			   sizeof(function_buffer), &file, &function);
-		py.decref(code); /* the cache holds its own reference */
-		int line = py.frame_get_line(frame);
+		const char *file = walked[i].file, *function = walked[i].function;
+		if (!file) /* not in the code cache (full): read now */
+			code_names(walked[i].code, file_buffer, sizeof(file_buffer),
+				   function_buffer, sizeof(function_buffer), &file, &function);
+		int line =
+		    py.frame_get_lasti ? py.frame_get_line(walked[i].frame) : walked[i].position;
 		size_t need = strlen(file) + strlen(function) + 32;
 		if (used + need > capacity) {
 			char *grown = realloc(text, capacity * 2 + need);
@@ -167,40 +182,84 @@ static char *python_frames(size_t *length, int *depth)
 			capacity = capacity * 2 + need;
 		}
 		used += (size_t)snprintf(text + used, capacity - used, "%s%s:%d in %s",
-					 n ? "\n" : "", file, line, function);
-		n++;
-		PyObject *back = py.frame_get_back(frame);
-		if (owned)
-			py.decref(owned);
-		owned = frame = back;
-	}
-	if (owned)
-		py.decref(owned);
-	py.err_restore(type, value, traceback);
-	if (text && n == 0) {
-		free(text);
-		text = NULL;
+					 i ? "\n" : "", file, line, function);
 	}
 	*length = used;
-	*depth = n;
 	return text;
 }
 
+/* Walks the calling thread's Python frames (it holds the GIL) and pushes them: with their text
+ * the first time this thread sees the stack, by key afterwards. */
 static void push_frames(struct ss_ring *ring, int deferred)
 {
-	size_t length;
-	int depth;
-	char *frames = python_frames(&length, &depth);
-	if (!frames)
+	PyObject *frame = py.get_frame();
+	if (!frame)
 		return;
-	struct ss_rec rec = {.api = SS_REC_PYSTACK,
-			     .obj = (uintptr_t)frames,
-			     .bytes = length,
-			     .aux = ss_hash64(frames, length),
-			     .stream = (uint64_t)depth,
-			     .cls = (uint8_t)deferred};
+	/* The program may be in the middle of raising: keep its error as it is. */
+	PyObject *type = NULL, *value = NULL, *traceback = NULL;
+	py.err_fetch(&type, &value, &traceback);
+	struct walked walked[MAX_FRAMES];
+	int max_depth = (int)ss_config.SYNCSPY_STACK_DEPTH, n = 0, all_cached = 1;
+	if (max_depth > MAX_FRAMES)
+		max_depth = MAX_FRAMES;
+	while (frame && n < max_depth) {
+		PyObject *code = py.frame_get_code(frame);
+		if (!code)
+			break;
+		char file_buffer[512], function_buffer[256]; /* only for the cache to copy */
+		struct walked *w = &walked[n++];
+		*w = (struct walked){.frame = frame, .code = code};
+		if (!code_names(code, file_buffer, sizeof(file_buffer), function_buffer,
+				sizeof(function_buffer), &w->file, &w->function)) {
+			w->file = w->function = NULL; /* the cache is full: named later, uncached */
+			all_cached = 0;
+		}
+		w->position =
+		    py.frame_get_lasti ? py.frame_get_lasti(frame) : py.frame_get_line(frame);
+		frame = py.frame_get_back(frame);
+	}
+	if (frame) /* the first frame past the depth */
+		py.decref(frame);
+	struct {
+		uintptr_t code;
+		intptr_t position;
+	} keys[MAX_FRAMES];
+	for (int i = 0; i < n; i++) {
+		keys[i].code = (uintptr_t)walked[i].code;
+		keys[i].position = walked[i].position;
+	}
+	uint64_t key = ss_hash64(keys, (size_t)n * sizeof(keys[0])) | 1;
+	uint64_t *slot = &seen[key % SEEN_PER_TLS];
+	struct ss_rec rec = {
+	    .api = SS_REC_PYSTACK, .aux = key, .stream = (uint64_t)n, .cls = (uint8_t)deferred};
+	int keyed = all_cached && *slot == key; /* the writer has its text (SS_REC_PYSTACK) */
+	char *text = NULL;
+	if (n && !keyed) {
+		size_t length = 0;
+		text = frames_text(walked, n, &length);
+		rec.obj = (uintptr_t)text;
+		rec.bytes = length;
+		/* A stack with a code object the cache does not hold is keyed by its text. */
+		if (!all_cached)
+			rec.aux = text ? ss_hash64(text, length) | 1 : 0;
+	}
+	for (int i = 0; i < n; i++) {
+		py.decref(walked[i].code);
+		if (i) /* the first frame is borrowed */
+			py.decref(walked[i].frame);
+	}
+	py.err_restore(type, value, traceback);
+	if (!n || (!keyed && !text))
+		return;
 	if (!ss_ring_push(ring, &rec))
-		free(frames); /* counted as dropped (SHIM-5) */
+		free(text); /* counted as dropped (SHIM-5) */
+	else if (text && all_cached)
+		*slot = key;
+}
+
+void ss_python_fork_child(void)
+{
+	memset(seen, 0, sizeof(seen)); /* the child's writer knows none of them */
 }
 
 /* Runs on the main thread with the GIL (Py_AddPendingCall), as soon as the interpreter is back

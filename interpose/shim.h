@@ -193,6 +193,7 @@ void ss_python_attach(struct ss_tls *tls);
 /* native.c: after a sync point's record, its native stack (libunwind, loaded privately). */
 void ss_native_attach(struct ss_tls *tls);
 void ss_native_fork_child(void);
+void ss_python_fork_child(void);
 extern const char *ss_native_stacks_status;
 
 static inline int ss_wants_stack(int cls)

@@ -201,7 +201,8 @@ struct id_map {
 	int64_t *ids;
 	size_t capacity, count;
 };
-static struct id_map sites, text_sites, stacks, native_stacks, native_stack_sites;
+static struct id_map sites, text_sites, stacks, native_stacks, native_stack_sites,
+    python_stack_sites;
 
 static void id_map_free(struct id_map *map)
 {
@@ -720,14 +721,17 @@ static int64_t python_site(const char *frame, size_t length)
 }
 
 /* A call's Python frames (python.c): deduplicated into stacks; the user's frame becomes the
- * call's site (SCHEMA-6). The frames' buffer was the writer's to free from the moment it was
- * pushed. */
+ * call's site (SCHEMA-6). A record carries the frames' text the first time its thread sends
+ * the stack, only the stack's key (aux) afterwards: the stack and its site are found by key.
+ * The text's buffer was the writer's to free from the moment it was pushed. */
 static void store_python_stack(struct ring_state *rs, const struct ss_rec *r)
 {
 	char *frames = (char *)(uintptr_t)r->obj;
 	uint64_t hash = r->aux | 1;
 	int64_t *slot = id_map_slot(&stacks, hash);
-	if (slot && *slot == 0) {
+	int64_t *site_slot = id_map_slot(&python_stack_sites, hash);
+	int64_t site = site_slot ? *site_slot : 0;
+	if (frames && slot && *slot == 0) {
 		sqlite3_stmt *st = statements[ST_STACK];
 		sq.sqlite3_bind_text(st, 1, "python", -1, SQLITE_STATIC);
 		sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)r->aux);
@@ -736,19 +740,23 @@ static void store_python_stack(struct ring_state *rs, const struct ss_rec *r)
 		if (step_reset(st) == 0)
 			*slot = sq.sqlite3_last_insert_rowid(db);
 	}
-	const char *user = frames, *line = frames;
-	for (;;) {
-		const char *end = strchr(line, '\n');
-		if (!framework_frame(line)) {
-			user = line;
-			break;
+	if (frames && !site) {
+		const char *user = frames, *line = frames;
+		for (;;) {
+			const char *end = strchr(line, '\n');
+			if (!framework_frame(line)) {
+				user = line;
+				break;
+			}
+			if (!end)
+				break;
+			line = end + 1;
 		}
-		if (!end)
-			break;
-		line = end + 1;
+		const char *user_end = strchr(user, '\n');
+		site = python_site(user, user_end ? (size_t)(user_end - user) : strlen(user));
+		if (site_slot)
+			*site_slot = site;
 	}
-	const char *user_end = strchr(user, '\n');
-	int64_t site = python_site(user, user_end ? (size_t)(user_end - user) : strlen(user));
 	/* Deferred frames (r->cls 1) belong to every call waiting for them, others to the call
 	 * just before. */
 	size_t targets = r->cls ? rs->nwaiting : (rs->last_call_rowid != 0);
@@ -1416,6 +1424,7 @@ static void close_database(const char *reason)
 	id_map_free(&stacks);
 	id_map_free(&native_stacks);
 	id_map_free(&native_stack_sites);
+	id_map_free(&python_stack_sites);
 	memset(rows_per_class, 0, sizeof(rows_per_class));
 	layers_seen = 0;
 	dropped_write = 0;
@@ -1561,6 +1570,7 @@ void ss_writer_fork_child(void)
 	id_map_free(&stacks);
 	id_map_free(&native_stacks);
 	id_map_free(&native_stack_sites);
+	id_map_free(&python_stack_sites);
 	for (size_t i = 0; i < nstarted; i++) /* the parent's open NVTX ranges are not ours */
 		free(started[i].name);
 	free(started);
