@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "ring.h"
 #include "shim.h"
 
@@ -85,6 +86,24 @@ static void native_attach(struct ss_tls *tls)
 		*slot = hash;
 	else
 		free(copy); /* counted as dropped (SHIM-5) */
+}
+
+/* The stacks of a sync point, native then Python, with the time they took counted on the
+ * thread's ring: meta.stack_cost_ns says what stacks cost the program (bench/stack_cost.sh
+ * reads it beside its own A/B timing). Deferred Python frames add their time in python.c. */
+void ss_stacks_attach(struct ss_tls *tls)
+{
+	struct ss_ring *ring = tls->ring;
+	if (ss_config.SYNCSPY_STACK_DEPTH <= 0 || !ring)
+		return;
+	uint64_t start = ss_now();
+	ss_native_attach(tls);
+	uint64_t native_end = ss_now();
+	ss_python_attach(tls);
+	uint64_t end = ss_now();
+	atomic_fetch_add_explicit(&ring->stack_ticks[0], native_end - start, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ring->stack_ticks[1], end - native_end, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ring->stacks_taken, 1, memory_order_relaxed);
 }
 
 void ss_native_fork_child(void)

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ring.h"
 #include "shim.h"
 
@@ -109,18 +110,17 @@ static int code_cache_used;
 static pthread_mutex_t code_cache_lock = PTHREAD_MUTEX_INITIALIZER; /* free-threaded Pythons */
 
 /* The file and function of a code object, through the cache; into the buffers when it is full.
- * Returns 1 when the code object is in the cache (and so kept alive), 0 when it is not. */
+ * Returns 1 when the code object is in the cache (and so kept alive), 0 when it is not. The
+ * caller holds code_cache_lock (once per stack, not per frame). */
 static int code_names(PyObject *code, char *file, size_t file_len, char *function,
 		      size_t function_len, const char **file_out, const char **function_out)
 {
 	size_t slot = ((uintptr_t)code >> 4) & (CODE_CACHE_SLOTS - 1);
-	pthread_mutex_lock(&code_cache_lock);
 	for (int probe = 0; probe < 16; probe++, slot = (slot + 1) & (CODE_CACHE_SLOTS - 1)) {
 		struct code_name *entry = &code_cache[slot];
 		if (entry->code == code) {
 			*file_out = entry->file;
 			*function_out = entry->function;
-			pthread_mutex_unlock(&code_cache_lock);
 			return 1;
 		}
 		if (entry->code == NULL)
@@ -144,7 +144,6 @@ static int code_names(PyObject *code, char *file, size_t file_len, char *functio
 		*file_out = entry->file;
 		*function_out = entry->function;
 	}
-	pthread_mutex_unlock(&code_cache_lock);
 	return text != NULL;
 }
 
@@ -168,9 +167,12 @@ static char *frames_text(struct walked *walked, int n, size_t *length)
 	for (int i = 0; text && i < n; i++) {
 		char file_buffer[512], function_buffer[256];
 		const char *file = walked[i].file, *function = walked[i].function;
-		if (!file) /* not in the code cache (full): read now */
+		if (!file) { /* not in the code cache (full): read now */
+			pthread_mutex_lock(&code_cache_lock);
 			code_names(walked[i].code, file_buffer, sizeof(file_buffer),
 				   function_buffer, sizeof(function_buffer), &file, &function);
+			pthread_mutex_unlock(&code_cache_lock);
+		}
 		int line =
 		    py.frame_get_lasti ? py.frame_get_line(walked[i].frame) : walked[i].position;
 		size_t need = strlen(file) + strlen(function) + 32;
@@ -202,6 +204,7 @@ static void push_frames(struct ss_ring *ring, int deferred)
 	int max_depth = (int)ss_config.SYNCSPY_STACK_DEPTH, n = 0, all_cached = 1;
 	if (max_depth > MAX_FRAMES)
 		max_depth = MAX_FRAMES;
+	pthread_mutex_lock(&code_cache_lock);
 	while (frame && n < max_depth) {
 		PyObject *code = py.frame_get_code(frame);
 		if (!code)
@@ -218,6 +221,7 @@ static void push_frames(struct ss_ring *ring, int deferred)
 		    py.frame_get_lasti ? py.frame_get_lasti(frame) : py.frame_get_line(frame);
 		frame = py.frame_get_back(frame);
 	}
+	pthread_mutex_unlock(&code_cache_lock);
 	if (frame) /* the first frame past the depth */
 		py.decref(frame);
 	struct {
@@ -272,8 +276,12 @@ static int deferred_capture(void *arg)
 	(void)arg;
 	struct ss_tls *tls = &ss_tls;
 	atomic_store(&deferred_scheduled, 0);
-	if (tls->ring && tls->generation == atomic_load(&ss_hot.generation))
+	if (tls->ring && tls->generation == atomic_load(&ss_hot.generation)) {
+		uint64_t start = ss_now();
 		push_frames(tls->ring, 1);
+		atomic_fetch_add_explicit(&tls->ring->stack_ticks[1], ss_now() - start,
+					  memory_order_relaxed);
+	}
 	return 0;
 }
 

@@ -194,6 +194,8 @@ void ss_python_attach(struct ss_tls *tls);
 void ss_native_attach(struct ss_tls *tls);
 void ss_native_fork_child(void);
 void ss_python_fork_child(void);
+/* native.c: both of the above for a sync point, timed (meta.stack_cost_ns: SHIM-1). */
+void ss_stacks_attach(struct ss_tls *tls);
 extern const char *ss_native_stacks_status;
 
 static inline int ss_wants_stack(int cls)

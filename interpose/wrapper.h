@@ -81,10 +81,8 @@
 		rec.ret = (int32_t)ret;                                                            \
 		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
 		ss_emit(tls, &rec);                                                                \
-		if (ss_unlikely(ss_wants_stack(rec.cls))) {                                        \
-			ss_native_attach(tls);                                                     \
-			ss_python_attach(tls);                                                     \
-		}                                                                                  \
+		if (ss_unlikely(ss_wants_stack(rec.cls)))                                          \
+			ss_stacks_attach(tls);                                                     \
 		tls->depth--;                                                                      \
 		return ret;                                                                        \
 	}

@@ -922,6 +922,21 @@ static void drain_ring(struct ss_ring *ring)
 		ss_ring_release(ring);
 }
 
+/* What taking stacks cost the program's threads (ss_stacks_attach), in ns: native, Python. */
+static void stack_cost_ns(uint64_t ns[2], uint64_t *taken)
+{
+	uint64_t ticks[2] = {0, 0};
+	*taken = 0;
+	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next) {
+		for (int i = 0; i < 2; i++)
+			ticks[i] += atomic_load_explicit(&ring->stack_ticks[i], memory_order_relaxed);
+		*taken += atomic_load_explicit(&ring->stacks_taken, memory_order_relaxed);
+	}
+	uint64_t base = ss_now(); /* ticks to ns: the clock's rate, from any point */
+	for (int i = 0; i < 2; i++)
+		ns[i] = ss_clock_to_ns(base + ticks[i]) - ss_clock_to_ns(base);
+}
+
 static uint64_t dropped_in_rings(void)
 {
 	uint64_t total = 0;
@@ -992,6 +1007,11 @@ static void write_meta_progress(void)
 			}
 		meta_text("static_cudart", *static_cudart ? static_cudart : NULL);
 	}
+	uint64_t stack_ns[2], stacks_taken;
+	stack_cost_ns(stack_ns, &stacks_taken);
+	meta_int("stacks_taken", (int64_t)stacks_taken);
+	meta_int("stack_cost_native_ns", (int64_t)stack_ns[0]);
+	meta_int("stack_cost_python_ns", (int64_t)stack_ns[1]);
 	uint64_t in_rings = dropped_in_rings();
 	uint64_t no_buffer = atomic_load(&ss_dropped_no_buffer);
 	meta_int("dropped_full_buffer", (int64_t)in_rings);

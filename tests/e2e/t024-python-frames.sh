@@ -33,3 +33,22 @@ END
 golden "SELECT site LIKE '%+0x%' AND site NOT LIKE '%.py:%' FROM api_calls ORDER BY start_ns DESC LIMIT 1" <<'END'
 1
 END
+# What the stacks cost is counted by the shim itself (meta, docs/schema.md): one count per sync
+# point, time on both sides (native: libunwind, found in CI; Python: walked or deferred).
+golden "SELECT group_concat(key || '=' || (CAST(value AS INTEGER) > 0), ' ') FROM
+	(SELECT key, value FROM meta WHERE key LIKE 'stack%' ORDER BY key)" <<'END'
+stack_cost_native_ns=1 stack_cost_python_ns=1 stacks_taken=1
+END
+golden "SELECT value FROM meta WHERE key = 'stacks_taken'" <<'END'
+5
+END
+# SYNCSPY_STACK_DEPTH=0: no stack of either kind, nothing deferred, nothing counted.
+rm -rf "$out" && mkdir -p "$out"
+SYNCSPY_STACK_DEPTH=0 CUDART="$STANDIN_DIR/libcudart.so.13" under_shim "$PYTHON3" "$script" 3 >"$tmp/stdout0" 2>"$tmp/stderr0" ||
+	fail "python failed with SYNCSPY_STACK_DEPTH=0: $(cat "$tmp/stderr0")"
+diff -u "$tmp/stdout" "$tmp/stdout0" >&2 || fail "output differs with SYNCSPY_STACK_DEPTH=0"
+one_db
+golden "SELECT count(*), (SELECT count(*) FROM api_calls WHERE py_stack IS NOT NULL OR native_stack IS NOT NULL),
+	(SELECT group_concat(value, ' ') FROM meta WHERE key LIKE 'stack%') FROM stacks" <<'END'
+0|0|0 0 0
+END
