@@ -34,6 +34,25 @@ native_py=$(python3 -c "
 import sqlite3, sys
 print(sqlite3.connect(sys.argv[1]).execute(\"SELECT value FROM meta WHERE key = 'native_stacks'\").fetchone()[0])" \
 	"$(ls "$tmp"/db-32py-1/*.sqlite | head -n1)" 2>&1)
+# The shim's own timing of the same stacks (meta.stack_cost_*_ns / meta.stacks_taken), per
+# process with stacks on: no noise between processes, but only the work inside the shim.
+self_timed=$(python3 - "$tmp" <<'PY'
+import glob, sqlite3, statistics, sys
+per_sync, python = [], []
+for path in glob.glob(sys.argv[1] + "/db-32-*/*.sqlite"):
+    meta = dict(sqlite3.connect(path).execute("SELECT key, value FROM meta"))
+    taken = int(meta.get("stacks_taken", 0))
+    if taken:
+        per_sync.append((int(meta["stack_cost_native_ns"]) + int(meta["stack_cost_python_ns"])) / taken)
+        python.append(int(meta["stack_cost_python_ns"]) / taken)
+if per_sync:
+    print("as the shim timed them (meta.stack_cost_*_ns): %d ns per sync point, Python %d of it "
+          "(median of %d processes, %d..%d)" % (statistics.median(per_sync), statistics.median(python),
+                                                  len(per_sync), min(per_sync), max(per_sync)))
+else:
+    print("as the shim timed them: no database with stacks")
+PY
+)
 {
 	echo "# bench/stack_cost.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
 	echo "# measure round depth median_ns (depth 32py: Python frames only, meta.native_stacks: $native_py)"
@@ -68,4 +87,7 @@ for measure, label in (("sync", "an idle stream sync (the target's)"), ("item", 
                                                  max(diffs), alone, verdict))
 sys.exit(status)
 PY
+	status=$?
+	echo "$self_timed"
+	exit $status
 } >"$out"

@@ -7,6 +7,16 @@ loss read back with `.item()` every step), at two sizes: "small" is item_loop's 
 "large" (batch 8192, hidden 4096: the GPU's work dominates, as in real training).
 
   [SIZES="small large"] torch_step.py [--profiler] [STEPS]
+  torch_step.py --ab cupti|profiler [BLOCKS] [STEPS]
+
+--ab compares in one process, block by block (BLOCKS blocks of STEPS steps, default 40 x 100,
+in the order on, off, off, on, ... so that drift cancels within each pair): "cupti" runs under
+the shim and pauses and resumes its GPU timeline (syncspy_gpu_trace); "profiler" runs without
+the shim and wraps every other block in torch.profiler. One process holds the same memory,
+clocks and placement throughout, which separate processes do not (bench/cupti_overhead.sh).
+Prints "block MODE on|off STEP_US" per block, "paused MONO_START MONO_END" per paused block
+(CLOCK_MONOTONIC ns, the databases' time axis) and "ab MODE MEDIAN_PERCENT" at the end: the
+median over pairs of on/off - 1.
 
 Prints "step_us SIZE MEAN" per size: the mean step time over STEPS steps (default 300) after
 50 steps of warm-up. --profiler wraps the timed steps in torch.profiler.profile with CPU and
@@ -54,8 +64,78 @@ def run(size, steps, profile):
     print("step_us %s %.1f" % (size, elapsed / steps * 1e6), flush=True)
 
 
+def ab(mode, blocks, steps):
+    import ctypes
+    import statistics
+    batch, d_in, hidden, d_out = SIZES["small"]
+    torch.manual_seed(0)
+    x = torch.randn(batch, d_in, device="cuda")
+    y = torch.randn(batch, d_out, device="cuda")
+    model = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
+                                torch.nn.Linear(hidden, d_out)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    if mode == "cupti":
+        trace = ctypes.CDLL(None).syncspy_gpu_trace
+        if trace(1) != 1:
+            print("ab: the GPU timeline is not recording (run under the shim with CUPTI)")
+            return 2
+    else:
+        from torch.profiler import ProfilerActivity, profile as torch_profile
+
+    def block(on):
+        if mode == "cupti":
+            trace(1 if on else 0)
+            context = None
+        else:
+            context = torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) \
+                if on else None
+            if context:
+                context.__enter__()
+        t0 = time.perf_counter()
+        start_ns = time.monotonic_ns()
+        for _ in range(steps):
+            step()
+        end_ns = time.monotonic_ns()
+        elapsed = time.perf_counter() - t0
+        if context:
+            context.__exit__(None, None, None)
+        if mode == "cupti" and not on:
+            print("paused %d %d" % (start_ns, end_ns))
+        return elapsed / steps * 1e6
+
+    for on in (True, False, True):  # warm-up: allocator, kernels, the profiler's first start
+        block(on)
+    torch.cuda.synchronize()
+    times = []
+    for i in range(blocks):
+        on = (i % 4) in (0, 3)  # on, off, off, on
+        us = block(on)
+        print("block %s %s %.1f" % (mode, "on" if on else "off", us), flush=True)
+        times.append((on, us))
+    if mode == "cupti":
+        trace(1)
+    pairs = []
+    for i in range(0, len(times) - 1, 2):
+        (on_a, a), (on_b, b) = times[i], times[i + 1]
+        on_us, off_us = (a, b) if on_a else (b, a)
+        pairs.append(on_us / off_us - 1)
+    print("ab %s %.2f" % (mode, statistics.median(pairs) * 100))
+    return 0
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--ab"]:
+        numbers = [int(a) for a in args[2:4]]
+        return ab(args[1], *(numbers + [40, 100][len(numbers):]))
     profile = "--profiler" in args
     args = [a for a in args if a != "--profiler"]
     steps = int(args[0]) if args else 300

@@ -20,6 +20,11 @@
  *            mid-run), syncspy first flushes its own buffers to its own callbacks, then stops
  *            and lets the call through unchanged: the other client never receives a buffer it
  *            did not ask for, and meta.cupti says from when GPU rows are missing.
+ *   CUPTI-3  The program may pause the GPU timeline (syncspy_gpu_trace(0), docs/cupti.md):
+ *            every kind syncspy enabled is disabled until syncspy_gpu_trace(1) enables them
+ *            again, narrowing included, and meta.cupti_paused_ns/cupti_pauses say for how
+ *            long. A sync made while paused has no CUPTI record, so the analyses that need
+ *            one skip it rather than count the GPU as idle.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -45,6 +50,7 @@ static struct {
 					  CUpti_BuffersCallbackCompleteFunc);
 	CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
 	CUptiResult (*enable)(CUpti_ActivityKind);
+	CUptiResult (*disable)(CUpti_ActivityKind);
 	CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
 	CUptiResult (*flush_all)(uint32_t);
 	CUptiResult (*result_string)(CUptiResult, const char **);
@@ -58,6 +64,11 @@ static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ss_gpu_rec *queue;
 static size_t queued, queue_capacity;
 static int started;
+/* syncspy_gpu_trace (CUPTI-3): paused, since when, for how long in all, how often */
+static int paused;
+static uint64_t paused_since_ns, paused_total_ns;
+static unsigned pauses;
+static unsigned enabled_kinds; /* KIND_* of SYNCSPY_CUPTI_KINDS, once started */
 static char status_text[256];
 
 static uint64_t CUPTIAPI now_ns(void)
@@ -392,6 +403,30 @@ static unsigned wanted_kinds(const char *list)
 	return wanted;
 }
 
+/* Enables the activity kinds of WANTED (KIND_*), narrows the API records and asks for the
+ * events' GPU times: at start, and again at each resume (syncspy_gpu_trace). Returns 0 and
+ * sets ss_cupti_status when CUPTI refuses. Called with owner_lock held. */
+static int enable_kinds(unsigned wanted)
+{
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (!(wanted & kinds[i].option))
+			continue;
+		CUptiResult result = api.enable(kinds[i].kind);
+		if (result != CUPTI_SUCCESS) {
+			char what[64];
+			snprintf(what, sizeof(what), "cuptiActivityEnable(%s)", kinds[i].name);
+			set_status(what, result);
+			return 0;
+		}
+	}
+	if (wanted & KIND_API) /* after the kinds: enabling a kind undoes the narrowing */
+		disable_unwrapped_apis();
+	/* When the GPU reached each recorded event; without it CUDA_EVENT rows carry no time. */
+	if ((wanted & KIND_EVENT) && api.event_device_timestamps)
+		api.event_device_timestamps(1);
+	return 1;
+}
+
 static void start_locked(unsigned wanted)
 {
 	void *library = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -407,6 +442,7 @@ static void start_locked(unsigned wanted)
 	FIND(register_callbacks, "cuptiActivityRegisterCallbacks");
 	FIND(register_timestamp, "cuptiActivityRegisterTimestampCallback");
 	FIND(enable, "cuptiActivityEnable");
+	FIND(disable, "cuptiActivityDisable");
 	FIND(next_record, "cuptiActivityGetNextRecord");
 	FIND(flush_all, "cuptiActivityFlushAll");
 	FIND(result_string, "cuptiGetResultString");
@@ -415,8 +451,8 @@ static void start_locked(unsigned wanted)
 	FIND(enable_runtime_api, "cuptiActivityEnableRuntimeApi");
 	FIND(enable_driver_api, "cuptiActivityEnableDriverApi");
 #undef FIND
-	if (!api.register_callbacks || !api.register_timestamp || !api.enable || !api.next_record ||
-	    !api.flush_all) {
+	if (!api.register_callbacks || !api.register_timestamp || !api.enable || !api.disable ||
+	    !api.next_record || !api.flush_all) {
 		ss_cupti_status = "off: libcupti.so.13 lacks the activity API; host data only";
 		return;
 	}
@@ -430,22 +466,9 @@ static void start_locked(unsigned wanted)
 		set_status("cuptiActivityRegisterCallbacks", result);
 		return;
 	}
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		if (!(wanted & kinds[i].option))
-			continue;
-		result = api.enable(kinds[i].kind);
-		if (result != CUPTI_SUCCESS) {
-			char what[64];
-			snprintf(what, sizeof(what), "cuptiActivityEnable(%s)", kinds[i].name);
-			set_status(what, result);
-			return;
-		}
-	}
-	if (wanted & KIND_API)
-		disable_unwrapped_apis();
-	/* When the GPU reached each recorded event; without it CUDA_EVENT rows carry no time. */
-	if ((wanted & KIND_EVENT) && api.event_device_timestamps)
-		api.event_device_timestamps(1);
+	enabled_kinds = wanted;
+	if (!paused && !enable_kinds(wanted)) /* paused: syncspy_gpu_trace(0) came first */
+		return;
 	started = 1;
 	if (wanted == KIND_ALL) {
 		ss_cupti_status = "on";
@@ -459,6 +482,38 @@ static void start_locked(unsigned wanted)
 			 list[0] ? list : "nothing");
 		ss_cupti_status = status_text;
 	}
+}
+
+int ss_cupti_trace(int on)
+{
+	pthread_mutex_lock(&owner_lock);
+	if (!on && !paused) {
+		paused = 1; /* before the start too: CUPTI then starts paused */
+		pauses++;
+		paused_since_ns = now_ns();
+		if (started)
+			for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+				if (enabled_kinds & kinds[i].option)
+					api.disable(kinds[i].kind);
+	} else if (on && paused) {
+		if (!started || enable_kinds(enabled_kinds)) {
+			paused = 0;
+			paused_total_ns += now_ns() - paused_since_ns;
+		} else {
+			started = 0; /* CUPTI refused: host data only from here, status says why */
+		}
+	}
+	int recording = started && !paused;
+	pthread_mutex_unlock(&owner_lock);
+	return recording;
+}
+
+void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count)
+{
+	pthread_mutex_lock(&owner_lock);
+	*paused_ns = paused_total_ns + (paused ? now_ns() - paused_since_ns : 0);
+	*count = pauses;
+	pthread_mutex_unlock(&owner_lock);
 }
 
 void ss_cupti_start(void)

@@ -44,6 +44,12 @@ void ss_cupti_flush(void);
 /* Fork child: CUPTI's session and threads stay with the parent; the child records host data
  * only, and never flushes (a flush there could wait for a thread that is not there). */
 void ss_cupti_fork_child(void);
+/* syncspy_gpu_trace (CUPTI-3): 0 pauses the GPU timeline, 1 resumes it; returns 1 when it is
+ * recording after the call. */
+int ss_cupti_trace(int on);
+/* Writer, for meta: how long the timeline was paused in all (an open pause counts to now, in
+ * ns) and how many pauses there were. */
+void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
 extern const char *volatile ss_cupti_status;

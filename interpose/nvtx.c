@@ -20,8 +20,12 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "clock.h"
+#include "config.h"
 #include "ring.h"
 #include "shim.h"
+#ifdef SYNCSPY_HAVE_CUPTI
+#include "cupti/cupti.h"
+#endif
 
 static __thread int push_depth __attribute__((tls_model("initial-exec")));
 static _Atomic uint64_t next_range_id = 1;
@@ -120,6 +124,24 @@ static void NVTX_API domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t i
 SS_EXPORT void syncspy_step(const char *name)
 {
 	emit_marker(SS_REC_STEP, name ? name : "step", 0);
+}
+
+/* Pauses (0) or resumes (1) the GPU timeline (cupti/cupti.c, CUPTI-3), so that a program can
+ * trace some steps and spare the others CUPTI's cost; host-side recording goes on. Returns 1
+ * when the GPU timeline records after the call, 0 when it does not (paused, SYNCSPY_CUPTI=0,
+ * CUPTI unavailable or held by another client). From Python:
+ * ctypes.CDLL(None).syncspy_gpu_trace(0). */
+SS_EXPORT int syncspy_gpu_trace(int on)
+{
+#ifdef SYNCSPY_HAVE_CUPTI
+	ss_load();
+	if (ss_config.SYNCSPY_DISABLE || !ss_config.SYNCSPY_CUPTI)
+		return 0;
+	return ss_cupti_trace(on);
+#else
+	(void)on;
+	return 0;
+#endif
 }
 
 static int fill(const NvtxExportTableCallbacks *callbacks, NvtxCallbackModule module,

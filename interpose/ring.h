@@ -32,8 +32,9 @@ struct ss_ring {
 	/* writer-private */
 	void *writer_state;
 	/* producer-written, read by the writer for meta (SHIM-1: what the stacks cost) */
-	_Atomic uint64_t stack_ticks[2]; /* clock ticks spent taking native [0], Python [1] stacks */
-	_Atomic uint64_t stacks_taken;	 /* sync points whose stacks were taken */
+	_Atomic uint64_t
+	    stack_ticks[2];	       /* clock ticks spent taking native [0], Python [1] stacks */
+	_Atomic uint64_t stacks_taken; /* sync points whose stacks were taken */
 };
 
 /* Slow path: gives the calling thread a ring (NULL under the memory cap: counted dropped). */

@@ -929,7 +929,8 @@ static void stack_cost_ns(uint64_t ns[2], uint64_t *taken)
 	*taken = 0;
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next) {
 		for (int i = 0; i < 2; i++)
-			ticks[i] += atomic_load_explicit(&ring->stack_ticks[i], memory_order_relaxed);
+			ticks[i] +=
+			    atomic_load_explicit(&ring->stack_ticks[i], memory_order_relaxed);
 		*taken += atomic_load_explicit(&ring->stacks_taken, memory_order_relaxed);
 	}
 	uint64_t base = ss_now(); /* ticks to ns: the clock's rate, from any point */
@@ -987,6 +988,13 @@ static void write_meta_progress(void)
 	meta_text("native_stacks", ss_native_stacks_status);
 #ifdef SYNCSPY_HAVE_CUPTI
 	meta_text("cupti", ss_cupti_status);
+	uint64_t paused_ns;
+	unsigned pauses;
+	ss_cupti_pauses(&paused_ns, &pauses);
+	if (pauses && strncmp(ss_cupti_status, "on", 2) == 0) { /* syncspy_gpu_trace (CUPTI-3) */
+		meta_int("cupti_pauses", pauses);
+		meta_int("cupti_paused_ns", (int64_t)paused_ns);
+	}
 #else
 	meta_text("cupti", "off: not built (configure --enable-cupti)");
 #endif

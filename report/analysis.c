@@ -151,7 +151,9 @@ static const struct {
 	" max(CASE key WHEN 'start_realtime_ns' THEN value END),"                                  \
 	" max(CASE key WHEN 'end_mono_ns' THEN value END),"                                        \
 	" max(key = 'exit_reason'), max(CASE key WHEN 'dropped_events' THEN value END),"           \
-	" max(CASE key WHEN 'cupti' THEN value END)"                                               \
+	" max(CASE key WHEN 'cupti' THEN value END),"                                              \
+	" max(CASE key WHEN 'cupti_pauses' THEN value END),"                                       \
+	" max(CASE key WHEN 'cupti_paused_ns' THEN value END)"                                     \
 	" FROM meta"
 
 #define TOTALS_SQL                                                                                 \
@@ -503,6 +505,8 @@ static int load_meta(struct loader *ld, struct db_state *st)
 	rk->dropped = column_or(stmt, 8, 0);
 	const char *cupti = (const char *)sqlite3_column_text(stmt, 9);
 	rk->cupti = cupti ? xstrdup(cupti) : NULL;
+	rk->cupti_pauses = column_or(stmt, 10, 0);
+	rk->cupti_paused_ns = column_or(stmt, 11, 0);
 	sqlite3_finalize(stmt);
 	if (!rk->host || (cupti && !rk->cupti))
 		return out_of_memory(ld);
@@ -2746,6 +2750,12 @@ static int add_notes(struct ss_report *r)
 		else if (rk->cupti && strncmp(rk->cupti, "on: only", 8) == 0)
 			code = add_note(r, format("%s: GPU timeline limited to what was asked: %s",
 						  rk->path, rk->cupti));
+		if (code == SS_EXIT_OK && rk->cupti_pauses > 0)
+			code = add_note(
+			    r, format("%s: GPU timeline paused by the program (syncspy_gpu_trace) %lld "
+				      "times, %.3f s of %.3f s: GPU figures cover the traced part only",
+				      rk->path, rk->cupti_pauses, rk->cupti_paused_ns / 1e9,
+				      rk->wall_ns / 1e9));
 		if (code != SS_EXIT_OK)
 			break;
 		if (r->gpu_ranks && !rk->gpu)

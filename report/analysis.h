@@ -60,11 +60,13 @@ struct ss_rank {
 	/* Clock alignment (docs/rules.md, "Clock alignment"; ANALYSIS-4): this rank's times on the
 	 * report's axis are t - start_mono_ns + start_realtime_ns - clock_offset_ns. */
 	long long clock_offset_ns;
-	const char *clock_offset_method; /* "same-host", "collectives" or "wall-clock" */
+	const char *clock_offset_method;  /* "same-host", "collectives" or "wall-clock" */
 	long long clock_offset_spread_ns; /* the estimate's uncertainty (MAD); -1 unknown */
 	/* GPU timeline (docs/cupti.md), only when gpu is set; else -1 */
 	int gpu;		   /* the database has the gpu_activity table */
 	char *cupti;		   /* meta.cupti: why there is no or a partial timeline; NULL */
+	long long cupti_pauses;	   /* meta.cupti_pauses: syncspy_gpu_trace(0) calls; 0 */
+	long long cupti_paused_ns; /* meta.cupti_paused_ns: how long the timeline was paused */
 	long long comm_ns;	   /* union of the NCCL kernels' intervals */
 	double comm_overlap;	   /* compute during communication / comm_ns, 0..1; -1 unknown */
 	long long exposed_comm_ns; /* comm_ns not overlapped by non-NCCL kernels */

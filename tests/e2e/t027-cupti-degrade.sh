@@ -44,3 +44,24 @@ END
 golden "SELECT count(*) FROM api_calls" <<'END'
 4
 END
+
+# syncspy_gpu_trace (docs/cupti.md, CUPTI-3): exported for programs to pause and resume the GPU
+# timeline; with CUPTI not running it says so (0: not recording) and changes nothing, and no
+# pause is reported for a timeline that never ran.
+if [ -n "${PYTHON3:-}" ]; then
+	rm -rf "$out" && mkdir -p "$out"
+	CUDART="$STANDIN_DIR/libcudart.so.13" SYNCSPY_CUPTI=1 under_shim "$PYTHON3" -c '
+import ctypes, os
+ctypes.CDLL(os.environ["CUDART"], mode=os.RTLD_GLOBAL)
+lib = ctypes.CDLL(None)
+print(lib.syncspy_gpu_trace(0), lib.cudaDeviceSynchronize(), lib.syncspy_gpu_trace(1))' >"$tmp/trace.out" 2>&1 ||
+		fail "python with syncspy_gpu_trace: $(cat "$tmp/trace.out")"
+	[ "$(grep -v '^syncspy:' "$tmp/trace.out")" = "0 0 0" ] || fail "syncspy_gpu_trace: $(cat "$tmp/trace.out")"
+	one_db
+	golden "SELECT count(*) FROM meta WHERE key LIKE 'cupti_pause%'" <<'END'
+0
+END
+	golden "SELECT api FROM api_calls" <<'END'
+cudaDeviceSynchronize
+END
+fi

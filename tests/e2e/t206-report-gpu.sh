@@ -126,6 +126,16 @@ for status in "on: only kernel,memcpy (SYNCSPY_CUPTI_KINDS)|GPU timeline limited
 		fail "the GPU timeline with meta.cupti ${status%%|*}"
 done
 
+# The program paused the timeline (syncspy_gpu_trace, meta.cupti_pauses/cupti_paused_ns): the
+# report says for how long, against the recording's length (make-db.sh: 0.1 s).
+cp "$tmp/gpu.sqlite" "$tmp/paused.sqlite"
+"$SQLITE3" -batch "$tmp/paused.sqlite" "INSERT INTO meta(key, value) VALUES('cupti_pauses', 3), ('cupti_paused_ns', 25000000)" || fail "pauses"
+"$SYNCSPY" report --format json "$tmp/paused.sqlite" >"$tmp/paused.json" || fail "json with pauses"
+rq "SELECT value FROM json_each(json_extract(readfile('$tmp/paused.json'), '\$.notes')) WHERE value LIKE '%GPU timeline paused%'" >"$tmp/actual"
+wall=$(db=$tmp/paused.sqlite q "SELECT printf('%.3f', ((SELECT value FROM meta WHERE key = 'end_mono_ns') - (SELECT value FROM meta WHERE key = 'start_mono_ns')) / 1e9)")
+echo "$tmp/paused.sqlite: GPU timeline paused by the program (syncspy_gpu_trace) 3 times, 0.025 s of $wall s: GPU figures cover the traced part only" >"$tmp/expected"
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "pause note"
+
 # Without the tables: no GPU field, column, rule or finding text; the two notes as before.
 sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$tmp/plain.sqlite" || fail "make-db.sh"
 "$SYNCSPY" report --format json "$tmp/plain.sqlite" >"$tmp/p.json" || fail "json of plain"

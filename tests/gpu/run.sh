@@ -31,8 +31,8 @@
 #                        {"task": "NAME-VARIANT-BUILD", "report": {...}}
 #   coverage.txt         check_coverage.py of a static-cudart program, a torch step (cuBLAS)
 #                        and a driver-API program: syncspy's calls against CUPTI's records
-#   bench-cupti.txt      bench/cupti_overhead.sh: the torch step with and without the shim,
-#                        with CUPTI on, beside torch.profiler
+#   bench-cupti.txt      bench/cupti_ab.sh: what CUPTI adds to the torch step, in one process
+#                        (its GPU timeline paused and resumed), beside torch.profiler
 #
 # Environment: TOTAL_BUDGET_S (default 300), JOBS (default 6), SKIP_BENCH=1 skips the benchmarks,
 # ONLY=REGEX runs only the reference tasks whose name matches, REFERENCE_CUPTI=0 records the
@@ -373,10 +373,10 @@ fi # part coverage
 
 # CUPTI's cost on the torch reference loop, beside torch.profiler's (target 3%).
 if part bench-cupti; then
-section "bench/cupti_overhead.sh"
+section "bench/cupti_ab.sh"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
 	run_bench 300 "bench: CUPTI on adds at most 3% to the torch step" bench-cupti.txt \
-		bash bench/cupti_overhead.sh "$results/bench-cupti.txt"
+		bash bench/cupti_ab.sh "$results/bench-cupti.txt"
 fi
 fi # part bench-cupti
 
