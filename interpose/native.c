@@ -13,6 +13,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +31,30 @@ static int (*backtrace_fn)(void **, int);
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 const char *ss_native_stacks_status = "not tried";
 
+/* The shim's own code, [own_lo, own_hi): the frames a stack starts with inside it (the
+ * wrapper, the stack functions) are dropped, however the compiler inlined them. */
+static uintptr_t own_lo, own_hi;
+
+static int find_own_range(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	if (info->dlpi_addr != (uintptr_t)data)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X)) {
+			uintptr_t lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+			uintptr_t hi = lo + info->dlpi_phdr[i].p_memsz;
+			own_lo = own_lo && own_lo < lo ? own_lo : lo;
+			own_hi = own_hi > hi ? own_hi : hi;
+		}
+	return 1;
+}
+
 static void load_unwinder(void)
 {
+	Dl_info self;
+	if (dladdr((void *)load_unwinder, &self) && self.dli_fbase)
+		dl_iterate_phdr(find_own_range, self.dli_fbase);
 	void *library = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (!library) {
 		ss_native_stacks_status = "off: libunwind.so.8 not found";
@@ -44,33 +67,43 @@ static void load_unwinder(void)
 
 static __thread uint64_t seen[SEEN_PER_TLS] __attribute__((tls_model("initial-exec")));
 
-static void native_attach(struct ss_tls *tls);
+static int native_attach(struct ss_tls *tls);
 
-/* SHIM-2: loading the unwinder (dlopen searches paths) and the allocation may set errno. */
-void ss_native_attach(struct ss_tls *tls)
+/* SHIM-2: loading the unwinder (dlopen searches paths) and the allocation may set errno.
+ * Returns 1 when the thread had sent this stack before (a sync point repeating itself). */
+int ss_native_attach(struct ss_tls *tls)
 {
 	int saved_errno = errno;
-	native_attach(tls);
+	int repeated = native_attach(tls);
 	errno = saved_errno;
+	return repeated;
 }
 
-static void native_attach(struct ss_tls *tls)
+static int native_attach(struct ss_tls *tls)
 {
 	int depth = (int)ss_config.SYNCSPY_STACK_DEPTH;
 	if (depth <= 0 || !tls->ring)
-		return;
+		return 0;
 	pthread_once(&load_once, load_unwinder);
 	if (!backtrace_fn)
-		return;
+		return 0;
 	void *frames[MAX_FRAMES];
 	if (depth > MAX_FRAMES)
 		depth = MAX_FRAMES;
-	/* The first frames are the shim's own (this function, the wrapper): dropped below. */
-	int n = backtrace_fn(frames, depth + 2);
-	if (n <= 2)
-		return;
-	void **user = frames + 2;
-	n -= 2;
+	/* The first frames are the shim's own (the wrapper, the stack functions): up to 4,
+	 * dropped below, so that DEPTH frames of the program's remain. */
+	int n = backtrace_fn(frames, depth + 4 < MAX_FRAMES ? depth + 4 : MAX_FRAMES);
+	int own = 0;
+	while (own < n && (uintptr_t)frames[own] >= own_lo && (uintptr_t)frames[own] < own_hi)
+		own++;
+	if (own == 0 && n > 2) /* no range known: the two frames it has always been */
+		own = 2;
+	if (n - own > depth)
+		n = own + depth;
+	if (n <= own)
+		return 0;
+	void **user = frames + own;
+	n -= own;
 	uint64_t hash = ss_hash64(user, (size_t)n * sizeof(void *)) | 1;
 	struct ss_rec rec = {.api = SS_REC_NATIVE_STACK, .aux = hash, .stream = (uint64_t)n};
 	uint64_t *slot = &seen[hash % SEEN_PER_TLS];
@@ -78,7 +111,7 @@ static void native_attach(struct ss_tls *tls)
 	if (*slot != hash) {
 		copy = malloc((size_t)n * sizeof(void *));
 		if (!copy)
-			return;
+			return 0;
 		memcpy(copy, user, (size_t)n * sizeof(void *));
 		rec.obj = (uintptr_t)copy;
 	}
@@ -86,6 +119,7 @@ static void native_attach(struct ss_tls *tls)
 		*slot = hash;
 	else
 		free(copy); /* counted as dropped (SHIM-5) */
+	return copy == NULL;
 }
 
 /* The stacks of a sync point, native then Python, with the time they took counted on the
@@ -96,14 +130,20 @@ void ss_stacks_attach(struct ss_tls *tls)
 	struct ss_ring *ring = tls->ring;
 	if (ss_config.SYNCSPY_STACK_DEPTH <= 0 || !ring)
 		return;
+	pthread_once(&load_once, load_unwinder); /* once per process: not a sync point's cost */
 	uint64_t start = ss_now();
-	ss_native_attach(tls);
+	int repeated = ss_native_attach(tls);
 	uint64_t native_end = ss_now();
 	ss_python_attach(tls);
 	uint64_t end = ss_now();
 	atomic_fetch_add_explicit(&ring->stack_ticks[0], native_end - start, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ring->stack_ticks[1], end - native_end, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ring->stacks_taken, 1, memory_order_relaxed);
+	if (repeated) { /* the steady state of a sync point in a loop */
+		atomic_fetch_add_explicit(&ring->stack_ticks_repeated, end - start,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&ring->stacks_repeated, 1, memory_order_relaxed);
+	}
 }
 
 void ss_native_fork_child(void)

@@ -191,7 +191,7 @@ static inline void *ss_real(int api)
  * the GIL. */
 void ss_python_attach(struct ss_tls *tls);
 /* native.c: after a sync point's record, its native stack (libunwind, loaded privately). */
-void ss_native_attach(struct ss_tls *tls);
+int ss_native_attach(struct ss_tls *tls); /* 1: the thread sent this stack before */
 void ss_native_fork_child(void);
 void ss_python_fork_child(void);
 /* native.c: both of the above for a sync point, timed (meta.stack_cost_ns: SHIM-1). */

@@ -922,19 +922,22 @@ static void drain_ring(struct ss_ring *ring)
 		ss_ring_release(ring);
 }
 
-/* What taking stacks cost the program's threads (ss_stacks_attach), in ns: native, Python. */
-static void stack_cost_ns(uint64_t ns[2], uint64_t *taken)
+/* What taking stacks cost the program's threads (ss_stacks_attach), in ns: native, Python,
+ * and of the syncs that repeated a stack; and how many syncs of each. */
+static void stack_cost_ns(uint64_t ns[3], uint64_t *taken, uint64_t *repeated)
 {
-	uint64_t ticks[2] = {0, 0};
-	*taken = 0;
+	uint64_t ticks[3] = {0, 0, 0};
+	*taken = *repeated = 0;
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next) {
 		for (int i = 0; i < 2; i++)
 			ticks[i] +=
 			    atomic_load_explicit(&ring->stack_ticks[i], memory_order_relaxed);
+		ticks[2] += atomic_load_explicit(&ring->stack_ticks_repeated, memory_order_relaxed);
 		*taken += atomic_load_explicit(&ring->stacks_taken, memory_order_relaxed);
+		*repeated += atomic_load_explicit(&ring->stacks_repeated, memory_order_relaxed);
 	}
 	uint64_t base = ss_now(); /* ticks to ns: the clock's rate, from any point */
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		ns[i] = ss_clock_to_ns(base + ticks[i]) - ss_clock_to_ns(base);
 }
 
@@ -1015,11 +1018,13 @@ static void write_meta_progress(void)
 			}
 		meta_text("static_cudart", *static_cudart ? static_cudart : NULL);
 	}
-	uint64_t stack_ns[2], stacks_taken;
-	stack_cost_ns(stack_ns, &stacks_taken);
+	uint64_t stack_ns[3], stacks_taken, stacks_repeated;
+	stack_cost_ns(stack_ns, &stacks_taken, &stacks_repeated);
 	meta_int("stacks_taken", (int64_t)stacks_taken);
 	meta_int("stack_cost_native_ns", (int64_t)stack_ns[0]);
 	meta_int("stack_cost_python_ns", (int64_t)stack_ns[1]);
+	meta_int("stacks_repeated", (int64_t)stacks_repeated);
+	meta_int("stack_cost_repeated_ns", (int64_t)stack_ns[2]);
 	uint64_t in_rings = dropped_in_rings();
 	uint64_t no_buffer = atomic_load(&ss_dropped_no_buffer);
 	meta_int("dropped_full_buffer", (int64_t)in_rings);

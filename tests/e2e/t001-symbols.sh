@@ -1,6 +1,7 @@
 #!/bin/sh
 # t001: libsyncspy.so exports the interposed entry points (runtime, driver, NCCL, and dlsym,
-# exec*, sigaction, signal for the process around them) and nothing else: no SQLite, no
+# exec*, sigaction, signal for the process around them; syncspy_step and syncspy_gpu_trace
+# for the program) and nothing else: no SQLite, no
 # unwinder, no internals (DESIGN.md section 4); and it links none of CUDA, NCCL or SQLite.
 . "$E2E_DIR/lib.sh"
 "$NM" -D --defined-only "$SHIM" | awk '{print $3}' | sort >"$tmp/exported"
@@ -23,6 +24,7 @@ execvpe
 fexecve
 sigaction
 signal
+syncspy_gpu_trace
 syncspy_step
 END
 grep -qi 'sqlite\|unw' "$tmp/exported" && fail "SQLite or unwinder symbols exported"

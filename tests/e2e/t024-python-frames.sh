@@ -37,10 +37,13 @@ END
 # point, time on both sides (native: libunwind, found in CI; Python: walked or deferred).
 golden "SELECT group_concat(key || '=' || (CAST(value AS INTEGER) > 0), ' ') FROM
 	(SELECT key, value FROM meta WHERE key LIKE 'stack%' ORDER BY key)" <<'END'
-stack_cost_native_ns=1 stack_cost_python_ns=1 stacks_taken=1
+stack_cost_native_ns=1 stack_cost_python_ns=1 stack_cost_repeated_ns=1 stacks_repeated=1 stacks_taken=1
 END
-golden "SELECT value FROM meta WHERE key = 'stacks_taken'" <<'END'
+# 5 sync points; the 2nd and 3rd of the loop repeat the 1st's native stack.
+golden "SELECT value FROM meta WHERE key = 'stacks_taken' UNION ALL
+	SELECT value >= 2 AND value < 5 FROM meta WHERE key = 'stacks_repeated'" <<'END'
 5
+1
 END
 # SYNCSPY_STACK_DEPTH=0: no stack of either kind, nothing deferred, nothing counted.
 rm -rf "$out" && mkdir -p "$out"
@@ -50,5 +53,5 @@ diff -u "$tmp/stdout" "$tmp/stdout0" >&2 || fail "output differs with SYNCSPY_ST
 one_db
 golden "SELECT count(*), (SELECT count(*) FROM api_calls WHERE py_stack IS NOT NULL OR native_stack IS NOT NULL),
 	(SELECT group_concat(value, ' ') FROM meta WHERE key LIKE 'stack%') FROM stacks" <<'END'
-0|0|0 0 0
+0|0|0 0 0 0 0
 END
