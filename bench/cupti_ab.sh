@@ -32,7 +32,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 for run in $(seq "$runs"); do
-	SYNCSPY_CUPTI=1 ${KINDS:+SYNCSPY_CUPTI_KINDS=$KINDS} SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$run" LD_PRELOAD="$shim" \
+	env ${KINDS:+SYNCSPY_CUPTI_KINDS=$KINDS} SYNCSPY_CUPTI=1 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$run" LD_PRELOAD="$shim" \
 		${PIN:+taskset -c "$PIN"} python3 "$root/bench/torch_step.py" --ab cupti >"$tmp/cupti-$run" 2>>"$tmp/stderr"
 	[ "${PROFILER:-1}" = 0 ] ||
 		${PIN:+taskset -c "$PIN"} python3 "$root/bench/torch_step.py" --ab profiler >"$tmp/profiler-$run" 2>>"$tmp/stderr"

@@ -42,6 +42,11 @@ static struct {
 	int (*getscopes)(Dwarf_Die *, Dwarf_Addr, Dwarf_Die **);
 	int (*tag)(Dwarf_Die *);
 	const char *(*diename)(Dwarf_Die *);
+	Dwarf_Attribute *(*attr_integrate)(Dwarf_Die *, unsigned int, Dwarf_Attribute *);
+	int (*formudata)(Dwarf_Attribute *, Dwarf_Word *);
+	Dwarf_Die *(*diecu)(Dwarf_Die *, Dwarf_Die *, uint8_t *, uint8_t *);
+	int (*getsrcfiles)(Dwarf_Die *, Dwarf_Files **, size_t *);
+	const char *(*filesrc)(Dwarf_Files *, size_t, Dwarf_Word *, Dwarf_Word *);
 	int (*find_debuginfo)(Dwfl_Module *, void **, const char *, Dwarf_Addr, const char *,
 			      const char *, GElf_Word, char **);
 	int (*section_address)(Dwfl_Module *, void **, const char *, Dwarf_Addr, const char *,
@@ -75,13 +80,19 @@ static void load_libdw_once(void)
 	FIND(getscopes, "dwarf_getscopes");
 	FIND(tag, "dwarf_tag");
 	FIND(diename, "dwarf_diename");
+	FIND(attr_integrate, "dwarf_attr_integrate");
+	FIND(formudata, "dwarf_formudata");
+	FIND(diecu, "dwarf_diecu");
+	FIND(getsrcfiles, "dwarf_getsrcfiles");
+	FIND(filesrc, "dwarf_filesrc");
 	FIND(find_debuginfo, "dwfl_standard_find_debuginfo");
 	FIND(section_address, "dwfl_offline_section_address");
 #undef FIND
 	dw.usable = dw.begin && dw.end && dw.report_begin && dw.report_end && dw.report_elf &&
 		    dw.module_info && dw.module_build_id && dw.module_getsrc && dw.lineinfo &&
 		    dw.module_addrname && dw.line_comp_dir && dw.module_addrdie && dw.getscopes &&
-		    dw.tag && dw.diename && dw.find_debuginfo && dw.section_address;
+		    dw.tag && dw.diename && dw.attr_integrate && dw.formudata && dw.diecu &&
+		    dw.getsrcfiles && dw.filesrc && dw.find_debuginfo && dw.section_address;
 	dw.callbacks = (Dwfl_Callbacks){.find_debuginfo = dw.find_debuginfo,
 					.section_address = dw.section_address,
 					.debuginfo_path = &dw.debuginfo_path};
@@ -121,7 +132,40 @@ static Dwfl *open_module(const char *file, const char *build_id, Dwfl_Module **o
 	return dwfl;
 }
 
-/* "FILE:LINE in FUNCTION" for a return address at module_offset, or NULL. */
+/* Code the program did not write, though it is compiled into the program: the CUDA toolkit's
+ * headers (inline helpers of cuda_runtime.h, crt/device_functions.h) and the host stubs nvcc
+ * generates for `kernel<<<...>>>` (FILE.cudafe1.stub.c). */
+static int toolkit_file(const char *file)
+{
+	return (strstr(file, "/include/") && strstr(file, "cuda")) || strstr(file, ".cudafe1.");
+}
+
+/* Where an inlined subroutine was inlined: its DW_AT_call_file and DW_AT_call_line. */
+static int call_site(Dwarf_Die *inlined, const char **file, int *line)
+{
+	Dwarf_Attribute attribute;
+	Dwarf_Word file_index = 0, line_number = 0;
+	Dwarf_Die cu;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	if (!dw.attr_integrate(inlined, DW_AT_call_file, &attribute) ||
+	    dw.formudata(&attribute, &file_index) != 0 ||
+	    !dw.attr_integrate(inlined, DW_AT_call_line, &attribute) ||
+	    dw.formudata(&attribute, &line_number) != 0 || !dw.diecu(inlined, &cu, NULL, NULL) ||
+	    dw.getsrcfiles(&cu, &files, &nfiles) != 0 || file_index >= nfiles)
+		return 0;
+	const char *name = dw.filesrc(files, file_index, NULL, NULL);
+	if (!name || line_number == 0)
+		return 0;
+	*file = name;
+	*line = (int)line_number;
+	return 1;
+}
+
+/* "FILE:LINE in FUNCTION" for a return address at module_offset, or NULL: the line of the
+ * program's own code, out of any toolkit code inlined into it (toolkit_file); NULL when the
+ * address lies in toolkit code that was not inlined into the program's (an nvcc launch stub:
+ * the site keeps its module+offset text, docs/attribution.md). */
 static char *source_line(Dwfl_Module *mod, long long module_offset)
 {
 	Dwarf_Addr low = 0;
@@ -135,15 +179,26 @@ static char *source_line(Dwfl_Module *mod, long long module_offset)
 	if (!file || lineno <= 0)
 		return NULL;
 	/* The function the line is in: the innermost function scope of the address (an inlined
-	 * function's own name), else the ELF symbol, demangled where libstdc++ can. */
+	 * function's own name), else the ELF symbol, demangled where libstdc++ can. Toolkit code
+	 * inlined into the program's is left for the line that called it. */
 	const char *function = NULL;
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dw.module_addrdie(mod, address, &bias), *scopes = NULL;
 	int nscopes = cu ? dw.getscopes(cu, address - bias, &scopes) : 0;
-	for (int i = 0; i < nscopes && !function; i++)
-		if (dw.tag(&scopes[i]) == DW_TAG_subprogram ||
-		    dw.tag(&scopes[i]) == DW_TAG_inlined_subroutine)
-			function = dw.diename(&scopes[i]);
+	for (int i = 0; i < nscopes && !function; i++) {
+		int tag = dw.tag(&scopes[i]);
+		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
+			continue;
+		if (tag == DW_TAG_inlined_subroutine && toolkit_file(file) &&
+		    call_site(&scopes[i], &file, &lineno)) {
+			continue;
+		}
+		function = dw.diename(&scopes[i]);
+	}
+	if (toolkit_file(file)) {
+		free(scopes);
+		return NULL;
+	}
 	char *readable = NULL;
 	if (!function) {
 		const char *symbol = dw.module_addrname(mod, address);
@@ -151,7 +206,8 @@ static char *source_line(Dwfl_Module *mod, long long module_offset)
 		readable = symbol && dw.demangle ? dw.demangle(symbol, NULL, NULL, &status) : NULL;
 		function = status == 0 && readable ? readable : symbol ? symbol : "?";
 	}
-	/* a relative file name is relative to the compilation directory */
+	/* a relative file name is relative to the compilation directory (call_site's names come
+	 * from the same unit's file table) */
 	const char *dir = file[0] != '/' ? dw.line_comp_dir(line) : NULL;
 	size_t size = (dir ? strlen(dir) + 1 : 0) + strlen(file) + strlen(function) + 32;
 	char *text = malloc(size);
