@@ -191,12 +191,13 @@ static char *frames_text(struct walked *walked, int n, size_t *length)
 }
 
 /* Walks the calling thread's Python frames (it holds the GIL) and pushes them: with their text
- * the first time this thread sees the stack, by key afterwards. */
-static void push_frames(struct ss_ring *ring, int deferred)
+ * the first time this thread sees the stack, by key afterwards. Returns 1 when it sent the key
+ * (a stack seen before). */
+static int push_frames(struct ss_ring *ring, int deferred)
 {
 	PyObject *frame = py.get_frame();
 	if (!frame)
-		return;
+		return 0;
 	/* The program may be in the middle of raising: keep its error as it is. */
 	PyObject *type = NULL, *value = NULL, *traceback = NULL;
 	py.err_fetch(&type, &value, &traceback);
@@ -254,11 +255,12 @@ static void push_frames(struct ss_ring *ring, int deferred)
 	}
 	py.err_restore(type, value, traceback);
 	if (!n || (!keyed && !text))
-		return;
+		return 0;
 	if (!ss_ring_push(ring, &rec))
 		free(text); /* counted as dropped (SHIM-5) */
 	else if (text && all_cached)
 		*slot = key;
+	return keyed;
 }
 
 void ss_python_fork_child(void)
@@ -278,9 +280,12 @@ static int deferred_capture(void *arg)
 	atomic_store(&deferred_scheduled, 0);
 	if (tls->ring && tls->generation == atomic_load(&ss_hot.generation)) {
 		uint64_t start = ss_now();
-		push_frames(tls->ring, 1);
-		atomic_fetch_add_explicit(&tls->ring->stack_ticks[1], ss_now() - start,
-					  memory_order_relaxed);
+		int keyed = push_frames(tls->ring, 1);
+		uint64_t took = ss_now() - start;
+		atomic_fetch_add_explicit(&tls->ring->stack_ticks[1], took, memory_order_relaxed);
+		if (keyed) /* a stack seen before: part of the steady state (meta) */
+			atomic_fetch_add_explicit(&tls->ring->stack_ticks_repeated, took,
+						  memory_order_relaxed);
 	}
 	return 0;
 }

@@ -36,7 +36,7 @@ struct ss_ring {
 	    stack_ticks[2];	       /* clock ticks spent taking native [0], Python [1] stacks */
 	_Atomic uint64_t stacks_taken; /* sync points whose stacks were taken */
 	/* of those, the ones whose native stack the thread had sent before (a loop's steady
-	 * state), and the ticks they took, native and Python (deferred frames not included) */
+	 * state), and the ticks they took, native and Python (deferred frames: when keyed) */
 	_Atomic uint64_t stacks_repeated, stack_ticks_repeated;
 };
 
