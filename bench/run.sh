@@ -8,7 +8,7 @@
 # without, and the targets are DESIGN.md's: 25 ns for enqueue calls (kernel launch, event record,
 # stream wait event) and 100 ns for sync calls. noise is the spread (max - min) of the runs
 # without the shim: an added cost below it is not resolved by this machine. The shim runs with
-# SYNCSPY_CUPTI=0: these targets are the host side's (CUPTI's cost: bench/cupti_overhead.sh).
+# SYNCSPY_CUPTI=0: these targets are the host side's (CUPTI's cost: bench/cupti_ab.sh).
 #
 #   bench/run.sh [RESULT_FILE]     e.g. bench/results/2026-12-02-h200-calls.txt
 #
