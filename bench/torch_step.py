@@ -31,7 +31,8 @@ import torch.nn.functional as F
 SIZES = {"small": (512, 64, 128, 8), "large": (8192, 1024, 4096, 1024)}
 
 
-def run(size, steps, profile):
+def make_step(size):
+    """The reference loop's step at SIZE: forward, MSE loss, backward, SGD, `.item()`."""
     batch, d_in, hidden, d_out = SIZES[size]
     torch.manual_seed(0)
     x = torch.randn(batch, d_in, device="cuda")
@@ -46,6 +47,12 @@ def run(size, steps, profile):
         loss.backward()
         opt.step()
         return loss.item()
+
+    return step
+
+
+def run(size, steps, profile):
+    step = make_step(size)
 
     for _ in range(50):
         step()
@@ -67,20 +74,7 @@ def run(size, steps, profile):
 def ab(mode, blocks, steps):
     import ctypes
     import statistics
-    batch, d_in, hidden, d_out = SIZES["small"]
-    torch.manual_seed(0)
-    x = torch.randn(batch, d_in, device="cuda")
-    y = torch.randn(batch, d_out, device="cuda")
-    model = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
-                                torch.nn.Linear(hidden, d_out)).cuda()
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
+    step = make_step("small")
 
     if mode == "cupti":
         trace = ctypes.CDLL(None).syncspy_gpu_trace
