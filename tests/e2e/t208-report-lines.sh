@@ -54,3 +54,10 @@ END
 golden "SELECT group_concat(name) FROM pragma_table_info('modules')" <"$tmp/want"
 [ "$("$SQLITE3" -batch "$tmp/schema.sqlite" "SELECT count(*) FROM sqlite_master WHERE name IN ('gpu_activity', 'gpu_api')")" = 2 ] ||
 	fail "schema --extensions lacks the GPU tables"
+# Native stacks start at the program's frame: none holds a frame of the shim (its wrapper and
+# stack functions are dropped by address, interpose/native.c), and each starts in scenarios.
+golden "SELECT count(*), sum(frames NOT LIKE '%libsyncspy%'), sum(frames LIKE 'scenarios+%' OR frames LIKE '% (scenarios)%')
+	FROM stacks WHERE kind = 'native'" <<END
+$(q "SELECT count(*) FROM stacks WHERE kind = 'native'")|$(q "SELECT count(*) FROM stacks WHERE kind = 'native'")|$(q "SELECT count(*) FROM stacks WHERE kind = 'native'")
+END
+[ "$(q "SELECT count(*) FROM stacks WHERE kind = 'native'")" -gt 0 ] || fail "no native stack recorded"
