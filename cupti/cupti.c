@@ -303,24 +303,48 @@ static void base_name(const char *name, char *out, size_t size)
 	}
 }
 
-/* The base names of the wrapped functions, computed once (start_locked runs once). */
-static char wrapped_base[SS_API_COUNT][64];
-
-static void compute_wrapped_bases(void)
-{
-	for (int i = 0; i < SS_API_COUNT; i++)
-		if (ss_apis[i].name)
-			base_name(ss_apis[i].name, wrapped_base[i], sizeof(wrapped_base[i]));
-}
-
 static int wraps(enum ss_layer layer, const char *cupti_name)
 {
-	char want[64];
+	char want[64], wrapped[64];
 	base_name(cupti_name, want, sizeof(want));
-	for (int i = 0; i < SS_API_COUNT; i++)
-		if (ss_apis[i].layer == layer && strcmp(want, wrapped_base[i]) == 0)
+	for (int i = 0; i < SS_API_COUNT; i++) {
+		if (ss_apis[i].layer != layer || !ss_apis[i].name)
+			continue;
+		base_name(ss_apis[i].name, wrapped, sizeof(wrapped));
+		if (strcmp(want, wrapped) == 0)
 			return 1;
+	}
 	return 0;
+}
+
+/* The runtime and driver functions syncspy does not wrap, by callback id: found once, at the
+ * first narrowing, and disabled at every one (the start, each resume of syncspy_gpu_trace). */
+static struct unwrapped_api {
+	uint8_t runtime; /* 1: runtime API, 0: driver API */
+	uint32_t cbid;
+} * unwrapped;
+static size_t nunwrapped;
+
+static void find_unwrapped_apis(void)
+{
+	static const struct {
+		CUpti_CallbackDomain domain;
+		uint32_t size;
+		enum ss_layer layer;
+	} domains[] = {
+	    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, SS_LAYER_RUNTIME},
+	    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, SS_LAYER_DRIVER},
+	};
+	unwrapped = malloc((CUPTI_RUNTIME_TRACE_CBID_SIZE + CUPTI_DRIVER_TRACE_CBID_SIZE) *
+			   sizeof(*unwrapped));
+	for (size_t d = 0; unwrapped && d < sizeof(domains) / sizeof(domains[0]); d++)
+		for (uint32_t cbid = 1; cbid < domains[d].size; cbid++) {
+			const char *name = NULL;
+			if (api.callback_name(domains[d].domain, cbid, &name) == CUPTI_SUCCESS &&
+			    name && !wraps(domains[d].layer, name))
+				unwrapped[nunwrapped++] = (struct unwrapped_api){
+				    domains[d].layer == SS_LAYER_RUNTIME, cbid};
+		}
 }
 
 /* API records tie GPU rows to host calls (docs/cupti.md), but recording every runtime and
@@ -333,26 +357,13 @@ static void disable_unwrapped_apis(void)
 {
 	if (!api.enable_runtime_api || !api.enable_driver_api || !api.callback_name)
 		return;
-	compute_wrapped_bases();
-	static const struct {
-		CUpti_CallbackDomain domain;
-		uint32_t size;
-		enum ss_layer layer;
-	} domains[] = {
-	    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, SS_LAYER_RUNTIME},
-	    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, SS_LAYER_DRIVER},
-	};
-	for (size_t d = 0; d < sizeof(domains) / sizeof(domains[0]); d++)
-		for (uint32_t cbid = 1; cbid < domains[d].size; cbid++) {
-			const char *name = NULL;
-			if (api.callback_name(domains[d].domain, cbid, &name) != CUPTI_SUCCESS ||
-			    !name || wraps(domains[d].layer, name))
-				continue;
-			if (domains[d].layer == SS_LAYER_RUNTIME)
-				api.enable_runtime_api(cbid, 0);
-			else
-				api.enable_driver_api(cbid, 0);
-		}
+	if (!unwrapped)
+		find_unwrapped_apis();
+	for (size_t i = 0; i < nunwrapped; i++)
+		if (unwrapped[i].runtime)
+			api.enable_runtime_api(unwrapped[i].cbid, 0);
+		else
+			api.enable_driver_api(unwrapped[i].cbid, 0);
 }
 
 /* What SYNCSPY_CUPTI_KINDS can name, and the CUPTI activity kinds each one enables. */
@@ -474,10 +485,13 @@ static void start_locked(unsigned wanted)
 		ss_cupti_status = "on";
 	} else {
 		char list[96] = "";
+		unsigned listed = 0; /* "api" enables two kinds: named once */
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-			if ((wanted & kinds[i].option) && !strstr(list, kinds[i].option_name))
+			if (wanted & kinds[i].option & ~listed) {
+				listed |= kinds[i].option;
 				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 					 list[0] ? "," : "", kinds[i].option_name);
+			}
 		snprintf(status_text, sizeof(status_text), "on: only %s (SYNCSPY_CUPTI_KINDS)",
 			 list[0] ? list : "nothing");
 		ss_cupti_status = status_text;

@@ -67,24 +67,12 @@ static void load_unwinder(void)
 
 static __thread uint64_t seen[SEEN_PER_TLS] __attribute__((tls_model("initial-exec")));
 
-static int native_attach(struct ss_tls *tls);
-
-/* SHIM-2: loading the unwinder (dlopen searches paths) and the allocation may set errno.
- * Returns 1 when the thread had sent this stack before (a sync point repeating itself). */
-int ss_native_attach(struct ss_tls *tls)
-{
-	int saved_errno = errno;
-	int repeated = native_attach(tls);
-	errno = saved_errno;
-	return repeated;
-}
-
+/* The calling thread's native stack, pushed behind its sync point's record; the unwinder is
+ * loaded and the depth and ring checked by the caller (ss_stacks_attach). Returns 1 when the
+ * thread had sent this stack before (a sync point repeating itself). */
 static int native_attach(struct ss_tls *tls)
 {
 	int depth = (int)ss_config.SYNCSPY_STACK_DEPTH;
-	if (depth <= 0 || !tls->ring)
-		return 0;
-	pthread_once(&load_once, load_unwinder);
 	if (!backtrace_fn)
 		return 0;
 	void *frames[MAX_FRAMES];
@@ -123,17 +111,20 @@ static int native_attach(struct ss_tls *tls)
 }
 
 /* The stacks of a sync point, native then Python, with the time they took counted on the
- * thread's ring: meta.stack_cost_ns says what stacks cost the program (bench/stack_cost.sh
- * reads it beside its own A/B timing). Deferred Python frames add their time in python.c. */
+ * thread's ring: meta.stack_cost_*_ns say what stacks cost the program (bench/stack_cost.sh
+ * reads them beside its own A/B timing). Deferred Python frames add their time in python.c.
+ * SHIM-2: loading the unwinder (dlopen searches paths) and the allocation may set errno. */
 void ss_stacks_attach(struct ss_tls *tls)
 {
 	struct ss_ring *ring = tls->ring;
 	if (ss_config.SYNCSPY_STACK_DEPTH <= 0 || !ring)
 		return;
+	int saved_errno = errno;
 	pthread_once(&load_once, load_unwinder); /* once per process: not a sync point's cost */
 	uint64_t start = ss_now();
-	int repeated = ss_native_attach(tls);
+	int repeated = native_attach(tls);
 	uint64_t native_end = ss_now();
+	errno = saved_errno;
 	ss_python_attach(tls);
 	uint64_t end = ss_now();
 	atomic_fetch_add_explicit(&ring->stack_ticks[0], native_end - start, memory_order_relaxed);

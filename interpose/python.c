@@ -202,6 +202,10 @@ static int push_frames(struct ss_ring *ring, int deferred)
 	PyObject *type = NULL, *value = NULL, *traceback = NULL;
 	py.err_fetch(&type, &value, &traceback);
 	struct walked walked[MAX_FRAMES];
+	struct {
+		uintptr_t code;
+		intptr_t position;
+	} keys[MAX_FRAMES]; /* what identifies the stack: hashed into its key */
 	int max_depth = (int)ss_config.SYNCSPY_STACK_DEPTH, n = 0, all_cached = 1;
 	if (max_depth > MAX_FRAMES)
 		max_depth = MAX_FRAMES;
@@ -220,19 +224,13 @@ static int push_frames(struct ss_ring *ring, int deferred)
 		}
 		w->position =
 		    py.frame_get_lasti ? py.frame_get_lasti(frame) : py.frame_get_line(frame);
+		keys[n - 1].code = (uintptr_t)code;
+		keys[n - 1].position = w->position;
 		frame = py.frame_get_back(frame);
 	}
 	pthread_mutex_unlock(&code_cache_lock);
 	if (frame) /* the first frame past the depth */
 		py.decref(frame);
-	struct {
-		uintptr_t code;
-		intptr_t position;
-	} keys[MAX_FRAMES];
-	for (int i = 0; i < n; i++) {
-		keys[i].code = (uintptr_t)walked[i].code;
-		keys[i].position = walked[i].position;
-	}
 	uint64_t key = ss_hash64(keys, (size_t)n * sizeof(keys[0])) | 1;
 	uint64_t *slot = &seen[key % SEEN_PER_TLS];
 	struct ss_rec rec = {

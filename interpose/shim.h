@@ -187,15 +187,14 @@ static inline void *ss_real(int api)
 	return ss_likely(fn != NULL) ? fn : ss_resolve(api);
 }
 
-/* python.c: after a sync point's record, the Python frames of the calling thread, if it holds
- * the GIL. */
+/* native.c: after a sync point's record, its stacks: native (libunwind, loaded privately),
+ * then Python (python.c), timed (meta.stack_cost_*_ns: SHIM-1). */
+void ss_stacks_attach(struct ss_tls *tls);
+/* python.c: the Python frames of the calling thread, if it holds the GIL (or, on the main
+ * thread, as soon as it has it back). */
 void ss_python_attach(struct ss_tls *tls);
-/* native.c: after a sync point's record, its native stack (libunwind, loaded privately). */
-int ss_native_attach(struct ss_tls *tls); /* 1: the thread sent this stack before */
 void ss_native_fork_child(void);
 void ss_python_fork_child(void);
-/* native.c: both of the above for a sync point, timed (meta.stack_cost_ns: SHIM-1). */
-void ss_stacks_attach(struct ss_tls *tls);
 extern const char *ss_native_stacks_status;
 
 static inline int ss_wants_stack(int cls)

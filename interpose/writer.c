@@ -202,7 +202,7 @@ struct id_map {
 	size_t capacity, count;
 };
 static struct id_map sites, text_sites, stacks, native_stacks, native_stack_sites,
-    python_stack_sites;
+    python_stack_sites, modules_noted;
 
 static void id_map_free(struct id_map *map)
 {
@@ -345,6 +345,12 @@ static int find_build_id(struct dl_phdr_info *info, size_t size, void *data)
 
 static void note_module(const char *module, uint64_t address)
 {
+	/* once per module: its sites are many, its build id and path one */
+	int64_t *noted = id_map_slot(&modules_noted, ss_hash64(module, strlen(module)) | 1);
+	if (noted && *noted)
+		return;
+	if (noted)
+		*noted = 1;
 	if (!module_insert &&
 	    (exec_sql(SS_MODULES_SQL) != SQLITE_OK ||
 	     sq.sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO modules VALUES(?, ?, ?)", -1,
@@ -1458,6 +1464,7 @@ static void close_database(const char *reason)
 	id_map_free(&native_stacks);
 	id_map_free(&native_stack_sites);
 	id_map_free(&python_stack_sites);
+	id_map_free(&modules_noted);
 	memset(rows_per_class, 0, sizeof(rows_per_class));
 	layers_seen = 0;
 	dropped_write = 0;
@@ -1604,6 +1611,7 @@ void ss_writer_fork_child(void)
 	id_map_free(&native_stacks);
 	id_map_free(&native_stack_sites);
 	id_map_free(&python_stack_sites);
+	id_map_free(&modules_noted);
 	for (size_t i = 0; i < nstarted; i++) /* the parent's open NVTX ranges are not ours */
 		free(started[i].name);
 	free(started);

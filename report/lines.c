@@ -190,9 +190,8 @@ static char *source_line(Dwfl_Module *mod, long long module_offset)
 		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
 			continue;
 		if (tag == DW_TAG_inlined_subroutine && toolkit_file(file) &&
-		    call_site(&scopes[i], &file, &lineno)) {
-			continue;
-		}
+		    call_site(&scopes[i], &file, &lineno))
+			continue; /* now at the line that called the toolkit's code */
 		function = dw.diename(&scopes[i]);
 	}
 	if (toolkit_file(file)) {

@@ -100,6 +100,18 @@ check() {
 	[ "$2" = PASS ] || failures=$((failures + 1))
 }
 
+# checks_from FILE: a checker's "PASS  what" / "FAIL  what" lines (check_cupti.py,
+# check_coverage.py) become checks of the run.
+checks_from() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		PASS*) check "${line#PASS  }" PASS ;;
+		FAIL*) check "${line#FAIL  }" FAIL ;;
+		esac
+	done <"$1"
+}
+
 # Seconds a step may take: its own limit, cut to what is left of the run's budget.
 step_limit() {
 	local left=$((total_budget - SECONDS))
@@ -307,12 +319,7 @@ if [ -x "$work/copies_syncs" ]; then
 	if [ -n "$cupti_db" ]; then
 		cp "$cupti_db" "$work/keep/copies_syncs-cupti.sqlite"
 		run_cmd 60 "$work/cupti-check.out" /dev/null python3 tests/gpu/check_cupti.py "$cupti_db"
-		while IFS= read -r line; do
-			case $line in
-			PASS*) check "${line#PASS  }" PASS ;;
-			FAIL*) check "${line#FAIL  }" FAIL ;;
-			esac
-		done <"$work/cupti-check.out"
+		checks_from "$work/cupti-check.out"
 	else
 		check "cupti: database written" FAIL
 	fi
@@ -344,12 +351,7 @@ coverage_run() { # NAME EXPECT CMD...
 	cp "$db" "$work/keep/coverage-$name.sqlite"
 	run_cmd 120 "$work/cov-$name.check" /dev/null \
 		python3 tests/gpu/check_coverage.py "$db" "$name" ${expect:+--expect "$expect"}
-	while IFS= read -r line; do
-		case $line in
-		PASS*) check "${line#PASS  }" PASS ;;
-		FAIL*) check "${line#FAIL  }" FAIL ;;
-		esac
-	done <"$work/cov-$name.check"
+	checks_from "$work/cov-$name.check"
 	{ echo "### $name"; cat "$work/cov-$name.check"; echo; } >>"$results/coverage.txt"
 }
 : >"$results/coverage.txt"
