@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # bench/cupti_ab.sh [RESULT_FILE]: what CUPTI adds to the torch reference loop, measured inside
+# RESULT_FILE is appended to (default: standard output), so that runs can share one file.
 # one process, beside what torch.profiler adds, measured the same way (issue 3: at most 3%).
 #
 # Separate processes of the launch-bound loop differ by up to 2x in step time on the H200
@@ -119,4 +120,4 @@ PY
 	status=$?
 	grep -v '^$' "$tmp/stderr" 2>/dev/null | sort | uniq -c | sort -rn | head -n 5 | sed 's/^/# stderr: /'
 	exit $status
-} >"$out"
+} >>"$out"

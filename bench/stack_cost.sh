@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # bench/stack_cost.sh [RESULT_FILE]: the cost of a sync point's stacks on a GPU machine.
+# RESULT_FILE is appended to (default: standard output), so that runs can share one file.
 # PIN=CPU runs every process on that core (taskset); CALLS calls per measure (default 5000).
 # Runs bench/stack_cost.py under the shim (.carry/lib/libsyncspy.so) with stacks off
 # (SYNCSPY_STACK_DEPTH=0) and on (32), alternating, ROUNDS rounds (default 7), and prints each
@@ -98,4 +99,4 @@ PY
 	status=$?
 	echo "$self_timed"
 	exit $status
-} >"$out"
+} >>"$out"
