@@ -25,10 +25,18 @@
  *            again, narrowing included, and meta.cupti_paused_ns/cupti_pauses say for how
  *            long. A sync made while paused has no CUPTI record, so the analyses that need
  *            one skip it rather than count the GPU as idle.
+ *   CUPTI-4  SYNCSPY_CUPTI_SAMPLE=ON/PERIOD traces ON ms of every PERIOD ms, for long runs
+ *            where tracing every kernel costs too much (a launch-bound loop: docs/cupti.md).
+ *            The sampler switches only at the end of a host sync point (S1-S6), where the
+ *            host has just waited for the GPU, so a window starts and ends at work the host
+ *            saw finish. It pauses as CUPTI-3 does (the same kinds, the same meta, counted
+ *            together: the GPU timeline is on when neither the program nor the sampler has
+ *            paused it); meta.cupti_sample and meta.cupti_windows say it sampled.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +76,12 @@ static int started;
 static int paused;
 static uint64_t paused_since_ns, paused_total_ns;
 static unsigned pauses;
+/* SYNCSPY_CUPTI_SAMPLE (CUPTI-4): the sampler's own pause, its phases, the next switch (0:
+ * not sampling; read without the lock at every sync point) and the traced windows. */
+static int sample_off;
+static uint64_t sample_on_ns, sample_off_ns;
+static _Atomic uint64_t sample_next_ns;
+static unsigned sample_windows;
 static unsigned enabled_kinds; /* KIND_* of SYNCSPY_CUPTI_KINDS, once started */
 static char status_text[256];
 
@@ -212,6 +226,26 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_
 	while (valid && api.next_record(buffer, valid, &record) == CUPTI_SUCCESS)
 		convert(record);
 	free(buffer);
+}
+
+/* "ON/PERIOD" in ms, 0 < ON < PERIOD; anything else is ignored with one warning, and CUPTI
+ * traces everything (a profiler never stops the program for its own configuration). */
+static void parse_sample(const char *text)
+{
+	if (!text || !text[0])
+		return;
+	unsigned long long on = 0, period = 0;
+	char tail = 0;
+	if (sscanf(text, "%llu/%llu%c", &on, &period, &tail) != 2 || on == 0 || on >= period ||
+	    period > 86400000ull) {
+		fprintf(stderr,
+			"syncspy: ignoring SYNCSPY_CUPTI_SAMPLE='%s' (ON/PERIOD in ms, 0 < ON < "
+			"PERIOD): tracing the whole run\n",
+			text);
+		return;
+	}
+	sample_on_ns = on * 1000000ull;
+	sample_off_ns = (period - on) * 1000000ull;
 }
 
 static void start_locked(unsigned wanted);
@@ -481,6 +515,12 @@ static void start_locked(unsigned wanted)
 	if (!paused && !enable_kinds(wanted)) /* paused: syncspy_gpu_trace(0) came first */
 		return;
 	started = 1;
+	parse_sample(ss_config.SYNCSPY_CUPTI_SAMPLE);
+	if (sample_on_ns) { /* CUPTI-4: the first window starts now */
+		sample_windows = 1;
+		atomic_store_explicit(&sample_next_ns, now_ns() + sample_on_ns,
+				      memory_order_relaxed);
+	}
 	if (wanted == KIND_ALL) {
 		ss_cupti_status = "on";
 	} else {
@@ -498,35 +538,66 @@ static void start_locked(unsigned wanted)
 	}
 }
 
-int ss_cupti_trace(int on)
+/* After the program (paused) or the sampler (sample_off) changed its mind, owner_lock held:
+ * the enabled kinds follow the two together, and the time off is counted (CUPTI-3, CUPTI-4). */
+static void follow_pauses_locked(int was_off)
 {
-	pthread_mutex_lock(&owner_lock);
-	if (!on && !paused) {
-		paused = 1; /* before the start too: CUPTI then starts paused */
+	int off = paused || sample_off;
+	if (off == was_off)
+		return;
+	if (off) {
 		pauses++;
 		paused_since_ns = now_ns();
 		if (started)
 			for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 				if (enabled_kinds & kinds[i].option)
 					api.disable(kinds[i].kind);
-	} else if (on && paused) {
-		if (!started || enable_kinds(enabled_kinds)) {
-			paused = 0;
-			paused_total_ns += now_ns() - paused_since_ns;
-		} else {
+	} else {
+		if (started && !enable_kinds(enabled_kinds))
 			started = 0; /* CUPTI refused: host data only from here, status says why */
-		}
+		paused_total_ns += now_ns() - paused_since_ns;
 	}
-	int recording = started && !paused;
+}
+
+int ss_cupti_trace(int on)
+{
+	pthread_mutex_lock(&owner_lock);
+	int was_off = paused || sample_off;
+	paused = !on; /* before the start too: CUPTI then starts paused */
+	follow_pauses_locked(was_off);
+	int recording = started && !paused && !sample_off;
 	pthread_mutex_unlock(&owner_lock);
 	return recording;
 }
 
-void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count)
+void ss_cupti_sample_tick(void)
+{
+	uint64_t next = atomic_load_explicit(&sample_next_ns, memory_order_relaxed);
+	if (!next)
+		return;
+	uint64_t now = now_ns();
+	if (now < next)
+		return;
+	pthread_mutex_lock(&owner_lock);
+	next = atomic_load_explicit(&sample_next_ns, memory_order_relaxed);
+	if (next && now >= next) { /* not switched by another thread meanwhile */
+		int was_off = paused || sample_off;
+		sample_off = !sample_off;
+		sample_windows += !sample_off;
+		follow_pauses_locked(was_off);
+		uint64_t phase = sample_off ? sample_off_ns : sample_on_ns;
+		atomic_store_explicit(&sample_next_ns, started ? now + phase : 0,
+				      memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&owner_lock);
+}
+
+void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows)
 {
 	pthread_mutex_lock(&owner_lock);
-	*paused_ns = paused_total_ns + (paused ? now_ns() - paused_since_ns : 0);
+	*paused_ns = paused_total_ns + (paused || sample_off ? now_ns() - paused_since_ns : 0);
 	*count = pauses;
+	*windows = sample_windows;
 	pthread_mutex_unlock(&owner_lock);
 }
 
@@ -549,6 +620,7 @@ void ss_cupti_fork_child(void)
 	pthread_mutex_init(&owner_lock, NULL);
 	pthread_mutex_init(&queue_lock, NULL);
 	free(queue); /* the parent's records, the parent stores them */
+	atomic_store_explicit(&sample_next_ns, 0, memory_order_relaxed);
 	queue = NULL;
 	queued = queue_capacity = 0;
 	if (attempted) { /* the parent started CUPTI, or tried: its once-control has run */

@@ -47,9 +47,13 @@ void ss_cupti_fork_child(void);
 /* syncspy_gpu_trace (CUPTI-3): 0 pauses the GPU timeline, 1 resumes it; returns 1 when it is
  * recording after the call. */
 int ss_cupti_trace(int on);
-/* Writer, for meta: how long the timeline was paused in all (an open pause counts to now, in
- * ns) and how many pauses there were. */
-void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count);
+/* App thread, at the end of a sync point (S1-S6): switches SYNCSPY_CUPTI_SAMPLE's window when
+ * its time has come (CUPTI-4); one relaxed load when not sampling. */
+void ss_cupti_sample_tick(void);
+/* Writer, for meta: how long the timeline was paused in all, by the program or the sampler
+ * (an open pause counts to now, in ns), how many pauses there were, and how many windows the
+ * sampler traced. */
+void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
 extern const char *volatile ss_cupti_status;

@@ -144,6 +144,12 @@ SS_EXPORT int syncspy_gpu_trace(int on)
 #endif
 }
 
+#ifndef SYNCSPY_HAVE_CUPTI
+void ss_cupti_sample_tick(void) /* built without CUPTI: there is no GPU timeline to sample */
+{
+}
+#endif
+
 static int fill(const NvtxExportTableCallbacks *callbacks, NvtxCallbackModule module,
 		const int *ids, NvtxFunctionPointer const *functions, size_t n)
 {

@@ -197,6 +197,9 @@ void ss_native_fork_child(void);
 void ss_python_fork_child(void);
 extern const char *ss_native_stacks_status;
 
+/* cupti/cupti.c (CUPTI-4), at the end of every sync point; a no-op built without CUPTI. */
+void ss_cupti_sample_tick(void);
+
 static inline int ss_wants_stack(int cls)
 {
 	return cls >= SS_S1 && cls <= SS_S6; /* S7: polling loops are counted, not stacked */

@@ -4,7 +4,7 @@
  *
  * A wrapper: SHIM-3 guard, pre (reads the arguments), clock, real call, clock (sync points
  * only: ss_needs_end_time), post (reads what the call produced), the record appended to the
- * thread's ring (SHIM-1), a sync point's stacks, return (SHIM-2). The fast path touches nothing
+ * thread's ring (SHIM-1), a sync point's stacks and the GPU timeline's sampler, return (SHIM-2). The fast path touches nothing
  * that sets errno; each helper that may (a driver query, the range table's allocations, a ring's
  * first attach) restores it itself.
  *
@@ -81,8 +81,10 @@
 		rec.ret = (int32_t)ret;                                                            \
 		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
 		ss_emit(tls, &rec);                                                                \
-		if (ss_unlikely(ss_wants_stack(rec.cls)))                                          \
+		if (ss_unlikely(ss_wants_stack(rec.cls))) {                                        \
 			ss_stacks_attach(tls);                                                     \
+			ss_cupti_sample_tick(); /* a window switches after a sync (CUPTI-4) */     \
+		}                                                                                  \
 		tls->depth--;                                                                      \
 		return ret;                                                                        \
 	}

@@ -998,11 +998,16 @@ static void write_meta_progress(void)
 #ifdef SYNCSPY_HAVE_CUPTI
 	meta_text("cupti", ss_cupti_status);
 	uint64_t paused_ns;
-	unsigned pauses;
-	ss_cupti_pauses(&paused_ns, &pauses);
-	if (pauses && strncmp(ss_cupti_status, "on", 2) == 0) { /* syncspy_gpu_trace (CUPTI-3) */
+	unsigned pauses, windows;
+	ss_cupti_pauses(&paused_ns, &pauses, &windows);
+	int cupti_on = strncmp(ss_cupti_status, "on", 2) == 0;
+	if (pauses && cupti_on) { /* syncspy_gpu_trace, the sampler (CUPTI-3, CUPTI-4) */
 		meta_int("cupti_pauses", pauses);
 		meta_int("cupti_paused_ns", (int64_t)paused_ns);
+	}
+	if (windows && cupti_on) { /* CUPTI-4 */
+		meta_text("cupti_sample", ss_config.SYNCSPY_CUPTI_SAMPLE);
+		meta_int("cupti_windows", windows);
 	}
 #else
 	meta_text("cupti", "off: not built (configure --enable-cupti)");

@@ -153,7 +153,9 @@ static const struct {
 	" max(key = 'exit_reason'), max(CASE key WHEN 'dropped_events' THEN value END),"           \
 	" max(CASE key WHEN 'cupti' THEN value END),"                                              \
 	" max(CASE key WHEN 'cupti_pauses' THEN value END),"                                       \
-	" max(CASE key WHEN 'cupti_paused_ns' THEN value END)"                                     \
+	" max(CASE key WHEN 'cupti_paused_ns' THEN value END),"                                    \
+	" max(CASE key WHEN 'cupti_sample' THEN value END),"                                       \
+	" max(CASE key WHEN 'cupti_windows' THEN value END)"                                       \
 	" FROM meta"
 
 #define TOTALS_SQL                                                                                 \
@@ -507,8 +509,11 @@ static int load_meta(struct loader *ld, struct db_state *st)
 	rk->cupti = cupti ? xstrdup(cupti) : NULL;
 	rk->cupti_pauses = column_or(stmt, 10, 0);
 	rk->cupti_paused_ns = column_or(stmt, 11, 0);
+	const char *sample = (const char *)sqlite3_column_text(stmt, 12);
+	rk->cupti_sample = sample ? xstrdup(sample) : NULL;
+	rk->cupti_windows = column_or(stmt, 13, 0);
 	sqlite3_finalize(stmt);
-	if (!rk->host || (cupti && !rk->cupti))
+	if (!rk->host || (cupti && !rk->cupti) || (sample && !rk->cupti_sample))
 		return out_of_memory(ld);
 
 	if (end_ns < 0) { /* an unfinished recording: it lasted until its last call */
@@ -2750,7 +2755,14 @@ static int add_notes(struct ss_report *r)
 		else if (rk->cupti && strncmp(rk->cupti, "on: only", 8) == 0)
 			code = add_note(r, format("%s: GPU timeline limited to what was asked: %s",
 						  rk->path, rk->cupti));
-		if (code == SS_EXIT_OK && rk->cupti_pauses > 0)
+		if (code == SS_EXIT_OK && rk->cupti_sample)
+			code = add_note(
+			    r, format("%s: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=%s ms): %lld "
+				      "windows, %.3f s of %.3f s traced: GPU figures cover the traced part "
+				      "only",
+				      rk->path, rk->cupti_sample, rk->cupti_windows,
+				      (rk->wall_ns - rk->cupti_paused_ns) / 1e9, rk->wall_ns / 1e9));
+		else if (code == SS_EXIT_OK && rk->cupti_pauses > 0)
 			code = add_note(
 			    r, format("%s: GPU timeline paused by the program (syncspy_gpu_trace) %lld "
 				      "times, %.3f s of %.3f s: GPU figures cover the traced part only",
@@ -2863,6 +2875,7 @@ void ss_report_free(struct ss_report *report)
 		free(report->ranks[i].host);
 		free(report->ranks[i].calls_json);
 		free(report->ranks[i].cupti);
+		free(report->ranks[i].cupti_sample);
 	}
 	for (size_t i = 0; i < report->nfindings; i++) {
 		free(report->findings[i].site);

@@ -136,6 +136,16 @@ wall=$(db=$tmp/paused.sqlite q "SELECT printf('%.3f', ((SELECT value FROM meta W
 echo "$tmp/paused.sqlite: GPU timeline paused by the program (syncspy_gpu_trace) 3 times, 0.025 s of $wall s: GPU figures cover the traced part only" >"$tmp/expected"
 diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "pause note"
 
+# The sampler traced windows (SYNCSPY_CUPTI_SAMPLE, meta.cupti_sample/cupti_windows, CUPTI-4):
+# the note says so, with the time traced, instead of the program's pauses.
+cp "$tmp/gpu.sqlite" "$tmp/sampled.sqlite"
+"$SQLITE3" -batch "$tmp/sampled.sqlite" "INSERT INTO meta(key, value) VALUES('cupti_pauses', 4), ('cupti_paused_ns', 60000000), ('cupti_sample', '10/50'), ('cupti_windows', 4)" || fail "sampled"
+"$SYNCSPY" report --format json "$tmp/sampled.sqlite" >"$tmp/sampled.json" || fail "json sampled"
+rq "SELECT value FROM json_each(json_extract(readfile('$tmp/sampled.json'), '\$.notes')) WHERE value LIKE '%GPU timeline%'" >"$tmp/actual"
+traced=$(db=$tmp/sampled.sqlite q "SELECT printf('%.3f', ((SELECT value FROM meta WHERE key = 'end_mono_ns') - (SELECT value FROM meta WHERE key = 'start_mono_ns') - 60000000) / 1e9)")
+echo "$tmp/sampled.sqlite: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=10/50 ms): 4 windows, $traced s of $wall s traced: GPU figures cover the traced part only" >"$tmp/expected"
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "sample note"
+
 # Without the tables: no GPU field, column, rule or finding text; the two notes as before.
 sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$tmp/plain.sqlite" || fail "make-db.sh"
 "$SYNCSPY" report --format json "$tmp/plain.sqlite" >"$tmp/p.json" || fail "json of plain"
