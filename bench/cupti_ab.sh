@@ -18,7 +18,9 @@
 # Also checks syncspy_gpu_trace itself on the databases: no kernel ran while paused, kernels
 # in every traced block, meta.cupti_pauses one per run of paused blocks (on, off, off, on: one
 # pause per two off blocks, and one in the warm-up). KINDS=LIST sets SYNCSPY_CUPTI_KINDS (what
-# each kind costs); PROFILER=0 leaves torch.profiler out. Exit 0 when the CUPTI
+# each kind costs); SAMPLE=ON/PERIOD sets SYNCSPY_CUPTI_SAMPLE (the sampler's cost, and its
+# windows checked on the databases instead of the pause count); PROFILER=0 leaves
+# torch.profiler out. Exit 0 when the CUPTI
 # overhead is within 3% and the checks pass, 1 otherwise, 2 when it cannot run.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,7 +35,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 for run in $(seq "$runs"); do
-	env ${KINDS:+SYNCSPY_CUPTI_KINDS=$KINDS} SYNCSPY_CUPTI=1 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$run" LD_PRELOAD="$shim" \
+	env ${KINDS:+SYNCSPY_CUPTI_KINDS=$KINDS} ${SAMPLE:+SYNCSPY_CUPTI_SAMPLE=$SAMPLE} SYNCSPY_CUPTI=1 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$run" LD_PRELOAD="$shim" \
 		${PIN:+taskset -c "$PIN"} python3 "$root/bench/torch_step.py" --ab cupti >"$tmp/cupti-$run" 2>>"$tmp/stderr"
 	[ "${PROFILER:-1}" = 0 ] ||
 		${PIN:+taskset -c "$PIN"} python3 "$root/bench/torch_step.py" --ab profiler >"$tmp/profiler-$run" 2>>"$tmp/stderr"
@@ -41,10 +43,10 @@ done
 
 {
 	echo "# bench/cupti_ab.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
-	echo "# torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null); $runs processes of each; 40 blocks x 100 steps each; step time in us; SYNCSPY_CUPTI_KINDS=${KINDS:-(default)}"
-	python3 - "$tmp" "$runs" <<'PY'
+	echo "# torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null); $runs processes of each; 40 blocks x 100 steps each; step time in us; SYNCSPY_CUPTI_KINDS=${KINDS:-(default)}; SYNCSPY_CUPTI_SAMPLE=${SAMPLE:-(none)}"
+	python3 - "$tmp" "$runs" "${SAMPLE:-}" <<'PY'
 import glob, os, sqlite3, statistics, sys
-tmp, runs = sys.argv[1], int(sys.argv[2])
+tmp, runs, sample = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 status = 0
 result = {}
 for mode in ("cupti", "profiler"):
@@ -88,13 +90,34 @@ for run in range(1, runs + 1):
     states = [l.split()[2] for l in lines if l.startswith("block ")]
     # warm-up on, off, on; then a pause wherever an off block follows an on block
     expected = 1 + sum(1 for a, b in zip(["on"] + states, states) if a == "on" and b == "off")
-    ok = (inside == 0 and len(kernels) > 0 and pauses == expected and
-          (meta.get("cupti") == "on" or meta.get("cupti", "").startswith("on: only")))
+    on_status = meta.get("cupti") == "on" or meta.get("cupti", "").startswith("on: only")
+    if not sample:
+        ok = inside == 0 and len(kernels) > 0 and pauses == expected and on_status
+        print("cupti run %d: %s: %d kernels recorded, %d of them inside the %d paused blocks; "
+              "meta.cupti_pauses %d (expected %d), meta.cupti %s" % (
+                  run, "PASS" if ok else "FAIL", len(kernels), inside, len(paused), pauses,
+                  expected, meta.get("cupti")))
+    else:
+        # SYNCSPY_CUPTI_SAMPLE=ON/PERIOD (CUPTI-4): the kernels fall into windows of at most ON
+        # ms (plus a step: a window closes at the first sync point after its time, and work
+        # queued before it still runs), separated by the PERIOD - ON ms off, and meta says so.
+        on_ms, period_ms = map(int, sample.split("/"))
+        kernels.sort()
+        windows, first = [], None
+        for a, b in zip([None] + kernels, kernels):
+            if a is None or b - a > (period_ms - on_ms) * 1e6 / 2:
+                windows.append([b, b])
+            windows[-1][1] = b
+        longest = max((e - s for s, e in windows), default=0) / 1e6
+        traced = 1 - int(meta.get("cupti_paused_ns", 0)) / max(1, int(meta["end_mono_ns"]) - int(meta["start_mono_ns"]))
+        ok = (inside == 0 and len(kernels) > 0 and on_status and meta.get("cupti_sample") == sample
+              and int(meta.get("cupti_windows", 0)) > 0 and longest <= on_ms + 20)
+        print("cupti run %d: %s: %d kernels recorded, %d of them inside the %d paused blocks; "
+              "in %d windows of GPU activity, the longest %.1f ms (ON %d ms); meta.cupti_windows %s, "
+              "meta.cupti_sample %s, %.1f%% of the run traced" % (
+                  run, "PASS" if ok else "FAIL", len(kernels), inside, len(paused), len(windows),
+                  longest, on_ms, meta.get("cupti_windows"), meta.get("cupti_sample"), 100 * traced))
     status |= not ok
-    print("cupti run %d: %s: %d kernels recorded, %d of them inside the %d paused blocks; "
-          "meta.cupti_pauses %d (expected %d), meta.cupti %s" % (
-              run, "PASS" if ok else "FAIL", len(kernels), inside, len(paused), pauses, expected,
-              meta.get("cupti")))
     steps = (40 + 3) * 100
     calls = db.execute("SELECT count(*) FROM calls").fetchone()[0]
     syncs = int(meta.get("stacks_taken", 0))
