@@ -438,6 +438,9 @@ struct db_state {
 	struct n2_call *n2; /* the pass's N2 calls on a communicator, in id order */
 	size_t nn2;
 	int gpu_api;	    /* the gpu_api table exists (with gpu_activity: rank->gpu) */
+	struct api_first *api_first; /* load_api_first: by correlation id */
+	size_t napi_first, cap_api_first;
+	int api_first_loaded;
 };
 
 static int prepare(struct loader *ld, struct db_state *st, const char *sql, sqlite3_stmt **stmt)
@@ -623,6 +626,9 @@ static int reserve(void *array, size_t *capacity, size_t used, size_t size)
 	*capacity = n;
 	return 1;
 }
+
+#define PUSH(arr, n, cap, value)                                                                   \
+	(reserve(&(arr), &(cap), (n), sizeof(*(arr))) ? ((arr)[(n)++] = (value), 1) : 0)
 
 /* The index of a class text in sc->classes, added on first sight; -1 when out of memory. A
  * recording has a dozen classes, so a linear search is cheapest. */
@@ -1593,7 +1599,11 @@ static int load_ranges(struct loader *ld, struct db_state *st, struct job *job)
 	" coalesce(copy_kind, 0), coalesce(bytes, 0), coalesce(substr(name, 1, 4) = 'nccl', 0),"   \
 	" coalesce(stream_id, -1)"                                                                 \
 	" FROM gpu_activity WHERE start_ns IS NOT NULL AND end_ns >= start_ns"
-#define GPU_API_SQL  "SELECT correlation_id, tid, start_ns FROM gpu_api"
+/* The earliest API record of each correlation id: the call the program made (when both layers
+ * report a call, the driver call inside a runtime call starts later). */
+#define GPU_API_SQL                                                                                \
+	"SELECT correlation_id, tid, min(start_ns) FROM gpu_api GROUP BY correlation_id"           \
+	" ORDER BY correlation_id"
 #define GPU_CALLS_SQL "SELECT id, tid, start_ns, site_id FROM calls"
 #define GPU_SYNCS_SQL                                                                              \
 	"SELECT c.id, coalesce(s.text, '" NO_SITE "'), c.end_ns FROM calls c"                      \
@@ -1699,13 +1709,6 @@ struct gpu_target {
 	size_t index;	  /* copies: the index in gpu_rows.copies */
 };
 
-static int compare_targets_by_correlation(const void *a, const void *b)
-{
-	const struct gpu_target *x = a, *y = b;
-
-	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
-}
-
 static int compare_targets_by_thread(const void *a, const void *b)
 {
 	const struct gpu_target *x = a, *y = b;
@@ -1713,6 +1716,51 @@ static int compare_targets_by_thread(const void *a, const void *b)
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
 	return (x->api_ns > y->api_ns) - (x->api_ns < y->api_ns);
+}
+
+/* The earliest API record of a correlation id (GPU_API_SQL), read once per database for both
+ * the syncs' and the kernels' joins. */
+struct api_first {
+	long long correlation, tid, start_ns;
+};
+
+static int load_api_first(struct loader *ld, struct db_state *st)
+{
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	if (st->api_first_loaded || !st->gpu_api)
+		return SS_EXIT_OK;
+	st->api_first_loaded = 1;
+	code = prepare(ld, st, GPU_API_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct api_first first = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
+					  sqlite3_column_int64(stmt, 2)};
+
+		if (!PUSH(st->api_first, st->napi_first, st->cap_api_first, first)) {
+			sqlite3_finalize(stmt);
+			return out_of_memory(ld);
+		}
+	}
+	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+}
+
+static int compare_api_first(const void *a, const void *b)
+{
+	const struct api_first *x = a, *y = b;
+
+	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+}
+
+static const struct api_first *api_first_of(const struct db_state *st, long long correlation)
+{
+	struct api_first key = {.correlation = correlation};
+
+	return st->napi_first ? bsearch(&key, st->api_first, st->napi_first, sizeof(key),
+					compare_api_first)
+			      : NULL;
 }
 
 /* Ties each target to its host call (GPU_JOIN_NS). Reorders targets (by thread, API start). */
@@ -1727,29 +1775,17 @@ static int join_targets(struct loader *ld, struct db_state *st, struct gpu_targe
 	}
 	if (!n || !st->gpu_api)
 		return SS_EXIT_OK;
-	qsort(tg, n, sizeof(*tg), compare_targets_by_correlation);
-	code = prepare(ld, st, GPU_API_SQL, &stmt);
+	code = load_api_first(ld, st);
 	if (code != SS_EXIT_OK)
 		return code;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		struct gpu_target key = {.correlation = sqlite3_column_int64(stmt, 0)};
-		long long tid = sqlite3_column_int64(stmt, 1), t = sqlite3_column_int64(stmt, 2);
-		struct gpu_target *hit =
-		    bsearch(&key, tg, n, sizeof(*tg), compare_targets_by_correlation);
+	for (size_t i = 0; i < n; i++) {
+		const struct api_first *first = api_first_of(st, tg[i].correlation);
 
-		if (!hit) /* several targets can share an id (a kernel and a copy never do) */
-			continue;
-		while (hit > tg && hit[-1].correlation == key.correlation)
-			hit--;
-		for (; hit < tg + n && hit->correlation == key.correlation; hit++)
-			if (hit->tid < 0 || t < hit->api_ns) { /* the earliest record: the outermost */
-				hit->tid = tid;
-				hit->api_ns = t;
-			}
+		if (first) {
+			tg[i].tid = first->tid;
+			tg[i].api_ns = first->start_ns;
+		}
 	}
-	code = end_rows(ld, st, stmt, rc, SS_EXIT_OK);
-	if (code != SS_EXIT_OK)
-		return code;
 	qsort(tg, n, sizeof(*tg), compare_targets_by_thread);
 	code = prepare(ld, st, GPU_CALLS_SQL, &stmt);
 	if (code != SS_EXIT_OK)
@@ -1818,9 +1854,6 @@ static void gpu_rows_free(struct gpu_rows *g)
 	free(g->compute_streams);
 	free(g->syncs);
 }
-
-#define PUSH(arr, n, cap, value)                                                                   \
-	(reserve(&(arr), &(cap), (n), sizeof(*(arr))) ? ((arr)[(n)++] = (value), 1) : 0)
 
 static int load_gpu_rows(struct loader *ld, struct db_state *st, struct gpu_rows *g)
 {
@@ -1995,13 +2028,6 @@ static int compare_gpu_sites(const void *a, const void *b)
 	return strcmp(((const struct gpu_site *)a)->site, ((const struct gpu_site *)b)->site);
 }
 
-static int compare_krows_by_correlation(const void *a, const void *b)
-{
-	const struct kernel_row *x = a, *y = b;
-
-	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
-}
-
 static int compare_krows_by_stream(const void *a, const void *b)
 {
 	const struct kernel_row *x = a, *y = b;
@@ -2017,28 +2043,18 @@ static int compare_krows_by_stream(const void *a, const void *b)
  * program made), then sorts krows by (device, stream, start). */
 static int kernel_launch_times(struct loader *ld, struct db_state *st, struct gpu_rows *g)
 {
-	sqlite3_stmt *stmt;
-	int rc, code;
+	int code;
 
 	if (!g->nkrows)
 		return SS_EXIT_OK;
-	if (st->gpu_api) {
-		qsort(g->krows, g->nkrows, sizeof(*g->krows), compare_krows_by_correlation);
-		code = prepare(ld, st, GPU_API_SQL, &stmt);
-		if (code != SS_EXIT_OK)
-			return code;
-		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-			struct kernel_row key = {.correlation = sqlite3_column_int64(stmt, 0)};
-			long long t = sqlite3_column_int64(stmt, 2);
-			struct kernel_row *hit = bsearch(&key, g->krows, g->nkrows, sizeof(key),
-							 compare_krows_by_correlation);
+	code = load_api_first(ld, st);
+	if (code != SS_EXIT_OK)
+		return code;
+	for (size_t i = 0; i < g->nkrows; i++) {
+		const struct api_first *first = api_first_of(st, g->krows[i].correlation);
 
-			if (hit && (hit->launch_ns < 0 || t < hit->launch_ns))
-				hit->launch_ns = t;
-		}
-		code = end_rows(ld, st, stmt, rc, SS_EXIT_OK);
-		if (code != SS_EXIT_OK)
-			return code;
+		if (first)
+			g->krows[i].launch_ns = first->start_ns;
 	}
 	qsort(g->krows, g->nkrows, sizeof(*g->krows), compare_krows_by_stream);
 	/* One pass over the sorted rows: per device, the stream with the most kernels. */
@@ -2307,6 +2323,7 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	sqlite3_close(st.db);
 	free(st.overlap);
 	free(st.n2);
+	free(st.api_first);
 	job->code = code;
 }
 
