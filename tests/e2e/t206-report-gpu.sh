@@ -126,25 +126,27 @@ for status in "on: only kernel,memcpy (SYNCSPY_CUPTI_KINDS)|GPU timeline limited
 		fail "the GPU timeline with meta.cupti ${status%%|*}"
 done
 
+# pause_note NAME META_ROWS EXPECTED: the report of gpu.sqlite with META_ROWS added to its meta
+# gives the note EXPECTED about the GPU timeline (PATH: stands for the copy's path).
+pause_note() {
+	cp "$tmp/gpu.sqlite" "$tmp/$1.sqlite"
+	"$SQLITE3" -batch "$tmp/$1.sqlite" "INSERT INTO meta(key, value) VALUES$2" || fail "$1: meta"
+	"$SYNCSPY" report --format json "$tmp/$1.sqlite" >"$tmp/$1.json" || fail "$1: json"
+	rq "SELECT value FROM json_each(json_extract(readfile('$tmp/$1.json'), '\$.notes')) WHERE value LIKE '%GPU timeline%'" >"$tmp/actual"
+	echo "$tmp/$1.sqlite: $3" >"$tmp/expected"
+	diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "$1: note"
+}
+# The recording's length (make-db.sh: 0.1 s), and that less 60 ms.
+wall=$(db=$tmp/gpu.sqlite q "SELECT printf('%.3f', ((SELECT value FROM meta WHERE key = 'end_mono_ns') - (SELECT value FROM meta WHERE key = 'start_mono_ns')) / 1e9)")
+traced=$(db=$tmp/gpu.sqlite q "SELECT printf('%.3f', ((SELECT value FROM meta WHERE key = 'end_mono_ns') - (SELECT value FROM meta WHERE key = 'start_mono_ns') - 60000000) / 1e9)")
 # The program paused the timeline (syncspy_gpu_trace, meta.cupti_pauses/cupti_paused_ns): the
-# report says for how long, against the recording's length (make-db.sh: 0.1 s).
-cp "$tmp/gpu.sqlite" "$tmp/paused.sqlite"
-"$SQLITE3" -batch "$tmp/paused.sqlite" "INSERT INTO meta(key, value) VALUES('cupti_pauses', 3), ('cupti_paused_ns', 25000000)" || fail "pauses"
-"$SYNCSPY" report --format json "$tmp/paused.sqlite" >"$tmp/paused.json" || fail "json with pauses"
-rq "SELECT value FROM json_each(json_extract(readfile('$tmp/paused.json'), '\$.notes')) WHERE value LIKE '%GPU timeline paused%'" >"$tmp/actual"
-wall=$(db=$tmp/paused.sqlite q "SELECT printf('%.3f', ((SELECT value FROM meta WHERE key = 'end_mono_ns') - (SELECT value FROM meta WHERE key = 'start_mono_ns')) / 1e9)")
-echo "$tmp/paused.sqlite: GPU timeline paused by the program (syncspy_gpu_trace) 3 times, 0.025 s of $wall s: GPU figures cover the traced part only" >"$tmp/expected"
-diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "pause note"
-
+# report says for how long, against the recording's length.
+pause_note paused "('cupti_pauses', 3), ('cupti_paused_ns', 25000000)" \
+	"GPU timeline paused by the program (syncspy_gpu_trace) 3 times, 0.025 s of $wall s: GPU figures cover the traced part only"
 # The sampler traced windows (SYNCSPY_CUPTI_SAMPLE, meta.cupti_sample/cupti_windows, CUPTI-4):
 # the note says so, with the time traced, instead of the program's pauses.
-cp "$tmp/gpu.sqlite" "$tmp/sampled.sqlite"
-"$SQLITE3" -batch "$tmp/sampled.sqlite" "INSERT INTO meta(key, value) VALUES('cupti_pauses', 4), ('cupti_paused_ns', 60000000), ('cupti_sample', '10/50'), ('cupti_windows', 4)" || fail "sampled"
-"$SYNCSPY" report --format json "$tmp/sampled.sqlite" >"$tmp/sampled.json" || fail "json sampled"
-rq "SELECT value FROM json_each(json_extract(readfile('$tmp/sampled.json'), '\$.notes')) WHERE value LIKE '%GPU timeline%'" >"$tmp/actual"
-traced=$(db=$tmp/sampled.sqlite q "SELECT printf('%.3f', ((SELECT value FROM meta WHERE key = 'end_mono_ns') - (SELECT value FROM meta WHERE key = 'start_mono_ns') - 60000000) / 1e9)")
-echo "$tmp/sampled.sqlite: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=10/50 ms): 4 windows, $traced s of $wall s traced: GPU figures cover the traced part only" >"$tmp/expected"
-diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "sample note"
+pause_note sampled "('cupti_pauses', 4), ('cupti_paused_ns', 60000000), ('cupti_sample', '10/50'), ('cupti_windows', 4)" \
+	"GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=10/50 ms): 4 windows, $traced s of $wall s traced: GPU figures cover the traced part only"
 
 # Without the tables: no GPU field, column, rule or finding text; the two notes as before.
 sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$tmp/plain.sqlite" || fail "make-db.sh"
