@@ -10,6 +10,16 @@
  * call's record: aux its hash; obj a malloc'd copy of the return addresses the first time this
  * thread sees the hash (stream: how many), NULL when the thread sent it before (the writer
  * knows it by hash). The writer turns addresses into "symbol+0xoff (module)" lines.
+ *
+ * Two unwinders, chosen per call site: unw_backtrace walks a stack of ordinary frames from
+ * its per-thread cache at some 20 ns a frame, but one frame it cannot classify (a CFA given by
+ * a DWARF expression, as realigned frames in torch's libraries have) sends the whole stack
+ * through unw_step, which validates memory with a system call or two per frame: 15 us for a
+ * torch `.item()` stack on the H200, 2.7 us a frame here (tests/progs/cfa_expression.c).
+ * libgcc's _Unwind_Backtrace (libgcc_s.so.1, glibc's backtrace) takes some 100-200 ns a frame
+ * whatever the frames. So the first stacks a thread takes at a call site, along one path to it,
+ * are taken with both, timed, and the site keeps the faster for that path
+ * (meta.native_stacks_libgcc_sites counts the choices of libgcc's).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -17,6 +27,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unwind.h>
 
 #include "clock.h"
 #include "ring.h"
@@ -27,7 +38,11 @@ void *ss_dlsym(void *handle, const char *name); /* driver.c */
 #define MAX_FRAMES   128
 #define SEEN_PER_TLS 64 /* hashes a thread remembers having sent */
 
-static int (*backtrace_fn)(void **, int);
+static int (*backtrace_fn)(void **, int); /* libunwind's unw_backtrace */
+/* libgcc's unwinder, when libgcc_s.so.1 is there (every C++ program has it loaded) */
+static _Unwind_Reason_Code (*gcc_backtrace)(_Unwind_Trace_Fn, void *);
+static _Unwind_Ptr (*gcc_get_ip)(struct _Unwind_Context *);
+_Atomic unsigned ss_native_libgcc_sites;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 const char *ss_native_stacks_status = "not tried";
 
@@ -61,16 +76,100 @@ static void load_unwinder(void)
 		return;
 	}
 	backtrace_fn = (int (*)(void **, int))ss_dlsym(library, "unw_backtrace");
+	void *libgcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (!libgcc)
+		libgcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (libgcc) {
+		*(void **)&gcc_backtrace = ss_dlsym(libgcc, "_Unwind_Backtrace");
+		*(void **)&gcc_get_ip = ss_dlsym(libgcc, "_Unwind_GetIP");
+		if (!gcc_get_ip)
+			gcc_backtrace = NULL;
+	}
 	ss_native_stacks_status =
 	    backtrace_fn ? "libunwind" : "off: libunwind.so.8 has no unw_backtrace";
 }
 
 static __thread uint64_t seen[SEEN_PER_TLS] __attribute__((tls_model("initial-exec")));
 
+struct gcc_walk {
+	void **frames;
+	int n, max;
+};
+
+static _Unwind_Reason_Code gcc_frame(struct _Unwind_Context *context, void *arg)
+{
+	struct gcc_walk *walk = arg;
+	_Unwind_Ptr ip = gcc_get_ip(context);
+	if (walk->n >= walk->max || ip == 0) /* 0: past the outermost frame (_start's caller) */
+		return _URC_END_OF_STACK;
+	walk->frames[walk->n++] = (void *)ip;
+	return _URC_NO_REASON;
+}
+
+static int gcc_unwind(void **frames, int max)
+{
+	struct gcc_walk walk = {frames, 0, max};
+	gcc_backtrace(gcc_frame, &walk);
+	return walk.n;
+}
+
+/* Which unwinder a call site (and path to it) uses, per thread: learnt from its first stacks
+ * (see the top). */
+#define SITES_PER_TLS 64
+#define TRIALS	      4 /* stacks taken with both unwinders, after one to warm them */
+enum { UNWINDER_TRIAL, UNWINDER_LIBUNWIND, UNWINDER_LIBGCC };
+static __thread struct site_unwinder {
+	uint64_t caller;
+	int unwinder, trials;
+	uint64_t ticks[2]; /* libunwind's, libgcc's, over the trials */
+} site_unwinders[SITES_PER_TLS] __attribute__((tls_model("initial-exec")));
+
+/* Up to MAX return addresses of the calling thread, innermost first, with the unwinder that
+ * CALLER (the call site) is known to walk faster. Its first stack is taken with both to warm
+ * their caches for those frames (and bind libgcc's functions); the next TRIALS with both,
+ * timed, in alternating order (the first to run pays for the memory both read); then the
+ * faster one only. */
+static int unwind(void **frames, int max, uint64_t caller)
+{
+	if (!gcc_backtrace)
+		return backtrace_fn(frames, max);
+	/* A call site reached along several paths (a framework's sync helper) gets a choice per
+	 * path: the stack pointer tells the paths apart, and is the same each time along one. */
+	caller ^= (uint64_t)(uintptr_t)__builtin_frame_address(0) * 0x9e3779b97f4a7c15ull;
+	struct site_unwinder *site = &site_unwinders[(caller >> 7) % SITES_PER_TLS];
+	if (site->caller != caller)
+		*site = (struct site_unwinder){.caller = caller, .unwinder = UNWINDER_TRIAL};
+	if (site->unwinder == UNWINDER_LIBUNWIND)
+		return backtrace_fn(frames, max);
+	if (site->unwinder == UNWINDER_LIBGCC)
+		return gcc_unwind(frames, max);
+	void *other[MAX_FRAMES];
+	int libgcc_first = site->trials & 1;
+	uint64_t start = ss_now();
+	if (libgcc_first)
+		gcc_unwind(other, max);
+	uint64_t middle = ss_now();
+	int n = backtrace_fn(frames, max);
+	uint64_t end = ss_now();
+	if (!libgcc_first)
+		gcc_unwind(other, max);
+	uint64_t after = ss_now();
+	if (site->trials++ == 0) /* the warm-up */
+		return n;
+	site->ticks[0] += end - middle;
+	site->ticks[1] += libgcc_first ? middle - start : after - end;
+	if (site->trials <= TRIALS)
+		return n;
+	site->unwinder = site->ticks[1] < site->ticks[0] ? UNWINDER_LIBGCC : UNWINDER_LIBUNWIND;
+	if (site->unwinder == UNWINDER_LIBGCC)
+		atomic_fetch_add_explicit(&ss_native_libgcc_sites, 1, memory_order_relaxed);
+	return n; /* both walked the same frames */
+}
+
 /* The calling thread's native stack, pushed behind its sync point's record; the unwinder is
  * loaded and the depth and ring checked by the caller (ss_stacks_attach). Returns 1 when the
  * thread had sent this stack before (a sync point repeating itself). */
-static int native_attach(struct ss_tls *tls)
+static int native_attach(struct ss_tls *tls, uint64_t caller)
 {
 	int depth = (int)ss_config.SYNCSPY_STACK_DEPTH;
 	if (!backtrace_fn)
@@ -80,7 +179,7 @@ static int native_attach(struct ss_tls *tls)
 		depth = MAX_FRAMES;
 	/* The first frames are the shim's own (the wrapper, the stack functions): up to 4,
 	 * dropped below, so that DEPTH frames of the program's remain. */
-	int n = backtrace_fn(frames, depth + 4 < MAX_FRAMES ? depth + 4 : MAX_FRAMES);
+	int n = unwind(frames, depth + 4 < MAX_FRAMES ? depth + 4 : MAX_FRAMES, caller);
 	int own = 0;
 	while (own < n && (uintptr_t)frames[own] >= own_lo && (uintptr_t)frames[own] < own_hi)
 		own++;
@@ -114,7 +213,7 @@ static int native_attach(struct ss_tls *tls)
  * thread's ring: meta.stack_cost_*_ns say what stacks cost the program (bench/stack_cost.sh
  * reads them beside its own A/B timing). Deferred Python frames add their time in python.c.
  * SHIM-2: loading the unwinder (dlopen searches paths) and the allocation may set errno. */
-void ss_stacks_attach(struct ss_tls *tls)
+void ss_stacks_attach(struct ss_tls *tls, uint64_t caller)
 {
 	struct ss_ring *ring = tls->ring;
 	if (ss_config.SYNCSPY_STACK_DEPTH <= 0 || !ring)
@@ -122,7 +221,7 @@ void ss_stacks_attach(struct ss_tls *tls)
 	int saved_errno = errno;
 	pthread_once(&load_once, load_unwinder); /* once per process: not a sync point's cost */
 	uint64_t start = ss_now();
-	int repeated = native_attach(tls);
+	int repeated = native_attach(tls, caller);
 	uint64_t native_end = ss_now();
 	errno = saved_errno;
 	ss_python_attach(tls);
@@ -140,4 +239,5 @@ void ss_stacks_attach(struct ss_tls *tls)
 void ss_native_fork_child(void)
 {
 	memset(seen, 0, sizeof(seen)); /* the child's writer knows none of them */
+	atomic_store(&ss_native_libgcc_sites, 0);
 }

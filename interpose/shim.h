@@ -189,13 +189,14 @@ static inline void *ss_real(int api)
 
 /* native.c: after a sync point's record, its stacks: native (libunwind, loaded privately),
  * then Python (python.c), timed (meta.stack_cost_*_ns: SHIM-1). */
-void ss_stacks_attach(struct ss_tls *tls);
+void ss_stacks_attach(struct ss_tls *tls, uint64_t caller);
 /* python.c: the Python frames of the calling thread, if it holds the GIL (or, on the main
  * thread, as soon as it has it back). */
 void ss_python_attach(struct ss_tls *tls);
 void ss_native_fork_child(void);
 void ss_python_fork_child(void);
 extern const char *ss_native_stacks_status;
+extern _Atomic unsigned ss_native_libgcc_sites; /* native.c: sites that chose libgcc's unwinder */
 
 /* cupti/cupti.c (CUPTI-4), at the end of every sync point; a no-op built without CUPTI. */
 void ss_cupti_sample_tick(void);

@@ -82,7 +82,7 @@
 		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
 		ss_emit(tls, &rec);                                                                \
 		if (ss_unlikely(ss_wants_stack(rec.cls))) {                                        \
-			ss_stacks_attach(tls);                                                     \
+			ss_stacks_attach(tls, rec.caller);                                         \
 			ss_cupti_sample_tick(); /* a window switches after a sync (CUPTI-4) */     \
 		}                                                                                  \
 		tls->depth--;                                                                      \

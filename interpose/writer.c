@@ -995,6 +995,7 @@ static void write_meta_progress(void)
 		}
 	meta_text("hooks_fired", layers);
 	meta_text("native_stacks", ss_native_stacks_status);
+	meta_int("native_stacks_libgcc_sites", (int64_t)atomic_load(&ss_native_libgcc_sites));
 #ifdef SYNCSPY_HAVE_CUPTI
 	meta_text("cupti", ss_cupti_status);
 	uint64_t paused_ns;
