@@ -116,7 +116,7 @@ static int gcc_unwind(void **frames, int max)
 /* Which unwinder a call site (and path to it) uses, per thread: learnt from its first stacks
  * (see the top). */
 #define SITES_PER_TLS 64
-#define TRIALS	      4 /* stacks taken with both unwinders, after one to warm them */
+#define TRIALS	      4 /* stacks timed with each unwinder, after one to warm it */
 enum { UNWINDER_TRIAL, UNWINDER_LIBUNWIND, UNWINDER_LIBGCC };
 static __thread struct site_unwinder {
 	uint64_t caller;
@@ -125,10 +125,10 @@ static __thread struct site_unwinder {
 } site_unwinders[SITES_PER_TLS] __attribute__((tls_model("initial-exec")));
 
 /* Up to MAX return addresses of the calling thread, innermost first, with the unwinder that
- * CALLER (the call site) is known to walk faster. Its first stack is taken with both to warm
- * their caches for those frames (and bind libgcc's functions); the next TRIALS with both,
- * timed, in alternating order (the first to run pays for the memory both read); then the
- * faster one only. */
+ * CALLER (the call site) is known to walk faster. Its first stacks are the trials: one to warm
+ * libunwind's caches for those frames, TRIALS timed, then the same with libgcc's (whose first
+ * call also binds its functions); then the faster one only. One unwinder at a time: run back
+ * to back, each evicts the other's cache lines and both look slow. */
 static int unwind(void **frames, int max, uint64_t caller)
 {
 	if (!gcc_backtrace)
@@ -143,27 +143,19 @@ static int unwind(void **frames, int max, uint64_t caller)
 		return backtrace_fn(frames, max);
 	if (site->unwinder == UNWINDER_LIBGCC)
 		return gcc_unwind(frames, max);
-	void *other[MAX_FRAMES];
-	int libgcc_first = site->trials & 1;
+	int trial = site->trials++, libgcc = trial > TRIALS; /* 0..TRIALS: libunwind's */
 	uint64_t start = ss_now();
-	if (libgcc_first)
-		gcc_unwind(other, max);
-	uint64_t middle = ss_now();
-	int n = backtrace_fn(frames, max);
-	uint64_t end = ss_now();
-	if (!libgcc_first)
-		gcc_unwind(other, max);
-	uint64_t after = ss_now();
-	if (site->trials++ == 0) /* the warm-up */
-		return n;
-	site->ticks[0] += end - middle;
-	site->ticks[1] += libgcc_first ? middle - start : after - end;
-	if (site->trials <= TRIALS)
-		return n;
-	site->unwinder = site->ticks[1] < site->ticks[0] ? UNWINDER_LIBGCC : UNWINDER_LIBUNWIND;
-	if (site->unwinder == UNWINDER_LIBGCC)
-		atomic_fetch_add_explicit(&ss_native_libgcc_sites, 1, memory_order_relaxed);
-	return n; /* both walked the same frames */
+	int n = libgcc ? gcc_unwind(frames, max) : backtrace_fn(frames, max);
+	if (trial % (TRIALS + 1) != 0) /* not a warm-up */
+		site->ticks[libgcc] += ss_now() - start;
+	if (trial == 2 * TRIALS + 1) {
+		site->unwinder =
+		    site->ticks[1] < site->ticks[0] ? UNWINDER_LIBGCC : UNWINDER_LIBUNWIND;
+		if (site->unwinder == UNWINDER_LIBGCC)
+			atomic_fetch_add_explicit(&ss_native_libgcc_sites, 1,
+						  memory_order_relaxed);
+	}
+	return n;
 }
 
 /* The calling thread's native stack, pushed behind its sync point's record; the unwinder is
