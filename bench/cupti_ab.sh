@@ -109,12 +109,12 @@ for run in range(1, runs + 1):
                 windows.append([b, b])
             windows[-1][1] = b
         longest = max((e - s for s, e in windows), default=0) / 1e6
-        traced = 1 - int(meta.get("cupti_paused_ns", 0)) / max(1, int(meta["end_mono_ns"]) - int(meta["start_mono_ns"]))
+        traced = int(meta.get("cupti_traced_ns", 0)) / max(1, int(meta["end_mono_ns"]) - int(meta["start_mono_ns"]))
         ok = (inside == 0 and len(kernels) > 0 and on_status and meta.get("cupti_sample") == sample
               and int(meta.get("cupti_windows", 0)) > 0 and longest <= on_ms + 20)
         print("cupti run %d: %s: %d kernels recorded, %d of them inside the %d paused blocks; "
               "in %d windows of GPU activity, the longest %.1f ms (ON %d ms); meta.cupti_windows %s, "
-              "meta.cupti_sample %s, %.1f%% of the run traced" % (
+              "meta.cupti_sample %s, %.1f%% of the run traced (meta.cupti_traced_ns)" % (
                   run, "PASS" if ok else "FAIL", len(kernels), inside, len(paused), len(windows),
                   longest, on_ms, meta.get("cupti_windows"), meta.get("cupti_sample"), 100 * traced))
     status |= not ok

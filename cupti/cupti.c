@@ -79,6 +79,9 @@ static unsigned pauses;
 /* SYNCSPY_CUPTI_SAMPLE (CUPTI-4): the sampler's own pause, its phases, the next switch (0:
  * not sampling; read without the lock at every sync point) and the traced windows. */
 static int sample_off;
+/* How long the timeline was on (started, not paused): meta.cupti_traced_ns, from which the
+ * report says how much of the run a sampled or paused timeline covers. */
+static uint64_t traced_total_ns, traced_since_ns;
 static uint64_t sample_on_ns, sample_off_ns;
 static _Atomic uint64_t sample_next_ns;
 static unsigned sample_windows;
@@ -307,6 +310,8 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegiste
 	if (started) { /* CUPTI-2 */
 		api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 		started = 0;
+		if (!paused && !sample_off)
+			traced_total_ns += now_ns() - traced_since_ns;
 		snprintf(
 		    status_text, sizeof(status_text),
 		    "yielded: another CUPTI client (%s) took CUPTI at %llu ns (CLOCK_MONOTONIC); "
@@ -407,8 +412,10 @@ enum {
 	KIND_MEMSET = 4,
 	KIND_SYNC = 8,
 	KIND_EVENT = 16,
-	KIND_API = 32,
-	KIND_ALL = 63
+	KIND_RUNTIME_API = 32,
+	KIND_DRIVER_API = 64,
+	KIND_API = KIND_RUNTIME_API | KIND_DRIVER_API,
+	KIND_ALL = 127
 };
 static const struct {
 	CUpti_ActivityKind kind;
@@ -421,12 +428,12 @@ static const struct {
     {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", KIND_MEMSET, "memset"},
     {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION", KIND_SYNC, "sync"},
     {CUPTI_ACTIVITY_KIND_CUDA_EVENT, "CUDA_EVENT", KIND_EVENT, "event"},
-    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", KIND_API, "api"}, /* then narrowed */
-    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", KIND_API, "api"},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", KIND_RUNTIME_API, "runtime-api"}, /* narrowed */
+    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", KIND_DRIVER_API, "driver-api"},
 };
 
-/* "kernel,memcpy,api" -> KIND_* bits; an unknown name is ignored with one warning (a profiler
- * never stops the program for its own configuration). */
+/* "kernel,memcpy,api" -> KIND_* bits ("api": both layers' records); an unknown name is ignored
+ * with one warning (a profiler never stops the program for its own configuration). */
 static unsigned wanted_kinds(const char *list)
 {
 	unsigned wanted = 0;
@@ -434,14 +441,14 @@ static unsigned wanted_kinds(const char *list)
 	snprintf(copy, sizeof(copy), "%s", list ? list : "");
 	char *save = NULL;
 	for (char *name = strtok_r(copy, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
-		unsigned bit = 0;
+		unsigned bit = strcmp(name, "api") == 0 ? KIND_API : 0;
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 			if (strcmp(name, kinds[i].option_name) == 0)
 				bit = kinds[i].option;
 		if (!bit)
 			fprintf(stderr,
 				"syncspy: ignoring '%s' in SYNCSPY_CUPTI_KINDS (kinds: kernel, "
-				"memcpy, memset, sync, event, api)\n",
+				"memcpy, memset, sync, event, api, runtime-api, driver-api)\n",
 				name);
 		wanted |= bit;
 	}
@@ -515,6 +522,7 @@ static void start_locked(unsigned wanted)
 	if (!paused && !enable_kinds(wanted)) /* paused: syncspy_gpu_trace(0) came first */
 		return;
 	started = 1;
+	traced_since_ns = now_ns(); /* when paused first, from the resume on */
 	parse_sample(ss_config.SYNCSPY_CUPTI_SAMPLE);
 	if (sample_on_ns) { /* CUPTI-4: the first window starts now */
 		sample_windows = 1;
@@ -524,14 +532,19 @@ static void start_locked(unsigned wanted)
 	if (wanted == KIND_ALL) {
 		ss_cupti_status = "on";
 	} else {
-		char list[96] = "";
-		unsigned listed = 0; /* "api" enables two kinds: named once */
-		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-			if (wanted & kinds[i].option & ~listed) {
-				listed |= kinds[i].option;
+		char list[128] = "";
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+			const char *name = kinds[i].option_name;
+			if (!(wanted & kinds[i].option))
+				continue;
+			if ((wanted & KIND_API) == KIND_API) /* both layers: named "api", once */
+				name = kinds[i].option == KIND_RUNTIME_API  ? "api"
+				       : kinds[i].option == KIND_DRIVER_API ? NULL
+									    : name;
+			if (name)
 				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-					 list[0] ? "," : "", kinds[i].option_name);
-			}
+					 list[0] ? "," : "", name);
+		}
 		snprintf(status_text, sizeof(status_text), "on: only %s (SYNCSPY_CUPTI_KINDS)",
 			 list[0] ? list : "nothing");
 		ss_cupti_status = status_text;
@@ -545,17 +558,21 @@ static void follow_pauses_locked(int was_off)
 	int off = paused || sample_off;
 	if (off == was_off)
 		return;
+	uint64_t now = now_ns();
 	if (off) {
 		pauses++;
-		paused_since_ns = now_ns();
-		if (started)
+		paused_since_ns = now;
+		if (started) {
+			traced_total_ns += now - traced_since_ns;
 			for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 				if (enabled_kinds & kinds[i].option)
 					api.disable(kinds[i].kind);
+		}
 	} else {
 		if (started && !enable_kinds(enabled_kinds))
 			started = 0; /* CUPTI refused: host data only from here, status says why */
-		paused_total_ns += now_ns() - paused_since_ns;
+		traced_since_ns = now;
+		paused_total_ns += now - paused_since_ns;
 	}
 }
 
@@ -592,12 +609,15 @@ void ss_cupti_sample_tick(void)
 	pthread_mutex_unlock(&owner_lock);
 }
 
-void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows)
+void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows, uint64_t *traced_ns)
 {
 	pthread_mutex_lock(&owner_lock);
-	*paused_ns = paused_total_ns + (paused || sample_off ? now_ns() - paused_since_ns : 0);
+	uint64_t now = now_ns();
+	int off = paused || sample_off;
+	*paused_ns = paused_total_ns + (off ? now - paused_since_ns : 0);
 	*count = pauses;
 	*windows = sample_windows;
+	*traced_ns = traced_total_ns + (started && !off ? now - traced_since_ns : 0);
 	pthread_mutex_unlock(&owner_lock);
 }
 

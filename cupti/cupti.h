@@ -51,9 +51,9 @@ int ss_cupti_trace(int on);
  * its time has come (CUPTI-4); one relaxed load when not sampling. */
 void ss_cupti_sample_tick(void);
 /* Writer, for meta: how long the timeline was paused in all, by the program or the sampler
- * (an open pause counts to now, in ns), how many pauses there were, and how many windows the
- * sampler traced. */
-void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows);
+ * (an open pause counts to now, in ns), how many pauses there were, how many windows the
+ * sampler traced, and how long the timeline was on (from CUPTI's start). */
+void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows, uint64_t *traced_ns);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
 extern const char *volatile ss_cupti_status;

@@ -998,13 +998,14 @@ static void write_meta_progress(void)
 	meta_int("native_stacks_libgcc_sites", (int64_t)atomic_load(&ss_native_libgcc_sites));
 #ifdef SYNCSPY_HAVE_CUPTI
 	meta_text("cupti", ss_cupti_status);
-	uint64_t paused_ns;
+	uint64_t paused_ns, traced_ns;
 	unsigned pauses, windows;
-	ss_cupti_pauses(&paused_ns, &pauses, &windows);
+	ss_cupti_pauses(&paused_ns, &pauses, &windows, &traced_ns);
 	int cupti_on = strncmp(ss_cupti_status, "on", 2) == 0;
 	if (pauses && cupti_on) { /* syncspy_gpu_trace, the sampler (CUPTI-3, CUPTI-4) */
 		meta_int("cupti_pauses", pauses);
 		meta_int("cupti_paused_ns", (int64_t)paused_ns);
+		meta_int("cupti_traced_ns", (int64_t)traced_ns);
 	}
 	if (windows && cupti_on) { /* CUPTI-4 */
 		meta_text("cupti_sample", ss_config.SYNCSPY_CUPTI_SAMPLE);

@@ -155,7 +155,8 @@ static const struct {
 	" max(CASE key WHEN 'cupti_pauses' THEN value END),"                                       \
 	" max(CASE key WHEN 'cupti_paused_ns' THEN value END),"                                    \
 	" max(CASE key WHEN 'cupti_sample' THEN value END),"                                       \
-	" max(CASE key WHEN 'cupti_windows' THEN value END)"                                       \
+	" max(CASE key WHEN 'cupti_windows' THEN value END),"                                      \
+	" max(CASE key WHEN 'cupti_traced_ns' THEN value END)"                                     \
 	" FROM meta"
 
 #define TOTALS_SQL                                                                                 \
@@ -515,6 +516,7 @@ static int load_meta(struct loader *ld, struct db_state *st)
 	const char *sample = (const char *)sqlite3_column_text(stmt, 12);
 	rk->cupti_sample = sample ? xstrdup(sample) : NULL;
 	rk->cupti_windows = column_or(stmt, 13, 0);
+	rk->cupti_traced_ns = column_or(stmt, 14, -1);
 	sqlite3_finalize(stmt);
 	if (!rk->host || (cupti && !rk->cupti) || (sample && !rk->cupti_sample))
 		return out_of_memory(ld);
@@ -2778,7 +2780,10 @@ static int add_notes(struct ss_report *r)
 				      "windows, %.3f s of %.3f s traced: GPU figures cover the traced part "
 				      "only",
 				      rk->path, rk->cupti_sample, rk->cupti_windows,
-				      (rk->wall_ns - rk->cupti_paused_ns) / 1e9, rk->wall_ns / 1e9));
+				      (rk->cupti_traced_ns >= 0 ? rk->cupti_traced_ns
+							       : rk->wall_ns - rk->cupti_paused_ns) /
+					  1e9,
+				      rk->wall_ns / 1e9));
 		else if (code == SS_EXIT_OK && rk->cupti_pauses > 0)
 			code = add_note(
 			    r, format("%s: GPU timeline paused by the program (syncspy_gpu_trace) %lld "

@@ -36,7 +36,8 @@
 	  "syncs, events; docs/cupti.md, which gives its cost)")                                  \
 	X(SYNCSPY_CUPTI_KINDS, STR, "kernel,memcpy,memset,sync,event,api",                          \
 	  "what CUPTI records, a comma list: kernel, memcpy, memset, sync, event (with the GPU's "  \
-	  "time of each), api (ties GPU rows to host calls); fewer kinds cost less (docs/cupti.md)") \
+	  "time of each), api (ties GPU rows to host calls: runtime-api and driver-api, the two "   \
+	  "layers' records); fewer kinds cost less (docs/cupti.md)")                               \
 	X(SYNCSPY_CUPTI_SAMPLE, STR, "",                                                           \
 	  "ON/PERIOD in ms: trace the GPU timeline ON ms of every PERIOD ms, switching at sync "    \
 	  "points, for runs where tracing every kernel costs too much (docs/cupti.md); empty: "   \

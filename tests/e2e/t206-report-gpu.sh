@@ -145,7 +145,11 @@ pause_note paused "('cupti_pauses', 3), ('cupti_paused_ns', 25000000)" \
 	"GPU timeline paused by the program (syncspy_gpu_trace) 3 times, 0.025 s of $wall s: GPU figures cover the traced part only"
 # The sampler traced windows (SYNCSPY_CUPTI_SAMPLE, meta.cupti_sample/cupti_windows, CUPTI-4):
 # the note says so, with the time traced, instead of the program's pauses.
-pause_note sampled "('cupti_pauses', 4), ('cupti_paused_ns', 60000000), ('cupti_sample', '10/50'), ('cupti_windows', 4)" \
+# The time traced is meta.cupti_traced_ns (from CUPTI's start, which is after the process's):
+pause_note sampled "('cupti_pauses', 4), ('cupti_paused_ns', 60000000), ('cupti_traced_ns', 20000000), ('cupti_sample', '10/50'), ('cupti_windows', 4)" \
+	"GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=10/50 ms): 4 windows, 0.020 s of $wall s traced: GPU figures cover the traced part only"
+# and without it (a recording made before it was written), the recording's length less the pauses.
+pause_note sampled_untimed "('cupti_pauses', 4), ('cupti_paused_ns', 60000000), ('cupti_sample', '10/50'), ('cupti_windows', 4)" \
 	"GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=10/50 ms): 4 windows, $traced s of $wall s traced: GPU figures cover the traced part only"
 
 # Without the tables: no GPU field, column, rule or finding text; the two notes as before.

@@ -244,7 +244,8 @@ run_workload() {
 section "environment"
 log "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(hostname)  kernel: $(uname -r)"
 # the device copy has no .git: the build's commit travels in .carry/COMMIT (tests/gpu/README.md)
-commit=$(git rev-parse --verify -q HEAD 2>/dev/null || cat .carry/COMMIT 2>/dev/null || echo unknown)
+# (a .git there may be an older copy's: the build's commit is named beside it)
+commit="$(git rev-parse --verify -q HEAD 2>/dev/null || echo "no .git"); build (.carry/COMMIT): $(cat .carry/COMMIT 2>/dev/null || echo unknown)"
 log "commit: $commit"
 run_cmd 30 /dev/null /dev/null nvidia-smi -L
 run_cmd 30 /dev/null /dev/null nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
