@@ -121,7 +121,7 @@ enum { UNWINDER_TRIAL, UNWINDER_LIBUNWIND, UNWINDER_LIBGCC };
 static __thread struct site_unwinder {
 	uint64_t caller;
 	int unwinder, trials;
-	uint64_t ticks[2]; /* libunwind's, libgcc's, over the trials */
+	uint64_t ticks[2]; /* libunwind's, libgcc's fastest trial */
 } site_unwinders[SITES_PER_TLS] __attribute__((tls_model("initial-exec")));
 
 /* Up to MAX return addresses of the calling thread, innermost first, with the unwinder that
@@ -146,8 +146,9 @@ static int unwind(void **frames, int max, uint64_t caller)
 	int trial = site->trials++, libgcc = trial > TRIALS; /* 0..TRIALS: libunwind's */
 	uint64_t start = ss_now();
 	int n = libgcc ? gcc_unwind(frames, max) : backtrace_fn(frames, max);
-	if (trial % (TRIALS + 1) != 0) /* not a warm-up */
-		site->ticks[libgcc] += ss_now() - start;
+	uint64_t took = ss_now() - start;
+	if (trial % (TRIALS + 1) != 0 && (!site->ticks[libgcc] || took < site->ticks[libgcc]))
+		site->ticks[libgcc] = took; /* the fastest: a trial preempted midway counts not */
 	if (trial == 2 * TRIALS + 1) {
 		site->unwinder =
 		    site->ticks[1] < site->ticks[0] ? UNWINDER_LIBGCC : UNWINDER_LIBUNWIND;
