@@ -14,8 +14,8 @@
  * Two unwinders, chosen per call site: unw_backtrace walks a stack of ordinary frames from
  * its per-thread cache at some 20 ns a frame, but one frame it cannot classify (a CFA given by
  * a DWARF expression, as realigned frames in torch's libraries have) sends the whole stack
- * through unw_step, which validates memory with a system call or two per frame: 15 us for a
- * torch `.item()` stack on the H200, 2.7 us a frame here (tests/progs/cfa_expression.c).
+ * through unw_step, which validates memory with a system call or two per frame: 2.7 us a frame
+ * on the development machine (tests/progs/cfa_expression.c).
  * libgcc's _Unwind_Backtrace (libgcc_s.so.1, glibc's backtrace) takes some 100-200 ns a frame
  * whatever the frames. So the first stacks a thread takes at a call site, along one path to it,
  * are taken with both, timed, and the site keeps the faster for that path
