@@ -262,6 +262,7 @@ static void start_once(void)
 {
 	pthread_mutex_lock(&owner_lock);
 	attempted = 1;
+	parse_sample(ss_config.SYNCSPY_CUPTI_SAMPLE); /* warned of even where CUPTI does not start */
 	const char *injection = getenv("CUDA_INJECTION64_PATH");
 	if (other_client[0]) { /* CUPTI-1 */
 		snprintf(status_text, sizeof(status_text),
@@ -523,7 +524,6 @@ static void start_locked(unsigned wanted)
 		return;
 	started = 1;
 	traced_since_ns = now_ns(); /* when paused first, from the resume on */
-	parse_sample(ss_config.SYNCSPY_CUPTI_SAMPLE);
 	if (sample_on_ns) { /* CUPTI-4: the first window starts now */
 		sample_windows = 1;
 		atomic_store_explicit(&sample_next_ns, now_ns() + sample_on_ns,
