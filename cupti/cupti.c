@@ -262,7 +262,8 @@ static void start_once(void)
 {
 	pthread_mutex_lock(&owner_lock);
 	attempted = 1;
-	parse_sample(ss_config.SYNCSPY_CUPTI_SAMPLE); /* warned of even where CUPTI does not start */
+	/* read here, so that a bad value is warned of even where CUPTI does not start */
+	parse_sample(ss_config.SYNCSPY_CUPTI_SAMPLE);
 	const char *injection = getenv("CUDA_INJECTION64_PATH");
 	if (other_client[0]) { /* CUPTI-1 */
 		snprintf(status_text, sizeof(status_text),
