@@ -524,8 +524,10 @@ static void start_locked(unsigned wanted)
 	if (!paused && !enable_kinds(wanted)) /* paused: syncspy_gpu_trace(0) came first */
 		return;
 	started = 1;
-	traced_since_ns = now_ns(); /* when paused first, from the resume on */
-	if (sample_on_ns) {	    /* CUPTI-4: the first window starts now */
+	/* when paused first, from the resume on */
+	traced_since_ns = now_ns();
+	/* CUPTI-4: the first window starts now */
+	if (sample_on_ns) {
 		sample_windows = 1;
 		atomic_store_explicit(&sample_next_ns, now_ns() + sample_on_ns,
 				      memory_order_relaxed);
