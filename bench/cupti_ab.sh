@@ -23,16 +23,8 @@
 # torch.profiler out. Exit 0 when the CUPTI
 # overhead is within 3% and the checks pass, 1 otherwise, 2 when it cannot run.
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
-shim=${SYNCSPY_SHIM:-$root/.carry/lib/libsyncspy.so}
-out=${1:-/dev/stdout}
+. "$(dirname "$0")/torch-lib.sh"
 runs=${RUNS:-3}
-export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-python3 -c 'import torch' 2>/dev/null ||
-	{ echo "cupti_ab.sh: needs python3 with torch and a GPU (tests/gpu/README.md)" >&2; exit 2; }
-[ -f "$shim" ] || { echo "cupti_ab.sh: no shim at $shim" >&2; exit 2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 for run in $(seq "$runs"); do
 	env ${KINDS:+SYNCSPY_CUPTI_KINDS=$KINDS} ${SAMPLE:+SYNCSPY_CUPTI_SAMPLE=$SAMPLE} SYNCSPY_CUPTI=1 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$run" LD_PRELOAD="$shim" \

@@ -9,15 +9,7 @@
 # (between processes the H200 machine's figures drift by microseconds), with the rounds' spread. CUPTI off (SYNCSPY_CUPTI=0): the stacks'
 # cost alone.
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
-shim=$root/.carry/lib/libsyncspy.so
-out=${1:-/dev/stdout}
-export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-[ -f "$shim" ] || { echo "stack_cost.sh: no shim at $shim (build it and fill .carry/)" >&2; exit 2; }
-python3 -c 'import torch' 2>/dev/null ||
-	{ echo "stack_cost.sh: needs python3 with torch and a GPU (tests/gpu/README.md)" >&2; exit 2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/torch-lib.sh"
 rounds=${ROUNDS:-7}
 # "32py": Python frames alone, native stacks off because libunwind.so.8 is not found (the
 # library path without .carry/lib; on a machine with a system libunwind, meta.native_stacks of

@@ -11,15 +11,7 @@
 # libraries costs about a millisecond), and both together once the thread had taken that stack
 # before (the steady state). A report, not a check: it exits 0 when it ran, 2 when it cannot.
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
-shim=${SYNCSPY_SHIM:-$root/.carry/lib/libsyncspy.so}
-out=${1:-/dev/stdout}
-export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-[ -f "$shim" ] || { echo "torch_stack_cost.sh: no shim at $shim (build it and fill .carry/)" >&2; exit 2; }
-python3 -c 'import torch' 2>/dev/null ||
-	{ echo "torch_stack_cost.sh: needs python3 with torch and a GPU (tests/gpu/README.md)" >&2; exit 2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/torch-lib.sh"
 {
 	echo "# bench/torch_stack_cost.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
 	for depth in ${DEPTHS:-32 8}; do
