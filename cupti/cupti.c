@@ -45,6 +45,7 @@
 #include <cupti.h>
 
 #include "cupti/cupti.h"
+#include "syncspy/sample.h"
 #include "interpose/shim.h" /* ss_apis: the functions syncspy wraps */
 
 void *ss_dlsym(void *handle, const char *name); /* interpose/driver.c: the real dlsym */
@@ -231,19 +232,17 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_
 	free(buffer);
 }
 
-/* "ON/PERIOD" in ms, 0 < ON < PERIOD; anything else is ignored with one warning, and CUPTI
- * traces everything (a profiler never stops the program for its own configuration). */
+/* SYNCSPY_CUPTI_SAMPLE: anything but ON/PERIOD (syncspy/sample.h) is ignored with one warning,
+ * and CUPTI traces everything (a profiler never stops the program for its own configuration). */
 static void parse_sample(const char *text)
 {
+	unsigned long long on = 0, period = 0;
 	if (!text || !text[0])
 		return;
-	unsigned long long on = 0, period = 0;
-	char tail = 0;
-	if (sscanf(text, "%llu/%llu%c", &on, &period, &tail) != 2 || on == 0 || on >= period ||
-	    period > 86400000ull) {
+	if (!ss_parse_sample(text, &on, &period)) {
 		fprintf(stderr,
-			"syncspy: ignoring SYNCSPY_CUPTI_SAMPLE='%s' (ON/PERIOD in ms, 0 < ON < "
-			"PERIOD): tracing the whole run\n",
+			"syncspy: ignoring SYNCSPY_CUPTI_SAMPLE='%s' (" SS_SAMPLE_SYNTAX
+			"): tracing the whole run\n",
 			text);
 		return;
 	}

@@ -1,14 +1,15 @@
 /*
- * report/cmd_run.c: `syncspy run [-o DIR] [--cupti|--no-cupti] -- CMD ARGS...`, recording a
- * program (a launcher such as torchrun or mpirun, or a shell script, and all their children)
- * without writing LD_PRELOAD by hand.
+ * report/cmd_run.c: `syncspy run [-o DIR] [--cupti|--no-cupti] [--cupti-sample ON/PERIOD] --
+ * CMD ARGS...`, recording a program (a launcher such as torchrun or mpirun, or a shell script,
+ * and all their children) without writing LD_PRELOAD by hand.
  *
  * It sets LD_PRELOAD (libsyncspy.so first, the caller's own preloads kept after it),
  * SYNCSPY_OUTPUT (absolute, so that a child that changes directory still writes there),
  * NVTX_INJECTION64_PATH (libsyncspy.so, so NVTX ranges are recorded: unless the caller set it
- * to another tool) and, with --cupti/--no-cupti, SYNCSPY_CUPTI; every other variable (NCCL_*, CUDA_*, the caller's
- * SYNCSPY_*) reaches CMD unchanged. Then it runs CMD, waits, prints a short summary of the
- * databases written during the run on stderr and exits with CMD's status, as a shell would:
+ * to another tool) and, with --cupti/--no-cupti and --cupti-sample, SYNCSPY_CUPTI and
+ * SYNCSPY_CUPTI_SAMPLE; every other variable (NCCL_*, CUDA_*, the caller's SYNCSPY_*) reaches
+ * CMD unchanged. Then it runs CMD, waits, prints a short summary of the databases written
+ * during the run on stderr and exits with CMD's status, as a shell would:
  * CMD's exit code, 128+N when a signal N ended it, 127 when CMD cannot be found.
  *
  * Signals (RUN-1): CMD stays in syncspy's process group, so a ^C on the terminal reaches both
@@ -32,6 +33,7 @@
 
 #include "commands.h"
 #include "db.h"
+#include "syncspy/sample.h"
 
 #define SHIM_NAME	    "libsyncspy.so"
 #define DEFAULT_OUTPUT	    "./syncspy-out"
@@ -315,7 +317,7 @@ static void print_summary(const char *dir, const struct timespec *start)
 
 /* ------------------------------------------------------------------ the command */
 
-enum { OPT_CUPTI = 256, OPT_NO_CUPTI };
+enum { OPT_CUPTI = 256, OPT_NO_CUPTI, OPT_CUPTI_SAMPLE };
 
 int cmd_run(int argc, char **argv)
 {
@@ -323,10 +325,12 @@ int cmd_run(int argc, char **argv)
 	    {"output", required_argument, NULL, 'o'},
 	    {"cupti", no_argument, NULL, OPT_CUPTI},
 	    {"no-cupti", no_argument, NULL, OPT_NO_CUPTI},
+	    {"cupti-sample", required_argument, NULL, OPT_CUPTI_SAMPLE},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *output = DEFAULT_OUTPUT, *cupti = NULL;
+	const char *output = DEFAULT_OUTPUT, *cupti = NULL, *sample = NULL;
+	unsigned long long on_ms, period_ms;
 	char tried[2 * PATH_MAX + 64], *shim, *dir;
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, old_sigchld;
 	struct timespec start;
@@ -347,6 +351,12 @@ int cmd_run(int argc, char **argv)
 			break;
 		case OPT_NO_CUPTI:
 			cupti = "0";
+			break;
+		case OPT_CUPTI_SAMPLE:
+			if (!ss_parse_sample(optarg, &on_ms, &period_ms))
+				return ss_error(SS_EXIT_INPUT, "run: --cupti-sample %s: not %s",
+						optarg, SS_SAMPLE_SYNTAX);
+			sample = optarg;
 			break;
 		case 'h':
 			ss_command_usage(stdout, "run");
@@ -374,7 +384,8 @@ int cmd_run(int argc, char **argv)
 	}
 	if (set_preload(shim) != 0 || setenv("SYNCSPY_OUTPUT", dir, 1) != 0 ||
 	    setenv("NVTX_INJECTION64_PATH", shim, 0) != 0 ||
-	    (cupti && setenv("SYNCSPY_CUPTI", cupti, 1) != 0)) {
+	    (cupti && setenv("SYNCSPY_CUPTI", cupti, 1) != 0) ||
+	    (sample && setenv("SYNCSPY_CUPTI_SAMPLE", sample, 1) != 0)) {
 		free(shim);
 		free(dir);
 		return ss_error(SS_EXIT_INTERNAL, "run: out of memory");

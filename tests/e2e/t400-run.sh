@@ -33,17 +33,30 @@ cat >"$tmp/job.sh" <<END
 echo "preload=\$LD_PRELOAD"
 echo "output=\$SYNCSPY_OUTPUT"
 echo "cupti=\${SYNCSPY_CUPTI-unset}"
+echo "sample=\${SYNCSPY_CUPTI_SAMPLE-unset}"
 "$PROGS/scenarios" s1 >/dev/null
 cd "$tmp/elsewhere" && "$PROGS/scenarios" s2 >/dev/null
 END
 chmod +x "$tmp/job.sh"
-LD_PRELOAD=libc.so.6 "$SYNCSPY" run -o script-out --cupti "$tmp/job.sh" >"$tmp/stdout" 2>"$tmp/err" || fail "script run exited $?: $(cat "$tmp/err")"
+LD_PRELOAD=libc.so.6 "$SYNCSPY" run -o script-out --cupti --cupti-sample 100/1000 "$tmp/job.sh" >"$tmp/stdout" 2>"$tmp/err" || fail "script run exited $?: $(cat "$tmp/err")"
 grep -q "^preload=$SHIM:libc.so.6\$" "$tmp/stdout" || grep -q "^preload=.*/libsyncspy.so:libc.so.6\$" "$tmp/stdout" || fail "LD_PRELOAD: $(cat "$tmp/stdout")"
 grep -q "^output=$tmp/script-out\$" "$tmp/stdout" || fail "SYNCSPY_OUTPUT: $(cat "$tmp/stdout")"
 grep -q "^cupti=1\$" "$tmp/stdout" || fail "SYNCSPY_CUPTI: $(cat "$tmp/stdout")"
+grep -q "^sample=100/1000\$" "$tmp/stdout" || fail "SYNCSPY_CUPTI_SAMPLE: $(cat "$tmp/stdout")"
 [ "$(ls "$tmp"/script-out/*.sqlite | wc -l)" -eq 2 ] || fail "expected 2 databases: $(ls "$tmp/script-out")"
 grep -q '^syncspy: run: 2 databases in ' "$tmp/err" || fail "summary: $(cat "$tmp/err")"
 [ -z "$(ls "$tmp/elsewhere")" ] || fail "a child wrote into its own directory"
+
+# --cupti-sample with anything but ON/PERIOD (0 < ON < PERIOD): exit 2, one message, and the
+# command does not run.
+for bad in 100 0/10 10/10 1/2x; do
+	"$SYNCSPY" run -o bad-sample-out --cupti-sample "$bad" "$tmp/job.sh" >"$tmp/stdout" 2>"$tmp/err"
+	rc=$?
+	[ $rc -eq 2 ] || fail "--cupti-sample $bad: exit $rc"
+	[ "$(cat "$tmp/err")" = "syncspy: run: --cupti-sample $bad: not ON/PERIOD in ms, 0 < ON < PERIOD" ] ||
+		fail "--cupti-sample $bad: $(cat "$tmp/err")"
+	[ ! -s "$tmp/stdout" ] && [ ! -e "$tmp/bad-sample-out" ] || fail "--cupti-sample $bad: the command ran"
+done
 
 # Signal forwarding: SIGTERM to syncspy reaches the child, which finishes its database.
 "$SYNCSPY" run -o sig-out -- "$PROGS/scenarios" flood 100000000 >/dev/null 2>"$tmp/err" &
