@@ -115,13 +115,13 @@ static int gcc_unwind(void **frames, int max)
 
 /* Which unwinder a call site (and path to it) uses, per thread: learnt from its first stacks
  * (see the top). */
-#define SITES_PER_TLS 64
-#define TRIALS	      4 /* stacks timed with each unwinder, after one to warm it */
+#define SITES_PER_TLS 32 /* small: initial-exec TLS is taken from every thread's static block */
+#define TRIALS	      4	 /* stacks timed with each unwinder, after one to warm it */
 enum { UNWINDER_TRIAL, UNWINDER_LIBUNWIND, UNWINDER_LIBGCC };
 static __thread struct site_unwinder {
 	uint64_t caller;
-	int unwinder, trials;
-	uint64_t ticks[2]; /* libunwind's, libgcc's fastest trial */
+	uint32_t ticks[2]; /* libunwind's, libgcc's fastest trial (0: none yet) */
+	uint8_t unwinder, trials;
 } site_unwinders[SITES_PER_TLS] __attribute__((tls_model("initial-exec")));
 
 /* Up to MAX return addresses of the calling thread, innermost first, with the unwinder that
@@ -147,14 +147,15 @@ static int unwind(void **frames, int max, uint64_t caller)
 	uint64_t start = ss_now();
 	int n = libgcc ? gcc_unwind(frames, max) : backtrace_fn(frames, max);
 	uint64_t took = ss_now() - start;
+	if (took >= UINT32_MAX)
+		took = UINT32_MAX - 1;
 	if (trial % (TRIALS + 1) != 0 && (!site->ticks[libgcc] || took < site->ticks[libgcc]))
-		site->ticks[libgcc] = took; /* the fastest: a trial preempted midway counts not */
+		site->ticks[libgcc] = (uint32_t)took; /* the fastest: one preempted counts not */
 	if (trial == 2 * TRIALS + 1) {
 		site->unwinder =
 		    site->ticks[1] < site->ticks[0] ? UNWINDER_LIBGCC : UNWINDER_LIBUNWIND;
 		if (site->unwinder == UNWINDER_LIBGCC)
-			atomic_fetch_add_explicit(&ss_native_libgcc_sites, 1,
-						  memory_order_relaxed);
+			atomic_fetch_add_explicit(&ss_native_libgcc_sites, 1, memory_order_relaxed);
 	}
 	return n;
 }
