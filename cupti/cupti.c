@@ -23,8 +23,9 @@
  *   CUPTI-3  The program may pause the GPU timeline (syncspy_gpu_trace(0), docs/cupti.md):
  *            every kind syncspy enabled is disabled until syncspy_gpu_trace(1) enables them
  *            again, narrowing included, and meta.cupti_paused_ns/cupti_pauses say for how
- *            long. A sync made while paused has no CUPTI record, so the analyses that need
- *            one skip it rather than count the GPU as idle.
+ *            long. Each interval the timeline was off goes to the gpu_paused table, and the
+ *            analyses measure no GPU idle time across one (report/analysis.c,
+ *            timeline_off_between): work may have run unrecorded there.
  *   CUPTI-4  SYNCSPY_CUPTI_SAMPLE=ON/PERIOD traces ON ms of every PERIOD ms, for long runs
  *            where tracing every kernel costs too much (a launch-bound loop: docs/cupti.md).
  *            The sampler switches only at the end of a host sync point (S1-S6), where the
@@ -83,6 +84,10 @@ static int sample_off;
 /* How long the timeline was on (started, not paused): meta.cupti_traced_ns, from which the
  * report says how much of the run a sampled or paused timeline covers. */
 static uint64_t traced_total_ns, traced_since_ns;
+/* When it was off, as [start, end) pairs in time order: the gpu_paused table, so that the
+ * analyses know where GPU activity went unrecorded (CUPTI-3). */
+static uint64_t (*off_intervals)[2];
+static size_t noff_intervals, off_intervals_capacity;
 static uint64_t sample_on_ns, sample_off_ns;
 static _Atomic uint64_t sample_next_ns;
 static unsigned sample_windows;
@@ -575,6 +580,18 @@ static void follow_pauses_locked(int was_off)
 			started = 0; /* CUPTI refused: host data only from here, status says why */
 		traced_since_ns = now;
 		paused_total_ns += now - paused_since_ns;
+		if (noff_intervals == off_intervals_capacity) {
+			size_t capacity = off_intervals_capacity ? 2 * off_intervals_capacity : 64;
+			void *grown = realloc(off_intervals, capacity * sizeof(*off_intervals));
+			if (grown) {
+				off_intervals = grown;
+				off_intervals_capacity = capacity;
+			}
+		}
+		if (noff_intervals < off_intervals_capacity) {
+			off_intervals[noff_intervals][0] = paused_since_ns;
+			off_intervals[noff_intervals++][1] = now;
+		}
 	}
 }
 
@@ -623,6 +640,27 @@ void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows, ui
 	pthread_mutex_unlock(&owner_lock);
 }
 
+size_t ss_cupti_off_intervals(size_t from, uint64_t (**intervals)[2], int *open)
+{
+	pthread_mutex_lock(&owner_lock);
+	*open = paused || sample_off;
+	size_t closed = from < noff_intervals ? noff_intervals - from : 0;
+	size_t n = closed + (size_t)*open;
+	*intervals = n ? malloc(n * sizeof(**intervals)) : NULL;
+	if (*intervals) {
+		memcpy(*intervals, off_intervals + from, closed * sizeof(**intervals));
+		if (*open) {
+			(*intervals)[n - 1][0] = paused_since_ns;
+			(*intervals)[n - 1][1] = now_ns();
+		}
+	} else {
+		n = 0;
+		*open = 0;
+	}
+	pthread_mutex_unlock(&owner_lock);
+	return n;
+}
+
 void ss_cupti_start(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -643,6 +681,7 @@ void ss_cupti_fork_child(void)
 	pthread_mutex_init(&queue_lock, NULL);
 	free(queue); /* the parent's records, the parent stores them */
 	atomic_store_explicit(&sample_next_ns, 0, memory_order_relaxed);
+	noff_intervals = 0; /* the parent's timeline */
 	queue = NULL;
 	queued = queue_capacity = 0;
 	if (attempted) { /* the parent started CUPTI, or tried: its once-control has run */

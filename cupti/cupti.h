@@ -54,6 +54,10 @@ void ss_cupti_sample_tick(void);
  * (an open pause counts to now, in ns), how many pauses there were, how many windows the
  * sampler traced, and how long the timeline was on (from CUPTI's start). */
 void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows, uint64_t *traced_ns);
+/* Writer: the timeline's off intervals from the FROM-th on, [start, end) ns pairs in time
+ * order, and last, when the timeline is off now, the open one ending now (*open set);
+ * *intervals is malloc'd, the caller frees it. Returns how many. */
+size_t ss_cupti_off_intervals(size_t from, uint64_t (**intervals)[2], int *open);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
 extern const char *volatile ss_cupti_status;

@@ -957,6 +957,10 @@ static uint64_t dropped_in_rings(void)
 
 /* ------------------------------------------------------------------ meta */
 
+#ifdef SYNCSPY_HAVE_CUPTI
+static void store_gpu_paused(void); /* below, with the other GPU tables */
+#endif
+
 static void write_meta_progress(void)
 {
 	int rank = atomic_load(&ss_process.rank);
@@ -1006,6 +1010,7 @@ static void write_meta_progress(void)
 		meta_int("cupti_pauses", pauses);
 		meta_int("cupti_paused_ns", (int64_t)paused_ns);
 		meta_int("cupti_traced_ns", (int64_t)traced_ns);
+		store_gpu_paused();
 	}
 	if (windows && cupti_on) { /* CUPTI-4 */
 		meta_text("cupti_sample", ss_config.SYNCSPY_CUPTI_SAMPLE);
@@ -1297,6 +1302,34 @@ static pid_t tid_of_cupti_thread(uint32_t cupti_thread)
 			return ring->tid;
 		}
 	return 0;
+}
+
+/* The timeline's off intervals (gpu_paused), at each commit with the meta: the closed ones
+ * once each (rows 1..stored_off_intervals), and the open one, if any, replaced each time. */
+static size_t stored_off_intervals;
+
+static void store_gpu_paused(void)
+{
+	uint64_t(*intervals)[2] = NULL;
+	int open = 0;
+	size_t n = ss_cupti_off_intervals(stored_off_intervals, &intervals, &open);
+	sqlite3_stmt *insert = NULL;
+	char drop_open[96];
+	snprintf(drop_open, sizeof(drop_open), "DELETE FROM gpu_paused WHERE rowid > %zu",
+		 stored_off_intervals);
+	if (n && exec_sql(SS_GPU_PAUSED_SQL) == SQLITE_OK && exec_sql(drop_open) == SQLITE_OK &&
+	    sq.sqlite3_prepare_v2(db, "INSERT INTO gpu_paused VALUES(?,?)", -1, &insert, NULL) ==
+		SQLITE_OK) {
+		stored_off_intervals += n - (size_t)open;
+		for (size_t i = 0; i < n; i++) {
+			sq.sqlite3_bind_int64(insert, 1, (sqlite3_int64)intervals[i][0]);
+			sq.sqlite3_bind_int64(insert, 2, (sqlite3_int64)intervals[i][1]);
+			sq.sqlite3_step(insert);
+			sq.sqlite3_reset(insert);
+		}
+	}
+	sq.sqlite3_finalize(insert);
+	free(intervals);
 }
 
 static void store_gpu_activity(void)
@@ -1625,6 +1658,9 @@ void ss_writer_fork_child(void)
 	started = NULL;
 	nstarted = started_capacity = 0;
 	module_insert = NULL; /* statements of the parent's connection */
+#ifdef SYNCSPY_HAVE_CUPTI
+	stored_off_intervals = 0;
+#endif
 #ifdef SYNCSPY_HAVE_CUPTI
 	gpu_activity_insert = gpu_api_insert = NULL;
 #endif

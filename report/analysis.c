@@ -439,6 +439,7 @@ struct db_state {
 	struct n2_call *n2; /* the pass's N2 calls on a communicator, in id order */
 	size_t nn2;
 	int gpu_api;	    /* the gpu_api table exists (with gpu_activity: rank->gpu) */
+	int gpu_paused;	    /* the gpu_paused table exists: the timeline was off at times */
 	struct api_first *api_first; /* load_api_first: by correlation id */
 	size_t napi_first, cap_api_first;
 	int api_first_loaded;
@@ -1595,7 +1596,10 @@ static int load_ranges(struct loader *ld, struct db_state *st, struct job *job)
  */
 #define HAS_GPU_SQL                                                                                \
 	"SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_activity'),"\
-	" EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_api')"
+	" EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_api'),"          \
+	" EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_paused')"
+/* When the GPU timeline was off (syncspy_gpu_trace, SYNCSPY_CUPTI_SAMPLE: CUPTI-3, CUPTI-4) */
+#define GPU_PAUSED_SQL "SELECT start_ns, end_ns FROM gpu_paused ORDER BY start_ns"
 #define GPU_ACTIVITY_SQL                                                                           \
 	"SELECT kind, start_ns, end_ns, coalesce(device, 0), coalesce(correlation_id, 0),"         \
 	" coalesce(copy_kind, 0), coalesce(bytes, 0), coalesce(substr(name, 1, 4) = 'nccl', 0),"   \
@@ -1821,8 +1825,10 @@ static int join_targets(struct loader *ld, struct db_state *st, struct gpu_targe
 	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
 }
 
-/* What step 5 reads of gpu_activity. */
+/* What step 5 reads of gpu_activity, and of gpu_paused. */
 struct gpu_rows {
+	struct interval *off; /* when the timeline was off, in time order (device unused) */
+	size_t noff, cap_off;
 	struct interval *busy, *kernels, *comm, *compute;
 	size_t nbusy, nkernels, ncomm, ncompute;
 	size_t cap_busy, cap_kernels, cap_comm, cap_compute;
@@ -1848,6 +1854,7 @@ struct gpu_rows {
 static void gpu_rows_free(struct gpu_rows *g)
 {
 	free(g->busy);
+	free(g->off);
 	free(g->kernels);
 	free(g->comm);
 	free(g->compute);
@@ -1912,7 +1919,39 @@ static int load_gpu_rows(struct loader *ld, struct db_state *st, struct gpu_rows
 			break;
 		}
 	}
+	code = end_rows(ld, st, stmt, rc, code);
+	if (code != SS_EXIT_OK || !st->gpu_paused)
+		return code;
+	code = prepare(ld, st, GPU_PAUSED_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct interval off = {0, sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1)};
+
+		if (!PUSH(g->off, g->noff, g->cap_off, off)) {
+			code = out_of_memory(ld);
+			break;
+		}
+	}
 	return end_rows(ld, st, stmt, rc, code);
+}
+
+/* Whether the timeline was off at some time in (from, to]: then GPU activity in between may
+ * have gone unrecorded, and "idle" cannot be told from "not recorded". Off intervals are
+ * disjoint and in time order, so their ends are too: the first ending after FROM decides. */
+static int timeline_off_between(const struct gpu_rows *g, long long from, long long to)
+{
+	size_t lo = 0, hi = g->noff;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (g->off[mid].e <= from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < g->noff && g->off[lo].s < to;
 }
 
 /* Per-site sums (host-sync idle time, copy-without-overlap copies); a few dozen sites. */
@@ -1956,7 +1995,8 @@ static int sync_device(const struct gpu_rows *g, long long only, long long call_
 
 /* host-sync: per site, the GPU idle time after each sync (S1-S3) until the device's next
  * activity; 0 when the device was busy at the sync's end; a sync with nothing after it on its
- * device is skipped. Sets gpu_idle_ns of this rank's host-sync findings. */
+ * device, or with the timeline off at some time before that activity (gpu_paused), is
+ * skipped. Sets gpu_idle_ns of this rank's host-sync findings. */
 static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows *g)
 {
 	struct gpu_site *sites = NULL;
@@ -1988,6 +2028,8 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 		k = first_ending_after(g->busy, g->nbusy, dev, end);
 		if (k == g->nbusy)
 			continue; /* nothing ran on the device after it */
+		if (timeline_off_between(g, end, g->busy[k].s))
+			continue; /* the timeline was off in between: not measured (CUPTI-3) */
 		idle = g->busy[k].s > end ? g->busy[k].s - end : 0;
 		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE);
 		if (!site) {
@@ -2219,6 +2261,7 @@ static int check_gpu_tables(struct loader *ld, struct db_state *st)
 		return code;
 	st->rank->gpu = sqlite3_column_int(stmt, 0);
 	st->gpu_api = sqlite3_column_int(stmt, 1);
+	st->gpu_paused = sqlite3_column_int(stmt, 2);
 	sqlite3_finalize(stmt);
 	return SS_EXIT_OK;
 }

@@ -81,5 +81,9 @@
 	" detail INTEGER, name TEXT, grid TEXT, block TEXT, symbol TEXT);\n"                       \
 	"CREATE TABLE IF NOT EXISTS gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER,"     \
 	" tid INTEGER, start_ns INTEGER, end_ns INTEGER, name TEXT, cupti_tid INTEGER);\n"
+/* When the GPU timeline was off (syncspy_gpu_trace, SYNCSPY_CUPTI_SAMPLE): GPU activity then
+ * went unrecorded. */
+#define SS_GPU_PAUSED_SQL                                                                          \
+	"CREATE TABLE IF NOT EXISTS gpu_paused(start_ns INTEGER, end_ns INTEGER);\n"
 
 #endif

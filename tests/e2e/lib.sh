@@ -41,6 +41,11 @@ q() {
 	"$SQLITE3" -batch "$db" "$@"
 }
 
+# rq SQL: a query on no database (for readfile() and the JSON functions on a report).
+rq() {
+	"$SQLITE3" -batch :memory: "$1"
+}
+
 golden() {
 	q "$1" >"$tmp/actual" || fail "query failed: $1"
 	cat >"$tmp/expected"

@@ -45,7 +45,6 @@ SQL
 gpu_db "$tmp/gpu.sqlite"
 "$SYNCSPY" report --format json "$tmp/gpu.sqlite" >"$tmp/r.json" 2>"$tmp/err" || fail "json exited $?: $(cat "$tmp/err")"
 "$SYNCSPY" report "$tmp/gpu.sqlite" >"$tmp/r.txt" 2>"$tmp/err" || fail "text exited $?: $(cat "$tmp/err")"
-rq() { "$SQLITE3" -batch :memory: "$1"; }
 doc="readfile('$tmp/r.json')"
 
 # Overlap: comm = [60, 70) (the nccl kernels' union), compute = [65, 80) -> 5 of 10 ms.

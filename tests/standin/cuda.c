@@ -106,10 +106,45 @@ static void *dptr_to_ptr(CUdeviceptr p)
 
 /* ================================================================== init, device, context */
 
+/* ------------------------------------------------------------------ CUPTI (cupti_hooks.h) */
+
+#define CBID_cuCtxSynchronize	 17 /* CUPTI_DRIVER_TRACE_CBID_*, cupti_driver_cbid.h */
+#define CBID_cuStreamSynchronize 126
+#define CBID_cuLaunchKernel	 307
+
+__attribute__((visibility("default"))) void
+standin_cuda_set_cupti(const struct standin_cupti_hooks *hooks)
+{
+	atomic_store(&g_cupti, hooks);
+}
+
+/* Loaded before the libcupti.so.13 stand-in was: ask it for its hooks now. */
+static void find_cupti(void)
+{
+	void *cupti = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+	const struct standin_cupti_hooks *(*get)(void) =
+	    cupti ? (const struct standin_cupti_hooks *(*)(void))dlsym(cupti, "standin_cupti_hooks")
+		  : NULL;
+	if (get)
+		atomic_store(&g_cupti, get());
+}
+
+/* A synchronization as CUPTI records it (type 3 stream, 4 context), with its API record. */
+static void cupti_sync(uint64_t start, uint32_t cbid, uint32_t stream, uint32_t type)
+{
+	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
+	uint32_t correlation = cupti->api_begin();
+	uint64_t end = cupti->now();
+	cupti->sync(correlation, stream, type, start, end);
+	cupti->api_end(correlation, cbid, start, end);
+}
+
 CUresult cuInit(unsigned int flags)
 {
 	if (flags != 0)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (!atomic_load(&g_cupti))
+		find_cupti();
 	engine_init();
 	atomic_store(&g_initialized, 1);
 	return CUDA_SUCCESS;
@@ -233,9 +268,18 @@ CUresult cuCtxGetDevice(CUdevice *device)
 	return CUDA_SUCCESS;
 }
 
+static void ctx_synchronize_traced(void)
+{
+	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
+	uint64_t start = cupti ? cupti->now() : 0;
+	ctx_synchronize();
+	if (cupti)
+		cupti_sync(start, CBID_cuCtxSynchronize, 0, 4);
+}
+
 CUresult cuCtxSynchronize(void)
 {
-	ctx_synchronize();
+	ctx_synchronize_traced();
 	return CUDA_SUCCESS;
 }
 
@@ -243,7 +287,7 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
 {
 	if (ctx && ctx != (CUcontext)&g_primary_ctx)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	ctx_synchronize();
+	ctx_synchronize_traced();
 	return CUDA_SUCCESS;
 }
 
@@ -686,7 +730,11 @@ static CUresult stream_sync(CUstream hStream, enum default_stream def)
 	RESOLVE_STREAM(s, hStream, def);
 	if (stream_is_capturing(s))
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
+	uint64_t start = cupti ? cupti->now() : 0;
 	stream_synchronize(s);
+	if (cupti)
+		cupti_sync(start, CBID_cuStreamSynchronize, s->cupti_id, 3);
 	return CUDA_SUCCESS;
 }
 
@@ -979,10 +1027,16 @@ static CUresult launch(CUfunction f, CUstream hStream, void **kernelParams, enum
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
 	RESOLVE_STREAM(s, hStream, def);
+	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
+	uint64_t start = cupti ? cupti->now() : 0;
+	uint32_t correlation = cupti ? cupti->api_begin() : 0;
 	struct op *op = op_new(OP_CALL);
 	op->call.fn = (void (*)(void *))(void *)f;
 	op->call.arg = kernelParams && kernelParams[0] ? *(void **)kernelParams[0] : NULL;
+	op->cupti_correlation = cupti && cupti->kernels_traced() ? correlation : 0;
 	stream_submit(s, op, NULL);
+	if (cupti)
+		cupti->api_end(correlation, CBID_cuLaunchKernel, start, cupti->now());
 	return CUDA_SUCCESS;
 }
 

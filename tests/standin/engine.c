@@ -5,6 +5,7 @@
  * See engine.h for the model and the invariants (E-MEM, E-SEQ, E-ORDER, E-LEGACY, E-KEEP)
  * cited below. Nothing here is exported: cuda.c wraps it in the driver API.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,8 +264,11 @@ static void per_thread_stream_exit(void *arg)
 	stream_retire(arg);
 }
 
+const struct standin_cupti_hooks *_Atomic g_cupti;
+
 static struct stream *stream_alloc(unsigned flags, int priority, bool is_legacy)
 {
+	static _Atomic uint32_t next_cupti_id = 1;
 	struct stream *s = xcalloc(1, sizeof(*s));
 	pthread_attr_t attr;
 	pthread_t tid;
@@ -276,6 +280,7 @@ static struct stream *stream_alloc(unsigned flags, int priority, bool is_legacy)
 	s->flags = flags;
 	s->priority = priority;
 	s->is_legacy = is_legacy;
+	s->cupti_id = atomic_fetch_add(&next_cupti_id, 1);
 
 	pthread_mutex_lock(&g_order_lock);
 	s->next_all = g_streams;
@@ -590,11 +595,27 @@ static void run_event_record(struct op *op)
 	event_put(ev);
 }
 
-static void op_run(struct op *op)
+/* A kernel as CUPTI sees it: when it ran, named by its host function (cupti_hooks.h). */
+static void run_traced_kernel(struct op *op, struct stream *s)
+{
+	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
+	uint64_t start = cupti->now();
+	op->call.fn(op->call.arg);
+	uint64_t end = cupti->now();
+	Dl_info info;
+	const char *name = dladdr((void *)op->call.fn, &info) && info.dli_sname ? info.dli_sname
+										: "standin_kernel";
+	cupti->kernel(op->cupti_correlation, s->cupti_id, start, end, name);
+}
+
+static void op_run(struct op *op, struct stream *s)
 {
 	switch (op->kind) {
 	case OP_CALL:
-		op->call.fn(op->call.arg);
+		if (op->cupti_correlation && atomic_load(&g_cupti))
+			run_traced_kernel(op, s);
+		else
+			op->call.fn(op->call.arg);
 		break;
 	case OP_CALLBACK:
 		op->callback.fn(op->callback.handle, CUDA_SUCCESS, op->callback.user);
@@ -639,7 +660,7 @@ static void *stream_worker(void *arg)
 
 		for (int i = 0; i < op->ndeps; i++)
 			stream_wait_reached(op->deps[i].stream, op->deps[i].seq);
-		op_run(op);
+		op_run(op, s);
 
 		pthread_mutex_lock(&s->mu);
 		atomic_store(&s->done_seq, op->seq);

@@ -38,7 +38,12 @@
 
 #include <cuda.h>
 
+#include "cupti_hooks.h"
+
 #pragma GCC visibility push(hidden)
+
+/* The libcupti.so.13 stand-in's hooks (cupti_hooks.h), NULL while it is not loaded. */
+extern const struct standin_cupti_hooks *_Atomic g_cupti;
 
 /* ------------------------------------------------------------------ memory registry (E-MEM) */
 
@@ -111,6 +116,7 @@ struct op {
 	uint64_t seq;	  /* position in its stream (E-SEQ), set at enqueue */
 	struct dep *deps; /* positions of other streams to wait for before running */
 	int ndeps;
+	uint32_t cupti_correlation; /* a kernel CUPTI traces (cupti_hooks.h); 0: none */
 	union {
 		struct {
 			void (*fn)(void *);
@@ -179,6 +185,7 @@ struct stream {
 	unsigned flags;		   /* CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING */
 	int priority;
 	bool is_legacy;
+	uint32_t cupti_id;     /* its stream id in CUPTI's records: 1, 2, 3... by creation */
 	bool retiring;	       /* destroyed: the worker exits when the queue is empty (E-KEEP) */
 	struct graph *capture; /* non-NULL while capturing; guarded by g_order_lock */
 	struct stream *next_all;

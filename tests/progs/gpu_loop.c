@@ -1,0 +1,75 @@
+/*
+ * tests/progs/gpu_loop.c: a training-like loop for the GPU timeline's tests (t211): each step
+ * launches two kernels on a stream (host functions of the CPU stand-in that sleep KERNEL_US)
+ * and waits for them with cudaStreamSynchronize; every tenth step also syncs the device.
+ *
+ *   gpu_loop STEPS [pause]
+ *
+ * pause: the middle third of the steps runs with the GPU timeline paused
+ * (syncspy_gpu_trace(0), looked up at run time so the program also runs without the shim), and
+ * the program prints "paused START_NS END_NS" (CLOCK_MONOTONIC, the databases' time axis).
+ */
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KERNEL_US 500
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		cudaError_t rc_ = (call);                                                          \
+		if (rc_ != cudaSuccess) {                                                          \
+			fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)rc_); \
+			exit(10);                                                                  \
+		}                                                                                  \
+	} while (0)
+
+static void train_kernel(void *usec)
+{
+	usleep((useconds_t)(uintptr_t)usec);
+}
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	int steps = argc > 1 ? atoi(argv[1]) : 30;
+	int pause = argc > 2 && strcmp(argv[2], "pause") == 0;
+	int (*gpu_trace)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "syncspy_gpu_trace");
+	const dim3 one = {1, 1, 1};
+	void *param = (void *)(uintptr_t)KERNEL_US;
+	void *args[] = {&param};
+	unsigned long long paused_at = 0;
+	cudaStream_t stream;
+
+	CHECK(cudaStreamCreate(&stream));
+	for (int step = 0; step < steps; step++) {
+		if (pause && gpu_trace && step == steps / 3) {
+			gpu_trace(0);
+			paused_at = now_ns();
+		}
+		if (pause && gpu_trace && step == 2 * steps / 3) {
+			printf("paused %llu %llu\n", paused_at, now_ns());
+			gpu_trace(1);
+		}
+		CHECK(cudaLaunchKernel((const void *)train_kernel, one, one, args, 0, stream));
+		CHECK(cudaLaunchKernel((const void *)train_kernel, one, one, args, 0, stream));
+		CHECK(cudaStreamSynchronize(stream));
+		if (step % 10 == 9)
+			CHECK(cudaDeviceSynchronize());
+	}
+	CHECK(cudaStreamDestroy(stream));
+	printf("done %d steps\n", steps);
+	return 0;
+}

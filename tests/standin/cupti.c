@@ -1,0 +1,274 @@
+/*
+ * cupti.c: a CPU stand-in for libcupti.so.13's activity API, as much of it as syncspy uses.
+ *
+ * It lets the shim's CUPTI module (cupti/cupti.c) run end to end in CI: records are made from
+ * what the libcuda.so.1 stand-in reports through cupti_hooks.h (launches and the kernels they
+ * ran, stream and context syncs), written into buffers the client asked for, and handed back
+ * when full or flushed, on the calling thread (the real CUPTI uses a thread of its own). Kinds
+ * are enabled and disabled as in CUPTI, API records per callback id too, and a kernel is
+ * recorded when CONCURRENT_KERNEL was on at its launch. Built into tests/standin/cupti/, apart
+ * from the other stand-ins, so that only the tests that put that directory first in the
+ * library path get it.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "cupti_hooks.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* the buffer and the callbacks */
+static CUpti_BuffersCallbackRequestFunc request_buffer;
+static CUpti_BuffersCallbackCompleteFunc complete_buffer;
+static CUpti_TimestampCallbackFunc timestamp;
+static _Atomic uint64_t enabled; /* bit per CUpti_ActivityKind */
+static _Atomic uint8_t driver_api_off[CUPTI_DRIVER_TRACE_CBID_SIZE];
+static _Atomic uint32_t next_correlation = 1;
+static uint8_t *buffer;
+static size_t buffer_size, buffer_used;
+
+static int kind_on(CUpti_ActivityKind kind)
+{
+	return (atomic_load(&enabled) >> kind) & 1;
+}
+
+static uint64_t now(void)
+{
+	if (timestamp)
+		return timestamp();
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static size_t record_size(CUpti_ActivityKind kind)
+{
+	size_t size = kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? sizeof(CUpti_ActivityKernel10)
+		      : kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION
+			  ? sizeof(CUpti_ActivitySynchronization2)
+			  : sizeof(CUpti_ActivityAPI);
+	return (size + 7) & ~(size_t)7;
+}
+
+/* Hands the current buffer to the client; mu held. */
+static void deliver_locked(void)
+{
+	if (buffer && complete_buffer)
+		complete_buffer(NULL, 0, buffer, buffer_size, buffer_used);
+	buffer = NULL;
+	buffer_size = buffer_used = 0;
+}
+
+/* Copies RECORD (of its kind's size) into the client's buffer, asking for one as needed. */
+static void add_record(const void *record, CUpti_ActivityKind kind)
+{
+	size_t size = record_size(kind);
+	pthread_mutex_lock(&mu);
+	if (buffer && buffer_used + size > buffer_size)
+		deliver_locked();
+	if (!buffer && request_buffer) {
+		size_t max_records = 0;
+		request_buffer(&buffer, &buffer_size, &max_records);
+		buffer_used = 0;
+	}
+	if (buffer && buffer_used + size <= buffer_size) {
+		memset(buffer + buffer_used, 0, size);
+		memcpy(buffer + buffer_used, record, size);
+		buffer_used += size;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+/* ------------------------------------------------------------------ what libcuda reports */
+
+static uint32_t api_begin(void)
+{
+	return atomic_fetch_add(&next_correlation, 1);
+}
+
+static int kernels_traced(void)
+{
+	return kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+}
+
+static void api_end(uint32_t correlation, uint32_t cbid, uint64_t start, uint64_t end)
+{
+	if (!kind_on(CUPTI_ACTIVITY_KIND_DRIVER) || cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE ||
+	    atomic_load(&driver_api_off[cbid]))
+		return;
+	CUpti_ActivityAPI api = {.kind = CUPTI_ACTIVITY_KIND_DRIVER,
+				 .cbid = cbid,
+				 .start = start,
+				 .end = end,
+				 .processId = (uint32_t)getpid(),
+				 .threadId = (uint32_t)(uintptr_t)pthread_self(),
+				 .correlationId = correlation};
+	add_record(&api, CUPTI_ACTIVITY_KIND_DRIVER);
+}
+
+static void kernel(uint32_t correlation, uint32_t stream, uint64_t start, uint64_t end,
+		   const char *name)
+{
+	CUpti_ActivityKernel10 k = {.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+				    .start = start,
+				    .end = end,
+				    .gridX = 1,
+				    .gridY = 1,
+				    .gridZ = 1,
+				    .blockX = 1,
+				    .blockY = 1,
+				    .blockZ = 1,
+				    .streamId = stream,
+				    .correlationId = correlation,
+				    .name = name};
+	add_record(&k, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+}
+
+static void sync_record(uint32_t correlation, uint32_t stream, uint32_t type, uint64_t start,
+			uint64_t end)
+{
+	if (!kind_on(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION))
+		return;
+	CUpti_ActivitySynchronization2 s = {.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+					    .type = (CUpti_ActivitySynchronizationType)type,
+					    .start = start,
+					    .end = end,
+					    .correlationId = correlation,
+					    .streamId = stream};
+	add_record(&s, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+}
+
+static const struct standin_cupti_hooks hooks = {now,	  api_begin, kernels_traced,
+						 api_end, kernel,    sync_record};
+
+EXPORT const struct standin_cupti_hooks *standin_cupti_hooks(void)
+{
+	return &hooks;
+}
+
+/* Loaded after libcuda.so.1: hand it the hooks (else libcuda asks when it initializes). */
+__attribute__((constructor)) static void connect_to_driver(void)
+{
+	void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	void (*set)(const struct standin_cupti_hooks *) =
+	    driver ? (void (*)(const struct standin_cupti_hooks *))dlsym(driver,
+									 "standin_cuda_set_cupti")
+		   : NULL;
+	if (set)
+		set(&hooks);
+}
+
+/* ------------------------------------------------------------------ the activity API */
+
+EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+						  CUpti_BuffersCallbackCompleteFunc complete)
+{
+	if (!request || !complete)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&mu);
+	request_buffer = request;
+	complete_buffer = complete;
+	pthread_mutex_unlock(&mu);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc callback)
+{
+	if (!callback)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	timestamp = callback;
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
+{
+	if ((unsigned)kind >= 64)
+		return CUPTI_ERROR_INVALID_KIND;
+	atomic_fetch_or(&enabled, (uint64_t)1 << kind);
+	if (kind == CUPTI_ACTIVITY_KIND_DRIVER) /* the kind overrides per-function settings */
+		for (size_t i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
+			atomic_store(&driver_api_off[i], 0);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind)
+{
+	if ((unsigned)kind >= 64)
+		return CUPTI_ERROR_INVALID_KIND;
+	atomic_fetch_and(&enabled, ~((uint64_t)1 << kind));
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable)
+{
+	if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	atomic_store(&driver_api_off[cbid], !enable);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable)
+{
+	(void)
+	    cbid; /* the stand-in runtime reports no runtime records: its calls reach the driver */
+	(void)enable;
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityEnableCudaEventDeviceTimestamps(uint8_t enable)
+{
+	(void)enable;
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **record)
+{
+	uint8_t *next = *record ? (uint8_t *)*record + record_size((*record)->kind) : buf;
+	if (next >= buf + valid)
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	*record = (CUpti_Activity *)next;
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
+{
+	(void)flag;
+	pthread_mutex_lock(&mu);
+	deliver_locked();
+	pthread_mutex_unlock(&mu);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char **str)
+{
+	*str = result == CUPTI_SUCCESS ? "CUPTI_SUCCESS" : "CUPTI stand-in error";
+	return CUPTI_SUCCESS;
+}
+
+/* The names of the driver functions libcuda reports; every other id has none here. */
+EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+					const char **name)
+{
+	static const struct {
+		uint32_t cbid;
+		const char *name;
+	} names[] = {
+	    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize"},
+	    {CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize"},
+	};
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (names[i].cbid == cbid) {
+				*name = names[i].name;
+				return CUPTI_SUCCESS;
+			}
+	return CUPTI_ERROR_INVALID_PARAMETER;
+}

@@ -1,0 +1,32 @@
+/*
+ * cupti_hooks.h: how the libcuda.so.1 stand-in reports to the libcupti.so.13 stand-in
+ * (cupti.c) what a GPU's driver reports to the real CUPTI: API calls with their correlation
+ * ids, kernels as they ran, and synchronizations as they waited.
+ *
+ * The two find each other whichever is loaded first: libcupti's constructor hands its hooks to
+ * libcuda when libcuda is there (standin_cuda_set_cupti), and libcuda asks for them
+ * (standin_cupti_hooks) when it initializes. The real libcupti.so.13 has neither name, so with
+ * it libcuda reports nothing.
+ */
+#ifndef SYNCSPY_STANDIN_CUPTI_HOOKS_H
+#define SYNCSPY_STANDIN_CUPTI_HOOKS_H
+
+#include <stdint.h>
+
+struct standin_cupti_hooks {
+	uint64_t (*now)(void);	     /* CUPTI's clock: the registered timestamp callback */
+	uint32_t (*api_begin)(void); /* a new correlation id */
+	int (*kernels_traced)(void); /* CONCURRENT_KERNEL enabled now (checked at launch) */
+	/* a driver API record, when the DRIVER kind is on and CBID not disabled */
+	void (*api_end)(uint32_t correlation, uint32_t cbid, uint64_t start, uint64_t end);
+	void (*kernel)(uint32_t correlation, uint32_t stream, uint64_t start, uint64_t end,
+		       const char *name);
+	/* a SYNCHRONIZATION record (type 3 stream, 4 context), when that kind is on */
+	void (*sync)(uint32_t correlation, uint32_t stream, uint32_t type, uint64_t start,
+		     uint64_t end);
+};
+
+const struct standin_cupti_hooks *standin_cupti_hooks(void);	      /* libcupti.so.13 */
+void standin_cuda_set_cupti(const struct standin_cupti_hooks *hooks); /* libcuda.so.1 */
+
+#endif
