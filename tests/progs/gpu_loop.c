@@ -19,21 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "progs.h"
+
 #define KERNEL_US 500
-
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		cudaError_t rc_ = (call);                                                          \
-		if (rc_ != cudaSuccess) {                                                          \
-			fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)rc_); \
-			exit(10);                                                                  \
-		}                                                                                  \
-	} while (0)
-
-static void train_kernel(void *usec)
-{
-	usleep((useconds_t)(uintptr_t)usec);
-}
 
 static unsigned long long now_ns(void)
 {
@@ -63,8 +51,8 @@ int main(int argc, char **argv)
 			printf("paused %llu %llu\n", paused_at, now_ns());
 			gpu_trace(1);
 		}
-		CHECK(cudaLaunchKernel((const void *)train_kernel, one, one, args, 0, stream));
-		CHECK(cudaLaunchKernel((const void *)train_kernel, one, one, args, 0, stream));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
 		CHECK(cudaStreamSynchronize(stream));
 		if (step % 10 == 9)
 			CHECK(cudaDeviceSynchronize());

@@ -23,21 +23,14 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "progs.h"
+
 extern __typeof__(cudaStreamSynchronize) cudaStreamSynchronize_ptsz;
 extern __typeof__(cudaMemcpyAsync) cudaMemcpyAsync_ptsz;
 extern __typeof__(cudaLaunchKernel) cudaLaunchKernel_ptsz;
 extern __typeof__(cudaMemcpy) cudaMemcpy_ptds;
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
 			       size_t sharedMem, cudaStream_t stream);
-
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		cudaError_t rc_ = (call);                                                          \
-		if (rc_ != cudaSuccess) {                                                          \
-			fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)rc_); \
-			exit(10);                                                                  \
-		}                                                                                  \
-	} while (0)
 
 #define NCHECK(call)                                                                               \
 	do {                                                                                       \
@@ -47,11 +40,6 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
 			exit(11);                                                                  \
 		}                                                                                  \
 	} while (0)
-
-static void sleep_kernel(void *usec)
-{
-	usleep((useconds_t)(uintptr_t)usec);
-}
 
 static const dim3 one = {1, 1, 1};
 
