@@ -36,16 +36,18 @@
 #include <sqlite3.h>
 
 #include "analysis.h"
+#include "steps.h"
 #include "lines.h"
 #include "commands.h"
 #include "db.h"
 
 /* ------------------------------------------------------------------ documented constants */
 
-/* Steady state (alloc-in-loop): calls that start after this share of the recording. */
-#define SS_STEADY_PERCENT 10
-/* A site is "in a loop" when it made at least this many steady-state calls. */
+/* alloc-in-loop: a site with fewer calls is not reported even as `info` (one cudaMalloc per
+ * buffer at setup is how programs start). Whether it costs per step is steps.h's question. */
 #define SS_LOOP_MIN_CALLS 2
+/* polling: a site's loops must make this many queries each, on average. */
+#define SS_POLL_MIN_QUERIES 2
 /* copy-on-compute-stream: a site must show the pattern this often (once per step, >= 2 steps). */
 #define SS_OVERLAP_MIN_COPIES 2
 /* Pinned copy bandwidth when the run has no blocking pinned copy of >= SS_PINNED_MIN_BYTES to
@@ -56,9 +58,10 @@
 #define SS_STRAGGLER_MIN_NS 1000000LL
 /* rank-imbalance: blocked time must also differ from the median by this much (noise floor). */
 #define SS_IMBALANCE_MIN_NS 1000000LL
-/* Severity: blocked_ns per mille of the rank's wall time. */
+/* Severity of a steady-state finding: its cost per step per mille of the step time (without
+ * steps: its cost per mille of the rank's wall time). */
 #define SS_SEVERITY_HIGH_PERMILLE   100
-#define SS_SEVERITY_MEDIUM_PERMILLE 10
+#define SS_SEVERITY_MEDIUM_PERMILLE 20
 
 #define NO_SITE "(no call site)"
 
@@ -134,7 +137,7 @@ static const struct {
 
 #define TEMP_SQL                                                                                   \
 	"CREATE TEMP TABLE ss_agg(api_id, class, dir, host_mem, site_id, legacy, steady, n,"       \
-	" queries, t, w, b, est);"                                                                 \
+	" queries, t, w, b, est, steps);"                                                          \
 	"CREATE TEMP TABLE ss_overlap(id INTEGER PRIMARY KEY)"
 
 /* The APIs whose call right after an async H2D copy makes the copy "before a kernel". */
@@ -170,18 +173,31 @@ static const struct {
 	" coalesce(sum(CASE WHEN g.class = 'N2' THEN g.t END), 0),"                                \
 	" (SELECT json_group_object(api, n) FROM (SELECT a2.name AS api,"                          \
 	"  sum(CASE WHEN g2.class = 'S7' THEN g2.queries ELSE g2.n END) AS n"                      \
-	"  FROM temp.ss_agg g2 JOIN apis a2 ON a2.id = g2.api_id GROUP BY a2.name ORDER BY 1))"    \
+	"  FROM temp.ss_agg g2 JOIN apis a2 ON a2.id = g2.api_id GROUP BY a2.name ORDER BY 1)),"   \
+	" coalesce(sum(CASE WHEN k.sync_point AND g.steady = 1 THEN"                               \
+	"  CASE WHEN g.class = 'S7' THEN g.queries ELSE g.n END END), 0),"                         \
+	" coalesce(sum(CASE WHEN k.sync_point AND g.steady = 1 THEN g.t END), 0)"                  \
 	" FROM temp.ss_agg g JOIN apis a ON a.id = g.api_id LEFT JOIN classes k ON k.class = g.class"
 
 /*
- * Per-site rules on ss_agg: one row per site (ANALYSIS-2) with count (S7: queries), blocked,
- * worst, bytes, estimate, rows (S7: loops) and the APIs seen there, most calls first.
+ * Per-site rules on ss_agg: one row per site (ANALYSIS-2) with, over the whole run, count (S7:
+ * queries), blocked, worst, bytes, estimate, rows (S7: loops) and the APIs seen there, most
+ * calls first; then the same over the steady state (ss_agg.steady = SS_PHASE_STEADY) and the
+ * most distinct steady steps one of the site's groups came in (a lower bound for the site).
  */
+#define STEADY(x) "CASE WHEN g.steady = 1 THEN " x " END"
 #define SITE_RULE_SQL(where)                                                                       \
 	"SELECT site, sum(n), sum(t), max(w), sum(b), sum(est), sum(rows),"                        \
-	" group_concat(api || ' x' || n, ', ') FROM (SELECT coalesce(s.text, '" NO_SITE "') AS"     \
-	" site, a.name AS api, sum(CASE WHEN g.class = 'S7' THEN g.queries ELSE g.n END) AS n,"    \
-	" sum(g.n) AS rows, sum(g.t) AS t, max(g.w) AS w, sum(g.b) AS b, sum(g.est) AS est"        \
+	" group_concat(api || ' x' || n, ', '), coalesce(sum(sn), 0), coalesce(sum(st), 0),"       \
+	" coalesce(max(sw), 0), sum(sb), sum(sest), coalesce(sum(srows), 0),"                     \
+	" coalesce(max(ssteps), 0), group_concat(CASE WHEN sn > 0 THEN api || ' x' || sn END,"     \
+	" ', ') FROM (SELECT coalesce(s.text, '" NO_SITE "') AS site, a.name AS api,"              \
+	" sum(CASE WHEN g.class = 'S7' THEN g.queries ELSE g.n END) AS n,"                         \
+	" sum(g.n) AS rows, sum(g.t) AS t, max(g.w) AS w, sum(g.b) AS b, sum(g.est) AS est,"       \
+	" sum(" STEADY("CASE WHEN g.class = 'S7' THEN g.queries ELSE g.n END") ") AS sn,"         \
+	" sum(" STEADY("g.n") ") AS srows, sum(" STEADY("g.t") ") AS st,"                         \
+	" max(" STEADY("g.w") ") AS sw, sum(" STEADY("g.b") ") AS sb,"                            \
+	" sum(" STEADY("g.est") ") AS sest, max(" STEADY("g.steps") ") AS ssteps"                 \
 	" FROM temp.ss_agg g JOIN apis a ON a.id = g.api_id LEFT JOIN sites s ON s.id = g.site_id" \
 	" WHERE " where " GROUP BY site, api ORDER BY site, n DESC, api)"                           \
 	" GROUP BY site HAVING sum(n) >= :min_count"
@@ -195,7 +211,7 @@ static const struct site_rule {
     {RULE_SYNC_COPY, SITE_RULE_SQL("g.class = 'S4'"), 1},
     {RULE_PAGEABLE_ASYNC_COPY, SITE_RULE_SQL("g.class = 'S5'"), 1},
     {RULE_MEMSET_PINNED, SITE_RULE_SQL("g.class = 'S6' AND g.dir = 6"), 1},
-    {RULE_ALLOC_IN_LOOP, SITE_RULE_SQL("g.class = 'S6' AND g.dir IS NULL AND g.steady"),
+    {RULE_ALLOC_IN_LOOP, SITE_RULE_SQL("g.class = 'S6' AND g.dir IS NULL"),
      SS_LOOP_MIN_CALLS},
     {RULE_LEGACY_STREAM,
      SITE_RULE_SQL("g.class IN ('E1', 'E2') AND g.legacy AND :other_streams"), 1},
@@ -327,13 +343,16 @@ static char *format(const char *fmt, ...)
 	return s;
 }
 
-const char *ss_severity(long long blocked_ns, long long wall_ns)
+static double ms(long long ns)
 {
-	double permille = wall_ns > 0 ? 1000.0 * (double)blocked_ns / (double)wall_ns : 0;
+	return (double)ns / 1e6;
+}
 
-	if (permille >= SS_SEVERITY_HIGH_PERMILLE)
+const char *ss_severity(double share)
+{
+	if (share * 1000 >= SS_SEVERITY_HIGH_PERMILLE)
 		return "high";
-	if (permille >= SS_SEVERITY_MEDIUM_PERMILLE)
+	if (share * 1000 >= SS_SEVERITY_MEDIUM_PERMILLE)
 		return "medium";
 	return "low";
 }
@@ -382,7 +401,11 @@ static int add_finding(struct loader *ld, enum ss_rule_id rule, const struct ss_
 	f->rule = rules[rule].id;
 	f->advice = rules[rule].advice;
 	f->rank = rank->rank;
-	f->severity = ss_severity(blocked_ns, rank->wall_ns);
+	f->severity = NULL; /* judge_findings, once the GPU figures are in */
+	f->phase = "steady";
+	f->steps = -1;
+	f->cost_ns = f->cost_per_step_ns = -1;
+	f->share = 0;
 	f->count = count;
 	f->blocked_ns = blocked_ns;
 	f->worst_ns = worst_ns;
@@ -392,6 +415,61 @@ static int add_finding(struct loader *ld, enum ss_rule_id rule, const struct ss_
 	f->site = site;
 	f->detail = detail;
 	return SS_EXIT_OK;
+}
+
+/*
+ * The cost of a finding, its share of the step and its severity (docs/rules.md, "Cost and
+ * severity"): the lost GPU time where the GPU timeline measured it (a sync's idle time behind
+ * it), the estimate for pageable copies, else the host time of the flagged calls. `once`
+ * findings are `info`: they do not cost the program per step. Appends the per-step figures to
+ * the detail. Returns 0 when out of memory.
+ */
+static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
+{
+	int sync = strcmp(f->rule, "host-sync") == 0 || strcmp(f->rule, "sync-copy") == 0;
+	long long cost = f->blocked_ns;
+	char *detail;
+
+	if (sync && f->gpu_idle_ns >= 0)
+		cost = f->gpu_idle_ns;
+	else if (strcmp(f->rule, "pageable-async-copy") == 0 && f->estimate_ns >= 0)
+		cost = f->estimate_ns;
+	f->cost_ns = cost;
+	if (strcmp(f->phase, "once") == 0) {
+		f->severity = "info";
+		f->share = 0;
+		detail = format("%s; once: not in the steady state (setup, warm-up, teardown, or in "
+				"too few steps)",
+				f->detail);
+	} else if (rk->steady_steps > 0 && rk->step_ns > 0) {
+		f->cost_per_step_ns = cost / rk->steady_steps;
+		f->share = (double)f->cost_per_step_ns / (double)rk->step_ns;
+		f->severity = ss_severity(f->share);
+		detail = f->steps >= 0
+			     ? format("%s; in %lld of %lld steady steps: %.3f ms per step, %.1f%% of "
+				      "a %.3f ms step",
+				      f->detail, f->steps, rk->steady_steps, ms(f->cost_per_step_ns),
+				      100 * f->share, ms(rk->step_ns))
+			     : format("%s; %.3f ms per step, %.1f%% of a %.3f ms step", f->detail,
+				      ms(f->cost_per_step_ns), 100 * f->share, ms(rk->step_ns));
+	} else {
+		f->share = (double)cost / (double)(rk->wall_ns > 0 ? rk->wall_ns : 1);
+		f->severity = ss_severity(f->share);
+		return 1; /* no steps: the rank's note says how it was judged */
+	}
+	if (!detail)
+		return 0;
+	free(f->detail);
+	f->detail = detail;
+	return 1;
+}
+
+/* A finding's phase (steps.h): its figures are the steady state's, or the whole run's. */
+static void set_phase(struct ss_finding *f, const struct ss_steps *steps, int steady,
+		      long long nsteps)
+{
+	f->phase = steady ? "steady" : "once";
+	f->steps = steps->nsteps ? nsteps : -1;
 }
 
 static int add_note(struct ss_report *r, char *note)
@@ -417,10 +495,6 @@ static int compare_ll(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static double ms(long long ns)
-{
-	return (double)ns / 1e6;
-}
 
 /* ------------------------------------------------------------------ one database */
 
@@ -440,6 +514,7 @@ struct db_state {
 	size_t nn2;
 	int gpu_api;	    /* the gpu_api table exists (with gpu_activity: rank->gpu) */
 	int gpu_paused;	    /* the gpu_paused table exists: the timeline was off at times */
+	struct ss_steps steps; /* the rank's repeating step (steps.h) */
 	struct api_first *api_first; /* load_api_first: by correlation id */
 	size_t napi_first, cap_api_first;
 	int api_first_loaded;
@@ -548,16 +623,19 @@ struct scan_class {
  * aggregates. b and est are NULL (has_* 0) when no row had a value, as SQL's sum() gives. */
 struct agg_group {
 	long long api_id, dir, host_mem, site_id;
-	int klass, legacy, steady, nulls;
+	int klass, legacy, steady, nulls; /* steady: the enum ss_phase of the calls */
 	long long n, queries, t, w, b, est;
 	int has_b, has_est;
+	long long steps;  /* distinct steady steps the calls came in (steps.h) */
+	size_t last_step; /* the last of them, (size_t)-1 before the first */
 };
 
-/* An S5 copy whose lost time needs the pinned bandwidth, known only at the end of the pass. */
-struct s5_copy {
-	size_t group;
-	long long ns, bytes;
-	int dir;
+/* A call as the phase pass reads it again once the steps are known (find_steps): the steps
+ * come from the whole recording, so the phase of a call is known only after the pass. */
+struct call_rec {
+	long long start, ns, bytes, queries; /* bytes -1: NULL */
+	unsigned group;			     /* its group in the pass (steady 0) */
+	unsigned tid;			     /* index into scan.tids */
 };
 
 struct n2_call {
@@ -567,7 +645,7 @@ struct n2_call {
 /* An async H2D copy followed by a launch on its stream, that stream, and what the
  * copy-on-compute-stream rule reads of the copy (OVERLAP_SQL read it back from calls). */
 struct overlap_candidate {
-	long long id, stream;
+	long long id, stream, start;
 	long long api_id, site_id, ns, bytes;
 	int no_site, has_bytes;
 };
@@ -583,8 +661,13 @@ struct scan {
 	size_t ngroups, groups_capacity;
 	size_t *slots; /* open addressing: group index + 1, 0 empty */
 	size_t nslots;
-	struct s5_copy *s5;
-	size_t ns5, s5_capacity;
+	struct call_rec *rows; /* every call, in id order */
+	size_t nrows, rows_capacity;
+	struct tid_rows {
+		long long tid;
+		size_t rows;
+	} *tids;
+	size_t ntids, tids_capacity;
 	struct overlap_candidate *overlap; /* candidates for ss_overlap */
 	size_t noverlap, overlap_capacity;
 	struct stream_launches *launches; /* kernel launches per stream */
@@ -605,7 +688,8 @@ static void scan_free(struct scan *sc)
 	free(sc->classes);
 	free(sc->groups);
 	free(sc->slots);
-	free(sc->s5);
+	free(sc->rows);
+	free(sc->tids);
 	free(sc->overlap);
 	free(sc->launches);
 	free(sc->n2);
@@ -789,10 +873,10 @@ static int row_class(struct scan *sc, const char *text, int len, int last)
  */
 static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 {
-	long long steady_ns = st->rank->start_mono_ns + st->rank->wall_ns * SS_STEADY_PERCENT / 100;
 	long long prev_id = 0, prev_tid = 0, prev_stream = 0;
 	struct overlap_candidate prev = {0};
 	int prev_copy = 0, last_class = -1, rc, code;
+	size_t tid_slot = 0;
 	sqlite3_stmt *stmt;
 
 	code = prepare(ld, st, SCAN_SQL, &stmt);
@@ -831,25 +915,23 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 		key.host_mem = nullable(v[10], 2, &key.nulls);
 		key.site_id = nullable(v[11], 4, &key.nulls);
 		key.legacy = has_stream && stream == 1;
-		key.steady = start >= steady_ns;
 		g = find_group(sc, &key, &index);
 		if (!g)
 			break;
-		g->n++;
-		g->queries += sqlite3_value_int64(v[12]);
-		g->t += ns;
-		if (g->n == 1 || ns > g->w)
-			g->w = ns;
-		if (has_bytes) {
-			g->b += bytes;
-			g->has_b = 1;
-		}
-		if (k->s5 && !(key.nulls & 1) && (key.dir == 1 || key.dir == 2) && has_bytes &&
-		    bytes > 0) {
-			if (!reserve(&sc->s5, &sc->s5_capacity, sc->ns5, sizeof(*sc->s5)))
+		if (tid_slot >= sc->ntids || sc->tids[tid_slot].tid != tid) {
+			for (tid_slot = 0; tid_slot < sc->ntids && sc->tids[tid_slot].tid != tid;
+			     tid_slot++)
+				;
+			if (tid_slot == sc->ntids &&
+			    !PUSH(sc->tids, sc->ntids, sc->tids_capacity, ((struct tid_rows){tid, 0})))
 				break;
-			sc->s5[sc->ns5++] = (struct s5_copy){index, ns, bytes, (int)key.dir};
 		}
+		sc->tids[tid_slot].rows++;
+		if (!PUSH(sc->rows, sc->nrows, sc->rows_capacity,
+			  ((struct call_rec){start, ns, has_bytes ? bytes : -1,
+					     sqlite3_value_int64(v[12]), (unsigned)index,
+					     (unsigned)tid_slot})))
+			break;
 		if (k->s4 && !(key.nulls & 3) && key.host_mem == 2 && (key.dir == 1 || key.dir == 2) &&
 		    has_bytes && bytes > 0) {
 			sc->pinned_bytes[key.dir] += bytes;
@@ -890,6 +972,7 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 			prev = (struct overlap_candidate){
 			    .id = id,
 			    .stream = stream,
+			    .start = start,
 			    .api_id = key.api_id,
 			    .site_id = key.site_id,
 			    .ns = ns,
@@ -935,8 +1018,8 @@ static int exec_temp(struct loader *ld, struct db_state *st, const char *sql)
 
 /* Pinned bandwidth per direction, from blocking (S4) copies of pinned memory, which return when
  * the transfer is done: bytes over host time. Then an S5 copy's lost time is its host time minus
- * bytes / pinned bandwidth, never below 0 (per call). */
-static void group_est(struct db_state *st, struct scan *sc)
+ * bytes / pinned bandwidth, never below 0 (per call: phase_groups). */
+static void pinned_bandwidth(struct db_state *st, const struct scan *sc)
 {
 	st->bw[1] = st->bw[2] = SS_PINNED_BW_DEFAULT;
 	for (int dir = 1; dir <= 2; dir++) {
@@ -945,14 +1028,160 @@ static void group_est(struct db_state *st, struct scan *sc)
 			st->measured[dir] = 1;
 		}
 	}
-	for (size_t i = 0; i < sc->ns5; i++) {
-		const struct s5_copy *c = &sc->s5[i];
-		struct agg_group *g = &sc->groups[c->group];
-		long long lost = c->ns - cast_integer((double)c->bytes * 1e9 / st->bw[c->dir]);
+}
 
-		g->est += lost > 0 ? lost : 0;
-		g->has_est = 1;
+/* Marks: every range, the steps.h rules pick the step name among them. */
+#define STEP_MARKS_SQL                                                                             \
+	"SELECT tid, kind = 'step', name, start_ns, coalesce(end_ns, -1) FROM ranges"              \
+	" ORDER BY start_ns, id"
+#define ANCHOR_SQL                                                                                 \
+	"SELECT a.name, coalesce(s.text, '" NO_SITE "') FROM apis a LEFT JOIN sites s ON s.id = ?2" \
+	" WHERE a.id = ?1"
+
+static int load_step_marks(struct loader *ld, struct db_state *st, int *found)
+{
+	struct ss_step_mark *marks = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *stmt;
+	int rc, code = query_row(ld, st, HAS_RANGES_SQL, &stmt);
+
+	*found = 0;
+	if (code != SS_EXIT_OK)
+		return code;
+	rc = sqlite3_column_int(stmt, 0);
+	sqlite3_finalize(stmt);
+	if (!rc)
+		return SS_EXIT_OK;
+	code = prepare(ld, st, STEP_MARKS_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(stmt, 2);
+		struct ss_step_mark m = {sqlite3_column_int64(stmt, 0), name ? strdup(name) : NULL,
+					 sqlite3_column_int(stmt, 1), sqlite3_column_int64(stmt, 3),
+					 sqlite3_column_int64(stmt, 4)};
+
+		if ((name && !m.name) || !PUSH(marks, n, cap, m)) {
+			free((char *)m.name);
+			code = out_of_memory(ld);
+			break;
+		}
 	}
+	code = end_rows(ld, st, stmt, rc, code);
+	if (code == SS_EXIT_OK) {
+		int got = ss_steps_from_marks(&st->steps, marks, n);
+
+		if (got < 0)
+			code = out_of_memory(ld);
+		*found = got > 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		free((char *)marks[i].name);
+	free(marks);
+	return code;
+}
+
+/* The rank's steps (steps.h): the program's marks, else detected from the calls of the thread
+ * that made the most calls, else none. */
+static int find_steps(struct loader *ld, struct db_state *st, const struct scan *sc)
+{
+	struct ss_step_call *calls = NULL;
+	size_t main_tid = 0, n = 0;
+	sqlite3_stmt *stmt;
+	int found, code;
+
+	code = load_step_marks(ld, st, &found);
+	if (code != SS_EXIT_OK || found)
+		return code;
+	for (size_t i = 1; i < sc->ntids; i++)
+		if (sc->tids[i].rows > sc->tids[main_tid].rows)
+			main_tid = i;
+	if (sc->ntids) {
+		calls = malloc((sc->tids[main_tid].rows + 1) * sizeof(*calls));
+		if (!calls)
+			return out_of_memory(ld);
+	}
+	for (size_t i = 0; i < sc->nrows; i++) {
+		const struct call_rec *r = &sc->rows[i];
+
+		if (r->tid == main_tid)
+			calls[n++] = (struct ss_step_call){r->group, r->start, r->start + r->ns};
+	}
+	found = ss_steps_detect(&st->steps, calls, n, (unsigned)sc->ngroups);
+	free(calls);
+	if (found < 0)
+		return out_of_memory(ld);
+	if (!found)
+		return SS_EXIT_OK;
+	/* name the anchor: "API at SITE, every N calls of the main thread" */
+	code = prepare(ld, st, ANCHOR_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	{
+		const struct agg_group *a = &sc->groups[st->steps.anchor];
+
+		sqlite3_bind_int64(stmt, 1, a->api_id);
+		if (a->nulls & 4)
+			sqlite3_bind_null(stmt, 2);
+		else
+			sqlite3_bind_int64(stmt, 2, a->site_id);
+	}
+	if (sqlite3_step(stmt) == SQLITE_ROW) {
+		st->steps.name = format("%s at %s, every %zu calls of the main thread",
+					(const char *)sqlite3_column_text(stmt, 0),
+					(const char *)sqlite3_column_text(stmt, 1), st->steps.period);
+		if (!st->steps.name)
+			code = out_of_memory(ld);
+	}
+	sqlite3_finalize(stmt);
+	return code;
+}
+
+/* The groups of the pass split by phase (ss_agg.steady), with each steady group's distinct
+ * steps, into ph. S5 copies get their estimate here, per call (pinned_bandwidth). */
+static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc, struct scan *ph)
+{
+	for (size_t i = 0; i < sc->nrows; i++) {
+		const struct call_rec *r = &sc->rows[i];
+		const struct agg_group *base = &sc->groups[r->group];
+		struct agg_group key = {.api_id = base->api_id,
+					.dir = base->dir,
+					.host_mem = base->host_mem,
+					.site_id = base->site_id,
+					.klass = base->klass,
+					.legacy = base->legacy,
+					.nulls = base->nulls,
+					.last_step = (size_t)-1},
+				 *g;
+		size_t index, step;
+
+		key.steady = (int)ss_steps_phase(&st->steps, r->start, &step);
+		g = find_group(ph, &key, &index);
+		if (!g)
+			return out_of_memory(ld);
+		g->n++;
+		g->queries += r->queries;
+		g->t += r->ns;
+		if (g->n == 1 || r->ns > g->w)
+			g->w = r->ns;
+		if (r->bytes >= 0) {
+			g->b += r->bytes;
+			g->has_b = 1;
+		}
+		if (step != (size_t)-1 && step != g->last_step) {
+			g->steps++;
+			g->last_step = step;
+		}
+		if (sc->classes[key.klass].s5 && !(key.nulls & 1) && (key.dir == 1 || key.dir == 2) &&
+		    r->bytes > 0) {
+			long long lost =
+			    r->ns - cast_integer((double)r->bytes * 1e9 / st->bw[key.dir]);
+
+			g->est += lost > 0 ? lost : 0;
+			g->has_est = 1;
+		}
+	}
+	return SS_EXIT_OK;
 }
 
 static void bind_nullable(sqlite3_stmt *stmt, int col, int is_null, long long value)
@@ -976,16 +1205,18 @@ static int insert_row(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt
 }
 
 /* Writes what the pass found into the TEMP tables, in one transaction of the temp schema. */
-static int fill_tables(struct loader *ld, struct db_state *st, const struct scan *sc)
+/* The groups of ph, with the class texts of sc. */
+static int fill_tables(struct loader *ld, struct db_state *st, const struct scan *sc,
+		       const struct scan *ph)
 {
 	sqlite3_stmt *agg = NULL;
 	int code = exec_temp(ld, st, TEMP_SQL ";BEGIN");
 
 	if (code == SS_EXIT_OK)
-		code = prepare(ld, st, "INSERT INTO temp.ss_agg VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       &agg);
-	for (size_t i = 0; code == SS_EXIT_OK && i < sc->ngroups; i++) {
-		const struct agg_group *g = &sc->groups[i];
+		code = prepare(ld, st,
+			       "INSERT INTO temp.ss_agg VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &agg);
+	for (size_t i = 0; code == SS_EXIT_OK && i < ph->ngroups; i++) {
+		const struct agg_group *g = &ph->groups[i];
 
 		sqlite3_bind_int64(agg, 1, g->api_id);
 		sqlite3_bind_text(agg, 2, sc->classes[g->klass].text, -1, SQLITE_STATIC);
@@ -1000,6 +1231,7 @@ static int fill_tables(struct loader *ld, struct db_state *st, const struct scan
 		sqlite3_bind_int64(agg, 11, g->w);
 		bind_nullable(agg, 12, !g->has_b, g->b);
 		bind_nullable(agg, 13, !g->has_est, g->est);
+		sqlite3_bind_int64(agg, 14, g->steps);
 		code = insert_row(ld, st, agg);
 	}
 	sqlite3_finalize(agg);
@@ -1022,9 +1254,13 @@ static void keep_for_rules(struct db_state *st, struct scan *sc)
 			most = sc->launches[i].launches;
 			compute_stream = sc->launches[i].stream;
 		}
-	for (size_t i = 0; i < sc->noverlap; i++)
-		if (sc->overlap[i].stream == compute_stream)
+	for (size_t i = 0; i < sc->noverlap; i++) {
+		size_t step;
+
+		if (sc->overlap[i].stream == compute_stream &&
+		    ss_steps_phase(&st->steps, sc->overlap[i].start, &step) == SS_PHASE_STEADY)
 			sc->overlap[kept++] = sc->overlap[i];
+	}
 	st->overlap = sc->overlap;
 	st->noverlap = kept;
 	sc->overlap = NULL;
@@ -1036,7 +1272,7 @@ static void keep_for_rules(struct db_state *st, struct scan *sc)
 static int build_aggregate(struct loader *ld, struct db_state *st)
 {
 	struct ss_rank *rk = st->rank;
-	struct scan sc = {0};
+	struct scan sc = {0}, ph = {0};
 	double t = now_s();
 	sqlite3_stmt *stmt;
 	int code;
@@ -1048,12 +1284,19 @@ static int build_aggregate(struct loader *ld, struct db_state *st)
 		code = scan_rows(ld, st, &sc);
 	lap(&t, st->path, "scan");
 	if (code == SS_EXIT_OK) {
-		group_est(st, &sc);
-		code = fill_tables(ld, st, &sc);
+		pinned_bandwidth(st, &sc);
+		code = find_steps(ld, st, &sc);
+	}
+	lap(&t, st->path, "steps");
+	if (code == SS_EXIT_OK)
+		code = phase_groups(ld, st, &sc, &ph);
+	if (code == SS_EXIT_OK) {
+		code = fill_tables(ld, st, &sc, &ph);
 		keep_for_rules(st, &sc);
 	}
 	lap(&t, st->path, "temp tables");
 	scan_free(&sc);
+	scan_free(&ph);
 	if (code != SS_EXIT_OK)
 		return code;
 	code = query_row(ld, st, TOTALS_SQL, &stmt);
@@ -1068,7 +1311,20 @@ static int build_aggregate(struct loader *ld, struct db_state *st)
 	rk->calls_json = xstrdup(sqlite3_column_type(stmt, 6) == SQLITE_NULL
 					 ? "{}"
 					 : (const char *)sqlite3_column_text(stmt, 6));
+	rk->steady_sync_points = sqlite3_column_int64(stmt, 7);
+	rk->steady_blocked_ns = sqlite3_column_int64(stmt, 8);
 	sqlite3_finalize(stmt);
+	static const char *const sources[] = {"none", "marked", "detected"};
+	rk->steps_source = sources[st->steps.source];
+	rk->steps_name = st->steps.name; /* moved: the rank owns it */
+	st->steps.name = NULL;
+	rk->steps = (long long)st->steps.nsteps;
+	rk->steady_steps = (long long)ss_steps_steady(&st->steps);
+	rk->step_ns = st->steps.step_ns;
+	if (!st->steps.nsteps) { /* every call is judged: the run is the steady state */
+		rk->steady_sync_points = rk->sync_points;
+		rk->steady_blocked_ns = rk->blocked_ns;
+	}
 	return rk->calls_json ? SS_EXIT_OK : out_of_memory(ld);
 }
 
@@ -1095,8 +1351,7 @@ static char *site_detail(const struct db_state *st, enum ss_rule_id rule, const 
 			      apis, bytes, ms(estimate), st->bw[1] / 1e9, st->bw[2] / 1e9, source);
 	}
 	case RULE_ALLOC_IN_LOOP:
-		return format("%s after the first %d%% of the run (steady state)", apis,
-			      SS_STEADY_PERCENT);
+		return format("%s (each one synchronizes the device)", apis);
 	case RULE_LEGACY_STREAM:
 		return format("%s on the legacy default stream while the process also used other "
 			      "streams",
@@ -1128,6 +1383,25 @@ static int run_site_rules(struct loader *ld, struct db_state *st)
 			long long estimate = column_or(stmt, 5, -1);
 			long long rows = sqlite3_column_int64(stmt, 6);
 			const char *apis = (const char *)sqlite3_column_text(stmt, 7);
+			long long steady_rows = sqlite3_column_int64(stmt, 13);
+			long long steps = sqlite3_column_int64(stmt, 14);
+			/* steady: the site's calls recur in the steady state (steps.h), and the
+			 * finding's figures are the steady state's; else the whole run's, `info` */
+			int steady = ss_steps_recurring(&st->steps, steps, steady_rows);
+
+			if (steady) {
+				count = sqlite3_column_int64(stmt, 8);
+				blocked = sqlite3_column_int64(stmt, 9);
+				worst = sqlite3_column_int64(stmt, 10);
+				bytes = column_or(stmt, 11, -1);
+				estimate = column_or(stmt, 12, -1);
+				rows = steady_rows;
+				apis = (const char *)sqlite3_column_text(stmt, 15);
+			}
+			/* A query that finds the work done at once is a check, not a loop: torch's
+			 * caching allocators ask an event once per block they may reuse. */
+			if (sr->rule == RULE_POLLING && count < SS_POLL_MIN_QUERIES * rows)
+				continue;
 
 			if (sr->rule != RULE_PAGEABLE_ASYNC_COPY)
 				estimate = -1;
@@ -1140,6 +1414,8 @@ static int run_site_rules(struct loader *ld, struct db_state *st)
 			    site_detail(st, sr->rule, apis ? apis : "", worst, bytes, estimate, rows));
 			if (code != SS_EXIT_OK)
 				break;
+			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps, steady,
+				  steps);
 		}
 		code = end_rows(ld, st, stmt, rc, code);
 		if (code != SS_EXIT_OK)
@@ -1193,6 +1469,8 @@ struct overlap_group {
 	long long site_id, api_id;
 	int no_site, has_bytes;
 	long long count, t, w, b;
+	long long steps;  /* distinct steady steps (steps.h) */
+	size_t last_step; /* the last of them */
 	char *site, *api; /* NULL api: no such API (the SQL's inner join drops the rows) */
 };
 
@@ -1255,11 +1533,22 @@ static int run_overlap_rule(struct loader *ld, struct db_state *st)
 					code = out_of_memory(ld);
 					goto out;
 				}
-				groups[ngroups++] = (struct overlap_group){
-				    .site_id = c->site_id, .api_id = c->api_id, .no_site = c->no_site};
+				groups[ngroups++] = (struct overlap_group){.site_id = c->site_id,
+									   .api_id = c->api_id,
+									   .no_site = c->no_site,
+									   .last_step = (size_t)-1};
 			}
 		}
 		g = &groups[last];
+		{
+			size_t step;
+
+			ss_steps_phase(&st->steps, c->start, &step);
+			if (step != (size_t)-1 && step != g->last_step) {
+				g->steps++;
+				g->last_step = step;
+			}
+		}
 		if (g->count++ == 0 || c->ns > g->w)
 			g->w = c->ns;
 		g->t += c->ns;
@@ -1292,7 +1581,7 @@ static int run_overlap_rule(struct loader *ld, struct db_state *st)
 	}
 	for (size_t i = 0, j; code == SS_EXIT_OK && i < ngroups; i = j) {
 		const char *api = NULL;
-		long long count = 0, blocked = 0, worst = 0, bytes = 0;
+		long long count = 0, blocked = 0, worst = 0, bytes = 0, steps = 0;
 
 		for (j = i; j < ngroups && strcmp(groups[j].site, groups[i].site) == 0; j++) {
 			g = &groups[j];
@@ -1304,8 +1593,11 @@ static int run_overlap_rule(struct loader *ld, struct db_state *st)
 			count += g->count;
 			blocked += g->t;
 			bytes += g->b;
+			if (g->steps > steps)
+				steps = g->steps;
 		}
-		if (count < SS_OVERLAP_MIN_COPIES)
+		/* a loop's pattern: once per step (steps.h), not the first steps' */
+		if (count < SS_OVERLAP_MIN_COPIES || !ss_steps_recurring(&st->steps, steps, count))
 			continue;
 		code = add_finding(
 		    ld, RULE_COPY_ON_COMPUTE_STREAM, st->rank, count, blocked, worst, bytes, -1,
@@ -1314,6 +1606,8 @@ static int run_overlap_rule(struct loader *ld, struct db_state *st)
 			   "launch on the same stream; host-side heuristic: confirm with GPU "
 			   "timeline",
 			   count, api, bytes));
+		if (code == SS_EXIT_OK && st->steps.nsteps)
+			ld->report->findings[ld->report->nfindings - 1].steps = steps;
 	}
 out:
 	sqlite3_finalize(site_stmt);
@@ -1612,8 +1906,9 @@ static int load_ranges(struct loader *ld, struct db_state *st, struct job *job)
 	" ORDER BY correlation_id"
 #define GPU_CALLS_SQL "SELECT id, tid, start_ns, site_id FROM calls"
 #define GPU_SYNCS_SQL                                                                              \
-	"SELECT c.id, coalesce(s.text, '" NO_SITE "'), c.end_ns FROM calls c"                      \
-	" LEFT JOIN sites s ON s.id = c.site_id WHERE c.class IN ('S1', 'S2', 'S3')"
+	"SELECT c.id, coalesce(s.text, '" NO_SITE "'), c.end_ns, c.start_ns, c.class = 'S4'"       \
+	" FROM calls c LEFT JOIN sites s ON s.id = c.site_id"                                      \
+	" WHERE c.class IN ('S1', 'S2', 'S3', 'S4') ORDER BY c.start_ns"
 #define GPU_SITE_SQL "SELECT text FROM sites WHERE id = ?"
 
 /* The join window: a gpu_api record belongs to the last call of its thread that started at
@@ -1954,20 +2249,25 @@ static int timeline_off_between(const struct gpu_rows *g, long long from, long l
 	return lo < g->noff && g->off[lo].s < to;
 }
 
-/* Per-site sums (host-sync idle time, copy-without-overlap copies); a few dozen sites. */
+/* Per-site sums (host-sync and sync-copy idle time, copy-without-overlap copies); a few dozen
+ * sites. kind tells apart sites of different rules with one text. */
 struct gpu_site {
 	char *site;
+	int kind;
 	long long n, ns, worst, bytes, h2d, d2h;
+	struct ss_tally tally; /* steady and whole-run (steps.h) */
 };
 
-static struct gpu_site *gpu_site(struct gpu_site **sites, size_t *n, size_t *cap, const char *text)
+static struct gpu_site *gpu_site(struct gpu_site **sites, size_t *n, size_t *cap, const char *text,
+				 int kind)
 {
 	for (size_t i = 0; i < *n; i++)
-		if (strcmp((*sites)[i].site, text) == 0)
+		if ((*sites)[i].kind == kind && strcmp((*sites)[i].site, text) == 0)
 			return &(*sites)[i];
 	if (!reserve(sites, cap, *n, sizeof(**sites)))
 		return NULL;
-	(*sites)[*n] = (struct gpu_site){.site = strdup(text)};
+	(*sites)[*n] = (struct gpu_site){.site = strdup(text), .kind = kind};
+	ss_tally_init(&(*sites)[*n].tally);
 	return (*sites)[*n].site ? &(*sites)[(*n)++] : NULL;
 }
 
@@ -1993,10 +2293,12 @@ static int sync_device(const struct gpu_rows *g, long long only, long long call_
 	return 0;
 }
 
-/* host-sync: per site, the GPU idle time after each sync (S1-S3) until the device's next
- * activity; 0 when the device was busy at the sync's end; a sync with nothing after it on its
- * device, or with the timeline off at some time before that activity (gpu_paused), is
- * skipped. Sets gpu_idle_ns of this rank's host-sync findings. */
+/* host-sync and sync-copy: per site, the GPU idle time after each sync (S1-S4) until the
+ * device's next activity; 0 when the device was busy at the sync's end; a sync with nothing
+ * after it on its device, or with the timeline off at some time before that activity
+ * (gpu_paused), is skipped. Sets gpu_idle_ns of this rank's host-sync and sync-copy findings:
+ * the steady syncs' for a steady finding, all of them for an `info` one; and the rank's
+ * steady_gpu_idle_ns. */
 static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows *g)
 {
 	struct gpu_site *sites = NULL;
@@ -2016,12 +2318,15 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 	code = prepare(ld, st, GPU_SYNCS_SQL, &stmt);
 	if (code != SS_EXIT_OK)
 		return code;
+	st->rank->steady_gpu_idle_ns = 0;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		long long id = sqlite3_column_int64(stmt, 0), end = sqlite3_column_int64(stmt, 2);
 		const char *text = (const char *)sqlite3_column_text(stmt, 1);
+		long long start = sqlite3_column_int64(stmt, 3);
+		int copy = sqlite3_column_int(stmt, 4);
 		struct gpu_site *site;
 		long long dev, idle;
-		size_t k;
+		size_t k, step;
 
 		if (!sync_device(g, only, id, &dev))
 			continue;
@@ -2031,28 +2336,38 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 		if (timeline_off_between(g, end, g->busy[k].s))
 			continue; /* the timeline was off in between: not measured (CUPTI-3) */
 		idle = g->busy[k].s > end ? g->busy[k].s - end : 0;
-		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE);
+		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE, copy);
 		if (!site) {
 			code = out_of_memory(ld);
 			break;
 		}
 		site->n++;
 		site->ns += idle;
+		ss_tally_add(&site->tally, &st->steps, start, idle, 1);
+		if (ss_steps_phase(&st->steps, start, &step) == SS_PHASE_STEADY)
+			st->rank->steady_gpu_idle_ns += idle;
 	}
 	code = end_rows(ld, st, stmt, rc, code);
 	for (size_t i = 0; code == SS_EXIT_OK && i < ld->report->nfindings; i++) {
 		struct ss_finding *f = &ld->report->findings[i];
 		const struct gpu_site *hit = NULL;
+		int copy = f->rule == rules[RULE_SYNC_COPY].id, steady;
+		long long idle = 0;
 		char *detail;
 
-		if (f->rule != rules[RULE_HOST_SYNC].id)
+		if (f->rule != rules[RULE_HOST_SYNC].id && !copy)
 			continue;
+		steady = strcmp(f->phase, "steady") == 0;
 		for (size_t j = 0; j < nsites && !hit; j++)
-			if (strcmp(sites[j].site, f->site) == 0)
+			if (sites[j].kind == copy && strcmp(sites[j].site, f->site) == 0)
 				hit = &sites[j];
+		if (hit && (steady ? hit->tally.n : hit->tally.all_n) == 0)
+			hit = NULL; /* none measured in this phase */
 		if (hit)
-			f->gpu_idle_ns = hit->ns;
-		detail = hit ? format("%s; GPU idle behind it: %.3f ms", f->detail, ms(hit->ns))
+			f->gpu_idle_ns = idle = steady ? hit->tally.ns : hit->tally.all_ns;
+		if (copy && !hit)
+			continue; /* a blocking copy says nothing when nothing is measured */
+		detail = hit ? format("%s; GPU idle behind it: %.3f ms", f->detail, ms(idle))
 			     : format("%s; GPU idle behind it: not measurable (no GPU activity "
 				      "after these syncs)",
 				      f->detail);
@@ -2159,8 +2474,7 @@ static const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, 
 }
 
 /*
- * copy-without-overlap: H2D/D2H copies of the steady state (starting after the first
- * SS_STEADY_PERCENT of the run) during which no kernel ran on their device, on a device that ran
+ * copy-without-overlap: H2D/D2H copies of the steady state (steps.h), recurring there, during which no kernel ran on their device, on a device that ran
  * kernels in the steady state, of at least COPY_OVERLAP_MIN_BYTES, on the device's compute stream
  * (the stream that ran most of its kernels), and that held the compute up: the next kernel of
  * that stream had been launched before the copy ended and started only after it. A copy on a
@@ -2172,7 +2486,9 @@ static const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, 
 
 static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_rows *g)
 {
-	long long steady_ns = st->rank->start_mono_ns + st->rank->wall_ns * SS_STEADY_PERCENT / 100;
+	/* the steady state's start: the first steady step's, or the recording's (steps.h) */
+	long long steady_ns = st->steps.nsteps ? st->steps.start[st->steps.first_steady]
+					       : st->rank->start_mono_ns;
 	struct gpu_target *tg = NULL;
 	struct gpu_site *sites = NULL;
 	size_t ntg = 0, cap_tg = 0, nsites = 0, cap_sites = 0;
@@ -2184,8 +2500,11 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 		size_t k = first_ending_after(g->kernels, g->nkernels, c->device, c->s);
 		struct gpu_target t = {.correlation = c->correlation, .index = i};
 
-		if (c->s < steady_ns || (k < g->nkernels && g->kernels[k].s < c->e))
-			continue; /* warm-up, or a kernel ran beside it */
+		size_t step;
+
+		if (ss_steps_phase(&st->steps, c->s, &step) != SS_PHASE_STEADY ||
+		    (k < g->nkernels && g->kernels[k].s < c->e))
+			continue; /* not in the steady state, or a kernel ran beside it */
 		if (first_ending_after(g->kernels, g->nkernels, c->device, steady_ns) == g->nkernels)
 			continue; /* the device computes nothing in the steady state */
 		if (c->bytes < COPY_OVERLAP_MIN_BYTES)
@@ -2216,7 +2535,7 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 			if (sqlite3_step(lookup) == SQLITE_ROW)
 				text = (const char *)sqlite3_column_text(lookup, 0);
 		}
-		site = gpu_site(&sites, &nsites, &cap_sites, text ? text : NO_SITE);
+		site = gpu_site(&sites, &nsites, &cap_sites, text ? text : NO_SITE, 0);
 		sqlite3_reset(lookup);
 		if (!site) {
 			code = out_of_memory(ld);
@@ -2225,6 +2544,7 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 		if (site->n++ == 0 || ns > site->worst)
 			site->worst = ns;
 		site->ns += ns;
+		ss_tally_add(&site->tally, &st->steps, c->s, ns, 1);
 		site->bytes += c->bytes;
 		if (c->h2d)
 			site->h2d++;
@@ -2238,6 +2558,8 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
 		const struct gpu_site *s = &sites[i];
 
+		if (!ss_steps_recurring(&st->steps, s->tally.steps, s->n))
+			continue; /* not every step's: the first steps' or a few */
 		code = add_finding(
 		    ld, RULE_COPY_WITHOUT_OVERLAP, st->rank, s->n, s->ns, s->worst, s->bytes, -1,
 		    xstrdup(s->site),
@@ -2246,6 +2568,9 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 			   "stream already launched and waiting behind it; blocked_ns is that GPU copy "
 			   "time",
 			   s->h2d, s->d2h, s->bytes, ms(s->ns)));
+		if (code == SS_EXIT_OK)
+			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps, 1,
+				  s->tally.steps);
 	}
 	gpu_sites_free(sites, nsites);
 	return code;
@@ -2329,6 +2654,8 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	memset(rk, 0, sizeof(*rk));
 	rk->comm_ns = rk->exposed_comm_ns = -1;
 	rk->comm_overlap = -1;
+	rk->steady_gpu_idle_ns = rk->step_ns = -1;
+	rk->steps_source = "none";
 	rk->path = xstrdup(path);
 	if (!rk->path) {
 		job->code = out_of_memory(&ld);
@@ -2365,6 +2692,10 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	if (code == SS_EXIT_OK)
 		code = run_gpu(&ld, &st);
 	lap(&t, path, "gpu");
+	for (size_t i = 0; code == SS_EXIT_OK && i < job->found.nfindings; i++)
+		if (!judge_finding(&job->found.findings[i], rk))
+			code = out_of_memory(&ld);
+	ss_steps_free(&st.steps);
 	sqlite3_close(st.db);
 	free(st.overlap);
 	free(st.n2);
@@ -2747,7 +3078,13 @@ static int compare_findings(const void *a, const void *b)
 	const struct ss_finding *x = a, *y = b;
 	int c;
 
-	if (x->blocked_ns != y->blocked_ns) /* ANALYSIS-1 */
+	int xi = strcmp(x->severity, "info") == 0, yi = strcmp(y->severity, "info") == 0;
+
+	if (xi != yi) /* ANALYSIS-1 */
+		return xi - yi;
+	if (!xi && x->share != y->share)
+		return x->share > y->share ? -1 : 1;
+	if (x->blocked_ns != y->blocked_ns)
 		return x->blocked_ns > y->blocked_ns ? -1 : 1;
 	c = strcmp(x->rule, y->rule);
 	if (c)
@@ -2843,7 +3180,13 @@ static int add_notes(struct ss_report *r)
 		if (code != SS_EXIT_OK)
 			break;
 
-		if (rk->dropped > 0)
+		if (rk->steps == 0)
+			code = add_note(r, format("%s: no repeating step found (no syncspy_step or NVTX "
+						  "step ranges, and no call that recurs at a regular "
+						  "period): every call is judged, a site with %d calls or "
+						  "more as repeating, its cost against the wall time",
+						  rk->path, SS_FALLBACK_MIN_CALLS));
+		if (code == SS_EXIT_OK && rk->dropped > 0)
 			code = add_note(r, format("%s: %lld calls were dropped while recording: its "
 						  "counts are lower bounds",
 						  rk->path, rk->dropped));
@@ -2919,6 +3262,20 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 	free(jobs);
 	if (code == SS_EXIT_OK)
 		code = run_imbalance_rule(&ld);
+	for (size_t i = 0; code == SS_EXIT_OK && i < report->nfindings; i++) {
+		struct ss_finding *f = &report->findings[i];
+		const struct ss_rank *rk = NULL;
+
+		if (f->severity) /* judged when its database was loaded */
+			continue;
+		for (size_t j = 0; j < report->nranks && !rk; j++)
+			if (report->ranks[j].rank == f->rank)
+				rk = &report->ranks[j];
+		if (rk && !judge_finding(f, rk))
+			code = out_of_memory(&ld);
+		else if (!rk)
+			f->severity = "low";
+	}
 	for (size_t i = 0; code == SS_EXIT_OK && i < report->nranks; i++)
 		report->gpu_ranks += report->ranks[i].gpu != 0;
 	if (code == SS_EXIT_OK)
@@ -2941,6 +3298,7 @@ void ss_report_free(struct ss_report *report)
 		free(report->ranks[i].calls_json);
 		free(report->ranks[i].cupti);
 		free(report->ranks[i].cupti_sample);
+		free(report->ranks[i].steps_name);
 	}
 	for (size_t i = 0; i < report->nfindings; i++) {
 		free(report->findings[i].site);

@@ -6,8 +6,10 @@
  * this model.
  *
  * Invariants (cited in code as ANALYSIS-n):
- *   ANALYSIS-1  findings are sorted by blocked_ns descending, then rule, rank, site: the order of
- *               the report is stable for a given set of databases.
+ *   ANALYSIS-1  findings of the steady state come first, by their cost's share of the step time
+ *               (share) descending; then the `info` ones (what happened once), by blocked_ns
+ *               descending; ties by rule, rank, site: the order of the report is stable for a
+ *               given set of databases.
  *   ANALYSIS-2  there is at most one finding per (rule, rank, site).
  *   ANALYSIS-3  every number is measured on the host (CLOCK_MONOTONIC of the recording host),
  *               except estimate_ns, which is an estimate and says so, and the GPU numbers
@@ -73,12 +75,29 @@ struct ss_rank {
 	long long comm_ns;	   /* union of the NCCL kernels' intervals */
 	double comm_overlap;	   /* compute during communication / comm_ns, 0..1; -1 unknown */
 	long long exposed_comm_ns; /* comm_ns not overlapped by non-NCCL kernels */
+	/* The repeating step (report/steps.h, docs/rules.md "Steady state") */
+	const char *steps_source;     /* "marked", "detected" or "none" */
+	char *steps_name;	      /* marked: the range name; detected: the anchor; NULL */
+	long long steps;	      /* steps found, warm-up included; 0 */
+	long long steady_steps;	      /* steps judged (after the warm-up); 0 */
+	long long step_ns;	      /* median steady step duration; -1 */
+	long long steady_sync_points; /* S1-S7 (S7 by queries) in the steady steps */
+	long long steady_blocked_ns;  /* host time in them */
+	long long steady_gpu_idle_ns; /* GPU idle behind steady syncs (S1-S4); -1 not measured */
 };
 
 /* One rule's verdict on one (rank, site). -1 in an optional number means "not applicable". */
 struct ss_finding {
 	const char *rule;     /* stable id, docs/rules.md */
-	const char *severity; /* "high", "medium", "low": blocked_ns against the rank's wall time */
+	const char *severity; /* "high", "medium", "low" from share; "info" when phase is "once" */
+	const char *phase;    /* "steady": the calls recur in the steady state; "once": they do not
+				 (setup, warm-up, teardown, or too rare): count, blocked_ns etc. are
+				 then over the whole run, else over the steady state */
+	long long steps;      /* steady steps the calls came in; -1 without steps */
+	long long cost_ns;    /* what the finding costs in the steady state (docs/rules.md):
+				 the GPU idle time where measured, else the rule's host time */
+	long long cost_per_step_ns; /* cost_ns / the rank's steady steps; -1 without steps */
+	double share;		    /* cost per step / step time (without steps: cost_ns / wall) */
 	long long rank;	      /* the rank (meta.rank), -1 when unknown */
 	long long count;      /* calls (S7: queries), or occurrences for cross-call rules */
 	long long blocked_ns; /* host time the flagged calls took */
@@ -163,7 +182,8 @@ int ss_clock_samples(const struct ss_collective_call *x, size_t nx,
  * middle), *spread_ns = the median absolute deviation from it; returns 1. Else returns 0. */
 int ss_clock_fit(long long *samples, size_t n, long long *offset_ns, long long *spread_ns);
 
-/* The severity a blocked time gets against a wall time (thresholds in docs/rules.md). */
-const char *ss_severity(long long blocked_ns, long long wall_ns);
+/* The severity of a steady-state finding whose cost is this share of the step time (without
+ * steps: of the wall time); thresholds in docs/rules.md. */
+const char *ss_severity(double share);
 
 #endif

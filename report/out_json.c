@@ -29,6 +29,12 @@
 	"INSERT INTO docs(kind, doc) VALUES('rank', json_set(" RANK_OBJECT ", '$.comm_ns', ?17,"   \
 	" '$.comm_overlap', ?18, '$.exposed_comm_ns', ?19))"
 
+/* The rank's steps (docs/rules.md, "Steady state"), after its other fields. */
+#define RANK_STEPS_SQL                                                                             \
+	"UPDATE docs SET doc = json_set(doc, '$.steps', json_object('source', ?1, 'name', ?2,"     \
+	" 'count', ?3, 'steady', ?4, 'step_ns', ?5, 'sync_points_per_step', ?6,"                   \
+	" 'blocked_ns_per_step', ?7, 'gpu_idle_ns_per_step', ?8)) WHERE id = last_insert_rowid()"
+
 /* With two ranks or more, each rank's clock alignment (docs/rules.md, "Clock alignment") follows
  * its other fields; a one-rank report stays as it was. */
 #define RANK_CLOCK_SQL                                                                             \
@@ -39,7 +45,8 @@
 #define FINDING_OBJECT                                                                             \
 	"json_object('rule', ?1, 'severity', ?2,"                                                   \
 	" 'rank', ?3, 'count', ?4, 'blocked_ns', ?5, 'worst_ns', ?6, 'bytes', ?7,"                 \
-	" 'estimate_ns', ?8, 'site', ?9, 'detail', ?10, 'advice', ?11)"
+	" 'estimate_ns', ?8, 'site', ?9, 'detail', ?10, 'advice', ?11, 'phase', ?13,"              \
+	" 'steps', ?14, 'cost_ns', ?15, 'cost_per_step_ns', ?16, 'share', ?17)"
 #define FINDING_SQL "INSERT INTO docs(kind, doc) VALUES('finding', " FINDING_OBJECT ")"
 #define FINDING_GPU_SQL                                                                            \
 	"INSERT INTO docs(kind, doc) VALUES('finding', json_set(" FINDING_OBJECT ","              \
@@ -143,6 +150,25 @@ static int json_rank(FILE *out, const struct ss_report *report, const struct ss_
 	}
 	if (run(stmt) != SS_EXIT_OK)
 		return SS_EXIT_INTERNAL;
+	if (sqlite3_prepare_v2(doc_db, RANK_STEPS_SQL, -1, &stmt, NULL) != SQLITE_OK)
+		return sql_failed();
+	sqlite3_bind_text(stmt, 1, rk->steps_source, -1, SQLITE_STATIC);
+	if (rk->steps_name)
+		sqlite3_bind_text(stmt, 2, rk->steps_name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 3, rk->steps);
+	sqlite3_bind_int64(stmt, 4, rk->steady_steps);
+	bind_optional(stmt, 5, rk->step_ns);
+	if (rk->steady_steps > 0) {
+		double n = (double)rk->steady_steps;
+
+		sqlite3_bind_double(stmt, 6, (double)rk->steady_sync_points / n);
+		sqlite3_bind_int64(stmt, 7, rk->steady_blocked_ns / rk->steady_steps);
+		bind_optional(stmt, 8,
+			      rk->steady_gpu_idle_ns >= 0 ? rk->steady_gpu_idle_ns / rk->steady_steps
+							  : -1);
+	}
+	if (run(stmt) != SS_EXIT_OK)
+		return SS_EXIT_INTERNAL;
 	if (report->nranks < 2)
 		return SS_EXIT_OK;
 	if (sqlite3_prepare_v2(doc_db, RANK_CLOCK_SQL, -1, &stmt, NULL) != SQLITE_OK)
@@ -174,6 +200,11 @@ static int json_finding(FILE *out, const struct ss_report *report, const struct 
 	sqlite3_bind_text(stmt, 11, f->advice, -1, SQLITE_STATIC);
 	if (report->gpu_ranks)
 		bind_optional(stmt, 12, f->gpu_idle_ns);
+	sqlite3_bind_text(stmt, 13, f->phase, -1, SQLITE_STATIC);
+	bind_optional(stmt, 14, f->steps);
+	bind_optional(stmt, 15, f->cost_ns);
+	bind_optional(stmt, 16, f->cost_per_step_ns);
+	sqlite3_bind_double(stmt, 17, f->share);
 	return run(stmt);
 }
 

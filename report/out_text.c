@@ -127,6 +127,37 @@ static void print_clocks(FILE *out, const struct ss_report *report)
 	}
 }
 
+/* Each rank's step and its per-step figures (docs/rules.md, "Steady state"). */
+static void print_steps(FILE *out, const struct ss_report *report)
+{
+	fputs("\nsteps (steady state, after the warm-up step):\n", out);
+	fprintf(out, "  %5s  %8s  %6s  %6s  %10s  %10s  %14s  %15s  %s\n", "rank", "pid", "steps",
+		"steady", "step_ms", "syncs/step", "blocked_ms/step", "gpu_idle_ms/step", "found");
+	for (size_t i = 0; i < report->nranks; i++) {
+		const struct ss_rank *rk = &report->ranks[i];
+		char rank[24] = "-", step[32] = "-", syncs[32] = "-", blocked[32] = "-",
+		     idle[32] = "-";
+
+		if (rk->rank >= 0)
+			snprintf(rank, sizeof(rank), "%lld", rk->rank);
+		if (rk->steady_steps > 0) {
+			snprintf(step, sizeof(step), "%.3f", (double)rk->step_ns / 1e6);
+			snprintf(syncs, sizeof(syncs), "%.2f",
+				 (double)rk->steady_sync_points / (double)rk->steady_steps);
+			snprintf(blocked, sizeof(blocked), "%.3f",
+				 (double)rk->steady_blocked_ns / 1e6 / (double)rk->steady_steps);
+			if (rk->steady_gpu_idle_ns >= 0)
+				snprintf(idle, sizeof(idle), "%.3f",
+					 (double)rk->steady_gpu_idle_ns / 1e6 /
+					     (double)rk->steady_steps);
+		}
+		fprintf(out, "  %5s  %8lld  %6lld  %6lld  %10s  %10s  %14s  %15s  %s%s%s\n", rank,
+			rk->pid, rk->steps, rk->steady_steps, step, syncs, blocked, idle,
+			rk->steps_source, rk->steps_name ? ": " : "",
+			rk->steps_name ? rk->steps_name : "");
+	}
+}
+
 /* Ends the rank table (with its legend when a rank is marked) and starts the findings. */
 static void start_findings(FILE *out, const struct ss_report *report)
 {
@@ -138,9 +169,12 @@ static void start_findings(FILE *out, const struct ss_report *report)
 		fprintf(out, "  (* more than %d%% from the median of the ranks)\n",
 			SS_IMBALANCE_PERCENT);
 	print_clocks(out, report);
+	print_steps(out, report);
 	print_ranges(out, report);
-	fputs(report->nfindings ? "\nfindings (most blocked time first):\n" : "\nfindings: none\n",
-	      out);
+	if (!report->nfindings || strcmp(report->findings[0].severity, "info") == 0)
+		fputs("\nfindings: none in the steady state\n", out);
+	else
+		fputs("\nfindings (costliest per step first):\n", out);
 	findings_started = 1;
 }
 
@@ -152,10 +186,16 @@ static int text_finding(FILE *out, const struct ss_report *report, const struct 
 		start_findings(out, report);
 	if (f->rank >= 0)
 		snprintf(rank, sizeof(rank), "%lld", f->rank);
+	/* ANALYSIS-1: the info findings come last, under their own heading */
+	if (strcmp(f->severity, "info") == 0 && findings_started == 1) {
+		fputs("\nonce, not in the steady state (info: no cost per step):\n", out);
+		findings_started = 2;
+	}
 	fprintf(out, "  [%s] %s  rank %s  %s\n", f->severity, f->rule, rank, f->site);
 	fprintf(out, "      count %lld, %.3f ms blocked: %s\n", f->count, (double)f->blocked_ns / 1e6,
 		f->detail);
-	fprintf(out, "      fix: %s\n", f->advice);
+	if (strcmp(f->severity, "info") != 0)
+		fprintf(out, "      fix: %s\n", f->advice);
 	return SS_EXIT_OK;
 }
 

@@ -1,0 +1,385 @@
+/*
+ * report/steps.c: finds a rank's repeating step and tells the phase of a call (steps.h,
+ * docs/rules.md "Steady state").
+ *
+ * Detection from the recording, when the program marks no steps: a step loop makes the same
+ * calls in the same order every iteration, so a call the loop makes once per step (the same
+ * API from the same site) comes back every P calls of the main thread, P the number of calls
+ * in a step. For every (api, site) symbol of the main thread with SS_STEPS_MIN occurrences or
+ * more, the gaps between its occurrences (in calls) are compared with their most frequent value;
+ * the symbol is periodic when gaps within 1/8 of it cover at least 90% of its span (the first
+ * gap, the warm-up iteration's, left out: it makes more calls). Symbols the loop makes several
+ * times per step alternate short and long gaps and are not periodic; a kernel launched in a
+ * burst has gaps of 1 that cover a small part of the span. The step's period is the one most
+ * periodic symbols share (ties: the shorter), and its boundaries are the occurrences of the
+ * periodic symbol of that period seen first: the first call of the loop body that comes once
+ * per step. The last step holds P calls; what follows is teardown.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "steps.h"
+
+#define NO_STEP ((size_t)-1)
+
+size_t ss_steps_steady(const struct ss_steps *s)
+{
+	return s->nsteps > s->first_steady ? s->nsteps - s->first_steady : 0;
+}
+
+enum ss_phase ss_steps_phase(const struct ss_steps *s, long long t, size_t *step)
+{
+	size_t lo = 0, hi;
+
+	*step = NO_STEP;
+	if (!s->nsteps)
+		return SS_PHASE_STEADY; /* no steps: every call is judged (SS_FALLBACK_MIN_CALLS) */
+	if (t < s->start[0])
+		return SS_PHASE_SETUP;
+	if (t >= s->start[s->nsteps])
+		return SS_PHASE_TEARDOWN;
+	hi = s->nsteps; /* the last k with start[k] <= t (STEPS-2) */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->start[mid] <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (lo < s->first_steady)
+		return SS_PHASE_SETUP; /* warm-up */
+	*step = lo;
+	return SS_PHASE_STEADY;
+}
+
+int ss_steps_recurring(const struct ss_steps *s, long long steps, long long calls)
+{
+	size_t steady = ss_steps_steady(s);
+	long long need;
+
+	if (!s->nsteps)
+		return calls >= SS_FALLBACK_MIN_CALLS;
+	need = ((long long)steady * SS_RECURRING_PERCENT + 99) / 100;
+	if (need < 2)
+		need = 2;
+	return steps >= need;
+}
+
+static int compare_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median duration of the steady steps (the lower middle). */
+static int finish(struct ss_steps *s)
+{
+	size_t steady, n = 0;
+	long long *d;
+
+	s->first_steady = s->nsteps >= SS_WARMUP_MIN_STEPS ? 1 : 0;
+	steady = ss_steps_steady(s);
+	d = malloc((steady ? steady : 1) * sizeof(*d));
+	if (!d)
+		return -1;
+	for (size_t k = s->first_steady; k < s->nsteps; k++)
+		d[n++] = s->start[k + 1] - s->start[k];
+	qsort(d, n, sizeof(*d), compare_ll);
+	s->step_ns = n ? d[(n - 1) / 2] : -1;
+	free(d);
+	return 1;
+}
+
+/* "ProfilerStep#12" -> "ProfilerStep", "step 3" -> "step": numbered instances are one name. */
+static size_t base_length(const char *name)
+{
+	size_t n = strlen(name);
+
+	while (n && name[n - 1] >= '0' && name[n - 1] <= '9')
+		n--;
+	while (n && strchr("#_-: .", name[n - 1]))
+		n--;
+	return n;
+}
+
+static int says_step(const char *name, size_t len)
+{
+	for (size_t i = 0; i + 4 <= len; i++)
+		if (strncasecmp(name + i, "step", 4) == 0)
+			return 1;
+	return 0;
+}
+
+static int same_name(const struct ss_step_mark *a, const struct ss_step_mark *b)
+{
+	size_t la, lb;
+
+	if (a->tid != b->tid || a->is_step != b->is_step)
+		return 0;
+	if (!a->name || !b->name)
+		return a->name == b->name;
+	la = base_length(a->name);
+	lb = base_length(b->name);
+	return la == lb && strncmp(a->name, b->name, la) == 0;
+}
+
+int ss_steps_from_marks(struct ss_steps *s, const struct ss_step_mark *marks, size_t n)
+{
+	size_t best = NO_STEP, best_count = 0, k = 0;
+	int best_step = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->step_ns = -1;
+	for (size_t i = 0; i < n; i++) {
+		size_t count = 0, j;
+		int usable =
+		    marks[i].is_step ||
+		    (marks[i].name && says_step(marks[i].name, base_length(marks[i].name)));
+
+		if (!usable)
+			continue;
+		for (j = 0; j < i && !same_name(&marks[j], &marks[i]); j++)
+			;
+		if (j < i)
+			continue; /* counted at its first instance */
+		for (j = i; j < n; j++)
+			count += same_name(&marks[j], &marks[i]);
+		if (count < SS_STEPS_MIN)
+			continue;
+		/* syncspy_step first, then the most instances, then the earliest */
+		if (best == NO_STEP || marks[i].is_step > best_step ||
+		    (marks[i].is_step == best_step && count > best_count)) {
+			best = i;
+			best_count = count;
+			best_step = marks[i].is_step;
+		}
+	}
+	if (best == NO_STEP)
+		return 0;
+	s->start = malloc((best_count + 1) * sizeof(*s->start));
+	if (!s->start)
+		return -1;
+	for (size_t i = best; i < n; i++)
+		if (same_name(&marks[i], &marks[best]))
+			s->start[k++] = marks[i].start_ns;
+	/* the last step ends where its range ends; syncspy_step's last step and a range left
+	 * open last until the recording ends, which says nothing about the step: their start
+	 * ends the steps instead, and the last iteration counts as teardown */
+	{
+		const struct ss_step_mark *last = NULL;
+
+		for (size_t i = n; i-- > best && !last;)
+			if (same_name(&marks[i], &marks[best]))
+				last = &marks[i];
+		if (last->is_step || last->end_ns < last->start_ns)
+			k--;
+		else
+			s->start[k] = last->end_ns;
+		if (k == 0 || s->start[k] <= s->start[k - 1])
+			s->start[k] = (k ? s->start[k - 1] : last->start_ns) + 1;
+	}
+	s->nsteps = k;
+	if (marks[best].name) {
+		size_t len = base_length(marks[best].name);
+
+		s->name = strndup(marks[best].name, len ? len : strlen(marks[best].name));
+	} else {
+		s->name = strdup("syncspy_step");
+	}
+	if (!s->name)
+		return -1;
+	s->source = SS_STEPS_MARKED;
+	return finish(s);
+}
+
+/* The most frequent of n sorted values (ties: the smaller). */
+static long long mode_of(const long long *v, size_t n)
+{
+	long long best = v[0];
+	size_t best_run = 0;
+
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i; j < n && v[j] == v[i]; j++)
+			;
+		if (j - i > best_run) {
+			best_run = j - i;
+			best = v[i];
+		}
+	}
+	return best;
+}
+
+static int within(long long gap, long long mode)
+{
+	long long d = gap > mode ? gap - mode : mode - gap;
+
+	return d <= mode / 8;
+}
+
+struct periodic {
+	unsigned symbol;
+	long long period;
+	int exact;	    /* gaps of exactly the period cover 90% of the span */
+	size_t first, last; /* occurrence indexes of its regular chain */
+	size_t first_pos;   /* position of its first chain occurrence */
+};
+
+int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
+		    unsigned nsymbols)
+{
+	size_t *count = NULL, *offset = NULL, *pos = NULL, ncand = 0;
+	long long *gaps = NULL, *sorted = NULL, period = 0;
+	struct periodic *cand = NULL, *anchor = NULL;
+	int found = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->step_ns = -1;
+	if (n < 2 * SS_STEPS_MIN || !nsymbols)
+		return 0;
+	count = calloc(nsymbols, sizeof(*count));
+	offset = calloc((size_t)nsymbols + 1, sizeof(*offset));
+	pos = malloc(n * sizeof(*pos));
+	gaps = malloc(n * sizeof(*gaps));
+	sorted = malloc(n * sizeof(*sorted));
+	cand = malloc(nsymbols * sizeof(*cand));
+	if (!count || !offset || !pos || !gaps || !sorted || !cand) {
+		found = -1;
+		goto out;
+	}
+	/* each symbol's positions, contiguous, in call order (a counting sort) */
+	for (size_t i = 0; i < n; i++)
+		count[calls[i].symbol]++;
+	for (unsigned y = 0; y < nsymbols; y++)
+		offset[y + 1] = offset[y] + count[y];
+	memset(count, 0, nsymbols * sizeof(*count));
+	for (size_t i = 0; i < n; i++)
+		pos[offset[calls[i].symbol] + count[calls[i].symbol]++] = i;
+
+	for (unsigned y = 0; y < nsymbols; y++) {
+		const size_t *p = pos + offset[y];
+		size_t c = count[y], ngaps, skip, first;
+		long long mode, span = 0, regular = 0, exact = 0;
+
+		if (c < SS_STEPS_MIN)
+			continue;
+		ngaps = c - 1;
+		for (size_t i = 0; i < ngaps; i++)
+			gaps[i] = (long long)(p[i + 1] - p[i]);
+		skip = ngaps >= 3 ? 1 : 0; /* the warm-up iteration's gap */
+		memcpy(sorted, gaps + skip, (ngaps - skip) * sizeof(*sorted));
+		qsort(sorted, ngaps - skip, sizeof(*sorted), compare_ll);
+		mode = mode_of(sorted, ngaps - skip);
+		for (size_t i = skip; i < ngaps; i++) {
+			span += gaps[i];
+			if (within(gaps[i], mode))
+				regular += gaps[i];
+			if (gaps[i] == mode)
+				exact += gaps[i];
+		}
+		if (ngaps - skip < 2 || regular * 10 < span * 9)
+			continue;
+		/* the chain: from the first regular gap (and the warm-up step before it) */
+		for (first = 0; first < ngaps && !within(gaps[first], mode); first++)
+			;
+		if (first > 0 && gaps[first - 1] > mode)
+			first--;
+		cand[ncand++] =
+		    (struct periodic){y, mode, exact * 10 >= span * 9, first, c - 1, p[first]};
+	}
+	if (!ncand)
+		goto out;
+	/* the period most periodic symbols share; ties: the shorter. Where some symbols repeat at
+	 * an exact period, only they vote: a call made twice per step alternates gaps (9, 10 in a
+	 * step of 19 calls), within the tolerance of a half period, but not exactly. */
+	{
+		size_t best_votes = 0;
+		int any_exact = 0;
+
+		for (size_t i = 0; i < ncand; i++)
+			any_exact |= cand[i].exact;
+		for (size_t i = 0; i < ncand; i++) {
+			size_t votes = 0;
+
+			if (any_exact && !cand[i].exact)
+				continue;
+			for (size_t j = 0; j < ncand; j++)
+				votes += cand[j].period == cand[i].period &&
+					 (!any_exact || cand[j].exact);
+			if (votes > best_votes ||
+			    (votes == best_votes && cand[i].period < period)) {
+				best_votes = votes;
+				period = cand[i].period;
+			}
+		}
+	}
+	for (size_t i = 0; i < ncand; i++)
+		if (cand[i].period == period && (!anchor || cand[i].first_pos < anchor->first_pos))
+			anchor = &cand[i];
+	{
+		const size_t *p = pos + offset[anchor->symbol];
+		size_t k = 0, last_pos;
+
+		s->nsteps = anchor->last - anchor->first + 1;
+		s->start = malloc((s->nsteps + 1) * sizeof(*s->start));
+		if (!s->start) {
+			found = -1;
+			goto out;
+		}
+		for (size_t i = anchor->first; i <= anchor->last; i++)
+			s->start[k++] = calls[p[i]].start_ns;
+		/* the last step holds one period of calls; teardown follows */
+		last_pos = p[anchor->last] + (size_t)period;
+		s->start[k] = last_pos < n ? calls[last_pos].start_ns : calls[n - 1].end_ns + 1;
+		if (s->start[k] <= s->start[k - 1])
+			s->start[k] = s->start[k - 1] + 1;
+	}
+	s->source = SS_STEPS_DETECTED;
+	s->anchor = anchor->symbol;
+	s->period = (size_t)period;
+	found = finish(s);
+out:
+	free(count);
+	free(offset);
+	free(pos);
+	free(gaps);
+	free(sorted);
+	free(cand);
+	return found;
+}
+
+void ss_steps_free(struct ss_steps *s)
+{
+	free(s->start);
+	free(s->name);
+	memset(s, 0, sizeof(*s));
+}
+
+void ss_tally_init(struct ss_tally *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->last_step = NO_STEP;
+}
+
+void ss_tally_add(struct ss_tally *t, const struct ss_steps *s, long long start_ns, long long ns,
+		  long long count)
+{
+	size_t step;
+
+	if (t->all_n == 0 || ns > t->all_worst)
+		t->all_worst = ns;
+	t->all_n += count;
+	t->all_ns += ns;
+	if (ss_steps_phase(s, start_ns, &step) != SS_PHASE_STEADY)
+		return;
+	if (t->n == 0 || ns > t->worst)
+		t->worst = ns;
+	t->n += count;
+	t->ns += ns;
+	if (step != NO_STEP && step != t->last_step) {
+		t->steps++;
+		t->last_step = step;
+	}
+}

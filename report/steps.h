@@ -1,0 +1,108 @@
+/*
+ * report/steps.h: the program's repeating step, and the phase of every call (docs/rules.md,
+ * "Steady state"). Rules judge the steady state: what a program does in every step costs it
+ * every step, what it does once (setup, the first step's warm-up, the final read) does not.
+ *
+ * Steps come, in this order of preference, from
+ *   1. the program's marks: `syncspy_step` (ranges of kind `step`), else NVTX ranges whose name
+ *      says "step" (torch's `ProfilerStep#N`, `Optimizer.step#...`, a user's "train_step"),
+ *      numbered names counted as one ("ProfilerStep#3" is "ProfilerStep"), 3 instances or more
+ *      on one thread;
+ *   2. the recording itself: the period of the main thread's repeating calls (ss_steps_detect);
+ *   3. none: then every call is steady and a site is repeating when it made
+ *      SS_FALLBACK_MIN_CALLS calls or more, judged against the wall time; the report says so.
+ *
+ * Invariants (cited in code as STEPS-n):
+ *   STEPS-1  the phase of a call depends on its start time only (one time axis per rank, the
+ *            recording's CLOCK_MONOTONIC), so calls of every thread, and the GPU's records on
+ *            the same clock, are classified alike.
+ *   STEPS-2  step k is [start[k], start[k+1]); the steps are contiguous: a call between two
+ *            marks belongs to the earlier step. Before start[0]: setup; from start[nsteps]:
+ *            teardown; steps before first_steady: warm-up, counted as setup.
+ */
+#ifndef SYNCSPY_REPORT_STEPS_H
+#define SYNCSPY_REPORT_STEPS_H
+
+#include <stddef.h>
+
+/* A step is found from a repeating pattern or marks with at least this many instances. */
+#define SS_STEPS_MIN 3
+/* The first step is warm-up (lazy loading, cuBLAS handles, the caching allocator's first
+ * blocks) when the loop has at least this many steps. */
+#define SS_WARMUP_MIN_STEPS 4
+/* A site is in the steady state when its calls came in at least this share of the steady
+ * steps (and in 2 of them at least): a sync every step, or every other, is; one that happened
+ * in the first iterations only (allocator growth) or once at the end is not. */
+#define SS_RECURRING_PERCENT 20
+/* Without steps: a site is repeating from this many calls (a final read is one call, a setup
+ * pair of pinned buffers two). */
+#define SS_FALLBACK_MIN_CALLS 3
+
+enum ss_steps_source { SS_STEPS_NONE, SS_STEPS_MARKED, SS_STEPS_DETECTED };
+enum ss_phase { SS_PHASE_SETUP, SS_PHASE_STEADY, SS_PHASE_TEARDOWN };
+
+struct ss_steps {
+	enum ss_steps_source source;
+	char *name;	     /* marked: the range name; detected: what the anchor is */
+	long long *start;    /* nsteps + 1 boundaries (STEPS-2); NULL without steps */
+	size_t nsteps;	     /* 0 without steps */
+	size_t first_steady; /* the steps before it are warm-up */
+	long long step_ns;   /* median duration of the steady steps; -1 without steps */
+	unsigned anchor;     /* detected: the symbol whose occurrences start the steps */
+	size_t period;	     /* detected: calls of the main thread per step */
+};
+
+/* A call of the main thread as detection sees it: its symbol (what repeats: the api and site of
+ * the call, as an index) and its start and end. In call order. */
+struct ss_step_call {
+	unsigned symbol;
+	long long start_ns, end_ns;
+};
+
+/* A range instance, for marks: (tid, normalized name) pairs are compared by the caller. */
+struct ss_step_mark {
+	long long tid;
+	const char *name;	    /* NULL for unnamed steps */
+	int is_step;		    /* kind 'step' (syncspy_step) */
+	long long start_ns, end_ns; /* end_ns -1: left open */
+};
+
+/* Number of steady steps (0 without steps). */
+size_t ss_steps_steady(const struct ss_steps *s);
+
+/* The phase of a call that started at t (STEPS-1); *step is its step index for steady calls,
+ * (size_t)-1 otherwise. Without steps every call is steady, with no step index. */
+enum ss_phase ss_steps_phase(const struct ss_steps *s, long long t, size_t *step);
+
+/* Whether calls seen in `steps` distinct steady steps (without steps: `calls` calls) are in the
+ * steady state (SS_RECURRING_PERCENT, SS_FALLBACK_MIN_CALLS). */
+int ss_steps_recurring(const struct ss_steps *s, long long steps, long long calls);
+
+/* Steps from marks (sorted by start). Returns 1 and fills *s when a usable step name was found,
+ * 0 when not, -1 when out of memory. */
+int ss_steps_from_marks(struct ss_steps *s, const struct ss_step_mark *marks, size_t n);
+
+/* Steps detected from the main thread's calls (nsymbols: symbols are below it). Returns 1 when
+ * a repeating step was found, 0 when not, -1 when out of memory. */
+int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
+		    unsigned nsymbols);
+
+void ss_steps_free(struct ss_steps *s);
+
+/*
+ * Per finding: how often and how much in the steady state, and in all. A rule feeds it the
+ * calls (or GPU records) it flags, in time order per site where it can (distinct steps are
+ * counted by change of step index).
+ */
+struct ss_tally {
+	long long n, ns, worst;		    /* steady */
+	long long steps;		    /* distinct steady steps seen */
+	size_t last_step;		    /* (size_t)-1: none yet */
+	long long all_n, all_ns, all_worst; /* every phase */
+};
+
+void ss_tally_init(struct ss_tally *t);
+void ss_tally_add(struct ss_tally *t, const struct ss_steps *s, long long start_ns, long long ns,
+		  long long count);
+
+#endif

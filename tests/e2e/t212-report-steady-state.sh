@@ -1,0 +1,88 @@
+#!/bin/sh
+# t212: the report judges the steady state (docs/rules.md "Steady state", report/steps.c).
+# tests/progs/steady.c has a setup, 20 steps and a teardown; its lines are found by their @tags.
+#   - without marks the step is detected from the recording: 20 steps, 19 steady (the first is
+#     warm-up); with syncspy_step("train") the steps are the marks (19: the last mark's step
+#     lasts until the recording ends, so it ends the steps, 18 steady);
+#   - the stream sync made every step is the first finding, `steady`, in every steady step, with
+#     its cost per step, and above `info`; the scratch allocation of every step is steady too,
+#     and ranked below it (cheaper per step); nothing else of the loop is above `info` but the
+#     scratch buffer's free and the copy on the compute stream;
+#   - what happens once is `info`: the final blocking read, the setup allocations and copy; the
+#     first step's workspace allocation (one call) is not reported at all;
+#   - the rank's per-step figures (syncs per step) are in the JSON and the text;
+#   - a program without a loop gets the note that no step was found.
+. "$E2E_DIR/lib.sh"
+[ -n "${PYTHON3:-}" ] || skip "no python3"
+src=$TOP_SRCDIR/tests/progs/steady.c
+line() { grep -n "@$1 " "$src" | cut -d: -f1; }
+
+check() { # MODE: the JSON report of a run of steady MODE, checked
+	mode=$1
+	want=detected
+	[ "$mode" = marked ] && want=marked
+	rm -rf "$out"
+	under_shim "$PROGS/steady" $mode >"$tmp/stdout" 2>"$tmp/stderr" || fail "steady $mode exited $?"
+	grep -q '^steady: 20 steps' "$tmp/stdout" || fail "steady $mode output: $(cat "$tmp/stdout")"
+	one_db
+	"$SYNCSPY" report --format json "$db" >"$tmp/report.json" || fail "report $mode exited $?"
+	"$SYNCSPY" report "$db" >"$tmp/report.txt" || fail "text report $mode exited $?"
+	MODE=$mode LOOP_SYNC=$(line loop-sync) LOOP_ALLOC=$(line loop-alloc) \
+	FINAL_READ=$(line final-read) LOOP_FREE=$(line loop-free) LOOP_COPY=$(line loop-copy) SETUP_ALLOC=$(line setup-alloc) \
+	SETUP_COPY=$(line setup-copy) WARMUP=$(line warmup-alloc) \
+	"$PYTHON3" - "$tmp/report.json" <<'PY' || fail "steady $mode: report checks failed"
+import json, os, sys
+r = json.load(open(sys.argv[1]))
+e = os.environ
+def at(tag):
+    return "steady.c:%s " % e[tag]
+steps = r["ranks"][0]["steps"]
+want = "marked" if e["MODE"] == "marked" else "detected"
+assert steps["source"] == want, steps
+# marked: syncspy_step's last step lasts until the recording ends, so its start ends the steps
+nsteady = 18 if want == "marked" else 19
+assert steps["count"] == nsteady + 1 and steps["steady"] == nsteady, steps
+if want == "marked":
+    assert steps["name"] == "train", steps
+assert steps["step_ns"] >= 3000000, steps             # a 3 ms kernel every step
+assert abs(steps["sync_points_per_step"] - 3.0) < 0.01, steps  # sync, cudaMalloc, cudaFree
+f = r["findings"]
+first = f[0]
+assert first["rule"] == "host-sync" and at("LOOP_SYNC") in first["site"], first
+assert first["phase"] == "steady" and first["steps"] == nsteady, first
+assert first["count"] == nsteady, first
+assert first["severity"] == "high" and first["cost_per_step_ns"] >= 2000000, first
+assert 0.5 < first["share"] <= 1.5, first
+alloc = [x for x in f if x["rule"] == "alloc-in-loop" and at("LOOP_ALLOC") in x["site"]]
+assert len(alloc) == 1 and alloc[0]["phase"] == "steady", alloc
+assert alloc[0]["share"] < first["share"] and f.index(alloc[0]) > 0, f
+assert [x["severity"] for x in f if x["severity"] == "info"] == \
+    [x["severity"] for x in f[len(f) - sum(x["severity"] == "info" for x in f):]], \
+    "info findings must come last"
+def only_info(tag, rule):
+    got = [x for x in f if at(tag) in x["site"] and x["rule"] == rule]
+    assert got and all(x["severity"] == "info" and x["phase"] == "once" for x in got), (tag, got)
+only_info("FINAL_READ", "sync-copy")
+only_info("SETUP_ALLOC", "alloc-in-loop")
+only_info("SETUP_COPY", "sync-copy")
+assert not [x for x in f if at("WARMUP") in x["site"]], "the warm-up allocation is reported"
+above = [x for x in f if x["severity"] != "info"]
+assert {os.path.basename(x["site"].split(" ")[0]) for x in above} <= \
+    {"steady.c:" + e["LOOP_SYNC"], "steady.c:" + e["LOOP_ALLOC"], "steady.c:" + e["LOOP_FREE"],
+     "steady.c:" + e["LOOP_COPY"]}, above  # the loop's sync, alloc, free and copy
+assert r["report_version"] == "2.0"
+PY
+	grep -q '^findings (costliest per step first):' "$tmp/report.txt" || fail "text heading"
+	grep -q '^once, not in the steady state (info' "$tmp/report.txt" || fail "text info heading"
+	grep -Eq "^ +- +[0-9]+ +(20 +19|19 +18) .* $want" "$tmp/report.txt" || fail "text steps table: $(cat "$tmp/report.txt")"
+}
+check detect
+check marked
+
+# No loop: the note says how the calls were judged.
+rm -rf "$out"
+under_shim "$PROGS/scenarios" s1 >/dev/null 2>&1 || fail "scenarios s1"
+one_db
+"$SYNCSPY" report "$db" >"$tmp/s1.txt" || fail "report s1"
+grep -q 'no repeating step found' "$tmp/s1.txt" || fail "no note without steps: $(cat "$tmp/s1.txt")"
+exit 0

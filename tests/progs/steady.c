@@ -1,0 +1,77 @@
+/*
+ * tests/progs/steady.c: a program with a setup, a step loop and a teardown, for the report's
+ * steady state (report/steps.c, docs/rules.md "Steady state"; t212).
+ *
+ *   steady [marked]
+ *
+ * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers, the
+ *           weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
+ * loop:     STEPS steps of: an async H2D copy from pinned memory on the kernel's stream
+ *           (@loop-copy: copy-on-compute-stream), a kernel of KERNEL_US, a
+ *           stream sync every step (@loop-sync: the planted problem, the costliest: it waits
+ *           for the kernel), a scratch buffer allocated and freed every step after it
+ *           (@loop-alloc, @loop-free: they sync the device too, but it is idle by then), and in the
+ * first step only a workspace allocation (@warmup-alloc: the caching allocator's growth); teardown:
+ * the result read with a blocking copy (@final-read), the buffers freed. marked: each step starts
+ * with syncspy_step("train") (looked up at run time, so the program runs without the shim too). The
+ * @tags are what the test greps for to know the lines.
+ */
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "progs.h"
+
+#define STEPS	  20
+#define KERNEL_US 3000
+#define BYTES	  (1u << 20)
+
+int main(int argc, char **argv)
+{
+	int marked = argc > 1 && strcmp(argv[1], "marked") == 0;
+	void (*step_mark)(const char *) =
+	    marked ? (void (*)(const char *))dlsym(RTLD_DEFAULT, "syncspy_step") : NULL;
+	const dim3 one = {1, 1, 1};
+	void *param = (void *)(uintptr_t)KERNEL_US;
+	void *args[] = {&param};
+	void *dev[3], *pinned[2], *workspace = NULL, *scratch;
+	cudaStream_t s;
+	float result = 0;
+
+	for (int i = 0; i < 3; i++)
+		CHECK(cudaMalloc(&dev[i], BYTES)); /* @setup-alloc */
+	for (int i = 0; i < 2; i++)
+		CHECK(cudaMallocHost(&pinned[i], BYTES));
+	memset(pinned[0], 0, BYTES);
+	CHECK(cudaMemcpy(dev[0], pinned[0], BYTES, cudaMemcpyHostToDevice)); /* @setup-copy */
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaDeviceSynchronize()); /* @setup-sync */
+
+	for (int step = 0; step < STEPS; step++) {
+		if (step_mark)
+			step_mark("train");
+		if (step == 0)
+			CHECK(cudaMalloc(&workspace, BYTES)); /* @warmup-alloc */
+		void *src = pinned[step % 2];
+		CHECK(cudaMemcpyAsync(dev[1], src, BYTES, cudaMemcpyHostToDevice,
+				      s)); /* @loop-copy */
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, s));
+		CHECK(cudaStreamSynchronize(s));   /* @loop-sync */
+		CHECK(cudaMalloc(&scratch, 4096)); /* @loop-alloc */
+		CHECK(cudaFree(scratch));	   /* @loop-free */
+	}
+
+	CHECK(
+	    cudaMemcpy(&result, dev[2], sizeof(result), cudaMemcpyDeviceToHost)); /* @final-read */
+	printf("steady: %d steps, result %.1f\n", STEPS, result);
+	CHECK(cudaFree(workspace));
+	for (int i = 0; i < 3; i++)
+		CHECK(cudaFree(dev[i]));
+	for (int i = 0; i < 2; i++)
+		CHECK(cudaFreeHost(pinned[i]));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
