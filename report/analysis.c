@@ -2134,7 +2134,7 @@ struct gpu_rows {
 	size_t ncopies, cap_copies;
 	/* each kernel with its stream and when its launch call started (-1: no API record) */
 	struct kernel_row {
-		long long device, stream, s, correlation, launch_ns;
+		long long device, stream, s, correlation, launch_ns, e;
 	} *krows;
 	size_t nkrows, cap_krows;
 	/* per device, the stream that ran most of its kernels (kernel_launch_times) */
@@ -2184,7 +2184,7 @@ static int load_gpu_rows(struct loader *ld, struct db_state *st, struct gpu_rows
 			ok = PUSH(g->busy, g->nbusy, g->cap_busy, iv);
 			if (ok && kind[0] == 'k') {
 				struct kernel_row kr = {iv.device, sqlite3_column_int64(stmt, 8),
-							iv.s, correlation, -1};
+							iv.s, correlation, -1, iv.e};
 
 				ok = PUSH(g->kernels, g->nkernels, g->cap_kernels, iv) &&
 				     PUSH(g->krows, g->nkrows, g->cap_krows, kr);
@@ -2484,6 +2484,16 @@ static const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, 
  */
 #define COPY_OVERLAP_MIN_BYTES (64 * 1024) /* below: a latency-bound read of a result */
 
+/* When a copy was issued: its API record's start (the host call, on the recording's clock),
+ * else its own start. The host runs ahead of the GPU, so a step's copies may run on the GPU
+ * after the host has left the step: the phase of a GPU record is its host call's (STEPS-1). */
+static long long copy_issued(const struct db_state *st, const struct copy_row *c)
+{
+	const struct api_first *a = api_first_of(st, c->correlation);
+
+	return a ? a->start_ns : c->s;
+}
+
 static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_rows *g)
 {
 	/* the steady state's start: the first steady step's, or the recording's (steps.h) */
@@ -2493,16 +2503,17 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 	struct gpu_site *sites = NULL;
 	size_t ntg = 0, cap_tg = 0, nsites = 0, cap_sites = 0;
 	sqlite3_stmt *lookup = NULL;
-	int code = SS_EXIT_OK;
+	int code = load_api_first(ld, st);
 
+	if (code != SS_EXIT_OK)
+		return code;
 	for (size_t i = 0; i < g->ncopies; i++) {
 		const struct copy_row *c = &g->copies[i];
 		size_t k = first_ending_after(g->kernels, g->nkernels, c->device, c->s);
 		struct gpu_target t = {.correlation = c->correlation, .index = i};
-
 		size_t step;
 
-		if (ss_steps_phase(&st->steps, c->s, &step) != SS_PHASE_STEADY ||
+		if (ss_steps_phase(&st->steps, copy_issued(st, c), &step) != SS_PHASE_STEADY ||
 		    (k < g->nkernels && g->kernels[k].s < c->e))
 			continue; /* not in the steady state, or a kernel ran beside it */
 		if (first_ending_after(g->kernels, g->nkernels, c->device, steady_ns) == g->nkernels)
@@ -2544,7 +2555,7 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 		if (site->n++ == 0 || ns > site->worst)
 			site->worst = ns;
 		site->ns += ns;
-		ss_tally_add(&site->tally, &st->steps, c->s, ns, 1);
+		ss_tally_add(&site->tally, &st->steps, copy_issued(st, c), ns, 1);
 		site->bytes += c->bytes;
 		if (c->h2d)
 			site->h2d++;
@@ -2557,9 +2568,9 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 		qsort(sites, nsites, sizeof(*sites), compare_gpu_sites);
 	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
 		const struct gpu_site *s = &sites[i];
+		/* not every step's (the first steps' or a few): `info` */
+		int steady = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
 
-		if (!ss_steps_recurring(&st->steps, s->tally.steps, s->n))
-			continue; /* not every step's: the first steps' or a few */
 		code = add_finding(
 		    ld, RULE_COPY_WITHOUT_OVERLAP, st->rank, s->n, s->ns, s->worst, s->bytes, -1,
 		    xstrdup(s->site),
@@ -2569,7 +2580,7 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 			   "time",
 			   s->h2d, s->d2h, s->bytes, ms(s->ns)));
 		if (code == SS_EXIT_OK)
-			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps, 1,
+			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps, steady,
 				  s->tally.steps);
 	}
 	gpu_sites_free(sites, nsites);
@@ -2588,6 +2599,46 @@ static int check_gpu_tables(struct loader *ld, struct db_state *st)
 	st->gpu_api = sqlite3_column_int(stmt, 1);
 	st->gpu_paused = sqlite3_column_int(stmt, 2);
 	sqlite3_finalize(stmt);
+	return SS_EXIT_OK;
+}
+
+/*
+ * The step time with the GPU's work in it. A host that runs ahead (syncing once at the end)
+ * enqueues a step in microseconds while the GPU takes milliseconds: its host steps say nothing
+ * of throughput. The steady steps end when the last kernel or copy they issued has run (STEPS-1:
+ * issued by a call in a steady step); their time over their number is the step time, when it is
+ * longer than the host's median step.
+ */
+static int gpu_step_time(struct loader *ld, struct db_state *st, const struct gpu_rows *g)
+{
+	struct ss_rank *rk = st->rank;
+	long long end, first;
+	size_t steady = ss_steps_steady(&st->steps), step;
+	int code;
+
+	if (!steady)
+		return SS_EXIT_OK;
+	code = load_api_first(ld, st);
+	if (code != SS_EXIT_OK)
+		return code;
+	first = st->steps.start[st->steps.first_steady];
+	end = st->steps.start[st->steps.nsteps];
+	for (size_t i = 0; i < g->nkrows; i++) {
+		const struct api_first *a = api_first_of(st, g->krows[i].correlation);
+
+		if (a && g->krows[i].e > end &&
+		    ss_steps_phase(&st->steps, a->start_ns, &step) == SS_PHASE_STEADY)
+			end = g->krows[i].e;
+	}
+	for (size_t i = 0; i < g->ncopies; i++) {
+		const struct api_first *a = api_first_of(st, g->copies[i].correlation);
+
+		if (a && g->copies[i].e > end &&
+		    ss_steps_phase(&st->steps, a->start_ns, &step) == SS_PHASE_STEADY)
+			end = g->copies[i].e;
+	}
+	if ((end - first) / (long long)steady > rk->step_ns)
+		rk->step_ns = (end - first) / (long long)steady;
 	return SS_EXIT_OK;
 }
 
@@ -2614,6 +2665,8 @@ static int run_gpu(struct loader *ld, struct db_state *st)
 		rk->exposed_comm_ns = rk->comm_ns - during;
 		code = gpu_idle_rule(ld, st, &g);
 	}
+	if (code == SS_EXIT_OK)
+		code = gpu_step_time(ld, st, &g);
 	if (code == SS_EXIT_OK)
 		code = kernel_launch_times(ld, st, &g);
 	if (code == SS_EXIT_OK)

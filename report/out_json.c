@@ -17,7 +17,7 @@
 #include "output.h"
 
 #define RANK_OBJECT                                                                                \
-	"json_object('rank', ?1, 'world_size', ?2,"                                                 \
+	"json_object('rank', ?1, 'world_size', ?2,"                                                \
 	" 'host', ?3, 'pid', ?4, 'path', ?5, 'finished', json(?6), 'wall_ns', ?7,"                 \
 	" 'calls', json(?8), 'sync_points', ?9, 'blocked_ns', ?10, 'copies', ?11,"                 \
 	" 'copy_bytes', ?12, 'nccl_ops', ?13, 'nccl_ns', ?14, 'dropped_events', ?15,"              \
@@ -29,11 +29,15 @@
 	"INSERT INTO docs(kind, doc) VALUES('rank', json_set(" RANK_OBJECT ", '$.comm_ns', ?17,"   \
 	" '$.comm_overlap', ?18, '$.exposed_comm_ns', ?19))"
 
-/* The rank's steps (docs/rules.md, "Steady state"), after its other fields. */
+/* The rank's steps (docs/rules.md, "Steady state"), after its other fields; the GPU figure only
+ * in a report with a GPU timeline (?9), as the other GPU fields. */
+#define STEPS_OBJECT                                                                               \
+	"json_object('source', ?1, 'name', ?2, 'count', ?3, 'steady', ?4, 'step_ns', ?5,"          \
+	" 'sync_points_per_step', ?6, 'blocked_ns_per_step', ?7)"
 #define RANK_STEPS_SQL                                                                             \
-	"UPDATE docs SET doc = json_set(doc, '$.steps', json_object('source', ?1, 'name', ?2,"     \
-	" 'count', ?3, 'steady', ?4, 'step_ns', ?5, 'sync_points_per_step', ?6,"                   \
-	" 'blocked_ns_per_step', ?7, 'gpu_idle_ns_per_step', ?8)) WHERE id = last_insert_rowid()"
+	"UPDATE docs SET doc = json_set(doc, '$.steps', CASE WHEN ?9 THEN json_set(" STEPS_OBJECT  \
+	", '$.gpu_idle_ns_per_step', ?8) ELSE " STEPS_OBJECT                                       \
+	" END) WHERE id = last_insert_rowid()"
 
 /* With two ranks or more, each rank's clock alignment (docs/rules.md, "Clock alignment") follows
  * its other fields; a one-rank report stays as it was. */
@@ -43,13 +47,13 @@
 	" WHERE id = last_insert_rowid()"
 
 #define FINDING_OBJECT                                                                             \
-	"json_object('rule', ?1, 'severity', ?2,"                                                   \
+	"json_object('rule', ?1, 'severity', ?2,"                                                  \
 	" 'rank', ?3, 'count', ?4, 'blocked_ns', ?5, 'worst_ns', ?6, 'bytes', ?7,"                 \
 	" 'estimate_ns', ?8, 'site', ?9, 'detail', ?10, 'advice', ?11, 'phase', ?13,"              \
 	" 'steps', ?14, 'cost_ns', ?15, 'cost_per_step_ns', ?16, 'share', ?17)"
 #define FINDING_SQL "INSERT INTO docs(kind, doc) VALUES('finding', " FINDING_OBJECT ")"
 #define FINDING_GPU_SQL                                                                            \
-	"INSERT INTO docs(kind, doc) VALUES('finding', json_set(" FINDING_OBJECT ","              \
+	"INSERT INTO docs(kind, doc) VALUES('finding', json_set(" FINDING_OBJECT ","               \
 	" '$.gpu_idle_ns', ?12))"
 
 #define RANGE_SQL                                                                                  \
@@ -102,9 +106,8 @@ static int json_begin(FILE *out, const struct ss_report *report)
 	(void)out;
 	(void)report;
 	if (sqlite3_open(":memory:", &doc_db) != SQLITE_OK ||
-	    sqlite3_exec(doc_db,
-			 "CREATE TABLE docs(id INTEGER PRIMARY KEY, kind TEXT, doc TEXT)", NULL,
-			 NULL, NULL) != SQLITE_OK)
+	    sqlite3_exec(doc_db, "CREATE TABLE docs(id INTEGER PRIMARY KEY, kind TEXT, doc TEXT)",
+			 NULL, NULL, NULL) != SQLITE_OK)
 		return sql_failed();
 	return SS_EXIT_OK;
 }
@@ -158,14 +161,15 @@ static int json_rank(FILE *out, const struct ss_report *report, const struct ss_
 	sqlite3_bind_int64(stmt, 3, rk->steps);
 	sqlite3_bind_int64(stmt, 4, rk->steady_steps);
 	bind_optional(stmt, 5, rk->step_ns);
+	sqlite3_bind_int(stmt, 9, report->gpu_ranks > 0);
 	if (rk->steady_steps > 0) {
 		double n = (double)rk->steady_steps;
 
 		sqlite3_bind_double(stmt, 6, (double)rk->steady_sync_points / n);
 		sqlite3_bind_int64(stmt, 7, rk->steady_blocked_ns / rk->steady_steps);
-		bind_optional(stmt, 8,
-			      rk->steady_gpu_idle_ns >= 0 ? rk->steady_gpu_idle_ns / rk->steady_steps
-							  : -1);
+		bind_optional(
+		    stmt, 8,
+		    rk->steady_gpu_idle_ns >= 0 ? rk->steady_gpu_idle_ns / rk->steady_steps : -1);
 	}
 	if (run(stmt) != SS_EXIT_OK)
 		return SS_EXIT_INTERNAL;

@@ -43,8 +43,8 @@ static int text_rank(FILE *out, const struct ss_report *report, const struct ss_
 
 	if (rk->rank >= 0)
 		snprintf(rank, sizeof(rank), "%lld", rk->rank);
-	fprintf(out, "  %5s  %-*s  %8lld  %11.3f  %11lld%s  %11.3f%s  %7lld%s  %9lld  %10.3f",
-		rank, host_width, rk->host, rk->pid, (double)rk->wall_ns / 1e6, rk->sync_points,
+	fprintf(out, "  %5s  %-*s  %8lld  %11.3f  %11lld%s  %11.3f%s  %7lld%s  %9lld  %10.3f", rank,
+		host_width, rk->host, rk->pid, (double)rk->wall_ns / 1e6, rk->sync_points,
 		mark(rk, SS_DEV_SYNC_POINTS), (double)rk->blocked_ns / 1e6,
 		mark(rk, SS_DEV_BLOCKED), rk->copies, mark(rk, SS_DEV_COPIES), rk->nccl_ops,
 		(double)rk->nccl_ns / 1e6);
@@ -53,7 +53,8 @@ static int text_rank(FILE *out, const struct ss_report *report, const struct ss_
 
 		if (rk->gpu) {
 			snprintf(comm, sizeof(comm), "%.3f", (double)rk->comm_ns / 1e6);
-			snprintf(exposed, sizeof(exposed), "%.3f", (double)rk->exposed_comm_ns / 1e6);
+			snprintf(exposed, sizeof(exposed), "%.3f",
+				 (double)rk->exposed_comm_ns / 1e6);
 			if (rk->comm_overlap >= 0)
 				snprintf(overlap, sizeof(overlap), "%.3f", rk->comm_overlap);
 		}
@@ -192,8 +193,8 @@ static int text_finding(FILE *out, const struct ss_report *report, const struct 
 		findings_started = 2;
 	}
 	fprintf(out, "  [%s] %s  rank %s  %s\n", f->severity, f->rule, rank, f->site);
-	fprintf(out, "      count %lld, %.3f ms blocked: %s\n", f->count, (double)f->blocked_ns / 1e6,
-		f->detail);
+	fprintf(out, "      count %lld, %.3f ms blocked: %s\n", f->count,
+		(double)f->blocked_ns / 1e6, f->detail);
 	if (strcmp(f->severity, "info") != 0)
 		fprintf(out, "      fix: %s\n", f->advice);
 	return SS_EXIT_OK;

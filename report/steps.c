@@ -6,14 +6,14 @@
  * calls in the same order every iteration, so a call the loop makes once per step (the same
  * API from the same site) comes back every P calls of the main thread, P the number of calls
  * in a step. For every (api, site) symbol of the main thread with SS_STEPS_MIN occurrences or
- * more, the gaps between its occurrences (in calls) are compared with their most frequent value;
- * the symbol is periodic when gaps within 1/8 of it cover at least 90% of its span (the first
- * gap, the warm-up iteration's, left out: it makes more calls). Symbols the loop makes several
- * times per step alternate short and long gaps and are not periodic; a kernel launched in a
- * burst has gaps of 1 that cover a small part of the span. The step's period is the one most
- * periodic symbols share (ties: the shorter), and its boundaries are the occurrences of the
- * periodic symbol of that period seen first: the first call of the loop body that comes once
- * per step. The last step holds P calls; what follows is teardown.
+ * more (SS_STEPS_MIN_DETECTED), the gaps between its occurrences (in calls) are compared with their
+ * most frequent value; the symbol is periodic when gaps within 1/8 of it cover at least 90% of its
+ * span (the first gap, the warm-up iteration's, left out: it makes more calls). Symbols the loop
+ * makes several times per step alternate short and long gaps and are not periodic; a kernel
+ * launched in a burst has gaps of 1 that cover a small part of the span. The step's period is the
+ * one under which periodic symbols cover the most calls (ties: the shorter), and its boundaries are
+ * the occurrences of the periodic symbol of that period seen first: the first call of the loop body
+ * that comes once per step. The last step holds P calls; what follows is teardown.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -237,7 +237,7 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 
 	memset(s, 0, sizeof(*s));
 	s->step_ns = -1;
-	if (n < 2 * SS_STEPS_MIN || !nsymbols)
+	if (n < SS_STEPS_MIN_DETECTED || !nsymbols)
 		return 0;
 	count = calloc(nsymbols, sizeof(*count));
 	offset = calloc((size_t)nsymbols + 1, sizeof(*offset));
@@ -263,7 +263,7 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 		size_t c = count[y], ngaps, skip, first;
 		long long mode, span = 0, regular = 0, exact = 0;
 
-		if (c < SS_STEPS_MIN)
+		if (c < SS_STEPS_MIN_DETECTED)
 			continue;
 		ngaps = c - 1;
 		for (size_t i = 0; i < ngaps; i++)
@@ -291,23 +291,27 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 	}
 	if (!ncand)
 		goto out;
-	/* the period most periodic symbols share; ties: the shorter. Where some symbols repeat at
-	 * an exact period, only they vote: a call made twice per step alternates gaps (9, 10 in a
-	 * step of 19 calls), within the tolerance of a half period, but not exactly. */
+	/* the period under which periodic symbols cover the most calls (occurrences x period,
+	 * summed: a loop of 19 calls per step outweighs a setup loop over five buffers); ties: the
+	 * shorter. Where some symbols repeat at an exact period, only they vote: a call made twice
+	 * per step alternates gaps (9, 10 in a step of 19 calls), within the tolerance of a half
+	 * period, but not exactly. */
 	{
-		size_t best_votes = 0;
+		long long best_votes = 0;
 		int any_exact = 0;
 
 		for (size_t i = 0; i < ncand; i++)
 			any_exact |= cand[i].exact;
 		for (size_t i = 0; i < ncand; i++) {
-			size_t votes = 0;
+			long long votes = 0;
 
 			if (any_exact && !cand[i].exact)
 				continue;
 			for (size_t j = 0; j < ncand; j++)
-				votes += cand[j].period == cand[i].period &&
-					 (!any_exact || cand[j].exact);
+				if (cand[j].period == cand[i].period &&
+				    (!any_exact || cand[j].exact))
+					votes += (long long)(cand[j].last - cand[j].first + 1) *
+						 cand[j].period;
 			if (votes > best_votes ||
 			    (votes == best_votes && cand[i].period < period)) {
 				best_votes = votes;

@@ -14,8 +14,10 @@
  *
  * Invariants (cited in code as STEPS-n):
  *   STEPS-1  the phase of a call depends on its start time only (one time axis per rank, the
- *            recording's CLOCK_MONOTONIC), so calls of every thread, and the GPU's records on
- *            the same clock, are classified alike.
+ *            recording's CLOCK_MONOTONIC), so calls of every thread are classified alike. A GPU
+ *            record takes the phase of the host call that issued it (its CUPTI API record's
+ *            start), not of its own time: the host runs ahead, and a step's kernels and
+ *            copies may run after the host has left the step.
  *   STEPS-2  step k is [start[k], start[k+1]); the steps are contiguous: a call between two
  *            marks belongs to the earlier step. Before start[0]: setup; from start[nsteps]:
  *            teardown; steps before first_steady: warm-up, counted as setup.
@@ -25,8 +27,10 @@
 
 #include <stddef.h>
 
-/* A step is found from a repeating pattern or marks with at least this many instances. */
-#define SS_STEPS_MIN 3
+/* Steps from marks need at least this many instances; detected ones SS_STEPS_MIN_DETECTED (a
+ * pattern seen 3 times may be a setup loop over three buffers). */
+#define SS_STEPS_MIN	      3
+#define SS_STEPS_MIN_DETECTED 5
 /* The first step is warm-up (lazy loading, cuBLAS handles, the caching allocator's first
  * blocks) when the loop has at least this many steps. */
 #define SS_WARMUP_MIN_STEPS 4

@@ -33,7 +33,6 @@
 		N1: "#6a994e", N2: "#38b000", X1: "#a0a8b5"
 	};
 	var TOP_FINDINGS = 8;
-	var SEVERITY_ORDER = { error: 0, high: 0, warning: 1, medium: 1, info: 2, low: 2 };
 
 	/* ------------------------------------------------------------ small helpers */
 
@@ -154,12 +153,10 @@
 			box.appendChild(el("p", "note", "No findings: no rule found a wait worth fixing."));
 			return;
 		}
-		findings.sort(function (a, b) {
-			var sa = SEVERITY_ORDER[a.severity], sb = SEVERITY_ORDER[b.severity];
-			sa = sa === undefined ? 3 : sa;
-			sb = sb === undefined ? 3 : sb;
-			return sa - sb || (b.blocked_ns || 0) - (a.blocked_ns || 0);
-		});
+		/* The report's order (ANALYSIS-1 in report/analysis.h): the costliest per step first,
+		   what happened once (`info`) last. */
+		if (findings[0].severity === "info")
+			box.appendChild(el("p", "note", "No findings in the steady state: what is listed happened once (setup, warm-up, teardown)."));
 		findings.forEach(function (f, i) {
 			var sev = String(f.severity || "note").toLowerCase();
 			var card = el("div", "finding sev-" + sev.replace(/[^a-z]/g, ""));
@@ -176,6 +173,11 @@
 				facts.push(fmtInt(f.count) + (f.count === 1 ? " call" : " calls"));
 			if (isNum(f.blocked_ns))
 				facts.push(fmtNs(f.blocked_ns) + " blocked");
+			if (isNum(f.cost_per_step_ns) && f.phase === "steady")
+				facts.push(fmtNs(f.cost_per_step_ns) + " per step" +
+					(isNum(f.share) ? " (" + (100 * f.share).toFixed(1) + "% of the step)" : ""));
+			if (f.phase === "once")
+				facts.push("once: not in the steady state");
 			if (f.class)
 				facts.push("class " + f.class);
 			card.appendChild(el("div", "facts", facts.join(" \u00b7 ")));

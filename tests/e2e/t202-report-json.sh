@@ -28,7 +28,7 @@ echo "integer text text array array array 2" | diff -u - "$tmp/actual" >&2 || fa
 	json_extract(value, '\$.sync_points'), json_extract(value, '\$.nccl_ops'),
 	json_extract(value, '\$.copies'), json_type(value, '\$.blocked_ns'), json_type(value, '\$.deviates')
 	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.ranks')) AS r" >"$tmp/actual"
-keys=rank,world_size,host,pid,path,finished,wall_ns,calls,sync_points,blocked_ns,copies,copy_bytes,nccl_ops,nccl_ns,dropped_events,deviates,clock_offset_ns,clock_offset_method,clock_offset_spread_ns
+keys=rank,world_size,host,pid,path,finished,wall_ns,calls,sync_points,blocked_ns,copies,copy_bytes,nccl_ops,nccl_ns,dropped_events,deviates,steps,clock_offset_ns,clock_offset_method,clock_offset_spread_ns
 cat >"$tmp/expected" <<END
 $keys|0|4|2|2|4|4|2|integer|array
 $keys|1|4|2|2|4|4|2|integer|array
@@ -37,23 +37,37 @@ $keys|3|4|2|2|4|4|2|integer|array
 END
 diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "ranks"
 
-# Every finding: the documented keys, in order; severities and rules from the documented sets;
-# sorted by blocked_ns, largest first.
+# Every rank's steps: the documented keys and types.
+"$SQLITE3" -batch :memory: "SELECT DISTINCT (SELECT group_concat(k.key, ',') FROM json_each(r.value, '\$.steps') AS k),
+	json_extract(value, '\$.steps.source') IN ('none', 'marked', 'detected'),
+	json_type(value, '\$.steps.count'), json_type(value, '\$.steps.steady')
+	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.ranks')) AS r" >"$tmp/actual"
+echo "source,name,count,steady,step_ns,sync_points_per_step,blocked_ns_per_step|1|integer|integer" |
+	diff -u - "$tmp/actual" >&2 || fail "steps keys"
+
+# Every finding: the documented keys, in order; severities, phases and rules from the documented
+# sets; the steady findings first, by share, then the info ones by blocked_ns (ANALYSIS-1).
 "$SQLITE3" -batch :memory: "SELECT DISTINCT (SELECT group_concat(k.key, ',') FROM json_each(r.value) AS k)
 	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings')) AS r" >"$tmp/actual"
-echo "rule,severity,rank,count,blocked_ns,worst_ns,bytes,estimate_ns,site,detail,advice" |
+echo "rule,severity,rank,count,blocked_ns,worst_ns,bytes,estimate_ns,site,detail,advice,phase,steps,cost_ns,cost_per_step_ns,share" |
 	diff -u - "$tmp/actual" >&2 || fail "finding keys"
 "$SQLITE3" -batch :memory: "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
-	WHERE json_extract(value, '\$.severity') NOT IN ('high', 'medium', 'low')
+	WHERE json_extract(value, '\$.severity') NOT IN ('high', 'medium', 'low', 'info')
+	OR json_extract(value, '\$.phase') NOT IN ('steady', 'once')
+	OR (json_extract(value, '\$.severity') = 'info') <> (json_extract(value, '\$.phase') = 'once')
 	OR json_extract(value, '\$.rule') NOT IN ('host-sync', 'sync-copy', 'pageable-async-copy',
 	 'memset-pinned', 'alloc-in-loop', 'legacy-stream', 'polling', 'copy-on-compute-stream',
 	 'nccl-straggler', 'rank-imbalance')
 	OR json_type(value, '\$.advice') <> 'text' OR json_type(value, '\$.site') <> 'text'" >"$tmp/actual"
 echo 0 | diff -u - "$tmp/actual" >&2 || fail "finding values"
-"$SQLITE3" -batch :memory: "SELECT count(*) FROM (SELECT json_extract(value, '\$.blocked_ns') AS b,
-	lag(json_extract(value, '\$.blocked_ns')) OVER (ORDER BY CAST(key AS INTEGER)) AS prev
-	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))) WHERE b > prev" >"$tmp/actual"
-echo 0 | diff -u - "$tmp/actual" >&2 || fail "findings not sorted by blocked_ns"
+"$SQLITE3" -batch :memory: "SELECT count(*) FROM (SELECT json_extract(value, '\$.severity') = 'info' AS i,
+	json_extract(value, '\$.share') AS s, json_extract(value, '\$.blocked_ns') AS b,
+	lag(json_extract(value, '\$.severity') = 'info') OVER w AS pi, lag(json_extract(value, '\$.share')) OVER w AS ps,
+	lag(json_extract(value, '\$.blocked_ns')) OVER w AS pb
+	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
+	WINDOW w AS (ORDER BY CAST(key AS INTEGER)))
+	WHERE i < pi OR (i = pi AND NOT i AND s > ps) OR (i = pi AND i AND b > pb)" >"$tmp/actual"
+echo 0 | diff -u - "$tmp/actual" >&2 || fail "findings not in ANALYSIS-1 order"
 j "json_extract(d, '\$.notes[1]')" >"$tmp/actual"
 echo "communication/compute overlap: not measurable without GPU timeline" | diff -u - "$tmp/actual" >&2 ||
 	fail "overlap note"

@@ -4,17 +4,17 @@
  *
  *   steady [marked]
  *
- * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers, the
- *           weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
+ * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers,
+ *           the weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
  * loop:     STEPS steps of: an async H2D copy from pinned memory on the kernel's stream
- *           (@loop-copy: copy-on-compute-stream), a kernel of KERNEL_US, a
- *           stream sync every step (@loop-sync: the planted problem, the costliest: it waits
- *           for the kernel), a scratch buffer allocated and freed every step after it
- *           (@loop-alloc, @loop-free: they sync the device too, but it is idle by then), and in the
- * first step only a workspace allocation (@warmup-alloc: the caching allocator's growth); teardown:
- * the result read with a blocking copy (@final-read), the buffers freed. marked: each step starts
- * with syncspy_step("train") (looked up at run time, so the program runs without the shim too). The
- * @tags are what the test greps for to know the lines.
+ *           (@loop-copy: copy-on-compute-stream), a kernel of KERNEL_US, a stream sync every
+ *           step (@loop-sync: the planted problem, the costliest: it waits for the kernel), a
+ *           scratch buffer allocated and freed every step after it (@loop-alloc, @loop-free:
+ *           they sync the device too, but it is idle by then), and in the first step only a
+ *           workspace allocation (@warmup-alloc: the caching allocator's growth);
+ * teardown: the result read with a blocking copy (@final-read), the buffers freed.
+ * marked: each step starts with syncspy_step("train") (looked up at run time, so the program
+ * runs without the shim too). The @tags are what the test greps for to know the lines.
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -55,17 +55,16 @@ int main(int argc, char **argv)
 			step_mark("train");
 		if (step == 0)
 			CHECK(cudaMalloc(&workspace, BYTES)); /* @warmup-alloc */
-		void *src = pinned[step % 2];
-		CHECK(cudaMemcpyAsync(dev[1], src, BYTES, cudaMemcpyHostToDevice,
-				      s)); /* @loop-copy */
+		void *in = dev[1], *src = pinned[step % 2];
+
+		CHECK(cudaMemcpyAsync(in, src, BYTES, cudaMemcpyHostToDevice, s)); /* @loop-copy */
 		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, s));
 		CHECK(cudaStreamSynchronize(s));   /* @loop-sync */
 		CHECK(cudaMalloc(&scratch, 4096)); /* @loop-alloc */
 		CHECK(cudaFree(scratch));	   /* @loop-free */
 	}
 
-	CHECK(
-	    cudaMemcpy(&result, dev[2], sizeof(result), cudaMemcpyDeviceToHost)); /* @final-read */
+	CHECK(cudaMemcpy(&result, dev[2], 4, cudaMemcpyDeviceToHost)); /* @final-read */
 	printf("steady: %d steps, result %.1f\n", STEPS, result);
 	CHECK(cudaFree(workspace));
 	for (int i = 0; i < 3; i++)
