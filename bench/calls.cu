@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/calls.cu: host-side cost of the CUDA calls syncspy wraps most often (docs/architecture.md
  * F10): a kernel launch (<<<>>>, an empty kernel on one thread), cudaEventRecord,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/run.sh: what libsyncspy.so adds to the host-side cost of the calls it wraps most often.
 #
 # Builds bench/calls.cu, runs it alternately without and with the shim (ROUNDS times each, in

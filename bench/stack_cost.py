@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """bench/stack_cost.py: what a sync point's stacks (native and Python) cost, on a GPU.
 
 Times two sync points made from Python and prints the median per call in ns of each:

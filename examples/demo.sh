@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # examples/demo.sh: what `make demo` runs (and tests/e2e/t700-demo.sh checks): records a few
 # workloads under the shim, then prints, short, what syncspy found in them and in a PyTorch loop
 # recorded on an H200 (examples/traces), each report's findings first, and ends with the top

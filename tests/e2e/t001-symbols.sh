@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t001: libsyncspy.so exports the interposed entry points (runtime, driver, NCCL, and dlsym,
 # exec*, sigaction, signal for the process around them; syncspy_step and syncspy_gpu_trace
 # for the program) and nothing else: no SQLite, no

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t002: the shim's runtime table against the toolkit's real libcudart.so.13: every entry point
 # of the sync-model families that libcudart exports (with its _ptsz/_ptds twins) is wrapped,
 # and every wrapped cuda* name exists in libcudart (a typo or a missing variant fails here).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t004: docs/architecture.md stays the map of the code: every invariant the code cites
 # (SHIM-n, SCHEMA-n, ...) has its entry there and every entry is cited; every "F<n>" fact cited
 # as docs/architecture.md's exists; nothing cites the design notes outside the repository

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t027: SYNCSPY_CUPTI=1 where CUPTI cannot start (this machine has no GPU driver): the program
 # runs unchanged, host data is recorded as without CUPTI, and meta.cupti says why there is no
 # GPU data (docs/architecture.md F8: degrade to host-side data and say so in the database).

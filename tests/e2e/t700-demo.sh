@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t700: the shape of `make demo` (examples/demo.sh, the README's first command), so it cannot
 # drift unseen: it records its four workloads, says once that there is no GPU timeline (no
 # per-database CUPTI error, no metadata dump), prints each report with its findings first, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/run.sh: the end-to-end test of syncspy on a GPU machine (the H200), in one call.
 #
 # Runs the reference workloads of examples/ without and with LD_PRELOAD=libsyncspy.so, checks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/driver_calls.c: programs that reach the CUDA driver without libcudart.so, as the
  * static cudart, cuBLAS and NCCL do (docs/architecture.md F4), run on the CPU stand-in driver.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/progs/exceptions.cc: C++ exceptions must unwind as usual under the shim, whose
 // unwinder and storage engine stay out of the process's global symbol scope (docs/architecture.md
 // F7). Makes CUDA calls (so the shim starts), then throws and catches through frames.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cudart.c: the libcudart.so.13 CPU stand-in, a thin runtime over the driver stand-in.
  *

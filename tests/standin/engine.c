@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * engine.c: the machinery behind the libcuda.so.1 CPU stand-in: memory registry, handle set,
  * streams with worker threads, events, captured graphs, timed copies and memsets.

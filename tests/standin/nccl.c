@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nccl.c: the libnccl.so.2 CPU stand-in: collectives and send/recv between ranks that are
  * separate processes, through one POSIX shared-memory segment per communicator.
