@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * bench/calls.cu: host-side cost of the CUDA calls syncspy wraps most often (DESIGN.md
- * section 4): a kernel launch (<<<>>>, an empty kernel on one thread), cudaEventRecord,
+ * bench/calls.cu: host-side cost of the CUDA calls syncspy wraps most often (docs/architecture.md
+ * F10): a kernel launch (<<<>>>, an empty kernel on one thread), cudaEventRecord,
  * cudaStreamWaitEvent and cudaStreamSynchronize on an idle stream.
  *
  * Run once without and once with LD_PRELOAD=libsyncspy.so, the difference is what the shim adds

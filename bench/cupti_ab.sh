@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/cupti_ab.sh [RESULT_FILE]: what CUPTI adds to the torch reference loop, measured inside
 # RESULT_FILE is appended to (default: standard output), so that runs can share one file.
 # one process, beside what torch.profiler adds, measured the same way (issue 3: at most 3%).

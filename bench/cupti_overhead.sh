@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/cupti_overhead.sh [RESULT_FILE]: what syncspy adds to a torch training step, on a GPU,
 # with and without its CUPTI module, beside what torch.profiler adds (issue 3: at most 3% with
 # CUPTI on, on the torch reference loop).

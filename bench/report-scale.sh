@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # bench/report-scale.sh: how fast `syncspy report --format json` merges a large run.
 #
 # Builds RANKS fixture databases (default 8) of CALLS calls each (default 1,000,000) with SQL

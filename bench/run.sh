@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/run.sh: what libsyncspy.so adds to the host-side cost of the calls it wraps most often.
 #
 # Builds bench/calls.cu, runs it alternately without and with the shim (ROUNDS times each, in
 # the same session so that clocks, governor and GPU state are shared), and writes a table:
 #   call, median without, median with, added ns, target, PASS/FAIL, noise
 # where each median is the median over the rounds of calls' per-run medians, added = with -
-# without, and the targets are DESIGN.md's: 25 ns for enqueue calls (kernel launch, event record,
-# stream wait event) and 100 ns for sync calls. noise is the spread (max - min) of the runs
+# without, and the targets are docs/architecture.md's: 25 ns for enqueues (kernel launch, event
+# record, stream wait event) and 100 ns for sync calls. noise is the spread (max - min) of the runs
 # without the shim: an added cost below it is not resolved by this machine. The shim runs with
 # SYNCSPY_CUPTI=0: these targets are the host side's (CUPTI's cost: bench/cupti_ab.sh).
 #
@@ -108,7 +109,7 @@ mkdir -p "$(dirname "$result_file")"
 	python3 - "$work" "$rounds" <<'PY'
 import statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
-# DESIGN.md's overhead targets, ns added per call.
+# docs/architecture.md's overhead targets, ns added per call.
 TARGETS = {"kernel_launch": 25, "cudaEventRecord": 25, "cudaStreamWaitEvent": 25,
            "cudaStreamSynchronize_idle": 100}
 

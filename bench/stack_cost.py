@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """bench/stack_cost.py: what a sync point's stacks (native and Python) cost, on a GPU.
 
 Times two sync points made from Python and prints the median per call in ns of each:
   sync_ns  torch.cuda.current_stream().synchronize() on an idle stream (a cudaStreamSynchronize
            with nothing to wait for: the issue's "idle stream sync", about 1.5 us alone);
   item_ns  `.item()` of a fresh sum (a D2H copy and a stream sync, with the copy's latency).
-torch releases the GIL around both, so the Python frames are taken the way DESIGN.md section 3
+torch releases the GIL around both, so the Python frames are taken the way docs/attribution.md
 describes for GIL-released syncs. bench/stack_cost.sh runs it under the shim with
 SYNCSPY_STACK_DEPTH=0 and =32; the difference is the stacks' cost (target: at most 2 us,
 issue 'Attribution').

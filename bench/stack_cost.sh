@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/stack_cost.sh [RESULT_FILE]: the cost of a sync point's stacks on a GPU machine.
 # RESULT_FILE is appended to (default: standard output), so that runs can share one file.
 # PIN=CPU runs every process on that core (taskset); CALLS calls per measure (default 5000).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bench/torch-lib.sh: sourced by the benchmarks that run torch under the carried shim
 # (stack_cost.sh, torch_stack_cost.sh, cupti_ab.sh). Sets root (the checkout), shim
 # (SYNCSPY_SHIM, default .carry/lib/libsyncspy.so: tests/gpu/carry.sh fills it), out (the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/torch_stack_cost.sh [RESULT_FILE]: what a sync point's stacks cost inside a real step,
 # on a GPU machine. RESULT_FILE is appended to (default: standard output).
 #

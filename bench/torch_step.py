@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """bench/torch_step.py: the step time of the torch reference loop, for overhead comparisons.
 
 The loop of examples/torch/item_loop.py (an MLP step: forward, MSE loss, backward, SGD, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/wrapper_ab.cu: what one libsyncspy.so wrapper adds to a call, measured inside one
  * process: blocks of calls through the wrapper (the global symbol, which LD_PRELOAD binds to

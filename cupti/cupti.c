@@ -10,7 +10,7 @@
  * - CUPTI's activity buffers have one owner per process: whoever called
  *   cuptiActivityRegisterCallbacks last gets every buffer, also those another client asked for.
  *   So syncspy gives way to any other client (CUPTI-1, CUPTI-2), and when anything fails,
- *   recording goes on with host data only and ss_cupti_status says why (DESIGN.md section 4).
+ *   recording goes on with host data only and ss_cupti_status says why (docs/architecture.md F8).
  *
  * Invariants:
  *   CUPTI-1  syncspy never starts CUPTI when another client got there first: Nsight's injection

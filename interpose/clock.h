@@ -4,7 +4,7 @@
  *
  * Where the CPU has an invariant TSC (constant rate, not stopped in idle states), raw ticks are
  * the TSC: reading it costs a few ns, against ~20 ns for clock_gettime through the vDSO, and
- * two clock reads are most of a wrapper's cost (DESIGN.md section 4: 45-85 ns for a naive
+ * two clock reads are most of a wrapper's cost (docs/architecture.md F10: 45-85 ns for a naive
  * wrapper). Elsewhere, or with SYNCSPY_CLOCK=mono, raw ticks are CLOCK_MONOTONIC ns already.
  */
 #ifndef SYNCSPY_CLOCK_H

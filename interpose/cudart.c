@@ -14,7 +14,7 @@
 #include "wrapper.h"
 
 /* Not in the C headers (crt/device_functions.h declares them for C++ only): what nvcc's <<<>>>
- * launches call in CUDA 13 (DESIGN.md section 4). */
+ * launches call in CUDA 13 (docs/architecture.md F2). */
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
 			       size_t sharedMem, cudaStream_t stream);
 

@@ -4,7 +4,7 @@
  * SS_CUDART(name, variant, class, (params), (args), pre, post)
  *   variant  NONE, PTSZ or PTDS: which per-thread-default-stream twin libcudart.so.13 also
  *            exports (name_ptsz / name_ptds); its wrapper is generated from the same line, and
- *            tests/e2e/t010-cudart-table.sh checks this column against `nm -D libcudart.so.13`.
+ *            tests/e2e/t002-cudart-table.sh checks this column against `nm -D libcudart.so.13`.
  *   class    the static class (model.h); COPY/MEMSET/FREE may change it per call (S4/S5/S6).
  *   pre      what the call means, read from its arguments before the real call runs:
  *              STREAM(s)  the stream it works on        EVENT(e)  the event it records/waits

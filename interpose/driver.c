@@ -2,8 +2,8 @@
  * interpose/driver.c: the CUDA driver module. Generates one wrapper per line of
  * driver_table.h (plus its _ptsz/_ptds twin), and makes sure code that never calls libcudart.so
  * reaches them: the static cudart that nvcc links by default, cuBLAS, torch's c10 and NCCL get
- * driver functions from dlsym(libcuda handle, name) and from cuGetProcAddress (DESIGN.md
- * section 4). The shim's dlsym, cuGetProcAddress and cudaGetDriverEntryPoint hand out the
+ * driver functions from dlsym(libcuda handle, name) and from cuGetProcAddress (docs/architecture.md
+ * F4). The shim's dlsym, cuGetProcAddress and cudaGetDriverEntryPoint hand out the
  * wrapper of a table function instead of the real pointer, and anything else untouched
  * (cuGetExportTable included).
  *

@@ -48,7 +48,7 @@ void ss_config_load(void)
 	ss_config.name = SS_PARSE_##type(#name, (v ? v : def), def);
 	SS_ENV_VARS(SS_LOAD)
 #undef SS_LOAD
-	/* DESIGN.md section 5: a commit at least every second. */
+	/* docs/architecture.md, data flow 4: a commit at least every second. */
 	if (ss_config.SYNCSPY_COMMIT_MS == 0 || ss_config.SYNCSPY_COMMIT_MS > 1000)
 		ss_config.SYNCSPY_COMMIT_MS = 1000;
 	if (ss_config.SYNCSPY_DRAIN_MS == 0)

@@ -2,7 +2,7 @@
  * interpose/native.c: the native call stack of a sync point (S1-S6), through libunwind.
  *
  * libunwind.so.8 exports _Unwind_* and backtrace: linked into the preload library it would take
- * over C++ exception unwinding for the whole process (DESIGN.md section 4). It is dlopen()ed
+ * over C++ exception unwinding for the whole process (docs/architecture.md F7). It is dlopen()ed
  * RTLD_LOCAL instead, by the first sync point, and only unw_backtrace is used. Without it
  * (meta.native_stacks says why) sync points simply carry no native stack.
  *

@@ -10,7 +10,7 @@
  *         INIT_ALL(comms, ndev)            ncclCommInitAll's communicators
  *
  * The real functions are found through dlopen("libnccl.so.2", RTLD_NOLOAD) and their pnccl*
- * names first (DESIGN.md section 4: under Python, NCCL is loaded RTLD_LOCAL). Generated from
+ * names first (docs/architecture.md F5: under Python, NCCL is loaded RTLD_LOCAL). Generated from
  * this table: ids, names, wrappers (nccl.c).
  */
 #ifndef SYNCSPY_NCCL_TABLE_H

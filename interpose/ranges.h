@@ -2,7 +2,7 @@
  * interpose/ranges.h: the memory ranges the process has allocated or registered through the
  * calls the shim sees (pinned host memory, device memory, managed memory, stream-ordered
  * allocations), so that a copy's host memory kind is decided at call time without asking the
- * driver (DESIGN.md section 3). Lookups are lock-free (a sequence lock); changes happen only
+ * driver (docs/sync-model.md). Lookups are lock-free (a sequence lock); changes happen only
  * in allocation calls, which are implicit syncs anyway.
  */
 #ifndef SYNCSPY_RANGES_H

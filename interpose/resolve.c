@@ -5,7 +5,7 @@
  * Runtime: dlsym(RTLD_NEXT) first; when libcudart was loaded RTLD_LOCAL (a dependency of a
  * Python extension), RTLD_NEXT cannot see it, so ask the loaded library itself through
  * dlopen("libcudart.so.13", RTLD_NOLOAD). NCCL: the loaded libnccl.so.2 and its pnccl* names
- * first (DESIGN.md section 4), then RTLD_NEXT. A handle taken here is never closed: the
+ * first (docs/architecture.md F5), then RTLD_NEXT. A handle taken here is never closed: the
  * function pointers handed out must stay valid for the life of the process.
  * Each entry point is resolved on its first call (the library may be loaded late) and cached.
  */

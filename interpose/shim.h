@@ -167,7 +167,7 @@ static inline int ss_should_record(struct ss_tls *tls)
 	return state != SS_STATE_CLOSED && tls->depth == 0;
 }
 
-/* A clock read costs 16 ns on the target machine (DESIGN.md section 4, bench/results): more
+/* A clock read costs 16 ns on the target machine (docs/architecture.md F10, bench/results): more
  * than half the budget of an enqueue wrapper. Sync points (S1-S7), NCCL and context calls get
  * both ends; enqueues (E1-E3) only their start unless SYNCSPY_ENQUEUE_TIMING=1. The class is
  * the one decided before the call, so an async copy found pageable (S5) is timed in full. */

@@ -3,7 +3,7 @@
  *
  * libsyncspy.so does not link SQLite: Debian's libsqlite3.a is not PIC, and a SQLite linked
  * into the preload library would enter the process's global symbol scope and could take the
- * place of the program's own (DESIGN.md section 4). The writer thread dlopen()s libsqlite3.so.0
+ * place of the program's own (docs/architecture.md F7). The writer thread dlopen()s libsqlite3.so.0
  * RTLD_LOCAL and calls it through this table; if the program already loaded that library, the
  * two share one thread-safe instance, which SQLite supports.
  */

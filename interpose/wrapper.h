@@ -27,7 +27,7 @@
 #define AUX(x)	  rec.aux = (uint64_t)(uintptr_t)(x);
 /* The range is forgotten before the real free runs (another thread may get the same address as
  * soon as it returns) and put back if the free fails. Freeing stream-ordered memory with a
- * synchronous free is not an implicit sync (DESIGN.md section 3, S6). */
+ * synchronous free is not an implicit sync (docs/sync-model.md, S6). */
 #define FREE(ptr)                                                                                  \
 	freed_ptr = (const void *)(uintptr_t)(ptr);                                                \
 	freed_kind = ss_range_remove(freed_ptr, &freed_bytes); /* keeps errno */                   \

@@ -51,7 +51,7 @@
 /* copy-on-compute-stream: a site must show the pattern this often (once per step, >= 2 steps). */
 #define SS_OVERLAP_MIN_COPIES 2
 /* Pinned copy bandwidth when the run has no blocking pinned copy of >= SS_PINNED_MIN_BYTES to
- * measure it from: 64 MiB in 1.47 ms on an H200 (DESIGN.md section 4), rounded down. */
+ * measure it from: 64 MiB in 1.47 ms on an H200 (docs/architecture.md F9), rounded down. */
 #define SS_PINNED_BW_DEFAULT 45e9 /* bytes/s, both directions */
 #define SS_PINNED_MIN_BYTES  (1 << 20)
 /* nccl-straggler: the last rank must start a collective this much after the first one. */

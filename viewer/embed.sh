@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # viewer/embed.sh: turns the viewer's HTML template, CSS and JS into one C header of string
 # literals (report/viewer_assets.h), so that `syncspy report --format html` writes a single
 # self-contained file without reading anything from disk at run time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* viewer/report-gpu.js: the timeline's GPU lanes (CUPTI data), spliced into report.js's
  * function by report/out_html.c only when the page's data has GPU lanes (HTML-4): a page without
  * them carries report.js unchanged. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * viewer/report.js: draws syncspy's HTML report from the JSON that report/out_html.c embeds in
  * <script id="syncspy-data">: {"report": the report JSON (docs/report-json.md), "timeline":

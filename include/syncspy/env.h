@@ -2,7 +2,7 @@
  * syncspy/env.h: every SYNCSPY_* environment variable, declared once.
  *
  * The shim reads them once, at load (interpose/env.c); `syncspy help env` prints this table and
- * README.md's list is checked against it by tests/e2e/t005-env-doc.sh. Add a variable here and
+ * README.md's list is checked against it by tests/e2e/t003-env-doc.sh. Add a variable here and
  * nowhere else.
  *
  * X(NAME, type, default, description); type is INT, BOOL or STR.

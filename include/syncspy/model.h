@@ -3,7 +3,7 @@
  * (syncspy). Classes, host memory kinds and copy directions, each declared once as an X-macro
  * so that enums, names and the database's lookup tables come from the same lines.
  *
- * The classes are those of DESIGN.md section 3 (S1-S7, E1-E3, N1-N2) plus X1, for calls that
+ * The classes are those of docs/sync-model.md (S1-S7, E1-E3, N1-N2) plus X1, for calls that
  * are recorded only to interpret the others (stream and event creation, capture begin/end).
  * docs/sync-model.md explains each one in the words of the host/device model.
  */

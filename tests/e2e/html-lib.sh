@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/e2e/html-lib.sh: what the HTML report tests (t5NN-html-*) share. Sourced after lib.sh.
 #
 #   make_html_inputs      writes $tmp/in/: tests/fixtures/make-db.sh's database as rank 0, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/e2e/lib.sh: what every e2e test shares. Sourced, never run.
 #
 # Environment (set by tests/Makefile.am): SHIM, SYNCSPY, PROGS, STANDIN_DIR, SQLITE3, PYTHON3,

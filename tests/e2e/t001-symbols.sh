@@ -1,8 +1,9 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t001: libsyncspy.so exports the interposed entry points (runtime, driver, NCCL, and dlsym,
 # exec*, sigaction, signal for the process around them; syncspy_step and syncspy_gpu_trace
 # for the program) and nothing else: no SQLite, no
-# unwinder, no internals (DESIGN.md section 4); and it links none of CUDA, NCCL or SQLite.
+# unwinder, no internals (docs/architecture.md F6, F7); and it links none of CUDA, NCCL or SQLite.
 . "$E2E_DIR/lib.sh"
 "$NM" -D --defined-only "$SHIM" | awk '{print $3}' | sort >"$tmp/exported"
 [ -s "$tmp/exported" ] || fail "nm printed nothing for $SHIM"

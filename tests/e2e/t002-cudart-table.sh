@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t002: the shim's runtime table against the toolkit's real libcudart.so.13: every entry point
 # of the sync-model families that libcudart exports (with its _ptsz/_ptds twins) is wrapped,
 # and every wrapped cuda* name exists in libcudart (a typo or a missing variant fails here).
@@ -7,7 +8,7 @@
 real=$CUDA_LIBDIR/libcudart.so.13
 "$NM" -D --defined-only "$real" | awk '{print $3}' | sed 's/@.*//' | sort -u >"$tmp/real"
 "$NM" -D --defined-only "$SHIM" | awk '{print $3}' | grep -E '^(cuda|__cuda)' | sort -u >"$tmp/shim"
-# The families of the sync model (DESIGN.md section 3, issue: memcpy and memset families,
+# The families of the sync model (docs/sync-model.md, issue: memcpy and memset families,
 # synchronize and query, event record, stream wait, launches, graph launch/upload, allocation
 # and registration, stream create/destroy/capture, external semaphores, prefetch/discard).
 families='^(cudaMemcpy|cudaMemset|cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize|cudaStreamQuery|cudaEventQuery|cudaEventRecord|cudaStreamWaitEvent|__cudaLaunchKernel|cudaLaunch(Kernel|CooperativeKernel|HostFunc)|cudaStreamAddCallback|cudaGraph(Launch|Upload)(_pt..)?$|cudaMalloc|cudaFree|cudaHost(Alloc|Register|Unregister)|cudaStream(Create|Destroy|BeginCapture|EndCapture|AttachMemAsync)|cudaEvent(Create|Destroy)($|WithFlags)|cudaSignalExternalSemaphoresAsync|cudaWaitExternalSemaphoresAsync|cudaMem(Prefetch|Discard))'

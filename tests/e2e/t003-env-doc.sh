@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t003: every SYNCSPY_* variable of the one table (include/syncspy/env.h) is documented in the
 # README, and the README names no variable that the table does not have.
 . "$E2E_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t010: S1. A 30 ms kernel on the legacy stream, then cudaDeviceSynchronize: one S1 row that
 # blocked for the kernel's time, one E1 launch before it, both from the program's own code.
 . "$E2E_DIR/lib.sh"

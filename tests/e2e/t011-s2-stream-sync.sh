@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t011: S2. cudaStreamSynchronize on a created non-blocking stream waits for its 30 ms kernel;
 # the stream is named by its handle, and the streams table knows its flags.
 . "$E2E_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t012: S3. cudaEventSynchronize waits for an event recorded after a 30 ms kernel; the record
 # (E2) and the sync (S3) name the same event.
 . "$E2E_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t013: S4. Synchronous cudaMemcpy both ways between pageable memory and device memory: two S4
 # rows with direction, bytes and host memory kind; the data arrives.
 . "$E2E_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t014: S5. cudaMemcpyAsync from pageable memory is a degraded, blocking copy (S5); from
 # cudaHostAlloc'd or cudaHostRegister'ed memory it is an enqueue (E1); a cudaMemcpyDefault copy
 # into pageable memory is found D2H and pageable by itself. Memory kinds decided at call time.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t015: S6. Allocations and frees are implicit syncs; a non-async memset of pinned or managed
 # memory is one too, a memset of device memory is an enqueue; stream-ordered allocation and
 # free are enqueues on their stream.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t016: S7. Two polling loops (cudaStreamQuery until a kernel ends, then cudaEventQuery until
 # an event completes): one row per loop (SCHEMA-5), counting every query, spanning the loop.
 . "$E2E_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t017: E1-E3. Ten rounds of: kernel on stream A, event record on A, stream B waits for the
 # event, kernel on B (launched through __cudaLaunchKernel, as nvcc's <<<>>> does in CUDA 13).
 . "$E2E_DIR/lib.sh"

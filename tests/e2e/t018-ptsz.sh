@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t018: the per-thread default stream entry points (_ptsz, _ptds) are recorded under their own
 # names, and stream 0 in them is the per-thread default stream (SCHEMA-4).
 . "$E2E_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t019: errors reach the program unchanged (same codes, same sticky last error) and are
 # recorded with their code.
 . "$E2E_DIR/lib.sh"

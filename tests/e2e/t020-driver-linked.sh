@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t020: a program that links the CUDA driver (-lcuda) and calls it directly: every driver call
 # of the sync model is recorded under its exported name, layer 'driver', with the same
 # meaning as its runtime counterpart (classes, stream, bytes, memory kind).

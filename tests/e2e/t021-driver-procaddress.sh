@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t021: a program that reaches the driver only through dlopen/dlsym and cuGetProcAddress, as
 # nvcc's static cudart, cuBLAS and NCCL do: the functions of the sync model it gets are the
 # shim's wrappers (the per-thread-default-stream flag gives the _ptsz ones), cuInit is handed

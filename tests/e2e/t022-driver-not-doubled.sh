@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t022: the runtime reaches the driver through cuGetProcAddress pointers (the stand-in runtime
 # does, as NVIDIA's does), which the shim wraps; a runtime call's own driver calls are not
 # recorded again (DRIVER-3): one call of the program, one row. meta.driver_clients names the

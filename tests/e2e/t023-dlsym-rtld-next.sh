@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t023: the shim interposes dlsym, yet dlsym(RTLD_NEXT, ...) keeps glibc's meaning for the
 # caller (DRIVER-1): a second preload library that wraps getpid() through RTLD_NEXT gets libc's
 # getpid, not its own (which would recurse until the stack overflows).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t024: a sync point made from Python while the thread holds the GIL gets the Python stack
 # (innermost first, file:line in function) and the user's line as its call site (SCHEMA-6). One
 # made with the GIL released on the main thread (as torch's .item() is) gets them too, deferred

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t025: syncspy as an NVTX injection library (NVTX_INJECTION64_PATH): push/pop and start/end
 # ranges become rows of `ranges`, and so do steps marked with syncspy_step (no NVTX needed);
 # sync points can be counted per range. Without the injection variable the program's NVTX calls

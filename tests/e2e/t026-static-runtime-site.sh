@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t026: a program with a statically linked CUDA runtime (as nvcc links by default): its driver
 # calls are seen (the runtime looks the driver up through cuGetProcAddress, DRIVER-1), meta
 # names the program as carrying a static runtime, and each sync point's user call site is the

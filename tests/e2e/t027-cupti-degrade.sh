@@ -1,7 +1,8 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t027: SYNCSPY_CUPTI=1 where CUPTI cannot start (this machine has no GPU driver): the program
 # runs unchanged, host data is recorded as without CUPTI, and meta.cupti says why there is no
-# GPU data (DESIGN.md section 4: degrade to host-side data and say so in the database).
+# GPU data (docs/architecture.md F8: degrade to host-side data and say so in the database).
 . "$E2E_DIR/lib.sh"
 "$PROGS/scenarios" s4 >"$tmp/plain" 2>&1 || fail "scenario failed without the shim"
 SYNCSPY_CUPTI=1 under_shim "$PROGS/scenarios" s4 >"$tmp/shim.all" 2>&1 || fail "scenario failed with CUPTI on"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t028: syncspy gives CUPTI way to another client (cupti/cupti.c, CUPTI-1): a program that
 # registers its own activity callbacks (as torch.profiler does) gets exactly what it gets
 # without the shim, and syncspy, asked for CUPTI, stays off and says who holds it; likewise

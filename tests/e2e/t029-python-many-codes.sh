@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t029: Python stacks past the shim's code cache (interpose/python.c): 1800 functions, each its
 # own code object, each syncing from two lines, called twice (7200 sync points). Every call
 # names its own file, line and function, whether its stack was sent by key (code objects in

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t030: 16 threads, each 5000 event records and 5000 stream waits on its own stream: no event
 # lost, each thread's calls under its own tid, nothing dropped.
 . "$E2E_DIR/lib.sh"

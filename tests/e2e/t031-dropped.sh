@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t031: with a 1 MiB cap and a writer that drains rarely, a burst of calls overflows the ring:
 # the overflow is counted in meta.dropped_events, and recorded + dropped = calls made (SHIM-5):
 # 200000 records plus one event create and one destroy.

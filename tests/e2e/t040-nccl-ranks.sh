@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t040: four ranks (processes) over the NCCL stand-in: one database per rank, named with the
 # communicator's rank; every operation recorded with its communicator; the world communicator
 # and the even/odd split share their id hash across ranks; rank and world size in meta.

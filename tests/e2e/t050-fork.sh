@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t050: fork. The parent records; its forked child (a DataLoader worker, say) that uses CUDA
 # writes its own database (SYNCSPY_FORK=child, the default) holding only its own calls; with
 # SYNCSPY_FORK=off the child records nothing. The parent's database is whole either way.

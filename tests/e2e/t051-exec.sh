@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t051: exec. The database is finished before the image is replaced (exit_reason 'exec'); the
 # new image inherits LD_PRELOAD and writes its own database, under a distinct name although
 # the pid is the same.

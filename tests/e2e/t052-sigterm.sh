@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t052: SIGTERM with the default action. The shim finishes the database, then the signal ends
 # the process as it would have: same exit status (killed by SIGTERM), nothing recorded lost.
 . "$E2E_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t053: a program's own SIGINT handler, installed after the shim started, stays the program's:
 # sigaction() reports it back, it runs on every SIGINT, the program goes on and exits normally.
 . "$E2E_DIR/lib.sh"

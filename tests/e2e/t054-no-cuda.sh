@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t054: a program that never calls CUDA or NCCL runs unchanged under the shim (same output,
 # same exit code), writes no database and prints nothing. So do shell tools run by wrappers.
 . "$E2E_DIR/lib.sh"

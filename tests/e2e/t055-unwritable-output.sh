@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t055: an output directory that cannot be created: one clear message on stderr, recording
 # off, and the program runs on with its own output and exit code.
 . "$E2E_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t056: the program's errno is the same with and without the shim (SHIM-2), across the calls
 # whose wrappers do more than time the call: the first call of the process (writer and CUPTI
 # start), a pageable async copy (the driver is asked about the pointer), a sync point (native

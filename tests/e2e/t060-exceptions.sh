@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t060: C++ exceptions unwind as usual in a program under the shim (the shim's storage engine
 # and unwinder stay out of the global symbol scope); C++ call sites are demangled.
 . "$E2E_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t061: a program with its own SQLite (Python's sqlite3 module) works under the shim, before
 # and after the shim has started its own (private) SQLite.
 . "$E2E_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t070: the toolkit's real libcudart.so.13 on this machine without GPU or driver: every call
 # fails fast; under the shim each returns the same code as without it (and the same sticky
 # last error), and is recorded once with that code.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/e2e/t100-info-golden.sh: `syncspy info` on a hand-built database (tests/fixtures/make-db.sh)
 # prints exactly the text below; --json carries the same numbers; a directory expands to its
 # *.sqlite and *.sqlite.partial files in version order (r2 before r10), other files ignored.

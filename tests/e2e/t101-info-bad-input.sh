@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/e2e/t101-info-bad-input.sh: every kind of bad input to `syncspy info` (and bad usage of
 # the command) exits 2 with one line on stderr that starts "syncspy: " and says what is wrong.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/e2e/t102-info-partial.sh: a `.partial` database in WAL mode reads while its writer still
 # holds it (committed rows only), and after the writer is killed (-wal and -shm left behind),
 # and reading it changes none of its files: syncspy opens recordings read-only.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/e2e/t103-info-doc-queries.sh: every example query of docs/schema.md still runs against
 # the fixture database (tests/fixtures/make-db.sh) and prints the output the page shows, so the
 # page cannot drift from the schema.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t200: `syncspy report` on the hand-built database of tests/fixtures/make-db.sh prints exactly
 # the text below (the fixture has no loop: every finding is `info`; t212 has a loop) (the fixture's times are fixed; only the path in the notes varies), the same
 # with -o FILE, and nothing on stderr when stderr is not a terminal.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t201: every rule of docs/rules.md fires on a database built to trigger it, and not on a clean
 # one. Single-rank rules: make-db.sh's fixture plus tests/fixtures/report-rules.sql (fixed times:
 # exact findings), then recordings of the scenarios under the shim (stand-ins: times vary, so

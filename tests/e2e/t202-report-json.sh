@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t202: `syncspy report --format json` is one valid JSON document (parsed by SQLite's json
 # functions, and by python3 when there is one) with every field docs/report-json.md documents,
 # of the documented types; the merge of the 4-rank NCCL run has ranks 0-3 in order, each with

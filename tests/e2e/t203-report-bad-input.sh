@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t203: bad input to `syncspy report` gets one line on stderr and exit 2: a file that is not a
 # database, a truncated one, an unknown schema version, an empty directory, two files that
 # claim one rank of one job from different processes, an unknown format, html before its

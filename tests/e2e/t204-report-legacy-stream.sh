@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t204: rule legacy-stream flags work on the legacy default stream only when the process also
 # used a blocking stream (the legacy stream serializes with those), not when its other streams
 # are non-blocking (torch's side streams, for one).

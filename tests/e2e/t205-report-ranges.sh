@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t205: `syncspy report` has a per-range section: per rank and range name (and kind), the
 # instances and the sync points and blocked time per instance, in the text report and as the
 # JSON's top-level ranges[] (docs/report-json.md). A recording without ranges has no section

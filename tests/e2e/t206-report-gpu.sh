@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t206: `syncspy report` with a GPU timeline (CUPTI's extension tables gpu_activity and gpu_api,
 # docs/cupti.md): the GPU idle time behind host syncs (gpu_idle_ns), communication/compute
 # overlap per rank (comm_ns, comm_overlap, exposed_comm_ns) and copy-without-overlap, each

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t207: clock alignment across ranks (docs/rules.md and docs/export.md, "Clock alignment").
 # Two ranks on different hosts, built from make-db.sh's fixture: rank 1's CLOCK_MONOTONIC is
 # 5.000 s ahead of rank 0's and its wall-clock mapping (start_realtime_ns) 2 ms wrong; both make

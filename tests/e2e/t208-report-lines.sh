@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t208: native call sites get their file:line after the run (report/lines.c). The recording
 # keeps each module's path and GNU build id (the modules table); `syncspy report` reads the
 # line from the debug information of that very file (the test programs are built with -g) and

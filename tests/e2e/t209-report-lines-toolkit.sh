@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t209: a sync point reached through toolkit code inlined into the program (cuda_runtime.h's
 # typed cudaMalloc<T>, built -O2 -g) is named by the program's line that called it, not by the
 # header's (report/lines.c): the alloc-in-loop finding names toolkit_inline.cc's marked line.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t210: native stacks stay whole and cheap under a frame libunwind's fast trace cannot classify
 # (its CFA a DWARF expression, as in realigned frames of torch's libraries). Each call site
 # times both unwinders on its first stacks and keeps the faster (interpose/native.c): under

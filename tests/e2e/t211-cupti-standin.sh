@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t211: the GPU timeline end to end on the CPU stand-ins, CUPTI included (tests/standin/cupti.c,
 # put first in the library path): records converted and stored (gpu_activity, gpu_api), each
 # kernel tied to its launch and after it, each stream sync's record after the kernels it waited

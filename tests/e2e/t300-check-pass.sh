@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t300: `syncspy check` on the fixture database (tests/fixtures/make-db.sh) with a budget it
 # keeps: exit 0, one PASS line per limit, the summary line, nothing on stderr; the same run
 # with every line compared to the golden text below. A directory argument works the same.

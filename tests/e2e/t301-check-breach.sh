@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t301: `syncspy check` over budget: exit 1; each kind of limit (class, api, site, rank,
 # per_rank, range, a rank with no recording); every breach lists its call sites, the worst
 # first; --top limits them; --junit writes well-formed JUnit XML with one testcase per check;

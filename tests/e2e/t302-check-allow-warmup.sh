@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t302: what a budget leaves out. "allow" globs remove call sites from every limit (an
 # unknown site is matched as "(unknown site)"); "warmup" skips each recording's first seconds
 # (from meta.start_mono_ns) or first calls (every class, in start order). The fixture's

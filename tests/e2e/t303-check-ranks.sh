@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t303: `syncspy check` on the four ranks of the NCCL scenario, recorded under the shim: a
 # per_rank limit gives one check per rank (in rank order) with the sites of each breach; a
 # limit without it sums all ranks; "rank" picks one. Times vary, so they are masked.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t304: bad input to `syncspy check` exits 2 with one line on stderr that starts "syncspy: ":
 # malformed budgets (the JSON path of the problem in the message), a missing budget file, bad
 # databases (db.c's messages), bad usage. Nothing is checked and no JUnit file is written.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t305: `syncspy check` limits with "range" are checked per range instance: the sync points of
 # the range's thread inside each NVTX range (or syncspy_step step) against max_count_per_range /
 # max_blocked_ms_per_range; the worst instance is named, breaching instances counted, and the

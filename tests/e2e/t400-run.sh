@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t400: `syncspy run` preloads the shim into CMD and its children (a shell script too), writes
 # into -o DIR (made absolute), passes CMD's exit status (0, 3, 128+15 when SIGTERM ended it,
 # 127 when CMD is not found), keeps the caller's LD_PRELOAD after the shim, exits 2 when the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t401: `syncspy dump` on a recorded scenario (e123: event records and waits), times and ids
 # normalized: TSV by default (a "# PATH" line, a header, rows in time order), --table,
 # --where (SQL, read-only), CSV and JSON with the same rows.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t402: `syncspy export --format chrome` on the 4-rank NCCL scenario and the e123 scenario:
 # valid JSON, one process per rank (named, sorted by rank), thread and stream tracks named,
 # every E3 wait tied to its E2 record by a flow (s on the record's stream, f on the waiting

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t403: `syncspy export --format chrome` of a database with a GPU timeline (CUPTI's tables,
 # docs/cupti.md): valid JSON, one track per (device, CUPTI stream) named "GPU D stream S" with
 # the kernels, copies and memsets as slices (name, bytes), and a flow from each host call's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t500: `syncspy report --format html` writes one self-contained file: the CSS and JS of viewer/
 # inlined verbatim, no reference to anything outside it, one JSON data block that parses and
 # holds the report and a timeline per rank; a hostile call-site text cannot end the data

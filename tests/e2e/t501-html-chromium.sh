@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t501: the HTML report in a real headless Chromium (Debian's chromium package): it renders
 # (the page's own marker body[data-rendered=ok], no body[data-error]) without a console message,
 # shows the findings of the known fixture (no loop: all `info`, and the page says so) with their advice, the rank comparison and the call

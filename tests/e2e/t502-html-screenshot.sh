@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t502: a screenshot of the HTML report in headless Chromium (1280x900) is a real picture of
 # the page: a PNG of that size, many colors, and the red of a high-severity finding above the
 # fold (the findings come first). The PNG is read with Python's standard library only.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t503: GPU lanes in the HTML report. A database with CUPTI's tables (make-db.sh's fixture plus
 # the GPU rows of t206) gets, per rank, one GPU lane per (device, CUPTI stream id) and its
 # kernels, copies and memsets at their GPU times, each tied to the host thread lane and time of

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t600: the GPU-free half of the acceptance suite. examples/traces holds databases recorded on
 # an H200 (tests/gpu/run.sh, 2026-12-02) from the reference workloads of examples/, bad and
 # fixed, built with -cudart shared: `syncspy report` on each must produce exactly the findings

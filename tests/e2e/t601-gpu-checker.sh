@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t601: the GPU suite's checkers (check_expect.py, check_coverage.py, check_cupti.py) pass their own tests, which need no
 # GPU: hand-made databases and reports, right and wrong, against expectation files.
 . "$E2E_DIR/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/gpu/carry.sh: fills .carry/ (ignored by git) with what the GPU machine needs of this
 # machine's build, for the device tool's carry list. The GPU machine has no libtool, no SQLite
 # headers, no libunwind and no libdw, so the build is made here and carried:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/gpu/check_coverage.py: is everything the program did seen by syncspy? Cross-checks a
 database recorded with SYNCSPY_CUPTI=1 against CUPTI's own records of the same run (issue 3:
 the static runtime, cuBLAS and the driver API "fully seen").

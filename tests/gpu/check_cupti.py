@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/gpu/check_cupti.py: checks a database recorded with SYNCSPY_CUPTI=1 from
 examples/cuda/copies_syncs (docs/cupti.md), on a GPU machine.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/gpu/check_expect.py: check a syncspy database against a workload's .expect file.
 
 Used by tests/gpu/run.sh on the GPU machine after each reference workload (examples/) has run

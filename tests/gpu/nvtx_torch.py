@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/gpu/nvtx_torch.py: torch.cuda.nvtx ranges around .item() syncs, for the NVTX injection
 (docs/attribution.md). Run under the shim with NVTX_INJECTION64_PATH=libsyncspy.so; the
 database must hold 10 "step" push ranges, each containing the step's .item() sync (S2)."""

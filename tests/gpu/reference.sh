@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/gpu/reference.sh: the numbered reference workloads of examples/ as parallel tasks.
 # Sourced by tests/gpu/run.sh, whose variables and helpers (root, work, results, shim, syncspy,
 # jobs_max, only, log, section, check, step_limit, run_cmd) it uses; `bash -n` checks it alone.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/run.sh: the end-to-end test of syncspy on a GPU machine (the H200), in one call.
 #
 # Runs the reference workloads of examples/ without and with LD_PRELOAD=libsyncspy.so, checks
@@ -269,7 +270,7 @@ else
 fi
 run_cmd 30 /dev/null /dev/null ldd "$shim"
 
-# Python's own sqlite3 module must keep working under the shim (DESIGN.md section 4: the shim's
+# Python's own sqlite3 module must keep working under the shim (docs/architecture.md F7: the shim's
 # storage engine stays out of the process's global symbol scope).
 section "python sqlite3 under the shim"
 pysql='import sqlite3; c = sqlite3.connect(":memory:"); c.execute("create table t(x)"); '

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/gpu/test_check_coverage.py: CPU self-test of check_coverage.py with hand-made databases
 (the tables syncspy and its CUPTI module write; docs/schema.md, docs/cupti.md), no GPU.
 

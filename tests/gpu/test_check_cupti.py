@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/gpu/test_check_cupti.py: CPU self-test of check_cupti.py with a hand-made recording of
 examples/cuda/copies_syncs (host calls, CUPTI's API records and GPU rows, as syncspy writes
 them: docs/schema.md, docs/cupti.md), no GPU.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/gpu/test_check_expect.py: CPU self-test of check_expect.py, needing no GPU.
 
 Builds SQLite databases with the CREATE statements of include/syncspy/schema.h (read from the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/gpu/test_check_findings.py: CPU self-test of check_expect.py's finding lines, sections
 and gaps, with hand-made `syncspy report --format json` documents and no GPU.
 

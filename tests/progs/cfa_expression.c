@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/cfa_expression.c: sync points under a frame whose CFA is a DWARF expression.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/cupti_client.c: a program with a CUPTI client of its own, like torch.profiler's
  * Kineto: it loads libcupti.so.13 into the global scope and registers activity buffer

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/driver_calls.c: programs that reach the CUDA driver without libcudart.so, as the
- * static cudart, cuBLAS and NCCL do (DESIGN.md section 4), run on the CPU stand-in driver.
+ * static cudart, cuBLAS and NCCL do (docs/architecture.md F4), run on the CPU stand-in driver.
  *
  *   driver_calls linked     calls the driver through its link-time symbols (-lcuda)
  *   driver_calls procaddr   dlopen("libcuda.so.1"), dlsym "cuGetProcAddress_v2", then every

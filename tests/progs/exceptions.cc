@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: MIT
 // tests/progs/exceptions.cc: C++ exceptions must unwind as usual under the shim, whose
-// unwinder and storage engine stay out of the process's global symbol scope (DESIGN.md
-// section 4). Makes CUDA calls (so the shim starts), then throws and catches through frames.
+// unwinder and storage engine stay out of the process's global symbol scope (docs/architecture.md
+// F7). Makes CUDA calls (so the shim starts), then throws and catches through frames.
 #include <cstdio>
 #include <stdexcept>
 #include <string>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/gpu_loop.c: a training-like loop for the GPU timeline's tests (t211): each step
  * launches two kernels on a stream (host functions of the CPU stand-in that sleep KERNEL_US)

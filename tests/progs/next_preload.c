@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/next_preload.c: a second preload library, loaded after libsyncspy.so, that wraps
  * getpid() the way interposers do, through dlsym(RTLD_NEXT). The shim interposes dlsym: if it

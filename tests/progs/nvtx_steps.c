@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/nvtx_steps.c: NVTX ranges and syncspy_step around sync points, for the NVTX
  * injection (interpose/nvtx.c). NVTX is header-only: it finds the injection library through

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/progs/own_sqlite.py: a program with its own SQLite database, under the shim.
 
 The shim loads SQLite privately (interpose/store.h); a program's own use of SQLite, here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/progs.h: what the C test programs share: CHECK, which stops the program (exit
  * 10) at the first CUDA runtime call that fails, naming it, and sleep_kernel, a "kernel" of the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/progs/py_frames.py: sync points made from Python, for the Python-frame attribution.
 
 Calls the CPU stand-in libcudart through ctypes. ctypes.PyDLL keeps the GIL during the call, as

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/progs/py_many_codes.py: more Python code objects than the shim's code cache holds.
 
 interpose/python.c names frames through a cache of code objects (2048 slots, filled to 3/4)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/real_cudart.c: linked against the toolkit's real libcudart.so.13 on a machine
  * without GPU or driver, where every call fails fast. Under the shim each call must return the

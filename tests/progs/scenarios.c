@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/scenarios.c: small CUDA/NCCL programs, one per sync-model class or life-cycle
  * case, run by the e2e tests under the shim against the CPU stand-ins (tests/standin/).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/static_runtime.c: a program carrying its own "CUDA runtime", as nvcc's default
  * static cudart does: functions named cuda* inside the program reach the driver through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/progs/toolkit_inline.cc: a sync point reached through the CUDA toolkit's own inline
 // code. cuda_runtime.h's typed overload `cudaMalloc<T>(T **, size_t)` is an inline template
 // that calls the C function: built with -O2 -g, the call instruction's innermost line is in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cuda.c: the exported driver API of the libcuda.so.1 CPU stand-in.
  *

@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cudart.c: the libcudart.so.13 CPU stand-in, a thin runtime over the driver stand-in.
  *
- * It reaches the driver exactly as NVIDIA's runtime does (DESIGN.md section 4): it does not
+ * It reaches the driver exactly as NVIDIA's runtime does (docs/architecture.md F4): it does not
  * link libcuda, it dlopen()s libcuda.so.1, dlsym()s cuGetProcAddress_v2 and asks that for
  * every driver function, once with the legacy-stream flag and once with
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM for its own _ptsz/_ptds entry points. So a

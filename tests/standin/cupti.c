@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cupti.c: a CPU stand-in for libcupti.so.13's activity API, as much of it as syncspy uses.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cupti_hooks.h: how the libcuda.so.1 stand-in reports to the libcupti.so.13 stand-in
  * (cupti.c) what a GPU's driver reports to the real CUPTI: API calls with their correlation

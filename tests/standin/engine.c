@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * engine.c: the machinery behind the libcuda.so.1 CPU stand-in: memory registry, handle set,
  * streams with worker threads, events, captured graphs, timed copies and memsets.
@@ -778,7 +779,7 @@ CUresult engine_copy(struct stream *s, void *dst, size_t dpitch, const void *src
 		dir = s_dev ? (d_dev ? DIR_DTOD : DIR_DTOH) : (d_dev ? DIR_HTOD : DIR_HTOH);
 	}
 	/* pageable host side: the real driver stages through a bounce buffer, slowly, and the
-	 * host waits for it (S5 in DESIGN.md) */
+	 * host waits for it (S5 in docs/sync-model.md) */
 	bool pageable = false;
 	if (dir == DIR_HTOD)
 		pageable = skind == MEM_PAGEABLE;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * engine.h: internal interface of the libcuda.so.1 CPU stand-in (the "engine").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nccl.c: the libnccl.so.2 CPU stand-in: collectives and send/recv between ranks that are
  * separate processes, through one POSIX shared-memory segment per communicator.
@@ -47,7 +48,7 @@
 #include <nccl.h>
 
 /* Export every function under its pnccl name too, as the real libnccl.so.2 does: syncspy
- * resolves the pnccl names (DESIGN.md section 4). */
+ * resolves the pnccl names (docs/architecture.md F5). */
 #define PNCCL_ALIAS(name) extern __typeof__(name) p##name __attribute__((alias(#name)))
 
 #define ID_MAGIC	      "SSNCCL01"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * selftest.c: proves the CPU stand-ins (libcuda.so.1, libcudart.so.13, libnccl.so.2) behave
  * like the real libraries on their own, before any syncspy test relies on them.

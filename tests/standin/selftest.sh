@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # selftest.sh: runs the stand-ins' selftest against the libraries of the build directory
 # (STANDIN_DIR, set by the Makefile's AM_TESTS_ENVIRONMENT; default: this script's directory).
 dir=${STANDIN_DIR:-$(dirname "$0")}
