@@ -186,7 +186,7 @@
 				card.appendChild(el("div", "site mono", f.site));
 			if (f.detail)
 				card.appendChild(el("div", "detail", f.detail));
-			if (f.advice)
+			if (f.advice && f.severity !== "info") /* once: nothing to fix per step */
 				card.appendChild(el("div", "advice", f.advice));
 			/* The top findings first; the rest one click away. */
 			if (i >= TOP_FINDINGS)
@@ -220,6 +220,15 @@
 			var row = Object.assign({}, r);
 			row.threads = t.threads;
 			row.streams = t.streams;
+			/* per-step figures (docs/report-json.md, ranks[].steps) */
+			var st = r.steps || {};
+			if (isNum(st.count)) {
+				row.steps = st.count ? st.steady + " of " + st.count : "none";
+				row.step_ns = st.step_ns;
+				row.syncs_per_step = st.sync_points_per_step;
+				row.blocked_per_step = st.blocked_ns_per_step;
+				row.idle_per_step = st.gpu_idle_ns_per_step;
+			}
 			return row;
 		});
 		if (!rows.length)
@@ -229,7 +238,12 @@
 			});
 		var cols = [
 			["rank", "rank", "num", rankLabel], ["host", "host", "", String], ["pid", "pid", "num", String],
-			["wall_ns", "recorded", "num", fmtNs], ["sync_points", "sync points", "num", fmtInt],
+			["wall_ns", "recorded", "num", fmtNs], ["steps", "steady steps", "num", String],
+			["step_ns", "step", "num", fmtNs],
+			["syncs_per_step", "syncs/step", "num", function (v) { return v.toFixed(2); }],
+			["blocked_per_step", "blocked/step", "num", fmtNs],
+			["idle_per_step", "GPU idle/step", "num", fmtNs],
+			["sync_points", "sync points", "num", fmtInt],
 			["blocked_ns", "host blocked", "num", fmtNs], ["copies", "copies", "num", fmtInt],
 			["copy_bytes", "copied", "num", fmtBytes], ["nccl_ops", "NCCL ops", "num", fmtInt],
 			["nccl_ns", "in NCCL calls", "num", fmtNs], ["threads", "threads", "num", fmtInt],

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # tests/e2e/html-lib.sh: what the HTML report tests (t5NN-html-*) share. Sourced after lib.sh.
 #
-#   make_html_inputs      writes $tmp/in/: tests/fixtures/make-db.sh's database as rank 0, and
+#   make_html_inputs      writes $tmp/in/: tests/fixtures/make-db.sh's database with the rows of
+#                         report-rules.sql (repeating sites: findings above `info`) as rank 0, and
 #                         a copy as rank 1 whose syncs took four times as long and whose first
 #                         call site is $HOSTILE (markup that would run script if unescaped)
 #   html_report OUT IN... runs `syncspy report --format html -o OUT IN...`
@@ -18,6 +19,8 @@ make_html_inputs() {
 	mkdir -p "$tmp/in"
 	SYNCSPY=$SYNCSPY SQLITE3=$SQLITE3 sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" \
 		"$tmp/in/rank0.sqlite" >/dev/null || fail "make-db.sh failed"
+	"$SQLITE3" -batch "$tmp/in/rank0.sqlite" <"$TOP_SRCDIR/tests/fixtures/report-rules.sql" ||
+		fail "report-rules.sql failed"
 	cp "$tmp/in/rank0.sqlite" "$tmp/in/rank1.sqlite"
 	"$SQLITE3" -batch "$tmp/in/rank1.sqlite" "
 		UPDATE meta SET value = 1 WHERE key = 'rank';

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # t501: the HTML report in a real headless Chromium (Debian's chromium package): it renders
 # (the page's own marker body[data-rendered=ok], no body[data-error]) without a console message,
-# shows the findings of the known fixture (no loop: all `info`, and the page says so) with their advice, the rank comparison and the call
+# shows the findings of the known fixture (a repeating cudaMalloc site above `info`, with its
+# advice; the rest `info`, without), the rank comparison and the call
 # sites, and a hostile call-site text appears as text: it neither adds an element nor runs.
 . "$E2E_DIR/lib.sh"
 . "$E2E_DIR/html-lib.sh"
@@ -18,12 +19,13 @@ grep -q '<body[^>]* data-rendered="ok"' "$dom" || fail "the page did not finish 
 grep -q 'data-error=' "$dom" && fail "the page had an uncaught error: $(grep -o '<body[^>]*>' "$dom")"
 grep -q 'data-pwned' "$dom" && fail "the hostile call site ran as script"
 grep -q '<img' "$dom" && fail "the hostile call site became an element"
+grep -q '<div class="advice">Allocate the host buffer pinned' "$dom" && fail "an info finding shows advice"
 
 # What the page must show, each string as the DOM holds it (text escaped by the serializer).
 for want in \
-	'<div class="finding sev-info" data-rule="sync-copy">' \
+	'<div class="finding sev-low" data-rule="alloc-in-loop">' \
 	'<div class="finding sev-info" data-rule="pageable-async-copy">' \
-	'No findings in the steady state' \
+	'<div class="advice">Allocate once before the loop and reuse the buffer' \
 	'train.py:37 x.to(device, non_blocking=True)' \
 	'train.py:50 torch.cuda.synchronize()' \
 	'tensor.pin_memory()' \
