@@ -46,6 +46,12 @@
 /* alloc-in-loop: a site with fewer calls is not reported even as `info` (one cudaMalloc per
  * buffer at setup is how programs start). Whether it costs per step is steps.h's question. */
 #define SS_LOOP_MIN_CALLS 2
+/* host-sync, sync-copy: with a GPU timeline, syncs that left the GPU idle less than this per
+ * step (without steps: per call), or less than SS_GPU_BUSY_PERMILLE of the step time, cost
+ * nothing measurable: `info` (docs/rules.md, "Cost and severity"). The GPU still had work
+ * queued when the host woke up (a pipeline waiting for a buffer to be free). */
+#define SS_GPU_BUSY_NS	     2000
+#define SS_GPU_BUSY_PERMILLE 5
 /* polling: a site's loops must make this many queries each, on average. */
 #define SS_POLL_MIN_QUERIES 2
 /* copy-on-compute-stream: a site must show the pattern this often (once per step, >= 2 steps). */
@@ -406,6 +412,7 @@ static int add_finding(struct loader *ld, enum ss_rule_id rule, const struct ss_
 	f->steps = -1;
 	f->cost_ns = f->cost_per_step_ns = -1;
 	f->share = 0;
+	f->cleared = NULL;
 	f->count = count;
 	f->blocked_ns = blocked_ns;
 	f->worst_ns = worst_ns;
@@ -435,7 +442,22 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 	else if (strcmp(f->rule, "pageable-async-copy") == 0 && f->estimate_ns >= 0)
 		cost = f->estimate_ns;
 	f->cost_ns = cost;
-	if (strcmp(f->phase, "once") == 0) {
+	/* a sync behind which the GPU never waited (it still had work queued: a pipeline that
+	 * waits for a buffer to be free) costs no throughput */
+	if (sync && f->gpu_idle_ns >= 0 && !f->cleared && strcmp(f->phase, "steady") == 0) {
+		long long n = rk->steady_steps > 0 ? rk->steady_steps : f->count;
+		long long per = f->gpu_idle_ns / (n > 0 ? n : 1);
+
+		if (per < SS_GPU_BUSY_NS ||
+		    (rk->steady_steps > 0 && per * 1000 < rk->step_ns * SS_GPU_BUSY_PERMILLE))
+			f->cleared = "the GPU stayed busy behind these syncs (idle under 0.5% of the "
+				     "step): no throughput lost";
+	}
+	if (f->cleared) {
+		f->severity = "info";
+		f->share = 0;
+		detail = format("%s; %s", f->detail, f->cleared);
+	} else if (strcmp(f->phase, "once") == 0) {
 		f->severity = "info";
 		f->share = 0;
 		detail = format("%s; once: not in the steady state (setup, warm-up, teardown, or in "
@@ -462,6 +484,28 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 	free(f->detail);
 	f->detail = detail;
 	return 1;
+}
+
+/* copy-on-compute-stream is a host-side guess; with a GPU timeline copy-without-overlap
+ * measures the same thing. A copy site the GPU rule did not flag held no compute up (the copy
+ * was small, or nothing waited behind it): the guess is cleared. */
+static void confirm_on_gpu(struct ss_report *found)
+{
+	for (size_t i = 0; i < found->nfindings; i++) {
+		struct ss_finding *f = &found->findings[i];
+		int confirmed = 0;
+
+		if (strcmp(f->rule, rules[RULE_COPY_ON_COMPUTE_STREAM].id) != 0)
+			continue;
+		for (size_t j = 0; j < found->nfindings && !confirmed; j++)
+			confirmed = strcmp(found->findings[j].rule,
+					   rules[RULE_COPY_WITHOUT_OVERLAP].id) == 0 &&
+				    strcmp(found->findings[j].phase, "steady") == 0 &&
+				    strcmp(found->findings[j].site, f->site) == 0;
+		if (!confirmed)
+			f->cleared = "the GPU timeline shows no compute waiting behind these copies "
+				     "(copy-without-overlap did not flag them)";
+	}
 }
 
 /* A finding's phase (steps.h): its figures are the steady state's, or the whole run's. */
@@ -507,7 +551,8 @@ struct db_state {
 	struct ss_rank *rank;
 	double bw[3];	  /* pinned bandwidth by dir (1 H2D, 2 D2H), bytes/s */
 	int measured[3];  /* 1: bw[dir] comes from this run's pinned copies */
-	int other_streams; /* the process used blocking streams besides the legacy one */
+	int other_streams; /* the process used blocking streams besides the legacy one: in the
+			      steady state, when there are steps (phase_groups) */
 	struct overlap_candidate *overlap; /* the pass's candidates on the compute stream */
 	size_t noverlap;
 	struct n2_call *n2; /* the pass's N2 calls on a communicator, in id order */
@@ -635,7 +680,8 @@ struct agg_group {
 struct call_rec {
 	long long start, ns, bytes, queries; /* bytes -1: NULL */
 	unsigned group;			     /* its group in the pass (steady 0) */
-	unsigned tid;			     /* index into scan.tids */
+	unsigned tid : 31;		     /* index into scan.tids */
+	unsigned other : 1; /* work on a blocking stream other than the legacy one */
 };
 
 struct n2_call {
@@ -930,7 +976,7 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 		if (!PUSH(sc->rows, sc->nrows, sc->rows_capacity,
 			  ((struct call_rec){start, ns, has_bytes ? bytes : -1,
 					     sqlite3_value_int64(v[12]), (unsigned)index,
-					     (unsigned)tid_slot})))
+					     (unsigned)tid_slot, 0})))
 			break;
 		if (k->s4 && !(key.nulls & 3) && key.host_mem == 2 && (key.dir == 1 || key.dir == 2) &&
 		    has_bytes && bytes > 0) {
@@ -941,8 +987,10 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 		 * legacy stream would serialize with. */
 		if (has_stream && !k->x1 &&
 		    (stream == 2 ||
-		     (stream > 2 && sorted_contains(sc->blocking_streams, sc->nblocking, stream))))
+		     (stream > 2 && sorted_contains(sc->blocking_streams, sc->nblocking, stream)))) {
 			st->other_streams = 1;
+			sc->rows[sc->nrows - 1].other = 1;
+		}
 		int launch = has_stream && k->e1 &&
 			     sorted_contains(sc->launch_apis, sc->nlaunch, key.api_id);
 		if (launch) { /* the stream with the most launches is the compute stream */
@@ -1141,6 +1189,8 @@ static int find_steps(struct loader *ld, struct db_state *st, const struct scan 
  * steps, into ph. S5 copies get their estimate here, per call (pinned_bandwidth). */
 static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc, struct scan *ph)
 {
+	int other_steady = 0;
+
 	for (size_t i = 0; i < sc->nrows; i++) {
 		const struct call_rec *r = &sc->rows[i];
 		const struct agg_group *base = &sc->groups[r->group];
@@ -1156,6 +1206,8 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 		size_t index, step;
 
 		key.steady = (int)ss_steps_phase(&st->steps, r->start, &step);
+		if (r->other && key.steady == SS_PHASE_STEADY)
+			other_steady = 1;
 		g = find_group(ph, &key, &index);
 		if (!g)
 			return out_of_memory(ld);
@@ -1181,6 +1233,10 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 			g->has_est = 1;
 		}
 	}
+	/* legacy-stream: the legacy stream serializes the steady state only with blocking streams
+	 * working in it (a stream used at setup only costs the loop nothing) */
+	if (st->steps.nsteps)
+		st->other_streams = other_steady;
 	return SS_EXIT_OK;
 }
 
@@ -2299,8 +2355,68 @@ static int sync_device(const struct gpu_rows *g, long long only, long long call_
  * (gpu_paused), is skipped. Sets gpu_idle_ns of this rank's host-sync and sync-copy findings:
  * the steady syncs' for a steady finding, all of them for an `info` one; and the rank's
  * steady_gpu_idle_ns. */
+/* A kernel or copy and when its host call issued it (its API record's start; -1 unknown), by
+ * (device, start): whether the GPU had work queued when a sync ended. */
+struct issued_work {
+	long long device, s, issued;
+};
+
+static int compare_issued(const void *a, const void *b)
+{
+	const struct issued_work *x = a, *y = b;
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return (x->s > y->s) - (x->s < y->s);
+}
+
+static struct issued_work *issued_work(const struct db_state *st, const struct gpu_rows *g,
+				       size_t *n)
+{
+	struct issued_work *w = malloc((g->nkrows + g->ncopies + 1) * sizeof(*w));
+	size_t k = 0;
+
+	if (!w)
+		return NULL;
+	for (size_t i = 0; i < g->nkrows; i++) {
+		const struct api_first *a = api_first_of(st, g->krows[i].correlation);
+
+		w[k++] = (struct issued_work){g->krows[i].device, g->krows[i].s,
+					      a ? a->start_ns : -1};
+	}
+	for (size_t i = 0; i < g->ncopies; i++) {
+		const struct api_first *a = api_first_of(st, g->copies[i].correlation);
+
+		w[k++] = (struct issued_work){g->copies[i].device, g->copies[i].s,
+					      a ? a->start_ns : -1};
+	}
+	qsort(w, k, sizeof(*w), compare_issued);
+	*n = k;
+	return w;
+}
+
+/* Whether the first kernel or copy to start on device d at or after t had been issued before
+ * t: then the GPU was not waiting for the host at t (what idle there was is the GPU's own
+ * scheduling: the next work was queued). */
+static int queued_at(const struct issued_work *w, size_t n, long long d, long long t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w[mid].device < d || (w[mid].device == d && w[mid].s < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && w[lo].device == d && w[lo].issued >= 0 && w[lo].issued < t;
+}
+
 static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows *g)
 {
+	struct issued_work *work = NULL;
+	size_t nwork = 0;
 	struct gpu_site *sites = NULL;
 	size_t nsites = 0, cap = 0;
 	long long only = g->nbusy ? g->busy[0].device : -1;
@@ -2315,9 +2431,17 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 		if (code != SS_EXIT_OK)
 			return code;
 	}
-	code = prepare(ld, st, GPU_SYNCS_SQL, &stmt);
+	code = load_api_first(ld, st);
 	if (code != SS_EXIT_OK)
 		return code;
+	work = issued_work(st, g, &nwork);
+	if (!work)
+		return out_of_memory(ld);
+	code = prepare(ld, st, GPU_SYNCS_SQL, &stmt);
+	if (code != SS_EXIT_OK) {
+		free(work);
+		return code;
+	}
 	st->rank->steady_gpu_idle_ns = 0;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		long long id = sqlite3_column_int64(stmt, 0), end = sqlite3_column_int64(stmt, 2);
@@ -2336,6 +2460,8 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 		if (timeline_off_between(g, end, g->busy[k].s))
 			continue; /* the timeline was off in between: not measured (CUPTI-3) */
 		idle = g->busy[k].s > end ? g->busy[k].s - end : 0;
+		if (idle > 0 && queued_at(work, nwork, dev, end))
+			idle = 0; /* the next work was queued already: the host was not the cause */
 		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE, copy);
 		if (!site) {
 			code = out_of_memory(ld);
@@ -2378,6 +2504,7 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 		free(f->detail);
 		f->detail = detail;
 	}
+	free(work);
 	gpu_sites_free(sites, nsites);
 	return code;
 }
@@ -2745,6 +2872,8 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	if (code == SS_EXIT_OK)
 		code = run_gpu(&ld, &st);
 	lap(&t, path, "gpu");
+	if (code == SS_EXIT_OK && rk->gpu)
+		confirm_on_gpu(&job->found);
 	for (size_t i = 0; code == SS_EXIT_OK && i < job->found.nfindings; i++)
 		if (!judge_finding(&job->found.findings[i], rk))
 			code = out_of_memory(&ld);

@@ -98,6 +98,8 @@ struct ss_finding {
 				 the GPU idle time where measured, else the rule's host time */
 	long long cost_per_step_ns; /* cost_ns / the rank's steady steps; -1 without steps */
 	double share;		    /* cost per step / step time (without steps: cost_ns / wall) */
+	const char *cleared; /* why a steady finding costs nothing measured (the GPU timeline
+				showed it): then it is `info` too; NULL */
 	long long rank;	      /* the rank (meta.rank), -1 when unknown */
 	long long count;      /* calls (S7: queries), or occurrences for cross-call rules */
 	long long blocked_ns; /* host time the flagged calls took */

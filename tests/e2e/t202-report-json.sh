@@ -55,7 +55,7 @@ echo "rule,severity,rank,count,blocked_ns,worst_ns,bytes,estimate_ns,site,detail
 "$SQLITE3" -batch :memory: "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
 	WHERE json_extract(value, '\$.severity') NOT IN ('high', 'medium', 'low', 'info')
 	OR json_extract(value, '\$.phase') NOT IN ('steady', 'once')
-	OR (json_extract(value, '\$.severity') = 'info') <> (json_extract(value, '\$.phase') = 'once')
+	OR (json_extract(value, '\$.phase') = 'once' AND json_extract(value, '\$.severity') <> 'info')
 	OR json_extract(value, '\$.rule') NOT IN ('host-sync', 'sync-copy', 'pageable-async-copy',
 	 'memset-pinned', 'alloc-in-loop', 'legacy-stream', 'polling', 'copy-on-compute-stream',
 	 'nccl-straggler', 'rank-imbalance')

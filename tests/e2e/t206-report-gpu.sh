@@ -28,6 +28,7 @@ INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_
  ('memcpy', 1000090000000, 1000091000000, 0, 7, 999, 4096, 2, 'device', 'pinned', NULL, NULL, NULL),
  ('memcpy', 1000058200000, 1000058900000, 0, 9, 105, 1048576, 1, 'pinned', 'device', NULL, NULL, NULL),
  ('kernel', 1000059000000, 1000059100000, 0, 9, 204, NULL, NULL, NULL, NULL, '_Z4castPf', '8,1,1', '128,1,1'),
+ ('kernel', 1000055900000, 1000055950000, 0, 9, 205, NULL, NULL, NULL, NULL, '_Z4castPf', '8,1,1', '128,1,1'),
  ('sync', 1000055300000, 1000055301000, 0, 7, 501, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 -- each API record 0.2-0.5 us after its host call (calls of make-db.sh): 101 -> the S5 copy at 51,
 -- 102 -> the S5 copy at 56, 103 -> the S4 copy at 53.1, 104 -> no call within 1 ms; kernel 201
@@ -39,6 +40,7 @@ INSERT INTO gpu_api(correlation_id, layer, cbid, tid, start_ns, end_ns) VALUES
  (104, 'runtime', 31, 4242, 1000004000000, 1000004100000),
  (201, 'runtime', 211, 4250, 1000052200500, 1000052203000),
  (204, 'runtime', 211, 4250, 1000058500000, 1000058503000),
+ (205, 'runtime', 211, 4250, 1000055800000, 1000055803000),
  (202, 'runtime', 211, 4242, 1000057700500, 1000057703000),
  (501, 'runtime', 131, 4242, 1000055300200, 1000055301400);
 SQL
@@ -52,21 +54,23 @@ doc="readfile('$tmp/r.json')"
 [ "$(rq "SELECT json_extract(value, '\$.comm_ns') || ' ' || json_extract(value, '\$.comm_overlap') || ' ' ||
 	json_extract(value, '\$.exposed_comm_ns') FROM json_each(json_extract($doc, '\$.ranks'))")" = "10000000 0.5 5000000" ] ||
 	fail "overlap: $(rq "SELECT json_extract($doc, '\$.ranks')")"
-# GPU idle behind host syncs: S1 at 65 (busy: 0), S2 at 55.41 (next kernel at 56: 0.59 ms),
-# no site: S2 at 55.3015 + S3 at 55.65 (0.6985 + 0.35 ms).
+# GPU idle behind host syncs: S1 at 65 (busy: 0), S2 at 55.41 (the next work, kernel 205 at
+# 55.9, was issued at 55.8, after the sync: 0.49 ms), no site: S2 at 55.3015 + S3 at 55.65
+# (0.5985 + 0.25 ms). Kernel 201 at 56 was issued at 52.2, before them: had it been the next
+# work, the GPU would not have been waiting for the host (idle 0, docs/rules.md).
 cat >"$tmp/expected" <<'END'
-host-sync|(no call site)|1048500
-host-sync|libtorch_cuda.so+0x1234|590000
+host-sync|(no call site)|848500
+host-sync|libtorch_cuda.so+0x1234|490000
 host-sync|train.py:50 torch.cuda.synchronize()|0
 END
 rq "SELECT json_extract(value, '\$.rule'), json_extract(value, '\$.site'), json_extract(value, '\$.gpu_idle_ns')
 	FROM json_each(json_extract($doc, '\$.findings')) WHERE json_extract(value, '\$.rule') = 'host-sync'
 	ORDER BY 2" >"$tmp/actual"
 diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "gpu_idle_ns"
-# sync-copy too: loss.item()'s blocking copies end at 55.2 (next activity: the kernel at 56,
-# 0.8 ms) and 59.7 (next: the nccl kernel at 60, 0.3 ms): 1.1 ms.
+# sync-copy too: loss.item()'s blocking copies end at 55.2 (next activity: kernel 205 at 55.9,
+# issued after: 0.7 ms) and 59.7 (next: the nccl kernel at 60, no API record: 0.3 ms): 1.0 ms.
 [ "$(rq "SELECT json_extract(value, '\$.gpu_idle_ns') FROM json_each(json_extract($doc, '\$.findings'))
-	WHERE json_extract(value, '\$.rule') = 'sync-copy'")" = 1100000 ] || fail "gpu_idle_ns of sync-copy"
+	WHERE json_extract(value, '\$.rule') = 'sync-copy'")" = 1000000 ] || fail "gpu_idle_ns of sync-copy"
 # Other findings: gpu_idle_ns present and null.
 [ "$(rq "SELECT count(*) FROM json_each(json_extract($doc, '\$.findings'))
 	WHERE json_extract(value, '\$.rule') NOT IN ('host-sync', 'sync-copy') AND json_type(value, '\$.gpu_idle_ns') = 'null'")" = 3 ] ||
@@ -89,7 +93,7 @@ diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "copy-without-overlap"
 # Text: the rank table's GPU columns, the idle time in the detail.
 grep -q '^   rank .* nccl_ms     comm_ms  overlap     exposed_ms$' "$tmp/r.txt" || fail "text header: $(cat "$tmp/r.txt")"
 grep -q '^      0  fixture-host .*  10.000    0.500          5.000$' "$tmp/r.txt" || fail "text rank row"
-grep -q 'cuStreamSynchronize x1; worst 0.100 ms; GPU idle behind it: 0.590 ms; once: ' "$tmp/r.txt" || fail "text idle"
+grep -q 'cuStreamSynchronize x1; worst 0.100 ms; GPU idle behind it: 0.490 ms; once: ' "$tmp/r.txt" || fail "text idle"
 # (one copy, in a recording without steps: `info`, docs/rules.md "Steady state")
 grep -q '^  \[info\] copy-without-overlap  rank 0  train.py:37 x.to(device, non_blocking=True)$' "$tmp/r.txt" || fail "text copy finding"
 
@@ -100,7 +104,7 @@ cp "$tmp/gpu.sqlite" "$tmp/two.sqlite"
 	VALUES('kernel', 1000095000000, 1000096000000, 1, 3, 601, '_Z4gemmPfS_')" || fail "device 1"
 "$SYNCSPY" report --format json "$tmp/two.sqlite" >"$tmp/two.json" || fail "json of two devices"
 cat >"$tmp/expected" <<'END'
-(no call site)|698500
+(no call site)|598500
 libtorch_cuda.so+0x1234|
 train.py:50 torch.cuda.synchronize()|
 END

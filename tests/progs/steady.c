@@ -2,7 +2,7 @@
  * tests/progs/steady.c: a program with a setup, a step loop and a teardown, for the report's
  * steady state (report/steps.c, docs/rules.md "Steady state"; t212).
  *
- *   steady [marked]
+ *   steady [marked|pipeline|legacy]
  *
  * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers,
  *           the weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
@@ -14,7 +14,8 @@
  *           workspace allocation (@warmup-alloc: the caching allocator's growth);
  * teardown: the result read with a blocking copy (@final-read), the buffers freed.
  * marked: each step starts with syncspy_step("train") (looked up at run time, so the program
- * runs without the shim too). The @tags are what the test greps for to know the lines.
+ * runs without the shim too). pipeline, legacy: below. The @tags are what the test greps for to
+ * know the lines.
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -29,14 +30,68 @@
 #define KERNEL_US 3000
 #define BYTES	  (1u << 20)
 
+static const dim3 one = {1, 1, 1};
+
+static void launch(cudaStream_t s, unsigned usec)
+{
+	void *param = (void *)(uintptr_t)usec;
+	void *args[] = {&param};
+
+	CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, s));
+}
+
+/* A triple-buffered pipeline: step k queues its kernel, then waits for step k-2's event (its
+ * buffer is free again) while step k-1's kernel runs, with step k's queued behind it: the GPU
+ * never idles behind the wait. */
+static int pipeline(void)
+{
+	cudaStream_t s;
+	cudaEvent_t done[3];
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	for (int i = 0; i < 3; i++)
+		CHECK(cudaEventCreateWithFlags(&done[i], cudaEventDisableTiming));
+	for (int step = 0; step < STEPS; step++) {
+		launch(s, KERNEL_US);
+		CHECK(cudaEventRecord(done[step % 3], s));
+		if (step > 1)
+			CHECK(cudaEventSynchronize(done[(step + 1) % 3])); /* @pipeline-wait */
+	}
+	CHECK(cudaStreamSynchronize(s));
+	printf("steady: %d steps, pipeline\n", STEPS);
+	for (int i = 0; i < 3; i++)
+		CHECK(cudaEventDestroy(done[i]));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
+/* The legacy stream in the loop, a blocking stream (created without cudaStreamNonBlocking)
+ * used at setup only: nothing of the loop serializes with it. */
+static int legacy_after_setup(void)
+{
+	cudaStream_t setup;
+
+	CHECK(cudaStreamCreate(&setup));
+	launch(setup, 100);
+	CHECK(cudaStreamSynchronize(setup));
+	for (int step = 0; step < STEPS; step++) {
+		launch(0, 200); /* @legacy-launch */
+		CHECK(cudaStreamSynchronize(0));
+	}
+	printf("steady: %d steps, legacy\n", STEPS);
+	CHECK(cudaStreamDestroy(setup));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "pipeline") == 0)
+		return pipeline();
+	if (argc > 1 && strcmp(argv[1], "legacy") == 0)
+		return legacy_after_setup();
 	int marked = argc > 1 && strcmp(argv[1], "marked") == 0;
 	void (*step_mark)(const char *) =
 	    marked ? (void (*)(const char *))dlsym(RTLD_DEFAULT, "syncspy_step") : NULL;
-	const dim3 one = {1, 1, 1};
-	void *param = (void *)(uintptr_t)KERNEL_US;
-	void *args[] = {&param};
 	void *dev[3], *pinned[2], *workspace = NULL, *scratch;
 	cudaStream_t s;
 	float result = 0;
@@ -58,7 +113,7 @@ int main(int argc, char **argv)
 		void *in = dev[1], *src = pinned[step % 2];
 
 		CHECK(cudaMemcpyAsync(in, src, BYTES, cudaMemcpyHostToDevice, s)); /* @loop-copy */
-		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, s));
+		launch(s, KERNEL_US);
 		CHECK(cudaStreamSynchronize(s));   /* @loop-sync */
 		CHECK(cudaMalloc(&scratch, 4096)); /* @loop-alloc */
 		CHECK(cudaFree(scratch));	   /* @loop-free */
