@@ -281,9 +281,11 @@ static void check_copies(void)
 	double t_pinned_done = now_ms() - t0;
 
 	check(t_pageable >= 25, "pageable cudaMemcpyAsync blocks the host", "%.1f ms", t_pageable);
-	check(t_pinned < 3 && q == cudaErrorNotReady, "pinned cudaMemcpyAsync returns at once",
-	      "%.2f ms, query %s, done after %.1f ms", t_pinned, cudaGetErrorName(q),
-	      t_pinned_done);
+	/* the query right after the call proves the copy was still running when it returned; the
+	 * time bound is relative, as a loaded machine (CI runs tests in parallel) slows both */
+	check(t_pinned < t_pageable / 2 && q == cudaErrorNotReady,
+	      "pinned cudaMemcpyAsync returns at once", "%.2f ms, query %s, done after %.1f ms",
+	      t_pinned, cudaGetErrorName(q), t_pinned_done);
 
 	memset(back, 0, n);
 	t0 = now_ms();
