@@ -4,7 +4,8 @@
 # call one row at the runtime layer, the runtime's own driver calls not recorded again
 # (DRIVER-3), and a driver pointer from cudaGetDriverEntryPoint is wrapped. dlsym(RTLD_DEFAULT)
 # of a name the shim exports answers as without the shim (DRIVER-4): NULL before any CUDA
-# library is loaded, found once libcuda is. Both programs print the same with and without it.
+# library is loaded, found once libcuda is. Python's ctypes gets the wrappers too. Every program
+# prints the same with and without the shim.
 . "$E2E_DIR/lib.sh"
 n=12
 "$PROGS/lookups" cudart $n >"$tmp/plain" || fail "program failed without the shim"
@@ -31,4 +32,19 @@ grep -q 'after cuGetProcAddress_v2: found' "$tmp/stdout" || fail "wrong output: 
 one_db
 golden "SELECT api, count(*) FROM api_calls GROUP BY api" <<'END'
 cuCtxSynchronize|1
+END
+# ctypes itself (its attribute lookup is a dlsym on the library's handle)
+[ -n "${PYTHON3:-}" ] || exit 0
+rm -rf "$out"
+cat >"$tmp/ct.py" <<'PY'
+import ctypes
+rt = ctypes.CDLL("libcudart.so.13")
+print("syncs:", [rt.cudaDeviceSynchronize() for _ in range(3)])
+PY
+"$PYTHON3" "$tmp/ct.py" >"$tmp/plain" || fail "ctypes program failed without the shim"
+under_shim "$PYTHON3" "$tmp/ct.py" >"$tmp/stdout" || fail "ctypes program failed under the shim"
+diff -u "$tmp/plain" "$tmp/stdout" >&2 || fail "the shim changed what the ctypes program saw"
+one_db
+golden "SELECT api, layer, count(*) FROM api_calls GROUP BY api, layer" <<'END'
+cudaDeviceSynchronize|runtime|3
 END
