@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t032: a program that links libcuda and calls cuGetProcAddress itself (cuda.h's name for
 # cuGetProcAddress_v2, and the 11.3 cuGetProcAddress by its symbol) gets the shim's wrappers
 # (issue 14, item 4): every call through the pointers is one row under the right name, the

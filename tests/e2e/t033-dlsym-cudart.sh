@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t033: lookups by name at run time (issue 14, item 4). A ctypes-style program that dlopens
 # libcudart.so.13 RTLD_LOCAL and dlsyms its functions gets the shim's runtime wrappers: each
 # call one row at the runtime layer, the runtime's own driver calls not recorded again

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/gpu_procaddr.c: the GPU check of issue 14 item 4 (tests/gpu/run.sh, part
  * procaddr). Built with nvcc and -lcuda on the GPU machine; needs no kernel, so it also runs on

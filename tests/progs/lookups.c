@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/progs/lookups.c: a program that links no CUDA library and finds the runtime and the
  * driver by name at run time, as ctypes and other language bindings do, run on the CPU
