@@ -28,6 +28,7 @@
  *             probes for the driver must not believe one is loaded), else the wrapper.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -260,14 +261,25 @@ static int is_own(const void *fn)
  * loaded RTLD_LOCAL outside the caller's scope defines stays the shim's (documented). */
 static void *hand_out(const char *name, void *found, const void *caller)
 {
-	if (!found || !name || name[0] != 'c' || name[1] != 'u' || !is_own(found))
+	if (!found || !name || name[0] != 'c' || name[1] != 'u')
 		return wrap(name, found, caller);
+	int saved_errno = errno; /* the real dlsym's; dladdr and the lookups below keep it */
+	if (!is_own(found)) {
+		errno = saved_errno;
+		return wrap(name, found, caller);
+	}
 	enum ss_layer layer = strncmp(name, "cuda", 4) ? SS_LAYER_DRIVER : SS_LAYER_RUNTIME;
-	void *real = ss_resolve_helper(layer, name);
-	if (!real)
-		return NULL;
-	void *wrapper = wrap(name, real, caller);
-	return wrapper != real ? wrapper : found;
+	void *real = ss_resolve_helper(layer, name), *out = NULL;
+	if (real) {
+		void *wrapper = wrap(name, real, caller);
+		out = wrapper != real ? wrapper : found;
+	} else {
+		/* failing last, so that dlerror() tells of it as glibc would (naming the shim,
+		 * not the caller): a failed dlopen(RTLD_NOLOAD) above leaves no error */
+		(void)ss_dlsym(RTLD_NEXT, name);
+	}
+	errno = saved_errno;
+	return out;
 }
 
 /* DRIVER-1 rests on the tail call below: asked for even where the build is not optimized. */

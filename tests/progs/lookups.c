@@ -6,13 +6,15 @@
  * changes none of it.
  *
  *   lookups probe        dlsym(RTLD_DEFAULT) for names the shim exports, before any CUDA
- *                        library is loaded (all NULL without the shim: it must say the same),
+ *                        library is loaded (all NULL without the shim, errno unchanged and
+ *                        dlerror() set: it must say the same),
  *                        then again after dlopen("libcuda.so.1", RTLD_GLOBAL), and one call
  *   lookups cudart N     dlopen("libcudart.so.13", RTLD_LOCAL), dlsym its functions, then a
  *                        stream, a copy, N stream syncs, 2 per-thread ones, a device sync and
  *                        a driver pointer from cudaGetDriverEntryPoint called twice
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +38,13 @@ static int probe(void)
 	static const char *const names[] = {"cuGetProcAddress", "cuGetProcAddress_v2",
 					    "cuStreamSynchronize", "cudaStreamSynchronize",
 					    "cudaGetDriverEntryPoint"};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		printf("before %s: %s\n", names[i],
-		       dlsym(RTLD_DEFAULT, names[i]) ? "found" : "null");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		errno = 0;
+		void *fn = dlsym(RTLD_DEFAULT, names[i]);
+		int saved_errno = errno;
+		printf("before %s: %s, errno %d, dlerror %s\n", names[i], fn ? "found" : "null",
+		       saved_errno, dlerror() ? "set" : "clear");
+	}
 	if (!dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL))
 		return 3;
 	for (size_t i = 0; i < 3; i++)
