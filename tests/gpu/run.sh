@@ -426,7 +426,7 @@ if run_cmd 120 /dev/null /dev/null nvcc -O2 -cudart none -o "$work/gpu_procaddr"
 	cudart_so=$(dirname "$(command -v nvcc)")/../lib64/libcudart.so.13
 	[ -f "$cudart_so" ] || cudart_so=libcudart.so.13
 	procaddr_run procaddr_cudart \
-		runtime:cudaMemcpyAsync=20,runtime:cudaStreamSynchronize=20,runtime:cudaDeviceSynchronize=1 \
+		runtime:cudaMemcpyAsync=20,runtime:cudaStreamSynchronize=20,runtime:cudaDeviceSynchronize=1,driver:cuCtxSynchronize=3 \
 		"$work/gpu_procaddr" cudart 20 "$cudart_so"
 else
 	check "gpu_procaddr: builds with nvcc -lcuda" FAIL
