@@ -232,3 +232,13 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 			   params, args, pre, post)
 
 SS_CUDART_FUNCS(DEFINE_WRAPPERS)
+
+/* Each wrapper by its API, for dlsym to hand out to callers that look the runtime up by name
+ * (driver.c). */
+#define REF_NONE(name)
+#define REF_PTSZ(name) {SS_API_##name##_ptsz, (void *)name##_ptsz},
+#define REF_PTDS(name) {SS_API_##name##_ptds, (void *)name##_ptds},
+#define WRAPPER_REF(name, variant, cls, params, args, pre, post)                                   \
+	{SS_API_##name, (void *)name}, REF_##variant(name)
+const struct ss_wrapper_ref ss_cudart_wrappers[] = {SS_CUDART_FUNCS(WRAPPER_REF)};
+const size_t ss_cudart_wrapper_count = sizeof(ss_cudart_wrappers) / sizeof(ss_cudart_wrappers[0]);

@@ -3,9 +3,11 @@
  * driver_table.h (plus its _ptsz/_ptds twin), and makes sure code that never calls libcudart.so
  * reaches them: the static cudart that nvcc links by default, cuBLAS, torch's c10 and NCCL get
  * driver functions from dlsym(libcuda handle, name) and from cuGetProcAddress (docs/architecture.md
- * F4). The shim's dlsym, cuGetProcAddress and cudaGetDriverEntryPoint hand out the
- * wrapper of a table function instead of the real pointer, and anything else untouched
- * (cuGetExportTable included).
+ * F4). The shim's dlsym, cuGetProcAddress (exported, for programs that link libcuda and
+ * call it directly, and handed out by dlsym) and cudaGetDriverEntryPoint hand out the wrapper of
+ * a table function instead of the real pointer, and anything else untouched (cuGetExportTable
+ * included). dlsym does the same for the runtime's table functions (ctypes-style callers that
+ * dlopen libcudart.so.13 and look its functions up by name).
  *
  * A pointer is wrapped only when it is exactly the function the table describes: the real
  * pointer a lookup returned is compared with the real function of each table entry of that
@@ -20,8 +22,13 @@
  *             interposed one: a wrapper whose "real" function were its own wrapper would recurse.
  *   DRIVER-3  A call the runtime makes to the driver from inside a runtime wrapper is not
  *             recorded again (SHIM-3): one call of the program, one row.
+ *   DRIVER-4  A lookup that finds one of the shim's own exports (dlsym(RTLD_DEFAULT) and
+ *             dlopen(NULL) search the preloaded shim first) answers as it would without the
+ *             shim where it can: NULL when no loaded library defines the name (a program that
+ *             probes for the driver must not believe one is loaded), else the wrapper.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,9 +85,14 @@ SS_DRIVER_FUNCS(DEFINE_WRAPPERS)
 
 /* ------------------------------------------------------------------ handing out wrappers */
 
-static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-				    CUdriverProcAddressQueryResult *status);
-static CUresult get_proc_address_v1(const char *symbol, void **pfn, int version, cuuint64_t flags);
+/* cuda.h turns the name cuGetProcAddress into cuGetProcAddress_v2 (the 12.0 prototype with a
+ * status argument); libcuda.so.1 still exports the 11.3 one (no status) as cuGetProcAddress, and
+ * an asm label gives it that name. Those two are all the names the driver exports for it
+ * (cuGetProcAddress_v2_ptsz is an inline function of cuda.h that calls _v2). */
+SS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+				       cuuint64_t flags, CUdriverProcAddressQueryResult *status);
+SS_EXPORT CUresult get_proc_address_v1(const char *symbol, void **pfn, int version,
+				       cuuint64_t flags) __asm__("cuGetProcAddress");
 
 struct wrap_entry {
 	int api;	  /* -1 for the cuGetProcAddress entries */
@@ -97,7 +109,7 @@ static struct wrap_entry wraps[] = {
 	{SS_API_##name, #name, (void *)name, ""}, WRAP_##variant(name)
     SS_DRIVER_FUNCS(WRAP_ENTRY)
 #undef WRAP_ENTRY
-	{-1, "cuGetProcAddress_v2", (void *)get_proc_address_v2, ""},
+	{-1, "cuGetProcAddress_v2", (void *)cuGetProcAddress_v2, ""},
     {-1, "cuGetProcAddress", (void *)get_proc_address_v1, ""},
 };
 #define WRAP_COUNT (sizeof(wraps) / sizeof(wraps[0]))
@@ -171,6 +183,38 @@ size_t ss_driver_clients(char *out, size_t len)
 	return used;
 }
 
+/* The runtime functions dlsym hands out wrappers for besides the table's (cudart.c): the
+ * runtime's ways to the driver, defined at the end of this file. */
+extern __typeof__(cudaGetDriverEntryPoint) cudaGetDriverEntryPoint_ptsz;
+extern __typeof__(cudaGetDriverEntryPointByVersion) cudaGetDriverEntryPointByVersion_ptsz;
+static const struct {
+	const char *name;
+	void *wrapper;
+} entry_point_wraps[] = {
+    {"cudaGetDriverEntryPoint", (void *)cudaGetDriverEntryPoint},
+    {"cudaGetDriverEntryPoint_ptsz", (void *)cudaGetDriverEntryPoint_ptsz},
+    {"cudaGetDriverEntryPointByVersion", (void *)cudaGetDriverEntryPointByVersion},
+    {"cudaGetDriverEntryPointByVersion_ptsz", (void *)cudaGetDriverEntryPointByVersion_ptsz},
+};
+
+/* A runtime function is looked up by its exact exported name (no versions to strip), and
+ * wrapped only when it is the function the wrapper calls: a libcudart other than the one the
+ * shim resolves (another soname, another copy) is handed out as it is. */
+static void *wrap_runtime(const char *name, void *fn)
+{
+	for (size_t i = 0; i < ss_cudart_wrapper_count; i++) {
+		int api = ss_cudart_wrappers[i].api;
+		if (!strcmp(ss_apis[api].name, name))
+			return ss_real(api) == fn ? ss_cudart_wrappers[i].wrapper : fn;
+	}
+	for (size_t i = 0; i < sizeof(entry_point_wraps) / sizeof(entry_point_wraps[0]); i++)
+		if (!strcmp(entry_point_wraps[i].name, name))
+			return ss_resolve_helper(SS_LAYER_RUNTIME, name) == fn
+				   ? entry_point_wraps[i].wrapper
+				   : fn;
+	return fn;
+}
+
 /* The wrapper for real function fn looked up as name, or fn itself. */
 static void *wrap(const char *name, void *fn, const void *caller)
 {
@@ -179,6 +223,8 @@ static void *wrap(const char *name, void *fn, const void *caller)
 	ss_load();
 	if (ss_config.SYNCSPY_DISABLE)
 		return fn;
+	if (!strncmp(name, "cuda", 4))
+		return wrap_runtime(name, fn);
 	pthread_once(&bases_once, fill_bases);
 	for (size_t i = 0; i < WRAP_COUNT; i++) {
 		struct wrap_entry *w = &wraps[i];
@@ -193,6 +239,49 @@ static void *wrap(const char *name, void *fn, const void *caller)
 	return fn;
 }
 
+/* Whether fn is a function of the shim itself (DRIVER-4). */
+static int is_own(const void *fn)
+{
+	static const void *_Atomic own_base;
+	const void *base = atomic_load_explicit(&own_base, memory_order_relaxed);
+	Dl_info info;
+	if (!base) {
+		if (!dladdr((const void *)is_own, &info))
+			return 0;
+		base = info.dli_fbase;
+		atomic_store(&own_base, base);
+	}
+	return dladdr(fn, &info) && info.dli_fbase == base;
+}
+
+/* What dlsym hands out for the function found as name. DRIVER-4: a lookup that found the
+ * shim's own export stands for the library's function, which is then handed out as a lookup
+ * that found it would be (its wrapper, the client noted), or for nothing. A name the shim
+ * exports that no loaded library defines is NULL, as without the shim; one that a library
+ * loaded RTLD_LOCAL outside the caller's scope defines stays the shim's (documented). */
+static void *hand_out(const char *name, void *found, const void *caller)
+{
+	if (!found || !name || name[0] != 'c' || name[1] != 'u')
+		return wrap(name, found, caller);
+	int saved_errno = errno; /* the real dlsym's; dladdr and the lookups below keep it */
+	if (!is_own(found)) {
+		errno = saved_errno;
+		return wrap(name, found, caller);
+	}
+	enum ss_layer layer = strncmp(name, "cuda", 4) ? SS_LAYER_DRIVER : SS_LAYER_RUNTIME;
+	void *real = ss_resolve_helper(layer, name), *out = NULL;
+	if (real) {
+		void *wrapper = wrap(name, real, caller);
+		out = wrapper != real ? wrapper : found;
+	} else {
+		/* failing last, so that dlerror() tells of it as glibc would (naming the shim,
+		 * not the caller): a failed dlopen(RTLD_NOLOAD) above leaves no error */
+		(void)ss_dlsym(RTLD_NEXT, name);
+	}
+	errno = saved_errno;
+	return out;
+}
+
 /* DRIVER-1 rests on the tail call below: asked for even where the build is not optimized. */
 __attribute__((optimize("O2"))) SS_EXPORT void *dlsym(void *handle, const char *name)
 {
@@ -201,11 +290,15 @@ __attribute__((optimize("O2"))) SS_EXPORT void *dlsym(void *handle, const char *
 		fn = load_real_dlsym();
 	if (handle == RTLD_NEXT)
 		return fn(handle, name); /* DRIVER-1: a tail call */
-	return wrap(name, fn(handle, name), __builtin_return_address(0));
+	return hand_out(name, fn(handle, name), __builtin_return_address(0));
 }
 
-static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-				    CUdriverProcAddressQueryResult *status)
+/* Reached by a program that links libcuda (the shim's export comes first) and through the
+ * pointers dlsym and cuGetProcAddress hand out. Only a lookup of cuGetProcAddress through dlsym
+ * names its caller in meta.driver_clients: that is how a CUDA runtime bootstraps the driver; a
+ * program that calls cuGetProcAddress directly carries none. */
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+			     CUdriverProcAddressQueryResult *status)
 {
 	CUresult (*real)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
 	    real_of(&wraps[WRAP_COUNT - 2]);
@@ -217,7 +310,7 @@ static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version,
 	return ret;
 }
 
-static CUresult get_proc_address_v1(const char *symbol, void **pfn, int version, cuuint64_t flags)
+CUresult get_proc_address_v1(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
 	CUresult (*real)(const char *, void **, int, cuuint64_t) = real_of(&wraps[WRAP_COUNT - 1]);
 	if (!real)
@@ -242,8 +335,6 @@ static CUresult get_proc_address_v1(const char *symbol, void **pfn, int version,
 		return ret;                                                                        \
 	}
 
-extern __typeof__(cudaGetDriverEntryPoint) cudaGetDriverEntryPoint_ptsz;
-extern __typeof__(cudaGetDriverEntryPointByVersion) cudaGetDriverEntryPointByVersion_ptsz;
 ENTRY_POINT_WRAPPER(cudaGetDriverEntryPoint,
 		    (const char *symbol, void **funcPtr, unsigned long long flags,
 		     enum cudaDriverEntryPointQueryResult *driverStatus),

@@ -210,6 +210,14 @@ static inline int ss_wants_stack(int cls)
  * (comma-separated basenames, for meta.driver_clients); returns the length written. */
 size_t ss_driver_clients(char *out, size_t len);
 
+/* cudart.c: the runtime table's wrappers by API, for dlsym to hand out (driver.c). */
+struct ss_wrapper_ref {
+	int api;
+	void *wrapper;
+};
+extern const struct ss_wrapper_ref ss_cudart_wrappers[];
+extern const size_t ss_cudart_wrapper_count;
+
 /* Functions the shim calls but does not intercept (memory kind, versions, NCCL rank). */
 void *ss_resolve_helper(enum ss_layer layer, const char *name);
 

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# t001: libsyncspy.so exports the interposed entry points (runtime, driver, NCCL, and dlsym,
-# exec*, sigaction, signal for the process around them; syncspy_step and syncspy_gpu_trace
-# for the program) and nothing else: no SQLite, no
+# t001: libsyncspy.so exports the interposed entry points (runtime, driver with its
+# cuGetProcAddress, NCCL, and dlsym, exec*, sigaction, signal for the process around them;
+# syncspy_step and syncspy_gpu_trace for the program) and nothing else: no SQLite, no
 # unwinder, no internals (docs/architecture.md F6, F7); and it links none of CUDA, NCCL or SQLite.
 . "$E2E_DIR/lib.sh"
 "$NM" -D --defined-only "$SHIM" | awk '{print $3}' | sort >"$tmp/exported"
@@ -37,7 +37,14 @@ esac
 grep -q '^cudaStreamSynchronize$' "$tmp/exported" || fail "cudaStreamSynchronize not exported"
 grep -q '^ncclAllReduce$' "$tmp/exported" || fail "ncclAllReduce not exported"
 grep -q '^cuLaunchKernel_ptsz$' "$tmp/exported" || fail "cuLaunchKernel_ptsz not exported"
-# cuGetProcAddress is handed out through dlsym only: exported, it would make a program that
-# probes for the driver with dlsym(RTLD_DEFAULT) believe one is loaded
-grep -q '^cuGetProcAddress' "$tmp/exported" && fail "cuGetProcAddress exported"
+# cuGetProcAddress under every name the driver exports it (the toolkit's stub libcuda.so says
+# which where it is installed, else the stand-in): a program that links libcuda calls it
+# directly and must get the wrappers (issue 14). One that probes for a driver with
+# dlsym(RTLD_DEFAULT) still finds none when none is loaded (DRIVER-4, t033).
+driver=$STANDIN_DIR/libcuda.so.1
+[ -f "${CUDA_LIBDIR:-}/stubs/libcuda.so" ] && driver=$CUDA_LIBDIR/stubs/libcuda.so
+"$NM" -D --defined-only "$driver" | awk '$3 ~ /^cuGetProcAddress/ {print $3}' | sort >"$tmp/driver_gpa"
+[ -s "$tmp/driver_gpa" ] || fail "no cuGetProcAddress in $driver"
+grep '^cuGetProcAddress' "$tmp/exported" >"$tmp/shim_gpa" || true
+diff -u "$tmp/driver_gpa" "$tmp/shim_gpa" >&2 || fail "cuGetProcAddress not exported under the driver's names"
 echo "exported $(wc -l <"$tmp/exported") symbols; needs: $needed"

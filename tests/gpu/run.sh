@@ -40,7 +40,8 @@
 # ONLY=REGEX runs only the reference tasks whose name matches, REFERENCE_CUPTI=0 records the
 # reference tasks without CUPTI (default: with it, as `syncspy run` does). PARTS="NAME ..." runs
 # only those parts (default all): workloads (copies_syncs, item_loop), reference, cupti,
-# coverage, bench-cupti, nvtx, stack, bench-calls; the environment checks always run.
+# coverage, procaddr (a few seconds: tests/progs/gpu_procaddr.c), bench-cupti, nvtx, stack,
+# bench-calls; the environment checks always run.
 # DEBUG_INFO=1 builds the reference workloads with -g (sites with file:line, at= lines checked).
 #
 # A failing step does not stop the others; every step has a time limit and the whole run a
@@ -375,6 +376,62 @@ else
 fi
 coverage_run item_loop "" python3 examples/torch/item_loop.py
 fi # part coverage
+
+# Lookups the shim once missed (issue 14 item 4): a program that links libcuda and calls
+# cuGetProcAddress itself, and a ctypes-style dlopen + dlsym of libcudart.so.13. Each runs
+# without and with the shim (same output and exit code), then its rows are counted: every
+# call through the pointers once, under its name, and no driver row inside the runtime's calls.
+if part procaddr; then
+section "cuGetProcAddress called directly, libcudart looked up by name"
+procaddr_run() { # NAME EXPECTED CMD...: EXPECTED "api=count,..." (layer-qualified by the check)
+	local name=$1 expected=$2 plain_rc shim_rc db got
+	shift 2
+	rm -rf "$work/db-$name" && mkdir -p "$work/db-$name"
+	run_cmd 60 "$work/$name.plain" /dev/null "$@"
+	plain_rc=$?
+	run_cmd 60 "$work/$name.shim" /dev/null env LD_PRELOAD="$shim" SYNCSPY_OUTPUT="$work/db-$name" "$@"
+	shim_rc=$?
+	if [ "$plain_rc" -eq 0 ] && [ "$shim_rc" -eq 0 ] && grep -q 'result=OK' "$work/$name.plain" &&
+		cmp -s "$work/$name.plain" "$work/$name.shim"; then
+		check "$name: same output and exit code with the shim" PASS "$(grep -o 'checksum=[0-9a-f]*' "$work/$name.plain")"
+	else
+		check "$name: same output and exit code with the shim" FAIL "exit $plain_rc without, $shim_rc with"
+	fi
+	db=$(ls -t "$work/db-$name"/*.sqlite 2>/dev/null | head -n1)
+	[ -n "$db" ] || { check "$name: database written" FAIL; return; }
+	cp "$db" "$work/keep/$name.sqlite"
+	got=$(python3 -c "
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+counts = dict(db.execute('SELECT layer || \':\' || api, count(*) FROM api_calls GROUP BY 1'))
+span = db.execute(\"SELECT min(start_ns), max(end_ns) FROM api_calls WHERE layer = 'runtime'\").fetchone()
+inner = db.execute(\"SELECT count(*) FROM api_calls WHERE layer = 'driver' AND start_ns BETWEEN ? AND ?\", span).fetchone()[0] if span[0] else 0
+want = dict(kv.split('=') for kv in sys.argv[2].split(','))
+print(','.join('%s=%d' % (k, counts.get(k, 0)) for k in want) + (',driver_inside_runtime=%d' % inner if span[0] else ''))
+" "$db" "$expected" 2>&1)
+	local want=$expected
+	case $expected in runtime:*) want="$expected,driver_inside_runtime=0" ;; esac
+	if [ "$got" = "$want" ]; then
+		check "$name: each call through the looked-up pointers recorded once" PASS "$got"
+	else
+		check "$name: each call through the looked-up pointers recorded once" FAIL "got $got, want $want"
+	fi
+}
+if run_cmd 120 /dev/null /dev/null nvcc -O2 -cudart none -o "$work/gpu_procaddr" \
+	tests/progs/gpu_procaddr.c -lcuda -ldl; then
+	check "gpu_procaddr: builds with nvcc -lcuda" PASS
+	procaddr_run procaddr_direct \
+		driver:cuStreamSynchronize=30,driver:cuStreamSynchronize_ptsz=2,driver:cuCtxSynchronize=3,driver:cuMemcpyHtoDAsync_v2=30 \
+		"$work/gpu_procaddr" direct 30
+	cudart_so=$(dirname "$(command -v nvcc)")/../lib64/libcudart.so.13
+	[ -f "$cudart_so" ] || cudart_so=libcudart.so.13
+	procaddr_run procaddr_cudart \
+		runtime:cudaMemcpyAsync=20,runtime:cudaStreamSynchronize=20,runtime:cudaDeviceSynchronize=1,driver:cuCtxSynchronize=3 \
+		"$work/gpu_procaddr" cudart 20 "$cudart_so"
+else
+	check "gpu_procaddr: builds with nvcc -lcuda" FAIL
+fi
+fi # part procaddr
 
 # CUPTI's cost on the torch reference loop, beside torch.profiler's (target 3%): with the GPU
 # timeline sampled (SYNCSPY_CUPTI_SAMPLE, CUPTI-4), which the check holds to 3%, and traced

@@ -7,6 +7,10 @@
  *   driver_calls procaddr   dlopen("libcuda.so.1"), dlsym "cuGetProcAddress_v2", then every
  *                           function through cuGetProcAddress (per-thread flag for the syncs),
  *                           and one straight dlsym of cuCtxSynchronize
+ *   driver_calls direct N   links libcuda and calls cuGetProcAddress (_v2, as cuda.h names it)
+ *                           and the 11.3 cuGetProcAddress itself, then the pointers: N stream
+ *                           syncs, 2 per-thread ones, 3 context syncs; prints every return
+ *                           code and lookup status, which the shim must leave as they are
  * Each makes a known set of calls; a kernel is a host function (tests/standin/README.md).
  */
 #include <dlfcn.h>
@@ -75,12 +79,13 @@ static int procaddr(void)
 	CUresult (*init)(unsigned) = get(get_proc, "cuInit", 0);
 	CUresult (*stream_create)(CUstream *, unsigned) = get(get_proc, "cuStreamCreate", 0);
 	CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-			   unsigned, CUstream, void **, void **) = get(get_proc, "cuLaunchKernel", 0);
+			   unsigned, CUstream, void **, void **) =
+	    get(get_proc, "cuLaunchKernel", 0);
 	CUresult (*stream_sync_ptsz)(CUstream) =
-		get(get_proc, "cuStreamSynchronize", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+	    get(get_proc, "cuStreamSynchronize", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
 	CUresult (*launch_ptsz)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
 				unsigned, unsigned, CUstream, void **, void **) =
-		get(get_proc, "cuLaunchKernel", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+	    get(get_proc, "cuLaunchKernel", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
 	CUresult (*stream_destroy)(CUstream) = get(get_proc, "cuStreamDestroy", 0);
 	CUresult (*ctx_sync)(void) = (CUresult(*)(void))dlsym(libcuda, "cuCtxSynchronize");
 	CUstream s;
@@ -97,6 +102,52 @@ static int procaddr(void)
 	return 0;
 }
 
+/* The 11.3 entry point, which cuda.h hides behind the name of _v2: declared by its symbol. */
+CUresult get_proc_address_v1(const char *symbol, void **pfn, int cudaVersion,
+			     cuuint64_t flags) __asm__("cuGetProcAddress");
+
+static int direct(int n)
+{
+	CUdriverProcAddressQueryResult status = -1;
+	CUresult (*stream_sync)(CUstream) = NULL, (*stream_sync_ptsz)(CUstream) = NULL;
+	CUresult (*ctx_sync)(void) = NULL;
+	void *missing = &status, *too_old = &status;
+	CUstream s;
+	CHECK(cuInit(0));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CUresult r =
+	    cuGetProcAddress("cuStreamSynchronize", (void **)&stream_sync, 13000, 0, &status);
+	printf("v2 sync: %d status %d\n", (int)r, (int)status);
+	r = cuGetProcAddress_v2("cuStreamSynchronize", (void **)&stream_sync_ptsz, 13000,
+				CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &status);
+	printf("v2 sync ptsz: %d status %d\n", (int)r, (int)status);
+	r = get_proc_address_v1("cuCtxSynchronize", (void **)&ctx_sync, 13000, 0);
+	printf("v1 ctx sync: %d\n", (int)r);
+	r = cuGetProcAddress("cuNoSuchFunction", &missing, 13000, 0, &status);
+	printf("v2 missing: %d status %d %s\n", (int)r, (int)status, missing ? "set" : "null");
+	r = cuGetProcAddress("cuStreamDestroy", &too_old, 3000, 0, &status);
+	printf("v2 too old: %d status %d %s\n", (int)r, (int)status, too_old ? "set" : "null");
+	r = get_proc_address_v1("cuStreamQuery", NULL, 13000, 0);
+	printf("v1 no pfn: %d\n", (int)r);
+	if (!stream_sync || !stream_sync_ptsz || !ctx_sync)
+		return 4;
+	void *param = (void *)(uintptr_t)2000;
+	void *args[] = {&param};
+	for (int i = 0; i < n; i++) {
+		CHECK(cuLaunchKernel((CUfunction)(void *)sleep_kernel, 1, 1, 1, 1, 1, 1, 0, s, args,
+				     NULL));
+		CHECK(stream_sync(s));
+	}
+	for (int i = 0; i < 2; i++)
+		CHECK(stream_sync_ptsz(0));
+	for (int i = 0; i < 3; i++)
+		CHECK(ctx_sync());
+	printf("bad stream: %d\n", (int)stream_sync((CUstream)(uintptr_t)0x10));
+	CHECK(cuStreamDestroy(s));
+	printf("direct ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -104,6 +155,8 @@ int main(int argc, char **argv)
 		return linked();
 	if (!strcmp(mode, "procaddr"))
 		return procaddr();
-	fprintf(stderr, "usage: driver_calls linked|procaddr\n");
+	if (!strcmp(mode, "direct") && argc > 2)
+		return direct(atoi(argv[2]));
+	fprintf(stderr, "usage: driver_calls linked|procaddr|direct N\n");
 	return 2;
 }
