@@ -1,28 +1,43 @@
 /*
- * interpose/python.c: the Python frames of a sync point (S1-S6), taken when the calling thread
- * holds the GIL: `.item()`, printing a tensor, `.cpu()` and the like reach CUDA from Python with
- * the GIL held, and their frames name the user's line.
+ * interpose/python.c: the Python frames of a sync point (S1-S6), read at the sync itself, on
+ * whatever thread made it, whether it holds the GIL or not.
  *
- * Python's C API is found at run time (dlsym in the global scope: the python executable exports
- * it), never linked. The hook runs no Python code and never takes the GIL: it asks
- * PyGILState_Check() first and walks frame objects with the GIL the thread already holds
- * (PyEval_GetFrame, PyFrame_GetBack/GetCode/GetLineNumber, Python 3.9 and later). A sync made
- * with the GIL released (torch releases it around its operations: `.item()`,
- * torch.cuda.synchronize) on the main thread gets them a moment later: Py_AddPendingCall, which
- * needs no GIL, has the interpreter call back with the GIL as soon as it is back from the C
- * call, and the frames are still those of the line that synced. On other threads such a sync
- * gets no Python frames: its site is the native one (docs/attribution.md).
+ * Python is found at run time (dlsym in the global scope: the python executable exports it),
+ * never linked. The hook runs no Python code, takes no GIL and calls nothing of the interpreter
+ * that allocates or locks. On CPython 3.11, 3.12 and 3.13 (64-bit) it reads the calling
+ * thread's frames directly, as out-of-process samplers do: the thread is blocked inside the
+ * wrapper, so its own frame chain cannot change meanwhile, whoever holds the GIL. Its thread
+ * state comes from PyGILState_GetThisThreadState() (a thread-local read, no GIL needed: the main
+ * thread's, a threading.Thread's, a C thread's that called PyGILState_Ensure); from it the
+ * current _PyInterpreterFrame, then `previous` outwards, skipping the interpreter's own shim
+ * frames (owned by the C stack) and frames not yet started (before their code's first traceable
+ * instruction), as the interpreter does. The layouts are those of each version's headers
+ * (find_layout); 3.13's offsets are taken from the _Py_DebugOffsets it publishes in _PyRuntime,
+ * checked against the known ones. A frame's line comes from its code's line table, decoded
+ * here (the format of CPython's Objects/locations.md), its file and function from co_filename
+ * and co_name, compact unicode objects whose characters are read in place. So a sync inside an
+ * operator (`h[h > 1.0]`, `if t.abs().max() > 0.999:`) names its own line, and a sync on any
+ * thread with a Python thread state gets its frames.
+ *
+ * Other versions, or a build whose objects do not look as expected, use the C API instead:
+ * with the GIL held (PyGILState_Check) the frame objects (PyEval_GetFrame, PyFrame_GetBack/
+ * GetCode/GetLineNumber); with it released, on the main thread only, Py_AddPendingCall, which
+ * the interpreter runs with the GIL at its next eval-breaker check: the same line after a call,
+ * a later one after a subscript, a comparison or a bool conversion (docs/attribution.md).
  *
  * The frames travel to the writer as a record of their own (api SS_REC_PYSTACK) right behind
  * the call's record, carrying a malloc'd text, "file:line in function" per frame, innermost
  * first, the first time this thread sees the stack, and only the stack's key afterwards (as
  * native.c does): a sync point repeats its stack every step, and naming frames (the line
  * number from the code's line table, the text, its allocation) costs more than walking them.
- * The key is a hash of each frame's code object and instruction offset (PyFrame_GetLasti,
- * Python 3.11 and later; the line number before), and is used only when every code object of
- * the stack is held by the code cache below, so that no address can come back meaning
- * another code object. Sync points cost microseconds already; the work is theirs only
- * (SHIM-1).
+ * The key is a hash of each frame's code object and instruction offset, and is used only when
+ * every code object of the stack is one the code cache below names: so that an address that
+ * comes back as another code object is not taken for the one before. Through the C API the
+ * cache keeps its code objects alive (a reference taken under the GIL); read directly, it
+ * cannot take references, and an entry is trusted only while the code object at that address
+ * still has the entry's file name, function name and line table objects and first line (the
+ * line table being immutable, the same objects give the same names and lines). Sync points
+ * cost microseconds already; the work is theirs only (SHIM-1).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -62,6 +77,8 @@ static struct {
 
 static pthread_once_t py_once = PTHREAD_ONCE_INIT;
 
+static void find_layout(void);
+
 static void find_python(void)
 {
 #define FIND(field, name) *(void **)&py.field = ss_dlsym(RTLD_DEFAULT, name)
@@ -84,9 +101,282 @@ static void find_python(void)
 	py.usable = py.is_initialized && py.gil_check && py.get_frame && py.frame_get_back &&
 		    py.frame_get_code && py.frame_get_line && py.get_attr && py.as_utf8 &&
 		    py.decref && py.incref && py.err_occurred && py.err_fetch && py.err_restore;
+	if (py.usable)
+		find_layout();
 }
 
-/* A code object's attribute as UTF-8 into out ("?" when it has none). */
+/* ------------------------------------------------------------------ the direct read */
+
+/* What the direct read needs of the interpreter's structures, in bytes from their start: the
+ * layouts of CPython 3.11, 3.12 and 3.13 on 64-bit Linux, facts from each version's
+ * Include/internal/pycore_frame.h, Include/cpython/code.h, Include/cpython/pystate.h,
+ * Include/cpython/unicodeobject.h and Include/cpython/bytesobject.h. Any other version is not
+ * read directly. */
+static struct layout {
+	int usable;
+	size_t tstate_cframe; /* PyThreadState.cframe (3.11, 3.12); SIZE_MAX: no _PyCFrame (3.13) */
+	size_t tstate_frame;  /* _PyCFrame.current_frame, or PyThreadState.current_frame (3.13) */
+	size_t frame_code, frame_previous, frame_instr, frame_owner; /* _PyInterpreterFrame */
+	int owner_generator, owner_cstack; /* FRAME_OWNED_BY_*; -1 where the version has none */
+	size_t code_filename, code_name, code_linetable, code_firstlineno, code_firsttraceable,
+	    code_adaptive;		 /* PyCodeObject */
+	size_t ascii_size, compact_size; /* sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject) */
+	uintptr_t code_type, unicode_type, bytes_type; /* &PyCode_Type, ... */
+	void *(*this_thread_state)(void);	       /* PyGILState_GetThisThreadState */
+} lay;
+
+/* The same in 3.11-3.13 on 64-bit (without Py_TRACE_REFS: see find_layout): PyObject.ob_type,
+ * PyVarObject.ob_size, PyBytesObject.ob_sval, PyASCIIObject.length and .state. */
+#define OB_TYPE	     8
+#define OB_SIZE	     16
+#define BYTES_DATA   32
+#define ASCII_LENGTH 16
+#define ASCII_STATE  32
+
+/* 3.13's _Py_DebugOffsets (Include/internal/pycore_runtime.h) up to its PyObject offsets. */
+struct debug_offsets_313 {
+	char cookie[8];
+	uint64_t version, free_threaded;
+	uint64_t runtime_state[3], interpreter_state[13];
+	struct {
+		uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
+		    datastack_chunk, status;
+	} thread_state;
+	struct {
+		uint64_t size, previous, executable, instr_ptr, localsplus, owner;
+	} interpreter_frame;
+	struct {
+		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
+		    localsplusnames, localspluskinds, co_code_adaptive;
+	} code_object;
+	struct {
+		uint64_t size, ob_type;
+	} pyobject;
+};
+
+static uintptr_t load(uintptr_t base, size_t offset)
+{
+	uintptr_t value;
+	memcpy(&value, (const char *)base + offset, sizeof(value));
+	return value;
+}
+
+static int load_int(uintptr_t base, size_t offset)
+{
+	int value;
+	memcpy(&value, (const char *)base + offset, sizeof(value));
+	return value;
+}
+
+/* The layout of the running interpreter, when it is one this file knows (lay.usable). */
+static void find_layout(void)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+	const unsigned long *version = ss_dlsym(RTLD_DEFAULT, "Py_Version"); /* 3.11 and later */
+	void *get_state = ss_dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+	void *code_type = ss_dlsym(RTLD_DEFAULT, "PyCode_Type");
+	void *unicode_type = ss_dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+	void *bytes_type = ss_dlsym(RTLD_DEFAULT, "PyBytes_Type");
+	if (!version || !get_state || !code_type || !unicode_type || !bytes_type)
+		return;
+	struct layout known;
+	switch ((*version >> 16) & 0xffff) { /* major and minor */
+	case 0x030b:
+		known = (struct layout){.tstate_cframe = 56,
+					.tstate_frame = 8,
+					.frame_code = 32,
+					.frame_previous = 48,
+					.frame_instr = 56, /* prev_instr */
+					.frame_owner = 69,
+					.owner_generator = 1,
+					.owner_cstack = -1,
+					.code_filename = 112,
+					.code_name = 120,
+					.code_linetable = 136,
+					.code_firstlineno = 72,
+					.code_firsttraceable = 168,
+					.code_adaptive = 184,
+					.ascii_size = 48,
+					.compact_size = 72};
+		break;
+	case 0x030c:
+		known = (struct layout){.tstate_cframe = 56,
+					.tstate_frame = 0,
+					.frame_code = 0,
+					.frame_previous = 8,
+					.frame_instr = 56, /* prev_instr */
+					.frame_owner = 70,
+					.owner_generator = 1,
+					.owner_cstack = 3,
+					.code_filename = 112,
+					.code_name = 120,
+					.code_linetable = 136,
+					.code_firstlineno = 68,
+					.code_firsttraceable = 176,
+					.code_adaptive = 192,
+					.ascii_size = 40,
+					.compact_size = 56};
+		break;
+	case 0x030d: {
+		known = (struct layout){.tstate_cframe = SIZE_MAX,
+					.tstate_frame = 72,
+					.frame_code = 0, /* f_executable */
+					.frame_previous = 8,
+					.frame_instr = 56, /* instr_ptr */
+					.frame_owner = 70,
+					.owner_generator = 1,
+					.owner_cstack = 3,
+					.code_filename = 112,
+					.code_name = 120,
+					.code_linetable = 136,
+					.code_firstlineno = 68,
+					.code_firsttraceable = 184,
+					.code_adaptive = 200,
+					.ascii_size = 40,
+					.compact_size = 56};
+		/* What the interpreter publishes must be what is known: a free-threaded build
+		 * (other object headers) or another layout is not read. */
+		const struct debug_offsets_313 *d = ss_dlsym(RTLD_DEFAULT, "_PyRuntime");
+		if (!d || memcmp(d->cookie, "xdebugpy", 8) || (d->version >> 16) != 0x030d ||
+		    d->free_threaded || d->pyobject.ob_type != OB_TYPE ||
+		    d->thread_state.current_frame != known.tstate_frame ||
+		    d->interpreter_frame.executable != known.frame_code ||
+		    d->interpreter_frame.previous != known.frame_previous ||
+		    d->interpreter_frame.instr_ptr != known.frame_instr ||
+		    d->interpreter_frame.owner != known.frame_owner ||
+		    d->code_object.filename != known.code_filename ||
+		    d->code_object.name != known.code_name ||
+		    d->code_object.linetable != known.code_linetable ||
+		    d->code_object.firstlineno != known.code_firstlineno ||
+		    d->code_object.co_code_adaptive != known.code_adaptive)
+			return;
+		break;
+	}
+	default:
+		return;
+	}
+	known.code_type = (uintptr_t)code_type;
+	known.unicode_type = (uintptr_t)unicode_type;
+	known.bytes_type = (uintptr_t)bytes_type;
+	*(void **)&known.this_thread_state = get_state;
+	/* A build with Py_TRACE_REFS (two more pointers in every object header) moves ob_type:
+	 * the type objects' own type must be found where it is expected. */
+	uintptr_t type_type = (uintptr_t)ss_dlsym(RTLD_DEFAULT, "PyType_Type");
+	if (!type_type || load(known.code_type, OB_TYPE) != type_type ||
+	    load(known.unicode_type, OB_TYPE) != type_type)
+		return;
+	known.usable = 1;
+	lay = known;
+#endif
+}
+
+/* A unicode object's text as UTF-8 into out ("?" when it is not a compact one). Reads its
+ * characters in place (ASCII, or 1, 2 or 4 bytes each), allocating nothing and not touching
+ * its cached UTF-8 copy, which another thread may be filling. */
+static void unicode_text(uintptr_t text, char *out, size_t len)
+{
+	snprintf(out, len, "?");
+	if (!text || load(text, OB_TYPE) != lay.unicode_type)
+		return;
+	unsigned state;
+	memcpy(&state, (const char *)text + ASCII_STATE, sizeof(state));
+	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+	if (!compact || (kind != 1 && kind != 2 && kind != 4))
+		return;
+	size_t length = load(text, ASCII_LENGTH), used = 0;
+	const unsigned char *data =
+	    (const unsigned char *)text + (ascii ? lay.ascii_size : lay.compact_size);
+	for (size_t i = 0; i < length && used + 5 < len; i++) {
+		uint32_t c = data[i];
+		if (kind == 2) {
+			uint16_t unit;
+			memcpy(&unit, data + 2 * i, 2);
+			c = unit;
+		} else if (kind == 4) {
+			memcpy(&c, data + 4 * i, 4);
+		}
+		if (c < 0x80) {
+			out[used++] = (char)c;
+		} else if (c < 0x800) {
+			out[used++] = (char)(0xc0 | c >> 6);
+			out[used++] = (char)(0x80 | (c & 0x3f));
+		} else if (c < 0x10000) {
+			out[used++] = (char)(0xe0 | c >> 12);
+			out[used++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			out[used++] = (char)(0x80 | (c & 0x3f));
+		} else {
+			out[used++] = (char)(0xf0 | c >> 18);
+			out[used++] = (char)(0x80 | ((c >> 12) & 0x3f));
+			out[used++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			out[used++] = (char)(0x80 | (c & 0x3f));
+		}
+	}
+	out[used] = 0;
+}
+
+/* A varint of the line table: 6-bit chunks, least significant first, 0x40 on all but the last.
+ */
+static unsigned table_varint(const unsigned char **p, const unsigned char *end)
+{
+	unsigned value = 0, shift = 0;
+	while (*p < end) {
+		unsigned char byte = *(*p)++;
+		value |= (unsigned)(byte & 0x3f) << shift;
+		shift += 6;
+		if (!(byte & 0x40) || shift > 24)
+			break;
+	}
+	return value;
+}
+
+static int table_svarint(const unsigned char **p, const unsigned char *end)
+{
+	unsigned value = table_varint(p, end);
+	return value & 1 ? -(int)(value >> 1) : (int)(value >> 1);
+}
+
+/* The line of a code object's instruction (an offset in code units), from its line table
+ * (co_linetable, 3.11 and later: CPython's Objects/locations.md). Each entry starts with a byte
+ * 1CCCCLLL: it covers LLL + 1 code units; code C says how the line moves from the previous
+ * entry's: 15 no location (the line is -1 there, as Python says), 14 the long form (a signed
+ * varint line delta, then three varints: end line, column, end column), 13 no column (a signed
+ * varint delta), 10-12 one line (delta C - 10, then two bytes of columns), 0-9 the same line
+ * (one byte of column). The first line is co_firstlineno. */
+static int code_line(uintptr_t code, int instruction)
+{
+	uintptr_t table = load(code, lay.code_linetable);
+	if (!table || load(table, OB_TYPE) != lay.bytes_type)
+		return -1;
+	const unsigned char *p = (const unsigned char *)table + BYTES_DATA;
+	const unsigned char *end = p + load(table, OB_SIZE);
+	int line = load_int(code, lay.code_firstlineno), address = 0;
+	while (p < end) {
+		unsigned char first = *p++;
+		if (!(first & 0x80))
+			return -1; /* not an entry's start: not a table this code knows */
+		int kind = (first >> 3) & 15, length = (first & 7) + 1;
+		if (kind == 14) {
+			line += table_svarint(&p, end);
+			for (int i = 0; i < 3; i++)
+				table_varint(&p, end);
+		} else if (kind == 13) {
+			line += table_svarint(&p, end);
+		} else if (kind >= 10 && kind <= 12) {
+			line += kind - 10;
+			p += 2;
+		} else if (kind < 10) {
+			p += 1;
+		}
+		if (instruction < address + length)
+			return kind == 15 ? -1 : line;
+		address += length;
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------------ naming code objects */
+
+/* A code object's attribute as UTF-8 into out ("?" when it has none), through the C API. */
 static void code_text(PyObject *code, const char *attr, char *out, size_t len)
 {
 	PyObject *value = py.get_attr(code, attr);
@@ -96,29 +386,49 @@ static void code_text(PyObject *code, const char *attr, char *out, size_t len)
 		py.decref(value);
 }
 
-/* Code objects already named, by address: reading co_filename and co_name through the C API
- * costs more than the rest of a frame. Each cached code object is kept alive (a reference
- * taken under the GIL), so its address cannot come back as another code object: an entry is
- * never stale. Bounded: once full, frames are named without it. */
+/* Code objects already named, by address: reading co_filename and co_name costs more than the
+ * rest of a frame. Through the C API each cached code object is kept alive (a reference taken
+ * under the GIL), so its address cannot come back as another code object: an entry is never
+ * stale. Read directly, no reference can be taken: an entry holds what the code object pointed
+ * to when it was named (its file name, function name and line table objects, its first line),
+ * and is trusted only while the code object at that address still does; one that does not is
+ * named without the cache. Entries are never replaced (other threads may be reading their
+ * text). Bounded: once full, frames are named without it. */
 #define CODE_CACHE_SLOTS 2048 /* a power of two; filled to 3/4 at most */
 
 static struct code_name {
 	PyObject *code;
+	uintptr_t filename, name, linetable; /* read directly: what the entry was named from */
+	int firstlineno;
 	char *file, *function; /* one allocation: file, then function */
 } code_cache[CODE_CACHE_SLOTS];
 static int code_cache_used;
-static pthread_mutex_t code_cache_lock = PTHREAD_MUTEX_INITIALIZER; /* free-threaded Pythons */
+static pthread_mutex_t code_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The file and function of a code object, through the cache; into the buffers when it is full.
- * Returns 1 when the code object is in the cache (and so kept alive), 0 when it is not. The
- * caller holds code_cache_lock (once per stack, not per frame). */
+/* The file and function of a code object, through the cache; into the buffers when it is full
+ * (or, read directly, when its slot holds a code object once at the same address). Returns 1
+ * when the names came from, or went into, the cache, 0 when not. The caller holds
+ * code_cache_lock (once per stack, not per frame). */
 static int code_names(PyObject *code, char *file, size_t file_len, char *function,
 		      size_t function_len, const char **file_out, const char **function_out)
 {
+	struct code_name now = {.code = code};
+	if (lay.usable) {
+		now.filename = load((uintptr_t)code, lay.code_filename);
+		now.name = load((uintptr_t)code, lay.code_name);
+		now.linetable = load((uintptr_t)code, lay.code_linetable);
+		now.firstlineno = load_int((uintptr_t)code, lay.code_firstlineno);
+	}
 	size_t slot = ((uintptr_t)code >> 4) & (CODE_CACHE_SLOTS - 1);
 	for (int probe = 0; probe < 16; probe++, slot = (slot + 1) & (CODE_CACHE_SLOTS - 1)) {
 		struct code_name *entry = &code_cache[slot];
 		if (entry->code == code) {
+			if (entry->filename != now.filename || entry->name != now.name ||
+			    entry->linetable != now.linetable ||
+			    entry->firstlineno != now.firstlineno) {
+				slot = SIZE_MAX; /* another code object, once at this address */
+				break;
+			}
 			*file_out = entry->file;
 			*function_out = entry->function;
 			return 1;
@@ -126,10 +436,17 @@ static int code_names(PyObject *code, char *file, size_t file_len, char *functio
 		if (entry->code == NULL)
 			break;
 	}
-	code_text(code, "co_filename", file, file_len);
-	code_text(code, "co_name", function, function_len);
+	if (lay.usable) {
+		unicode_text(now.filename, file, file_len);
+		unicode_text(now.name, function, function_len);
+	} else {
+		code_text(code, "co_filename", file, file_len);
+		code_text(code, "co_name", function, function_len);
+	}
 	*file_out = file;
 	*function_out = function;
+	if (slot == SIZE_MAX)
+		return 0;
 	struct code_name *entry = &code_cache[slot];
 	size_t flen = strlen(file) + 1, glen = strlen(function) + 1;
 	char *text = entry->code == NULL && code_cache_used < CODE_CACHE_SLOTS * 3 / 4
@@ -138,8 +455,11 @@ static int code_names(PyObject *code, char *file, size_t file_len, char *functio
 	if (text) {
 		memcpy(text, file, flen);
 		memcpy(text + flen, function, glen);
-		py.incref(code); /* kept for the cache's life: see above */
-		*entry = (struct code_name){code, text, text + flen};
+		if (!lay.usable)
+			py.incref(code); /* kept for the cache's life: see above */
+		now.file = text;
+		now.function = text + flen;
+		*entry = now;
 		code_cache_used++;
 		*file_out = entry->file;
 		*function_out = entry->function;
@@ -154,12 +474,67 @@ static __thread uint64_t seen[SEEN_PER_TLS] __attribute__((tls_model("initial-ex
 
 /* One walked frame: what keys it (code, position) and what names it. */
 struct walked {
-	PyObject *frame, *code; /* references of ours, but the first frame (borrowed) */
+	PyObject *frame, *code; /* C API: references of ours, but the first frame (borrowed) */
 	const char *file, *function;
 	int position; /* the instruction offset (3.11+) or the line */
 };
 
-/* The frames' text, "file:line in function" per frame, innermost first (malloc'd). */
+/* The calling thread's frames, read directly (lay.usable), innermost first: returns how many.
+ * Skips the interpreter's shim frames and frames whose code has not started. */
+static int walk_direct(struct walked *walked, int max_depth)
+{
+	uintptr_t state = (uintptr_t)lay.this_thread_state(), frame;
+	if (!state)
+		return 0; /* a thread Python does not know */
+	if (lay.tstate_cframe != SIZE_MAX) {
+		uintptr_t cframe = load(state, lay.tstate_cframe);
+		frame = cframe ? load(cframe, lay.tstate_frame) : 0;
+	} else {
+		frame = load(state, lay.tstate_frame);
+	}
+	int n = 0;
+	for (int seen_frames = 0; frame && n < max_depth && seen_frames < 4096;
+	     frame = load(frame, lay.frame_previous), seen_frames++) {
+		signed char owner = *((const signed char *)frame + lay.frame_owner);
+		if (owner == lay.owner_cstack)
+			continue;
+		uintptr_t code = load(frame, lay.frame_code);
+		if (!code || load(code, OB_TYPE) != lay.code_type)
+			continue;
+		uintptr_t start = code + lay.code_adaptive, instr = load(frame, lay.frame_instr);
+		intptr_t position = ((intptr_t)instr - (intptr_t)start) / 2; /* 2-byte code units */
+		if (position < 0 || (owner != lay.owner_generator &&
+				     position < load_int(code, lay.code_firsttraceable)))
+			continue; /* not started: the interpreter shows no such frame either */
+		walked[n++] = (struct walked){.code = (PyObject *)code, .position = (int)position};
+	}
+	return n;
+}
+
+/* The calling thread's frames through the C API (it holds the GIL): returns how many; the
+ * first past max_depth is released. */
+static int walk_c_api(struct walked *walked, int max_depth)
+{
+	PyObject *frame = py.get_frame();
+	int n = 0;
+	while (frame && n < max_depth) {
+		PyObject *code = py.frame_get_code(frame);
+		if (!code)
+			break;
+		walked[n++] =
+		    (struct walked){.frame = frame,
+				    .code = code,
+				    .position = py.frame_get_lasti ? py.frame_get_lasti(frame)
+								   : py.frame_get_line(frame)};
+		frame = py.frame_get_back(frame);
+	}
+	if (frame && n) /* the first frame past the depth */
+		py.decref(frame);
+	return n;
+}
+
+/* The frames' text, "file:line in function" per frame, innermost first (malloc'd). The caller
+ * holds code_cache_lock. */
 static char *frames_text(struct walked *walked, int n, size_t *length)
 {
 	size_t capacity = 4096, used = 0;
@@ -167,14 +542,12 @@ static char *frames_text(struct walked *walked, int n, size_t *length)
 	for (int i = 0; text && i < n; i++) {
 		char file_buffer[512], function_buffer[256];
 		const char *file = walked[i].file, *function = walked[i].function;
-		if (!file) { /* not in the code cache (full): read now */
-			pthread_mutex_lock(&code_cache_lock);
+		if (!file) /* not in the code cache (full): read now */
 			code_names(walked[i].code, file_buffer, sizeof(file_buffer),
 				   function_buffer, sizeof(function_buffer), &file, &function);
-			pthread_mutex_unlock(&code_cache_lock);
-		}
-		int line =
-		    py.frame_get_lasti ? py.frame_get_line(walked[i].frame) : walked[i].position;
+		int line = lay.usable ? code_line((uintptr_t)walked[i].code, walked[i].position)
+			   : py.frame_get_lasti ? py.frame_get_line(walked[i].frame)
+						: walked[i].position;
 		size_t need = strlen(file) + strlen(function) + 32;
 		if (used + need > capacity) {
 			char *grown = realloc(text, capacity * 2 + need);
@@ -190,47 +563,41 @@ static char *frames_text(struct walked *walked, int n, size_t *length)
 	return text;
 }
 
-/* Walks the calling thread's Python frames (it holds the GIL) and pushes them: with their text
- * the first time this thread sees the stack, by key afterwards. Returns 1 when it sent the key
- * (a stack seen before). */
+/* Walks the calling thread's Python frames (directly, or through the C API while it holds the
+ * GIL) and pushes them: with their text the first time this thread sees the stack, by key
+ * afterwards. Returns 1 when it sent the key (a stack seen before). */
 static int push_frames(struct ss_ring *ring, int deferred)
 {
-	PyObject *frame = py.get_frame();
-	if (!frame)
-		return 0;
-	/* The program may be in the middle of raising: keep its error as it is. */
 	PyObject *type = NULL, *value = NULL, *traceback = NULL;
-	py.err_fetch(&type, &value, &traceback);
 	struct walked walked[MAX_FRAMES];
 	struct {
 		uintptr_t code;
 		intptr_t position;
 	} keys[MAX_FRAMES]; /* what identifies the stack: hashed into its key */
-	int max_depth = (int)ss_config.SYNCSPY_STACK_DEPTH, n = 0, all_cached = 1;
+	int max_depth = (int)ss_config.SYNCSPY_STACK_DEPTH, n, all_cached = 1;
 	if (max_depth > MAX_FRAMES)
 		max_depth = MAX_FRAMES;
+	if (lay.usable) {
+		n = walk_direct(walked, max_depth);
+	} else {
+		if (!py.get_frame())
+			return 0;
+		/* The program may be in the middle of raising: keep its error as it is. */
+		py.err_fetch(&type, &value, &traceback);
+		n = walk_c_api(walked, max_depth);
+	}
 	pthread_mutex_lock(&code_cache_lock);
-	while (frame && n < max_depth) {
-		PyObject *code = py.frame_get_code(frame);
-		if (!code)
-			break;
+	for (int i = 0; i < n; i++) {
 		char file_buffer[512], function_buffer[256]; /* only for the cache to copy */
-		struct walked *w = &walked[n++];
-		*w = (struct walked){.frame = frame, .code = code};
-		if (!code_names(code, file_buffer, sizeof(file_buffer), function_buffer,
+		struct walked *w = &walked[i];
+		if (!code_names(w->code, file_buffer, sizeof(file_buffer), function_buffer,
 				sizeof(function_buffer), &w->file, &w->function)) {
-			w->file = w->function = NULL; /* the cache is full: named later, uncached */
+			w->file = w->function = NULL; /* not cached: named later, uncached */
 			all_cached = 0;
 		}
-		w->position =
-		    py.frame_get_lasti ? py.frame_get_lasti(frame) : py.frame_get_line(frame);
-		keys[n - 1].code = (uintptr_t)code;
-		keys[n - 1].position = w->position;
-		frame = py.frame_get_back(frame);
+		keys[i].code = (uintptr_t)w->code;
+		keys[i].position = w->position;
 	}
-	pthread_mutex_unlock(&code_cache_lock);
-	if (frame) /* the first frame past the depth */
-		py.decref(frame);
 	uint64_t key = ss_hash64(keys, (size_t)n * sizeof(keys[0])) | 1;
 	uint64_t *slot = &seen[key % SEEN_PER_TLS];
 	struct ss_rec rec = {
@@ -246,12 +613,15 @@ static int push_frames(struct ss_ring *ring, int deferred)
 		if (!all_cached)
 			rec.aux = text ? ss_hash64(text, length) | 1 : 0;
 	}
-	for (int i = 0; i < n; i++) {
-		py.decref(walked[i].code);
-		if (i) /* the first frame is borrowed */
-			py.decref(walked[i].frame);
+	pthread_mutex_unlock(&code_cache_lock);
+	if (!lay.usable) {
+		for (int i = 0; i < n; i++) {
+			py.decref(walked[i].code);
+			if (i) /* the first frame is borrowed */
+				py.decref(walked[i].frame);
+		}
+		py.err_restore(type, value, traceback);
 	}
-	py.err_restore(type, value, traceback);
 	if (!n || (!keyed && !text))
 		return 0;
 	if (!ss_ring_push(ring, &rec))
@@ -316,14 +686,15 @@ static void python_attach(struct ss_tls *tls)
 	pthread_once(&py_once, find_python);
 	if (!py.usable || !tls->ring || !py.is_initialized())
 		return;
-	if (py.gil_check()) {
+	if (lay.usable || py.gil_check()) { /* read at the sync itself: see the top */
 		push_frames(tls->ring, 0);
 		return;
 	}
-	/* The GIL is released (torch releases it around its operations, `.item()` included): the
-	 * frames cannot be read now. On the main thread, ask the interpreter to call back as soon
-	 * as it holds the GIL again, and mark the call as waiting for them. Elsewhere: no frames
-	 * (docs/attribution.md). Py_AddPendingCall needs neither the GIL nor a thread state. */
+	/* An interpreter whose layout is not known, with the GIL released (torch releases it
+	 * around its operations, `.item()` included): the frames cannot be read now. On the main
+	 * thread, ask the interpreter to call back as soon as it holds the GIL again, and mark the
+	 * call as waiting for them. Elsewhere: no frames (docs/attribution.md). Py_AddPendingCall
+	 * needs neither the GIL nor a thread state. */
 	if (!py.add_pending_call || tls->ring->tid != main_thread_id())
 		return;
 	struct ss_rec waiting = {.api = SS_REC_PYSTACK_WAIT};

@@ -3,12 +3,10 @@
 """tests/progs/py_frames.py: sync points made from Python, for the Python-frame attribution.
 
 Calls the CPU stand-in libcudart through ctypes. ctypes.PyDLL keeps the GIL during the call, as
-torch's `.item()` does: the shim must name this file's line. ctypes.CDLL releases the GIL, as
-torch.cuda.synchronize() does: no Python frames, the site stays native. The lines that call are
-marked; the test finds them by their markers.
-
-A sync made with the GIL released on the main thread gets its Python frames a moment later
-(Py_AddPendingCall, interpose/python.c); on another thread it gets none."""
+torch's `.item()` may: the shim must name this file's line. ctypes.CDLL releases the GIL, as
+torch.cuda.synchronize() does: the shim reads the thread's frames all the same, on the main
+thread and on another (interpose/python.c). The lines that call are marked; the test finds them
+by their markers."""
 import ctypes
 import os
 import sys
