@@ -28,7 +28,7 @@ golden "SELECT count(*), max(depth) FROM stacks WHERE kind = 'python'" <<'END'
 END
 call_line=$(grep -n '^    inner_step(n)' "$script" | cut -d: -f1)
 main_line=$(grep -n '^train(' "$script" | cut -d: -f1)
-golden "SELECT frames FROM stacks WHERE kind = 'python' ORDER BY id LIMIT 1" <<END
+golden "SELECT frames FROM stacks WHERE kind = 'python' AND frames LIKE '%in inner_step%'" <<END
 $script:$with_line in inner_step
 $script:$call_line in train
 $script:$main_line in <module>
