@@ -12,7 +12,7 @@ CUDART="$STANDIN_DIR/libcudart.so.13" under_shim "$PYTHON3" "$script" >"$tmp/std
 	fail "python failed: $(cat "$tmp/stderr")"
 grep -q "^done 0 0 0$" "$tmp/stdout" || fail "wrong output: $(cat "$tmp/stdout")"
 one_db
-line() { grep -n "MARK:$1\$" "$script" | cut -d: -f1; }
+line() { grep -n "SYNC:$1\$" "$script" | cut -d: -f1; }
 {
 	for shape in call subscript compare bool format iteration; do
 		echo "$script:$(line $shape) in <module>"
@@ -33,3 +33,13 @@ golden "SELECT substr(py_stack, instr(py_stack, char(10)) + 1) LIKE '%threading.
 	FROM api_calls ORDER BY start_ns DESC LIMIT 1" <<'END'
 1
 END
+# The H200 check's checker (tests/gpu/check_python_lines.py) on the same database: it passes here
+# and says why when a sync lands on an unmarked line.
+"$PYTHON3" "$TOP_SRCDIR/tests/gpu/check_python_lines.py" "$db" "$script" >"$tmp/check.out" ||
+	fail "check_python_lines.py: $(grep FAIL "$tmp/check.out")"
+[ "$(grep -c '^PASS' "$tmp/check.out")" -eq 10 ] || fail "check_python_lines.py: $(cat "$tmp/check.out")"
+cp "$script" "$tmp/py_shapes.py" && sed -i 's/  # SYNC:compare$//' "$tmp/py_shapes.py"
+"$PYTHON3" "$TOP_SRCDIR/tests/gpu/check_python_lines.py" "$db" "$tmp/py_shapes.py" >"$tmp/check2.out" &&
+	fail "check_python_lines.py passed a sync on an unmarked line"
+grep -q "^FAIL  python lines: every sync of the script (9) names a marked line  (cudaDeviceSynchronize at line $(line compare))$" "$tmp/check2.out" ||
+	fail "check_python_lines.py: $(cat "$tmp/check2.out")"

@@ -40,8 +40,9 @@
 # ONLY=REGEX runs only the reference tasks whose name matches, REFERENCE_CUPTI=0 records the
 # reference tasks without CUPTI (default: with it, as `syncspy run` does). PARTS="NAME ..." runs
 # only those parts (default all): workloads (copies_syncs, item_loop), reference, cupti,
-# coverage, procaddr (a few seconds: tests/progs/gpu_procaddr.c), bench-cupti, nvtx, stack,
-# bench-calls; the environment checks always run.
+# coverage, procaddr (a few seconds: tests/progs/gpu_procaddr.c), bench-cupti, nvtx, pylines
+# (under a minute: tests/gpu/python_lines.py), stack, bench-calls; the environment checks always
+# run.
 # DEBUG_INFO=1 builds the reference workloads with -g (sites with file:line, at= lines checked).
 #
 # A failing step does not stop the others; every step has a time limit and the whole run a
@@ -464,6 +465,39 @@ else
 	check "nvtx: 10 step ranges, each holding its .item() sync" FAIL "${nvtx_ranges:-no database}"
 fi
 fi # part nvtx
+
+# Python frames named at the sync itself (issue 14, docs/attribution.md): a torch sync from each
+# bytecode shape (mask subscript, bool of a comparison, format, print, iteration, .item(),
+# .tolist(), torch.nonzero, a call) and from a threading.Thread, each line marked in
+# tests/gpu/python_lines.py; check_python_lines.py asserts every sync names its own line.
+if part pylines; then
+section "python lines: each torch sync named by its own line"
+rm -rf "$work/db-pylines" && mkdir -p "$work/db-pylines"
+run_cmd 60 "$work/pylines.out" "$work/pylines.err" env LD_PRELOAD="$shim" \
+	SYNCSPY_OUTPUT="$work/db-pylines" python3 tests/gpu/python_lines.py
+pylines_rc=$?
+pylines_python=$(python3 -c 'import sys; print("python %d.%d.%d" % sys.version_info[:3])' 2>&1)
+if [ "$pylines_rc" = 0 ] && grep -q '^python_lines: done' "$work/pylines.out"; then
+	check "python lines: the script ran under the shim" PASS "$pylines_python"
+else
+	check "python lines: the script ran under the shim" FAIL "exit $pylines_rc, $pylines_python"
+fi
+pylines_db=$(ls -t "$work"/db-pylines/*.sqlite 2>/dev/null | head -n1)
+if [ -n "$pylines_db" ]; then
+	cp "$pylines_db" "$work/keep/python_lines.sqlite"
+	run_cmd 60 "$work/pylines-check.out" /dev/null \
+		python3 tests/gpu/check_python_lines.py "$pylines_db" tests/gpu/python_lines.py
+	checks_from "$work/pylines-check.out"
+	log "$pylines_python; the script's sync points (site, api):"
+	python3 -c "
+import sqlite3, sys
+for row in sqlite3.connect(sys.argv[1]).execute(
+        \"SELECT site, api FROM api_calls WHERE site LIKE '%python_lines.py:%' ORDER BY start_ns\"):
+    print('  ' + ' '.join(row))" "$pylines_db" >>"$log_file" 2>&1
+else
+	check "python lines: a database was written" FAIL
+fi
+fi # part pylines
 
 # The cost of stacks on a sync point (bench/stack_cost.sh; target 2 us).
 if part stack; then

@@ -8,7 +8,8 @@ function objects themselves (a class attribute without __get__ is called without
 Python frame comes between the line and the sync, as with torch's C operators: a subscript, a
 comparison, a bool conversion, a format, iteration, a plain call, and a plain call from a
 threading.Thread. Each marked line must be the innermost frame of its sync. The test finds the
-lines by their markers (MARK:name) and the syncs in this order."""
+lines by their markers (SYNC:name, as tests/gpu/check_python_lines.py reads them) and the syncs
+in this order."""
 import ctypes
 import os
 import threading
@@ -37,19 +38,19 @@ class Synced:
 
 x = Synced()
 plain = ctypes.CDLL(None).cudaDeviceSynchronize
-plain()  # MARK:call
-y = x[1]  # MARK:subscript
-z = x > 1  # MARK:compare
-if x:  # MARK:bool
+plain()  # SYNC:call
+y = x[1]  # SYNC:subscript
+z = x > 1  # SYNC:compare
+if x:  # SYNC:bool
     print("never")
-s = f"{x}"  # MARK:format
-for v in x:  # MARK:iteration
+s = f"{x}"  # SYNC:format
+for v in x:  # SYNC:iteration
     break
-w = x[x > 1]  # MARK:mask
+w = x[x > 1]  # SYNC:mask
 
 
 def worker():
-    plain()  # MARK:thread
+    plain()  # SYNC:thread
 
 
 thread = threading.Thread(target=worker)
