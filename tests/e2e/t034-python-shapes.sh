@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # t034: a sync made with the GIL released is named by its own line whatever the bytecode that
 # reached it (interpose/python.c reads the thread's frames at the sync itself): a plain call, a
 # subscript, a comparison, a bool conversion, a format, a step of iteration, a boolean-mask

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/gpu/check_python_lines.py: checks that each sync made from a Python script is named by
 the exact line that made it (issue 14: interpose/python.c reads the frames at the sync itself).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/gpu/python_lines.py: a torch sync reached from each bytecode shape that can reach one, each
 on a marked line, for the Python-frame attribution (issue 14, interpose/python.c): a boolean-mask
 subscript, a bool conversion of a comparison, a format and a print of a CUDA tensor, iteration

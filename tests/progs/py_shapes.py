@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/progs/py_shapes.py: syncs reached from every bytecode shape that can reach one, with the
 GIL released, each on a marked line, for the Python-frame attribution (interpose/python.c).
 
