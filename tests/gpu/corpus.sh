@@ -13,7 +13,8 @@
 #   3. check: exit code 0 and a "result=OK" line without the shim; the same exit code and stdout
 #      with it; stderr the same apart from the shim's 'syncspy:' lines; exactly one database
 #   4. `syncspy symbolize` the database (the native sites' file:line written into it while the
-#      binary is still there: docs/cli.md), then `syncspy report --format json` on it
+#      binary is still there: docs/cli.md), then `syncspy report --format json` on it (JOBS at
+#      a time: they need no GPU)
 #   5. the scorer (examples/corpus/score.py) on all the traces
 #
 #   tests/gpu/corpus.sh [RESULTS_DIR]     default: $OUT if set, else tests/gpu/results/corpus-<time>
@@ -185,7 +186,26 @@ log "=== runs without the shim, $jobs_max at a time ($(date -u +%H:%M:%S), ${SEC
 run_all plain "$jobs_max"
 log "=== runs with the shim, $shim_jobs at a time ($(date -u +%H:%M:%S), ${SECONDS}s)"
 run_all shim "$shim_jobs"
-log "=== checks, symbolize, reports ($(date -u +%H:%M:%S), ${SECONDS}s)"
+log "=== symbolize and report, $jobs_max at a time ($(date -u +%H:%M:%S), ${SECONDS}s)"
+# post ID: symbolize the task's one database (in place, in its task directory: the binary is
+# still where it ran) and make its report; their exit statuses in symbolize.rc and report.rc.
+post() {
+	local dir=$cwork/tasks/$1 db
+	db=$(ls "$dir"/db/*.sqlite 2>/dev/null | head -n1)
+	[ -n "$db" ] || return
+	# While the binary is here: its file:line texts go into the database (docs/cli.md).
+	timeout 120 "$syncspy" symbolize "$db" >"$dir/symbolize.out" 2>&1
+	echo $? >"$dir/symbolize.rc"
+	timeout 120 "$syncspy" report --format json "$db" >"$dir/report.json" 2>"$dir/report.err"
+	echo $? >"$dir/report.rc"
+}
+while read -r id kind src b; do
+	[ -n "$only" ] && ! [[ $id =~ $only ]] && continue
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+	post "$id" </dev/null &
+done < <(task_list)
+wait
+log "=== checks ($(date -u +%H:%M:%S), ${SECONDS}s)"
 
 : >"$results/corpus-reports.json"
 while read -r id kind src b; do
@@ -230,21 +250,21 @@ while read -r id kind src b; do
 	fi
 	check "$id: one finished database" PASS
 	[ "$ran" = 1 ] || { log "$id: not packed (the run failed)"; continue; }
-	trace=$cwork/traces/$id.sqlite
-	cp "${dbs[0]}" "$trace"
-	# While the binary is here: its file:line texts go into the database (docs/cli.md).
-	if timeout 120 "$syncspy" symbolize "$trace" >>"$log_file" 2>&1; then
-		check "$id: symbolized" PASS
+	sed 's/^/  symbolize| /' "$dir/symbolize.out" >>"$log_file" 2>/dev/null
+	sed 's/^/  report err| /' "$dir/report.err" >>"$log_file" 2>/dev/null
+	if [ "$(cat "$dir/symbolize.rc" 2>/dev/null)" = 0 ]; then
+		check "$id: symbolized" PASS "$(sed 's/^.*: //' "$dir/symbolize.out" | head -n1)"
 	else
 		check "$id: symbolized" FAIL "see corpus-run.log"
 	fi
-	if timeout 120 "$syncspy" report --format json "$trace" >"$dir/report.json" 2>>"$log_file"; then
+	if [ "$(cat "$dir/report.rc" 2>/dev/null)" = 0 ]; then
 		python3 -c 'import json,sys; print(json.dumps({"trace": sys.argv[1], "report": json.load(open(sys.argv[2]))}))' \
 			"$id" "$dir/report.json" >>"$results/corpus-reports.json" 2>>"$log_file"
 		check "$id: syncspy report" PASS
 	else
 		check "$id: syncspy report" FAIL
 	fi
+	cp "${dbs[0]}" "$cwork/traces/$id.sqlite"
 done < <(task_list)
 
 (cd "$cwork/traces" && tar -czf "$results/corpus-traces.tar.gz" .) 2>>"$log_file" ||
