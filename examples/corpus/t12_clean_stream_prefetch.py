@@ -23,8 +23,9 @@ class Prefetcher:
     def preload(self, i):
         with torch.cuda.stream(self.stream):
             k = i % CHUNKS
-            self.next = (self.xs[k].to(self.dev, non_blocking=True),  # SYNCSPY-CLEAN: async copy from pinned memory on the side stream
-                         self.ys[k].to(self.dev, non_blocking=True))  # SYNCSPY-CLEAN: async copy from pinned memory on the side stream
+            xb = self.xs[k].to(self.dev, non_blocking=True)  # SYNCSPY-CLEAN: async copy from pinned memory on the side stream
+            yb = self.ys[k].to(self.dev, non_blocking=True)  # SYNCSPY-CLEAN: async copy from pinned memory on the side stream
+            self.next = (xb, yb)
 
     def get(self, i):
         torch.cuda.current_stream().wait_stream(self.stream)

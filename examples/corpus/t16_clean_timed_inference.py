@@ -21,10 +21,11 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.deterministic = True
     dev = torch.device("cuda")
-    model = torch.nn.Sequential(
+    net = torch.nn.Sequential(
         torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
-        torch.nn.Flatten(), torch.nn.Linear(64, 10)).to(dev).eval()  # SYNCSPY-CLEAN: setup upload
+        torch.nn.Flatten(), torch.nn.Linear(64, 10))
+    model = net.to(dev).eval()  # SYNCSPY-CLEAN: setup upload
     images = torch.randn(BATCH, 3, 32, 32, device=dev)  # SYNCSPY-CLEAN: setup allocation
     votes = torch.zeros(10, device=dev)  # SYNCSPY-CLEAN: setup allocation
     classes = torch.arange(10, device=dev)  # SYNCSPY-CLEAN: setup allocation
