@@ -46,7 +46,7 @@ int main(void)
 
 	CHECK(cudaSetDevice(0));
 	NCHECK(ncclGetUniqueId(&id));
-	NCHECK(ncclCommInitRank(&comm, 1, id, 0));
+	NCHECK(ncclCommInitRank(&comm, 1, id, 0)); // SYNCSPY-CLEAN: setup, the communicator
 	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	CHECK(cudaMalloc(&d_w, PARAMS * sizeof(float))); // SYNCSPY-CLEAN: setup allocation
 	CHECK(cudaMalloc(&d_g, PARAMS * sizeof(float))); // SYNCSPY-CLEAN: setup allocation
@@ -69,7 +69,7 @@ int main(void)
 	unsigned long long checksum = 0;
 	for (int i = 0; i < PARAMS; i++)
 		checksum = checksum * 31 + (unsigned)w[i];
-	NCHECK(ncclCommDestroy(comm));
+	NCHECK(ncclCommDestroy(comm)); // SYNCSPY-CLEAN: teardown
 	CHECK(cudaFree(d_w)); // SYNCSPY-CLEAN: teardown
 	CHECK(cudaFree(d_g)); // SYNCSPY-CLEAN: teardown
 	CHECK(cudaFreeHost(w)); // SYNCSPY-CLEAN: teardown

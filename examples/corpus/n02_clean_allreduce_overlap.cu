@@ -46,7 +46,7 @@ int main(void)
 
 	CHECK(cudaSetDevice(0));
 	NCHECK(ncclGetUniqueId(&id));
-	NCHECK(ncclCommInitRank(&comm, 1, id, 0));
+	NCHECK(ncclCommInitRank(&comm, 1, id, 0)); // SYNCSPY-CLEAN: setup, the communicator
 	CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
 	CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
 	for (int b = 0; b < BUCKETS; b++) {
@@ -82,7 +82,7 @@ int main(void)
 	unsigned long long checksum = 0;
 	for (size_t i = 0; i < total; i++)
 		checksum = checksum * 31 + (unsigned)w[i];
-	NCHECK(ncclCommDestroy(comm));
+	NCHECK(ncclCommDestroy(comm)); // SYNCSPY-CLEAN: teardown
 	for (int b = 0; b < BUCKETS; b++) {
 		CHECK(cudaEventDestroy(computed[b]));
 		CHECK(cudaEventDestroy(reduced[b]));

@@ -25,7 +25,7 @@ def main():
         touched = torch.zeros(ROWS, dtype=torch.bool, device=dev)  # SYNCSPY-CLEAN: allocator growth in the first steps
         touched[ids] = True
         rows = torch.nonzero(touched).squeeze(1)  # SYNCSPY-PROBLEM: torch.nonzero every step
-        table[rows] += (rows.float() % 7).unsqueeze(1) * 0.01
+        table[rows] += (rows.float() % 7).unsqueeze(1) * 0.01  # SYNCSPY-CLEAN: allocator growth in the first steps
         counts[rows] += 1
 
     total = counts.sum().item()  # SYNCSPY-CLEAN: final read
