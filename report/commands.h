@@ -60,6 +60,10 @@ enum ss_exit {
 	  "  --format F   text (default), json (docs/report-json.md) or html\n"                      \
 	  "  -o FILE      write the report to FILE instead of standard output\n"                     \
 	  "  --progress   one line on stderr per database loaded (default when stderr is a TTY)\n") \
+	X(symbolize, "[--restore] DB|DIR...",                                                      \
+	  "write native call sites' file:line into the databases (for machines without the binary)", \
+	  "  --restore  put the recorded site texts back (kept in the sites_recorded table)\n"      \
+	  "  exit status: 0 written, 2 bad database, no libdw.so.1 or usage, 3 write error\n")     \
 	X(schema, "[--lookups] [--extensions]", "print the SQL schema this syncspy writes and reads", \
 	  "  --lookups     also print the rows of the classes, memkinds and dirs tables\n"         \
 	  "  --extensions  also print the tables a recording has only with their data (modules,\n" \

@@ -1,7 +1,8 @@
 /*
  * report/db.h: opening syncspy databases for reading, shared by every subcommand.
  *
- * A recording is never modified: databases are opened read-only, and a `.partial` file of a
+ * A recording is never modified (but by `syncspy symbolize`, cmd_symbolize.c, which opens its
+ * own connection for writing): databases are opened read-only, and a `.partial` file of a
  * process that is still running or was killed (with its -wal beside it) reads like a finished
  * one. Every function here that can fail returns an ss_exit code (commands.h) and leaves one
  * message in err, "PATH: what is wrong", for the caller to print after "syncspy: ".

@@ -7,8 +7,9 @@
  * module is on this machine with the same build id and carries line information, the site's
  * text becomes "FILE:LINE in FUNCTION", the form Python frames have, so that findings name the
  * line. The new texts live in a TEMP table `sites` that shadows the database's own for this
- * connection's queries (SQLite looks in temp first); the database is never written (it is open
- * read-only). libdw.so.1 is dlopen()ed: without it, without debug information, or when the
+ * connection's queries (SQLite looks in temp first); the database is never written here (it is
+ * open read-only): `syncspy symbolize` (cmd_symbolize.c) takes the same texts from
+ * ss_lines_each and writes them into the database. libdw.so.1 is dlopen()ed: without it, without debug information, or when the
  * file changed since the run, a site keeps its "symbol+0xoff (module)" text.
  */
 #include <dlfcn.h>
@@ -228,10 +229,17 @@ static char *source_line(Dwfl_Module *mod, long long module_offset)
 	"INSERT INTO temp.sites SELECT id, address, module, module_offset, symbol, text"           \
 	" FROM main.sites;"
 
-int ss_lines_attach(sqlite3 *db)
+int ss_lines_usable(void)
 {
-	sqlite3_stmt *sites = NULL, *update = NULL;
-	int changed = 0, shadowed = 0;
+	load_libdw();
+	return dw.usable;
+}
+
+int ss_lines_each(sqlite3 *db, int (*found)(void *context, long long site_id, char *text),
+		  void *context)
+{
+	sqlite3_stmt *sites = NULL;
+	int changed = 0;
 	load_libdw();
 	if (!dw.usable || sqlite3_prepare_v2(db, SITES_SQL, -1, &sites, NULL) != SQLITE_OK) {
 		sqlite3_finalize(sites); /* no modules table: a recording made before it existed */
@@ -253,24 +261,44 @@ int ss_lines_attach(sqlite3 *db)
 		char *text = dwfl ? source_line(mod, sqlite3_column_int64(sites, 1)) : NULL;
 		if (!text)
 			continue;
-		if (!shadowed) {
-			shadowed = 1;
-			if (sqlite3_exec(db, SHADOW_SQL, NULL, NULL, NULL) != SQLITE_OK ||
-			    sqlite3_prepare_v2(db, "UPDATE temp.sites SET text = ? WHERE id = ?",
-					       -1, &update, NULL) != SQLITE_OK) {
-				free(text);
-				break;
-			}
-		}
-		sqlite3_bind_text(update, 1, text, -1, free);
-		sqlite3_bind_int64(update, 2, sqlite3_column_int64(sites, 0));
-		changed += sqlite3_step(update) == SQLITE_DONE;
-		sqlite3_reset(update);
+		int rc = found(context, sqlite3_column_int64(sites, 0), text);
+		if (rc < 0)
+			break;
+		changed += rc;
 	}
 	if (dwfl)
 		dw.end(dwfl);
 	free(current);
 	sqlite3_finalize(sites);
-	sqlite3_finalize(update);
+	return changed;
+}
+
+/* ss_lines_attach's callback: the TEMP shadow made on the first line found, then updated. */
+struct attach {
+	sqlite3 *db;
+	sqlite3_stmt *update;
+};
+
+static int attach_one(void *context, long long site_id, char *text)
+{
+	struct attach *a = context;
+	if (!a->update && (sqlite3_exec(a->db, SHADOW_SQL, NULL, NULL, NULL) != SQLITE_OK ||
+			   sqlite3_prepare_v2(a->db, "UPDATE temp.sites SET text = ? WHERE id = ?",
+					      -1, &a->update, NULL) != SQLITE_OK)) {
+		free(text);
+		return -1;
+	}
+	sqlite3_bind_text(a->update, 1, text, -1, free);
+	sqlite3_bind_int64(a->update, 2, site_id);
+	int done = sqlite3_step(a->update) == SQLITE_DONE;
+	sqlite3_reset(a->update);
+	return done;
+}
+
+int ss_lines_attach(sqlite3 *db)
+{
+	struct attach a = {db, NULL};
+	int changed = ss_lines_each(db, attach_one, &a);
+	sqlite3_finalize(a.update);
 	return changed;
 }

@@ -12,4 +12,14 @@
  * got a line. Never fails the caller: without libdw.so.1 or a `modules` table it does nothing. */
 int ss_lines_attach(sqlite3 *db);
 
+/* Whether libdw.so.1 was found, so that lines can be read at all. */
+int ss_lines_usable(void);
+
+/* The same texts, for whoever keeps them (`syncspy symbolize` writes them into the database):
+ * found(context, sites.id, text) for each native site that has a line, text malloc()ed and
+ * owned by found from then on; it returns what to add to the count, or -1 to stop. Returns
+ * the count. */
+int ss_lines_each(sqlite3 *db, int (*found)(void *context, long long site_id, char *text),
+		  void *context);
+
 #endif

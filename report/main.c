@@ -94,7 +94,7 @@ static void print_usage(FILE *out)
 	      "Commands:\n",
 	      out);
 	for (size_t i = 0; i < N_COMMANDS; i++)
-		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fputs("\n"
 	      "Exit status:\n"
 	      "  0  success\n"

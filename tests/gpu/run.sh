@@ -42,7 +42,9 @@
 # only those parts (default all): workloads (copies_syncs, item_loop), reference, cupti,
 # coverage, procaddr (a few seconds: tests/progs/gpu_procaddr.c), bench-cupti, nvtx, pylines
 # (under a minute: tests/gpu/python_lines.py), stack, bench-calls; the environment checks always
-# run.
+# run. The part corpus (tests/gpu/corpus.sh: the labelled corpus of examples/corpus recorded, its
+# traces put into databases.tar.gz under corpus/) runs only when PARTS names it: "all" would not
+# fit one call.
 # DEBUG_INFO=1 builds the reference workloads with -g (sites with file:line, at= lines checked).
 #
 # A failing step does not stop the others; every step has a time limit and the whole run a
@@ -526,6 +528,25 @@ else
 		bash bench/run.sh "$results/bench-calls.txt"
 fi
 fi # part bench-calls
+
+# The labelled corpus (issue 13): tests/gpu/corpus.sh does the work; its checks and log join
+# this run's, its traces go into databases.tar.gz (corpus/NAME.sqlite).
+case " ${PARTS:-} " in
+*" corpus "*)
+	section "labelled corpus (tests/gpu/corpus.sh)"
+	CORPUS_KEEP=$work/keep/corpus TOTAL_BUDGET_S=$((total_budget - SECONDS)) \
+		bash tests/gpu/corpus.sh "$work/corpus" >/dev/null 2>&1
+	cat "$work/corpus/corpus-run.log" >>"$log_file" 2>/dev/null
+	if [ -f "$work/corpus/corpus-summary.txt" ]; then
+		checks_from "$work/corpus/corpus-summary.txt"
+		grep -q '^FAIL' "$work/corpus/corpus-summary.txt" ||
+			check "corpus: every workload recorded and checked" PASS \
+				"$(grep '^traces:' "$work/corpus/corpus-summary.txt")"
+		cp "$work/corpus/corpus-score.txt" "$work/keep/corpus-score.txt" 2>/dev/null
+	else
+		check "corpus: tests/gpu/corpus.sh ran" FAIL
+	fi ;;
+esac
 
 # --- (f2) the databases and reports, one file each
 (cd "$work/keep" && tar -czf "$results/databases.tar.gz" .) 2>>"$log_file" ||

@@ -1,0 +1,33 @@
+/*
+ * examples/corpus/driver_kernels.cu: the kernels of the driver-API workloads (d*.c), compiled
+ * to a cubin that they load with cuModuleLoad (the GPU script: nvcc -cubin -arch=sm_90). Plain
+ * extern "C" names, so the driver finds them with cuModuleGetFunction.
+ */
+#include <stdint.h>
+
+extern "C" __global__ void mix(uint32_t *x, int n, int step)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	uint32_t v = x[i] + (uint32_t)step;
+	for (int r = 0; r < 32; r++)
+		v = v * 1664525u + 1013904223u;
+	x[i] = v;
+}
+
+extern "C" __global__ void sum_into(const uint32_t *x, int n, unsigned long long *acc)
+{
+	__shared__ unsigned long long sh[256];
+	unsigned long long s = 0;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+		s += x[i] >> 8;
+	sh[threadIdx.x] = s;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		unsigned long long t = 0;
+		for (int k = 0; k < 256; k++)
+			t += sh[k];
+		atomicAdd(acc, t);
+	}
+}
