@@ -219,20 +219,44 @@ static int within(long long gap, long long mode)
 	return d <= mode / 8;
 }
 
+/* How a symbol repeats, from the strictest to the loosest: its gaps of exactly the period
+ * (a loop that makes the same calls every step), within 1/8 of it, within half of the median gap
+ * (a loop whose steps vary: a branch taken in some steps, dynamic shapes). */
+enum regularity { LOOSE, TIGHT, EXACT };
+
 struct periodic {
 	unsigned symbol;
-	long long period;
-	int exact;	    /* gaps of exactly the period cover 90% of the span */
+	long long period;   /* calls: the most frequent gap (exact, tight), the median (loose) */
+	enum regularity how;
+	size_t count;	    /* occurrences */
 	size_t first, last; /* occurrence indexes of its regular chain */
 	size_t first_pos;   /* position of its first chain occurrence */
 };
+
+static size_t coverage(const struct periodic *c)
+{
+	return c->last - c->first + 1;
+}
+
+/* Whether candidate j goes with candidate i: the same period for exact and tight ones; for loose
+ * ones, about the same number of occurrences (once per step each, the steps' lengths vary). */
+static int same_loop(const struct periodic *i, const struct periodic *j)
+{
+	size_t d;
+
+	if (i->how != LOOSE)
+		return j->period == i->period;
+	d = i->count > j->count ? i->count - j->count : j->count - i->count;
+	return d <= 1 + i->count / 50;
+}
 
 int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
 		    unsigned nsymbols)
 {
 	size_t *count = NULL, *offset = NULL, *pos = NULL, ncand = 0;
 	long long *gaps = NULL, *sorted = NULL, period = 0;
-	struct periodic *cand = NULL, *anchor = NULL;
+	struct periodic *cand = NULL;
+	const struct periodic *anchor = NULL;
 	int found = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -261,7 +285,8 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 	for (unsigned y = 0; y < nsymbols; y++) {
 		const size_t *p = pos + offset[y];
 		size_t c = count[y], ngaps, skip, first;
-		long long mode, span = 0, regular = 0, exact = 0;
+		long long mode, median, span = 0, tight = 0, exact = 0, loose = 0;
+		enum regularity how;
 
 		if (c < SS_STEPS_MIN_DETECTED)
 			continue;
@@ -272,56 +297,86 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 		memcpy(sorted, gaps + skip, (ngaps - skip) * sizeof(*sorted));
 		qsort(sorted, ngaps - skip, sizeof(*sorted), compare_ll);
 		mode = mode_of(sorted, ngaps - skip);
+		median = sorted[(ngaps - skip - 1) / 2];
 		for (size_t i = skip; i < ngaps; i++) {
 			span += gaps[i];
-			if (within(gaps[i], mode))
-				regular += gaps[i];
-			if (gaps[i] == mode)
-				exact += gaps[i];
+			tight += within(gaps[i], mode) ? gaps[i] : 0;
+			exact += gaps[i] == mode ? gaps[i] : 0;
+			loose += 2 * gaps[i] >= median && 2 * gaps[i] <= 3 * median ? gaps[i] : 0;
 		}
-		if (ngaps - skip < 2 || regular * 10 < span * 9)
+		if (ngaps - skip < 2)
 			continue;
+		if (exact * 10 >= span * 9)
+			how = EXACT;
+		else if (tight * 10 >= span * 9)
+			how = TIGHT;
+		else if (loose * 10 >= span * 9 && median >= 2)
+			how = LOOSE; /* (a burst of one call has gaps of 1: no step) */
+		else
+			continue;
+		if (how == LOOSE)
+			mode = median;
 		/* the chain: from the first regular gap (and the warm-up step before it) */
-		for (first = 0; first < ngaps && !within(gaps[first], mode); first++)
+		for (first = 0; first < ngaps && !(how == LOOSE ? 2 * gaps[first] >= median &&
+									 2 * gaps[first] <= 3 * median
+								: within(gaps[first], mode));
+		     first++)
 			;
 		if (first > 0 && gaps[first - 1] > mode)
 			first--;
-		cand[ncand++] =
-		    (struct periodic){y, mode, exact * 10 >= span * 9, first, c - 1, p[first]};
+		cand[ncand++] = (struct periodic){y, mode, how, c, first, c - 1, p[first]};
 	}
 	if (!ncand)
 		goto out;
-	/* the period under which periodic symbols cover the most calls (occurrences x period,
-	 * summed: a loop of 19 calls per step outweighs a setup loop over five buffers); ties: the
-	 * shorter. Where some symbols repeat at an exact period, only they vote: a call made twice
-	 * per step alternates gaps (9, 10 in a step of 19 calls), within the tolerance of a half
-	 * period, but not exactly. */
+	/*
+	 * The loop. Only the most regular candidates vote (a call made twice per step alternates
+	 * gaps, 9 and 10 in a step of 19 calls: tight at about half the period, but not exact).
+	 * Exact and tight: the period under which candidates cover the most calls (occurrences x
+	 * period, summed: a loop of 19 calls per step outweighs a setup loop over five buffers);
+	 * ties: the shorter. Loose: the number of occurrences most candidates share (once per
+	 * step each); ties: the fewer (the longer step).
+	 */
 	{
-		long long best_votes = 0;
-		int any_exact = 0;
+		enum regularity best_how = LOOSE;
+		long long best_votes = -1;
+		const struct periodic *chosen = NULL;
 
 		for (size_t i = 0; i < ncand; i++)
-			any_exact |= cand[i].exact;
+			if (cand[i].how > best_how)
+				best_how = cand[i].how;
 		for (size_t i = 0; i < ncand; i++) {
 			long long votes = 0;
 
-			if (any_exact && !cand[i].exact)
+			if (cand[i].how != best_how)
 				continue;
 			for (size_t j = 0; j < ncand; j++)
-				if (cand[j].period == cand[i].period &&
-				    (!any_exact || cand[j].exact))
-					votes += (long long)(cand[j].last - cand[j].first + 1) *
-						 cand[j].period;
+				if (cand[j].how == best_how && same_loop(&cand[i], &cand[j]))
+					votes += best_how == LOOSE
+						     ? 1
+						     : (long long)coverage(&cand[j]) * cand[j].period;
 			if (votes > best_votes ||
-			    (votes == best_votes && cand[i].period < period)) {
+			    (votes == best_votes &&
+			     (best_how == LOOSE ? cand[i].count < chosen->count
+						: cand[i].period < chosen->period))) {
 				best_votes = votes;
-				period = cand[i].period;
+				chosen = &cand[i];
 			}
 		}
+		/* the anchor: of the chosen loop's symbols that span it (half the widest coverage
+		 * at least: not a setup loop of the same period), the one seen first */
+		size_t widest = 0;
+
+		for (size_t i = 0; i < ncand; i++)
+			if (cand[i].how == best_how && same_loop(chosen, &cand[i]) &&
+			    coverage(&cand[i]) > widest)
+				widest = coverage(&cand[i]);
+		for (size_t i = 0; i < ncand; i++)
+			if (cand[i].how == best_how && same_loop(chosen, &cand[i]) &&
+			    2 * coverage(&cand[i]) >= widest &&
+			    (!anchor || cand[i].first_pos < anchor->first_pos))
+				anchor = &cand[i];
+		period = anchor->period;
 	}
-	for (size_t i = 0; i < ncand; i++)
-		if (cand[i].period == period && (!anchor || cand[i].first_pos < anchor->first_pos))
-			anchor = &cand[i];
 	{
 		const size_t *p = pos + offset[anchor->symbol];
 		size_t k = 0, last_pos;
