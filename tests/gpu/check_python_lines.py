@@ -25,7 +25,8 @@ def marked_lines(script):
     marks = {}
     with open(script, encoding="utf-8") as f:
         for number, text in enumerate(f, 1):
-            m = re.search(r"#\s*(SYNC|MAY):([\w-]+)", text)
+            # a marker is a comment after code, never a docstring's example
+            m = re.search(r"\S.*#\s*(SYNC|MAY):([\w-]+)", text)
             if m:
                 marks[number] = (m.group(1), m.group(2))
     return marks

@@ -6,7 +6,7 @@ subscript, a bool conversion of a comparison, a format and a print of a CUDA ten
 over one, .item(), .tolist(), torch.nonzero, a plain call, and .item() on a threading.Thread.
 
 Run under the shim; tests/gpu/check_python_lines.py then checks that every sync is named by its
-own marked line (`# SYNC:name`; `# MAY:name` where torch may or may not sync). After each marked
+own marked line (a SYNC marker comment; a MAY marker where torch may or may not sync). After each marked
 line comes an unmarked call (noop()): a sync named by the next line the interpreter checks for
 pending calls, as before the fix, lands there and fails the check."""
 import threading

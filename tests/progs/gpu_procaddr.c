@@ -13,7 +13,7 @@
  *                                  ctypes-style: dlopen(LIBCUDART, RTLD_LOCAL), dlsym, then M
  *                                  async copies each followed by cudaStreamSynchronize, one
  *                                  cudaDeviceSynchronize, then cuCtxSynchronize 3 times through
- *                                  the pointer cudaGetDriverEntryPoint gives
+ *                                  the pointer cudaGetDriverEntryPointByVersion gives
  *
  * Prints the return codes and a checksum of the copied data, which must be the same with and
  * without the shim, and "result=OK" when every call succeeded and the data came back.
@@ -108,7 +108,7 @@ typedef int (*rt_copy_async_t)(void *, const void *, size_t, int, void *);
 typedef int (*rt_copy_t)(void *, const void *, size_t, int);
 typedef int (*rt_sync_t)(void *);
 typedef int (*rt_device_sync_t)(void);
-typedef int (*rt_entry_point_t)(const char *, void **, unsigned long long, int *);
+typedef int (*rt_entry_point_t)(const char *, void **, unsigned int, unsigned long long, int *);
 
 static void *must(void *lib, const char *name)
 {
@@ -148,11 +148,14 @@ static int cudart(int m, const char *path)
 	ok("cudaMemcpy", copy(back, dev, BYTES, 2 /* D2H */));
 	/* the runtime's way to the driver, after the last runtime call (the check counts driver
 	 * rows inside the runtime's calls apart) */
-	rt_entry_point_t entry_point = must(lib, "cudaGetDriverEntryPoint");
+	/* ByVersion 12000: cuCtxSynchronize(void). Without a version, a CUDA 13 runtime hands out
+	 * the newest ABI, cuCtxSynchronize_v2(CUcontext), which a no-argument call gets wrong
+	 * (CUDA_ERROR_CONTEXT_IS_DESTROYED, 709, on the H200 without the shim) */
+	rt_entry_point_t entry_point = must(lib, "cudaGetDriverEntryPointByVersion");
 	CUresult (*ctx_sync)(void) = NULL;
 	int status = -1;
-	ok("cudaGetDriverEntryPoint",
-	   entry_point("cuCtxSynchronize", (void **)&ctx_sync, 0, &status));
+	ok("cudaGetDriverEntryPointByVersion",
+	   entry_point("cuCtxSynchronize", (void **)&ctx_sync, 12000, 0, &status));
 	for (int i = 0; ctx_sync && i < 3; i++)
 		ok("cuCtxSynchronize", ctx_sync());
 	int same = !memcmp(host, back, BYTES) && ctx_sync;
