@@ -114,10 +114,17 @@ _Static_assert(sizeof(struct ss_rec) == 64, "one record per cache line");
 /* ------------------------------------------------------------------ per-thread state */
 
 struct ss_ring;
+#define SS_PUSHED_SITES 4 /* nested <<<>>> in the arguments of a <<<>>>: rare */
 struct ss_tls {
 	int depth;	      /* SHIM-3 */
 	unsigned generation;  /* ring belongs to this process generation (fork resets) */
 	struct ss_ring *ring; /* NULL until the thread's first recorded call */
+	/* <<<>>> launches through a shared runtime (cudart.c): the lines that pushed a launch
+	 * configuration, innermost last, and the one whose configuration was popped last, the
+	 * site of the launch that follows */
+	uint64_t launch_site;
+	uint64_t pushed_sites[SS_PUSHED_SITES];
+	unsigned pushed;
 };
 extern __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec")));
 
