@@ -203,6 +203,14 @@ void ss_python_attach(struct ss_tls *tls);
 void ss_native_fork_child(void);
 void ss_python_fork_child(void);
 extern const char *ss_native_stacks_status;
+/* native.c: the site of a driver enqueue, CALLER the return address the wrapper was called
+ * with, SLOT where it is stored on the stack: CALLER itself when that is the user's code, the
+ * user's return address further up when CALLER is inside a statically linked runtime or an
+ * nvcc stub (docs/attribution.md). */
+uint64_t ss_enqueue_site(uint64_t caller, const uint64_t *slot);
+/* writer.c: a module of the shim, CUDA, NCCL, the frameworks or the interpreter (by path) */
+int ss_framework_module(const char *path);
+int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip);
 extern _Atomic unsigned ss_native_libgcc_sites; /* native.c: sites that chose libgcc's unwinder */
 
 /* cupti/cupti.c (CUPTI-4), at the end of every sync point; a no-op built without CUPTI. */

@@ -64,6 +64,12 @@ static inline int ss_is_stub_launch(int api)
 	       api == SS_API_cudaLaunchKernel || api == SS_API_cudaLaunchKernel_ptsz;
 }
 
+/* A layer's own rule for an enqueue's site, after the record is made (driver.c's); none by
+ * default. */
+#ifndef SS_ENQUEUE_SITE
+#define SS_ENQUEUE_SITE(cls_)
+#endif
+
 /* ------------------------------------------------------------------ the body */
 
 #define SS_WRAPPER(ret_type, missing, fname, id, cls_, per_thread, params, args, pre, post)        \
@@ -94,6 +100,7 @@ static inline int ss_is_stub_launch(int api)
 			rec.caller = tls->launch_site; /* the <<<>>> line, not nvcc's stub */      \
 			tls->launch_site = 0;                                                      \
 		}                                                                                  \
+		SS_ENQUEUE_SITE(cls_)                                                              \
 		ss_emit(tls, &rec);                                                                \
 		if (ss_unlikely(ss_wants_stack(rec.cls))) {                                        \
 			ss_stacks_attach(tls, rec.caller);                                         \
