@@ -134,11 +134,18 @@ static int runtime_frame(const char *module_path, uintptr_t module_base, uintptr
 /* The writer (symbolizing stacks) and an application thread (learning the path of an enqueue
  * through a static runtime, native.c, once per path) both ask: the cache is shared under a
  * lock that neither holds long, once a module's symbols are read. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
 int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_mutex_lock(&lock);
 	int found = runtime_frame(module_path, module_base, ip);
 	pthread_mutex_unlock(&lock);
 	return found;
+}
+
+/* A fork child has only the forking thread: a lock another thread held stays held there. */
+void ss_elfsyms_fork_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
 }

@@ -20,6 +20,9 @@
  * whatever the frames. So the first stacks a thread takes at a call site, along one path to it,
  * are taken with both, timed, and the site keeps the faster for that path
  * (meta.native_stacks_libgcc_sites counts the choices of libgcc's).
+ *
+ * Also here: the site of a driver enqueue made through a static runtime or an nvcc stub, whose
+ * path to the user's frame is walked once and read from the stack afterwards (below).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -246,8 +249,8 @@ void ss_stacks_attach(struct ss_tls *tls, uint64_t caller)
  * to the same depth (another kernel's stub, another runtime function) fails a comparison and
  * is learnt in its turn. x86-64's frames (the return address at CFA - 8) only; elsewhere the
  * site stays CALLER. */
-#define PATH_FRAMES   8 /* runtime and stub frames walked past, at most */
-#define PATHS_PER_TLS 8 /* small: initial-exec TLS, as site_unwinders */
+#define PATH_FRAMES   12 /* runtime and stub frames walked past, at most */
+#define PATHS_PER_TLS 8	 /* small: initial-exec TLS, as site_unwinders */
 static __thread struct enqueue_path {
 	uint64_t caller;
 	const uint64_t *slot;
@@ -351,5 +354,6 @@ uint64_t ss_enqueue_site(uint64_t caller, const uint64_t *slot)
 void ss_native_fork_child(void)
 {
 	memset(seen, 0, sizeof(seen)); /* the child's writer knows none of them */
+	ss_elfsyms_fork_child();
 	atomic_store(&ss_native_libgcc_sites, 0);
 }

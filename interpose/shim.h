@@ -211,6 +211,7 @@ uint64_t ss_enqueue_site(uint64_t caller, const uint64_t *slot);
 /* writer.c: a module of the shim, CUDA, NCCL, the frameworks or the interpreter (by path) */
 int ss_framework_module(const char *path);
 int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip);
+void ss_elfsyms_fork_child(void); /* elfsyms.c: its lock, as a fork child must find it */
 extern _Atomic unsigned ss_native_libgcc_sites; /* native.c: sites that chose libgcc's unwinder */
 
 /* cupti/cupti.c (CUPTI-4), at the end of every sync point; a no-op built without CUPTI. */

@@ -781,8 +781,6 @@ static void store_python_stack(struct ring_state *rs, const struct ss_rec *r)
 	free(frames);
 }
 
-int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip);
-
 /* docs/attribution.md: native frames of the shim, CUDA, NCCL, the frameworks and the Python
  * interpreter; the native user site is the first frame outside these. */
 int ss_framework_module(const char *path)
