@@ -242,3 +242,66 @@ SS_CUDART_FUNCS(DEFINE_WRAPPERS)
 	{SS_API_##name, (void *)name}, REF_##variant(name)
 const struct ss_wrapper_ref ss_cudart_wrappers[] = {SS_CUDART_FUNCS(WRAPPER_REF)};
 const size_t ss_cudart_wrapper_count = sizeof(ss_cudart_wrappers) / sizeof(ss_cudart_wrappers[0]);
+
+/* ------------------------------------------------------------------ <<<>>> launch sites */
+
+/* nvcc compiles `kernel<<<grid, block, shm, stream>>>(args)` into a call of
+ * __cudaPushCallConfiguration from the launching line, then a call of the kernel's host stub
+ * (`__device_stub__...`), which pops the configuration and calls __cudaLaunchKernel (or
+ * cudaLaunchKernel with __NV_LEGACY_LAUNCH) (crt/host_runtime.h). The launch's own return
+ * address is inside the stub; the push's is the user's line. With a shared runtime both are
+ * calls into libcudart that the shim can take: the push keeps its return address, the pop
+ * hands the innermost one to the launch that follows (wrapper.h), mirroring the runtime's own
+ * stack of configurations. No unwinding: two thread-local stores a launch. Neither is a call
+ * of the program's that gets a record. A statically linked runtime keeps both calls inside the
+ * program (docs/attribution.md). */
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+				     struct CUstream_st *stream);
+cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+				       void *stream);
+
+SS_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+					       struct CUstream_st *stream)
+{
+	static unsigned (*_Atomic real)(dim3, dim3, size_t, struct CUstream_st *);
+	if (ss_unlikely(!real)) {
+		int saved_errno = errno; /* SHIM-2: the lookup may set it */
+		real = ss_resolve_helper(SS_LAYER_RUNTIME, "__cudaPushCallConfiguration");
+		errno = saved_errno;
+		if (!real)
+			return 1; /* not zero: the generated code then skips the launch */
+	}
+	unsigned status = real(gridDim, blockDim, sharedMem, stream);
+	struct ss_tls *tls = &ss_tls;
+	if (status == 0) {
+		if (tls->pushed < SS_PUSHED_SITES)
+			tls->pushed_sites[tls->pushed] =
+			    (uint64_t)(uintptr_t)__builtin_return_address(0);
+		tls->pushed++;
+	}
+	return status;
+}
+
+SS_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+						 void *stream)
+{
+	static cudaError_t (*_Atomic real)(dim3 *, dim3 *, size_t *, void *);
+	if (ss_unlikely(!real)) {
+		int saved_errno = errno;
+		real = ss_resolve_helper(SS_LAYER_RUNTIME, "__cudaPopCallConfiguration");
+		errno = saved_errno;
+		if (!real)
+			return cudaErrorSharedObjectSymbolNotFound;
+	}
+	cudaError_t status = real(gridDim, blockDim, sharedMem, stream);
+	struct ss_tls *tls = &ss_tls;
+	uint64_t site = 0;
+	if (tls->pushed) { /* the runtime's stack popped, or found empty: ours follows it */
+		tls->pushed--;
+		if (tls->pushed < SS_PUSHED_SITES)
+			site = tls->pushed_sites[tls->pushed];
+	}
+	/* a failed pop returns from the stub without a launch: none takes this site */
+	tls->launch_site = status == cudaSuccess ? site : 0;
+	return status;
+}

@@ -37,6 +37,14 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+/* A driver enqueue is where a statically linked runtime launches and copies (nvcc's default):
+ * its return address is then inside that runtime, and the user's line further out (native.c,
+ * docs/attribution.md). Its wrapper's frame pointer says where that return address lies. */
+#define SS_ENQUEUE_SITE(cls_)                                                                      \
+	if (SS_##cls_ >= SS_E1 && SS_##cls_ <= SS_E3 && rec.cls >= SS_E1 && rec.cls <= SS_E3)      \
+		rec.caller =                                                                       \
+		    ss_enqueue_site(rec.caller, (const uint64_t *)__builtin_frame_address(0) + 1);
+
 #include "wrapper.h"
 
 /* ------------------------------------------------------------------ the real dlsym */

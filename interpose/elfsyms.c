@@ -2,14 +2,16 @@
  * interpose/elfsyms.c: is a return address inside a CUDA runtime linked statically into a
  * program or library? nvcc links the runtime statically by default; its functions then live in
  * the user's own module, where the module-based rule for the user call site (writer.c,
- * framework_module) cannot tell them apart. Their names can: the module's .symtab (kept unless
+ * ss_framework_module) cannot tell them apart. Their names can: the module's .symtab (kept unless
  * the module was stripped) names them cuda*, __cuda* or cudart::*.
  *
- * Only the writer thread calls this (while symbolizing stacks), so the cache takes no lock.
+ * The writer thread calls this while symbolizing stacks, an application thread the first time
+ * an enqueue comes along a new path (native.c); the cache is under a lock.
  * A stripped module, or one that cannot be read, has no such frames as far as this knows.
  */
 #include <elf.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +33,12 @@ struct module_symbols {
 static struct module_symbols *modules;
 static size_t module_count;
 
+/* The runtime's functions, and the host stubs nvcc generates for kernels (`__device_stub__`,
+ * mangled or not: a <<<>>> launch passes through one, and its line is the caller's). */
 static int runtime_name(const char *name)
 {
 	return !strncmp(name, "cuda", 4) || !strncmp(name, "__cuda", 6) ||
-	       strstr(name, "cudart") != NULL;
+	       strstr(name, "cudart") != NULL || strstr(name, "__device_stub__") != NULL;
 }
 
 static int by_start(const void *a, const void *b)
@@ -98,7 +102,7 @@ done:
 	munmap((void *)file, size);
 }
 
-int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip)
+static int runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip)
 {
 	struct module_symbols *m = NULL;
 	for (size_t i = 0; i < module_count && !m; i++)
@@ -125,4 +129,23 @@ int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uint
 			hi = mid;
 	}
 	return lo > 0 && address < m->ranges[lo - 1].end;
+}
+
+/* The writer (symbolizing stacks) and an application thread (learning the path of an enqueue
+ * through a static runtime, native.c, once per path) both ask: the cache is shared under a
+ * lock that neither holds long, once a module's symbols are read. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip)
+{
+	pthread_mutex_lock(&lock);
+	int found = runtime_frame(module_path, module_base, ip);
+	pthread_mutex_unlock(&lock);
+	return found;
+}
+
+/* A fork child has only the forking thread: a lock another thread held stays held there. */
+void ss_elfsyms_fork_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
 }

@@ -20,6 +20,9 @@
  * whatever the frames. So the first stacks a thread takes at a call site, along one path to it,
  * are taken with both, timed, and the site keeps the faster for that path
  * (meta.native_stacks_libgcc_sites counts the choices of libgcc's).
+ *
+ * Also here: the site of a driver enqueue made through a static runtime or an nvcc stub, whose
+ * path to the user's frame is walked once and read from the stack afterwards (below).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -42,6 +45,7 @@ static int (*backtrace_fn)(void **, int); /* libunwind's unw_backtrace */
 /* libgcc's unwinder, when libgcc_s.so.1 is there (every C++ program has it loaded) */
 static _Unwind_Reason_Code (*gcc_backtrace)(_Unwind_Trace_Fn, void *);
 static _Unwind_Ptr (*gcc_get_ip)(struct _Unwind_Context *);
+static _Unwind_Word (*gcc_get_cfa)(struct _Unwind_Context *);
 _Atomic unsigned ss_native_libgcc_sites;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 const char *ss_native_stacks_status = "not tried";
@@ -82,6 +86,7 @@ static void load_unwinder(void)
 	if (libgcc) {
 		*(void **)&gcc_backtrace = ss_dlsym(libgcc, "_Unwind_Backtrace");
 		*(void **)&gcc_get_ip = ss_dlsym(libgcc, "_Unwind_GetIP");
+		*(void **)&gcc_get_cfa = ss_dlsym(libgcc, "_Unwind_GetCFA");
 		if (!gcc_get_ip)
 			gcc_backtrace = NULL;
 	}
@@ -230,8 +235,125 @@ void ss_stacks_attach(struct ss_tls *tls, uint64_t caller)
 	}
 }
 
+/* ------------------------------------------------------------------ the site of an enqueue */
+
+/* An enqueue's site is the return address its wrapper was called with, unless that lies in a
+ * CUDA runtime linked into the program (nvcc's default) or in an nvcc kernel stub: then the
+ * user's line is a few frames further out. Unwinding there at every launch would cost some
+ * 100 ns a frame; instead the path is learnt once: the first time a thread's driver wrapper is
+ * called from CALLER with its return address at SLOT (one depth of stack), libgcc's unwinder
+ * walks out to the first frame of user code, and the path keeps where that frame's return
+ * address lies (as a distance from SLOT) and the return addresses of the frames between, which
+ * fix the frames' sizes. Each later call with that CALLER and SLOT compares those few stack
+ * words and reads the user's return address where it lies: a handful of loads. Another path
+ * to the same depth (another kernel's stub, another runtime function) fails a comparison and
+ * is learnt in its turn. x86-64's frames (the return address at CFA - 8) only; elsewhere the
+ * site stays CALLER. */
+#define PATH_FRAMES   12 /* runtime and stub frames walked past, at most */
+#define PATHS_PER_TLS 8	 /* small: initial-exec TLS, as site_unwinders */
+static __thread struct enqueue_path {
+	uint64_t caller;
+	const uint64_t *slot;
+	uint64_t check_value[PATH_FRAMES];
+	int16_t check_at[PATH_FRAMES]; /* in words from slot */
+	int16_t user;		       /* in words from slot; 0: the site is CALLER */
+	uint8_t checks;
+} enqueue_paths[PATHS_PER_TLS] __attribute__((tls_model("initial-exec")));
+
+#if defined(__x86_64__)
+/* Is IP (a return address) in the user's code: not the shim, not a module of CUDA or a
+ * framework, not a function of a static runtime, not an nvcc stub? */
+static int user_code(uintptr_t ip)
+{
+	uintptr_t lookup = ip - 1; /* inside the call */
+	Dl_info info;
+	if (lookup >= own_lo && lookup < own_hi)
+		return 0;
+	if (!dladdr((void *)lookup, &info) || !info.dli_fname)
+		return 1; /* code of no module (generated): the program's own */
+	return !ss_framework_module(info.dli_fname) &&
+	       !ss_static_runtime_frame(info.dli_fname, (uintptr_t)info.dli_fbase, lookup);
+}
+
+struct path_walk {
+	struct enqueue_path *path;
+	int found, done, skipped;
+};
+
+/* libgcc calls this for each frame, innermost first, before it steps past the frame: the CFA
+ * it answers then is the CFA of the frame called from this one, where the return address into
+ * this one lies just below (x86-64). That is checked, not assumed. */
+static _Unwind_Reason_Code path_frame(struct _Unwind_Context *context, void *arg)
+{
+	struct path_walk *walk = arg;
+	struct enqueue_path *path = walk->path;
+	uint64_t ip = (uint64_t)gcc_get_ip(context);
+	const uint64_t *ip_slot = (const uint64_t *)(uintptr_t)(gcc_get_cfa(context) - 8);
+	if (ip == 0)
+		return _URC_END_OF_STACK;
+	if (!walk->found) { /* the shim's own frames, up to the caller of the wrapper */
+		if (ip_slot != path->slot)
+			return ++walk->skipped > 16 ? _URC_END_OF_STACK : _URC_NO_REASON;
+		walk->found = 1;
+	}
+	if (*ip_slot != ip) /* frames not laid out as assumed: keep CALLER */
+		return _URC_END_OF_STACK;
+	if (user_code(ip)) {
+		path->user = (int16_t)(ip_slot - path->slot);
+		walk->done = 1;
+		return _URC_END_OF_STACK;
+	}
+	if (ip_slot != path->slot) {
+		if (path->checks == PATH_FRAMES || ip_slot - path->slot > INT16_MAX)
+			return _URC_END_OF_STACK;
+		path->check_at[path->checks] = (int16_t)(ip_slot - path->slot);
+		path->check_value[path->checks++] = ip;
+	}
+	return _URC_NO_REASON;
+}
+
+/* The first call along a path: walk it (errno kept: dladdr, the symbol tables' first read). */
+__attribute__((noinline, cold)) static uint64_t learn_path(struct enqueue_path *path,
+							   uint64_t caller, const uint64_t *slot)
+{
+	int saved_errno = errno;
+	pthread_once(&load_once, load_unwinder);
+	*path = (struct enqueue_path){.caller = caller, .slot = slot};
+	if (gcc_backtrace && gcc_get_cfa) {
+		struct path_walk walk = {.path = path};
+		gcc_backtrace(path_frame, &walk);
+		if (!walk.done) /* no user frame near: the site stays CALLER, and costs no walk */
+			path->user = 0, path->checks = 0;
+	}
+	errno = saved_errno;
+	return path->user ? slot[path->user] : caller;
+}
+#endif
+
+uint64_t ss_enqueue_site(uint64_t caller, const uint64_t *slot)
+{
+#if defined(__x86_64__)
+	if (ss_unlikely(*slot != caller)) /* not the frame layout assumed */
+		return caller;
+	uint64_t key = (caller ^ (uint64_t)(uintptr_t)slot) * 0x9e3779b97f4a7c15ull;
+	struct enqueue_path *path = &enqueue_paths[key >> 61]; /* 8 paths */
+	if (ss_likely(path->caller == caller && path->slot == slot)) {
+		int i = 0;
+		while (i < path->checks && slot[path->check_at[i]] == path->check_value[i])
+			i++;
+		if (ss_likely(i == path->checks))
+			return path->user ? slot[path->user] : caller;
+	}
+	return learn_path(path, caller, slot);
+#else
+	(void)slot;
+	return caller;
+#endif
+}
+
 void ss_native_fork_child(void)
 {
 	memset(seen, 0, sizeof(seen)); /* the child's writer knows none of them */
+	ss_elfsyms_fork_child();
 	atomic_store(&ss_native_libgcc_sites, 0);
 }

@@ -114,10 +114,17 @@ _Static_assert(sizeof(struct ss_rec) == 64, "one record per cache line");
 /* ------------------------------------------------------------------ per-thread state */
 
 struct ss_ring;
+#define SS_PUSHED_SITES 4 /* nested <<<>>> in the arguments of a <<<>>>: rare */
 struct ss_tls {
 	int depth;	      /* SHIM-3 */
 	unsigned generation;  /* ring belongs to this process generation (fork resets) */
 	struct ss_ring *ring; /* NULL until the thread's first recorded call */
+	/* <<<>>> launches through a shared runtime (cudart.c): the lines that pushed a launch
+	 * configuration, innermost last, and the one whose configuration was popped last, the
+	 * site of the launch that follows */
+	uint64_t launch_site;
+	uint64_t pushed_sites[SS_PUSHED_SITES];
+	unsigned pushed;
 };
 extern __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec")));
 
@@ -196,6 +203,15 @@ void ss_python_attach(struct ss_tls *tls);
 void ss_native_fork_child(void);
 void ss_python_fork_child(void);
 extern const char *ss_native_stacks_status;
+/* native.c: the site of a driver enqueue, CALLER the return address the wrapper was called
+ * with, SLOT where it is stored on the stack: CALLER itself when that is the user's code, the
+ * user's return address further up when CALLER is inside a statically linked runtime or an
+ * nvcc stub (docs/attribution.md). */
+uint64_t ss_enqueue_site(uint64_t caller, const uint64_t *slot);
+/* writer.c: a module of the shim, CUDA, NCCL, the frameworks or the interpreter (by path) */
+int ss_framework_module(const char *path);
+int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip);
+void ss_elfsyms_fork_child(void); /* elfsyms.c: its lock, as a fork child must find it */
 extern _Atomic unsigned ss_native_libgcc_sites; /* native.c: sites that chose libgcc's unwinder */
 
 /* cupti/cupti.c (CUPTI-4), at the end of every sync point; a no-op built without CUPTI. */

@@ -4,9 +4,9 @@
  *
  * A wrapper: SHIM-3 guard, pre (reads the arguments), clock, real call, clock (sync points
  * only: ss_needs_end_time), post (reads what the call produced), the record appended to the
- * thread's ring (SHIM-1), a sync point's stacks and the GPU timeline's sampler, return (SHIM-2). The fast path touches nothing
- * that sets errno; each helper that may (a driver query, the range table's allocations, a ring's
- * first attach) restores it itself.
+ * thread's ring (SHIM-1), a sync point's stacks and the GPU timeline's sampler, return (SHIM-2).
+ * The fast path touches nothing that sets errno; each helper that may (a driver query, the range
+ * table's allocations, a ring's first attach) restores it itself.
  *
  * Success is 0 in every layer (cudaSuccess, CUDA_SUCCESS, ncclSuccess).
  */
@@ -54,6 +54,22 @@
 		rec.aux = (flags);                                                                 \
 	}
 
+/* The runtime's launch functions that nvcc's host stub of a <<<>>> calls, right after popping
+ * the configuration the launching line pushed (cudart.c): the site of such a launch is that
+ * line, kept by the push, instead of the return address into the stub. A constant per
+ * wrapper: the compiler drops the test from every other one. */
+static inline int ss_is_stub_launch(int api)
+{
+	return api == SS_API___cudaLaunchKernel || api == SS_API___cudaLaunchKernel_ptsz ||
+	       api == SS_API_cudaLaunchKernel || api == SS_API_cudaLaunchKernel_ptsz;
+}
+
+/* A layer's own rule for an enqueue's site, after the record is made (driver.c's); none by
+ * default. */
+#ifndef SS_ENQUEUE_SITE
+#define SS_ENQUEUE_SITE(cls_)
+#endif
+
 /* ------------------------------------------------------------------ the body */
 
 #define SS_WRAPPER(ret_type, missing, fname, id, cls_, per_thread, params, args, pre, post)        \
@@ -80,6 +96,11 @@
 		post if (freed_kind && ret != 0) ss_range_add(freed_ptr, freed_bytes, freed_kind); \
 		rec.ret = (int32_t)ret;                                                            \
 		rec.caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                     \
+		if (ss_is_stub_launch(id) && tls->launch_site) {                                   \
+			rec.caller = tls->launch_site; /* the <<<>>> line, not nvcc's stub */      \
+			tls->launch_site = 0;                                                      \
+		}                                                                                  \
+		SS_ENQUEUE_SITE(cls_)                                                              \
 		ss_emit(tls, &rec);                                                                \
 		if (ss_unlikely(ss_wants_stack(rec.cls))) {                                        \
 			ss_stacks_attach(tls, rec.caller);                                         \

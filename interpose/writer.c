@@ -781,11 +781,9 @@ static void store_python_stack(struct ring_state *rs, const struct ss_rec *r)
 	free(frames);
 }
 
-int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip);
-
 /* docs/attribution.md: native frames of the shim, CUDA, NCCL, the frameworks and the Python
  * interpreter; the native user site is the first frame outside these. */
-static int framework_module(const char *path)
+int ss_framework_module(const char *path)
 {
 	static const char *const prefixes[] = {"libsyncspy", "libcudart", "libcuda.",	"libnccl",
 					       "libtorch",   "libc10",	  "libpython",	"python",
@@ -824,7 +822,7 @@ static void store_native_stack(struct ring_state *rs, const struct ss_rec *r)
 				offset = ip - (uintptr_t)info.dli_fbase;
 				symbol = info.dli_sname;
 				symbol_offset = ip - (uintptr_t)info.dli_saddr;
-				if (!user_site && !framework_module(info.dli_fname) &&
+				if (!user_site && !ss_framework_module(info.dli_fname) &&
 				    !ss_static_runtime_frame(info.dli_fname,
 							     (uintptr_t)info.dli_fbase, lookup))
 					user_site = site_id(ip);

@@ -32,6 +32,10 @@
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
 			       size_t sharedMem, cudaStream_t stream);
 extern __typeof__(__cudaLaunchKernel) __cudaLaunchKernel_ptsz;
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+				     struct CUstream_st *stream);
+cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+				       void *stream);
 
 /* Per-thread-default-stream variants with the real prototypes (cuda_runtime_api.h declares
  * them only under CUDA_API_PER_THREAD_DEFAULT_STREAM, which renames the plain ones). */
@@ -589,6 +593,42 @@ VARIANTS(__cudaLaunchKernel, __cudaLaunchKernel_ptsz,
 	 (cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
 	  cudaStream_t stream),
 	 launch_kernel, (const void *)kernel, gridDim, blockDim, args, sharedMem, stream)
+
+/* nvcc's <<<g, b, shm, s>>> pushes the launch configuration from the launching line, then calls
+ * the kernel's host stub, which pops it and launches (crt/host_runtime.h). The real runtime
+ * keeps a per-thread stack of configurations; so does this one (a launch inside the arguments
+ * of another nests). Push returns 0 on success, as the generated `push(...) ? (void)0 :
+ * kernel(args)` expects. */
+#define CALL_CONFIGURATIONS 8
+static __thread struct call_configuration {
+	dim3 grid, block;
+	size_t shared_mem;
+	cudaStream_t stream;
+} call_configurations[CALL_CONFIGURATIONS];
+static __thread int call_configuration_count;
+
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+				     struct CUstream_st *stream)
+{
+	if (call_configuration_count == CALL_CONFIGURATIONS)
+		return 1;
+	call_configurations[call_configuration_count++] =
+	    (struct call_configuration){gridDim, blockDim, sharedMem, stream};
+	return 0;
+}
+
+cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+				       void *stream)
+{
+	if (call_configuration_count == 0)
+		return ret(cudaErrorMissingConfiguration);
+	const struct call_configuration *c = &call_configurations[--call_configuration_count];
+	*gridDim = c->grid;
+	*blockDim = c->block;
+	*sharedMem = c->shared_mem;
+	*(cudaStream_t *)stream = c->stream;
+	return cudaSuccess;
+}
 
 static cudaError_t launch_kernel_ex(bool per_thread, const cudaLaunchConfig_t *config,
 				    const void *func, void **args)
