@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# t213: a kernel launched with <<<...>>> is named by its launching line, not by nvcc's host
+# t214: a kernel launched with <<<...>>> is named by its launching line, not by nvcc's host
 # stub. tests/progs/stub_launch.c has nvcc's host code shape: the line pushes the launch
 # configuration (__cudaPushCallConfiguration), the stub pops it and calls __cudaLaunchKernel.
 # Through a shared runtime the shim keeps the push's return address and gives it to the launch

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# t214: launches and copies through a CUDA runtime linked into the program (nvcc's default
+# t215: launches and copies through a CUDA runtime linked into the program (nvcc's default
 # static cudart) are named by the program's line, not by the runtime function that called the
 # driver nor by nvcc's kernel stub. tests/progs/static_launch.c carries such a "runtime"
 # (cuda*-named, static functions reaching the driver through cuGetProcAddress) and <<<>>>'s
