@@ -27,6 +27,7 @@ library only: CI runs it with Debian's python3.
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -112,19 +113,26 @@ def score_one(trace, report, source):
     }
 
 
+def report_of(syncspy, path):
+    """`syncspy report --format json` of one database, parsed."""
+    run = subprocess.run([syncspy, "report", "--format", "json", path],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    if run.returncode != 0:
+        raise InputError("%s: syncspy report failed (exit %d): %s"
+                         % (path, run.returncode, run.stderr.decode(errors="replace").strip()))
+    try:
+        return json.loads(run.stdout)
+    except ValueError as e:
+        raise InputError("%s: the report is not JSON: %s" % (path, e))
+
+
 def reports_from_syncspy(syncspy, traces_dir):
+    """(trace, report) of every database in traces_dir, the reports made a few at a time."""
     names = sorted(n for n in os.listdir(traces_dir) if n.endswith(".sqlite"))
-    for name in names:
-        path = os.path.join(traces_dir, name)
-        run = subprocess.run([syncspy, "report", "--format", "json", path],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
-        if run.returncode != 0:
-            raise InputError("%s: syncspy report failed (exit %d): %s"
-                             % (path, run.returncode, run.stderr.decode(errors="replace").strip()))
-        try:
-            yield name[: -len(".sqlite")], json.loads(run.stdout)
-        except ValueError as e:
-            raise InputError("%s: the report is not JSON: %s" % (path, e))
+    paths = [os.path.join(traces_dir, n) for n in names]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        reports = list(pool.map(lambda p: report_of(syncspy, p), paths))
+    return [(n[: -len(".sqlite")], r) for n, r in zip(names, reports)]
 
 
 def reports_from_file(path):

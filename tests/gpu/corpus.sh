@@ -19,11 +19,12 @@
 #
 #   tests/gpu/corpus.sh [RESULTS_DIR]     default: $OUT if set, else tests/gpu/results/corpus-<time>
 #
-# RESULTS_DIR receives 5 files (the device tool brings back at most 8):
+# RESULTS_DIR receives 5 or 6 files (the device tool brings back at most 8):
 #   corpus-summary.txt      one PASS/FAIL line per check, then the score
 #   corpus-run.log          every command run, with its output
 #   corpus-traces.tar.gz    NAME[-shared|-static].sqlite, one per workload and build: unpack it
-#                           into examples/corpus/traces/ and commit
+#                           into examples/corpus/traces/ and commit (over 15 MiB: two files,
+#                           corpus-traces-1.tar.gz and corpus-traces-2.tar.gz, unpack both)
 #   corpus-reports.json     every report, one line each: {"trace": NAME, "report": {...}}
 #   corpus-score.txt        examples/corpus/score.py on the traces (per workload and the total)
 #
@@ -269,6 +270,14 @@ done < <(task_list)
 
 (cd "$cwork/traces" && tar -czf "$results/corpus-traces.tar.gz" .) 2>>"$log_file" ||
 	check "corpus-traces.tar.gz written" FAIL
+# The device tool brings back files of at most 16 MiB: a larger tarball becomes two, the CUDA C
+# and NCCL traces (c*, n*) and the others (d*, t*), corpus-traces-1.tar.gz and -2.tar.gz.
+if [ "$(stat -c %s "$results/corpus-traces.tar.gz" 2>/dev/null || echo 0)" -gt $((15 * 1024 * 1024)) ]; then
+	rm -f "$results/corpus-traces.tar.gz"
+	(cd "$cwork/traces" && tar -czf "$results/corpus-traces-1.tar.gz" c* n* &&
+		tar -czf "$results/corpus-traces-2.tar.gz" d* t*) 2>>"$log_file" ||
+		check "corpus-traces-1.tar.gz and -2.tar.gz written" FAIL
+fi
 python3 "$corpus/score.py" --syncspy "$syncspy" --sources "$corpus" "$cwork/traces" \
 	>"$results/corpus-score.txt" 2>>"$log_file" || check "scorer ran" FAIL "see corpus-run.log"
 
@@ -278,7 +287,7 @@ python3 "$corpus/score.py" --syncspy "$syncspy" --sources "$corpus" "$cwork/trac
 	echo "build:   $(cat .carry/COMMIT 2>/dev/null || echo unknown)"
 	echo "gpu:     $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n1)"
 	echo "torch:   $torch_version"
-	echo "traces:  $(ls "$cwork/traces" | wc -l) in corpus-traces.tar.gz"
+	echo "traces:  $(ls "$cwork/traces" | wc -l) in $(cd "$results" && echo corpus-traces*.tar.gz)"
 	echo "result:  $failures check(s) failed of $(wc -l <"$cwork/checks")"
 	echo
 	grep -v '^PASS' "$cwork/checks"
