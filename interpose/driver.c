@@ -39,9 +39,12 @@
 
 /* A driver enqueue is where a statically linked runtime launches and copies (nvcc's default):
  * its return address is then inside that runtime, and the user's line further out (native.c,
- * docs/attribution.md). Its wrapper's frame pointer says where that return address lies. */
+ * docs/attribution.md). Its wrapper's frame pointer says where that return address lies. A
+ * query (S7) is named the same way: polling loops are not stacked (ss_wants_stack), so
+ * through a static runtime their site was the runtime's own code. */
 #define SS_ENQUEUE_SITE(cls_)                                                                      \
-	if (SS_##cls_ >= SS_E1 && SS_##cls_ <= SS_E3 && rec.cls >= SS_E1 && rec.cls <= SS_E3)      \
+	if ((SS_##cls_ >= SS_E1 && SS_##cls_ <= SS_E3 && rec.cls >= SS_E1 && rec.cls <= SS_E3) ||  \
+	    (SS_##cls_ == SS_S7 && rec.cls == SS_S7))                                              \
 		rec.caller =                                                                       \
 		    ss_enqueue_site(rec.caller, (const uint64_t *)__builtin_frame_address(0) + 1);
 

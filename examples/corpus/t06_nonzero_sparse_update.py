@@ -23,7 +23,7 @@ def main():
     for step in range(STEPS):
         ids = ids_all[step]
         touched = torch.zeros(ROWS, dtype=torch.bool, device=dev)  # SYNCSPY-CLEAN: allocator growth in the first steps
-        touched[ids] = True
+        touched[ids] = True  # SYNCSPY-PROBLEM: a Python scalar through an index tensor: copied from pageable memory and synchronized every step
         rows = torch.nonzero(touched).squeeze(1)  # SYNCSPY-PROBLEM: torch.nonzero every step
         table[rows] += (rows.float() % 7).unsqueeze(1) * 0.01  # SYNCSPY-CLEAN: allocator growth in the first steps
         counts[rows] += 1

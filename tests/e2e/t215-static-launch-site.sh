@@ -8,7 +8,8 @@
 # once per path (interpose/native.c) and reads the user's return address from the stack
 # afterwards. Each of the four enqueue lines has its 5 rows and one site, which lies on the
 # marked line; a driver launch the program makes itself keeps its own line; the legacy-stream
-# finding names the legacy launch's line.
+# finding names the legacy launch's line; a polling loop through the runtime's query names the
+# loop's line.
 . "$E2E_DIR/lib.sh"
 src="$TOP_SRCDIR/tests/progs/static_launch.c"
 site_is() { # site mark
@@ -24,7 +25,7 @@ under_shim "$PROGS/static_launch" >"$tmp/stdout" || fail "program failed"
 grep -q 'static launch ok' "$tmp/stdout" || fail "wrong output"
 one_db
 golden "SELECT api, count(*), count(DISTINCT site) FROM api_calls WHERE class = 'E1' GROUP BY api ORDER BY api" <<'END'
-cuLaunchKernel|15|3
+cuLaunchKernel|16|4
 cuMemcpyHtoDAsync_v2|5|1
 END
 # each row's site, in call order: the first round's four enqueues name the four lines
@@ -37,6 +38,12 @@ for mark in LAUNCH-CREATED LAUNCH-LEGACY COPY DIRECT; do
 	where=$(addr2line -e "$PROGS/static_launch" "0x$(sed -n "${n}p" "$tmp/offsets")")
 	site_is "$(cd "$(dirname "${where%%:*}")" && pwd -P)/$(basename "$where")" "$mark"
 done
+# the polling loop through the static runtime's query: one S7 row on the POLL line
+q "SELECT printf('%x', s.module_offset - 1) FROM calls c JOIN sites s ON s.id = c.site_id
+	WHERE c.class = 'S7'" >"$tmp/poll"
+[ "$(wc -l <"$tmp/poll")" -eq 1 ] || fail "polling rows: $(cat "$tmp/poll")"
+where=$(addr2line -e "$PROGS/static_launch" "0x$(cat "$tmp/poll")")
+site_is "$(cd "$(dirname "${where%%:*}")" && pwd -P)/$(basename "$where")" POLL
 "$SYNCSPY" report --format json "$out" >"$tmp/r.json" || fail "report failed"
 rq "SELECT json_extract(value, '\$.site') FROM
 	json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))

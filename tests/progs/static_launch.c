@@ -83,6 +83,16 @@ __attribute__((noinline)) static CUresult cudaMemcpyAsync(CUdeviceptr dst, const
 	return rc;
 }
 
+static CUresult (*stream_query)(CUstream);
+
+/* a query the way a static runtime makes it: the polling loop's site is the user's line too */
+__attribute__((noinline)) static CUresult cudaStreamQuery(CUstream stream)
+{
+	CUresult rc = stream_query(stream);
+	__asm__ volatile("");
+	return rc;
+}
+
 /* ------------------------------------------------------------------ nvcc's generated code */
 
 __attribute__((noinline)) void __device_stub__sleep_kernel(void *usec)
@@ -117,7 +127,8 @@ int main(void)
 	    get_proc("cuStreamCreate", (void **)&stream_create, 13000, 0, &status) ||
 	    get_proc("cuMemAlloc", (void **)&mem_alloc, 13000, 0, &status) ||
 	    get_proc("cuMemAllocHost", (void **)&mem_alloc_host, 13000, 0, &status) ||
-	    get_proc("cuCtxSynchronize", (void **)&ctx_sync, 13000, 0, &status) || init(0))
+	    get_proc("cuCtxSynchronize", (void **)&ctx_sync, 13000, 0, &status) ||
+	    get_proc("cuStreamQuery", (void **)&stream_query, 13000, 0, &status) || init(0))
 		return 3;
 	CUstream s;
 	CUdeviceptr dev;
@@ -136,6 +147,9 @@ int main(void)
 		if (launch_kernel(kernel, 1, 1, 1, 1, 1, 1, 0, s, args, NULL)) /* DIRECT */
 			return 6;
 	}
+	SLEEP_KERNEL(1, 1, s)((void *)20000);
+	while (cudaStreamQuery(s) == CUDA_ERROR_NOT_READY) /* POLL */
+		;
 	if (ctx_sync())
 		return 7;
 	printf("static launch ok\n");
