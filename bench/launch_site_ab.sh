@@ -14,7 +14,7 @@
 # cost, AFTER - none, within 25 ns for enqueues: docs/architecture.md).
 #
 #   bench/launch_site_ab.sh BEFORE.so AFTER.so [RESULT_FILE]
-#   BENCH_ROUNDS (default 7), BENCH_CALLS (default 200000 per call and run), NVCC
+#   BENCH_ROUNDS (default 7), BENCH_CALLS (default 200000 per call and run), NVCC, PIN (cores)
 #
 # Exit: 0 done, 2 the benchmark could not run.
 set -u
@@ -40,16 +40,20 @@ for cudart in shared static; do
 		{ log "build failed"; exit 2; }
 done
 
+# pinned cores (PIN, default 2-5): the three configurations run on the same cores
+pin=()
+command -v taskset >/dev/null 2>&1 && pin=(taskset -c "${PIN:-2-5}")
+
 run() { # cudart shim round
 	local out="$work/$1.$2.$3" shim=
 	[ "$2" = before ] && shim=$before
 	[ "$2" = after ] && shim=$after
 	if [ -n "$shim" ]; then
 		LD_PRELOAD="$shim" SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$work/db" \
-			"$work/calls-$1" "$calls" >"$out" || { log "run $1 $2 failed"; exit 2; }
+			"${pin[@]}" "$work/calls-$1" "$calls" >"$out" || { log "run $1 $2 failed"; exit 2; }
 		rm -rf "$work/db"
 	else
-		"$work/calls-$1" "$calls" >"$out" || { log "run $1 none failed"; exit 2; }
+		"${pin[@]}" "$work/calls-$1" "$calls" >"$out" || { log "run $1 none failed"; exit 2; }
 	fi
 }
 
