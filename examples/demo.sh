@@ -8,7 +8,7 @@
 # findings, not every database's metadata (`syncspy info DIR` has that).
 #
 # Usage: demo.sh OUTDIR, with SHIM (libsyncspy.so), SYNCSPY (the command), SCENARIOS
-# (tests/progs/scenarios) and STANDIN_DIR (tests/standin) set to built files. DEMO_GPU=0 skips
+# (tests/progs/scenarios), STEADY (tests/progs/steady) and STANDIN_DIR (tests/standin) set to built files. DEMO_GPU=0 skips
 # the GPU workload even where a GPU and nvcc are found (the test's output must not depend on
 # the machine).
 set -u
@@ -70,6 +70,15 @@ echo "$workloads" | while read -r name what; do
 		exit 1
 	}
 done || exit 1
+# A loop: what the report is about (its steady state, docs/rules.md).
+echo "   steady a training-like loop: setup, 20 steps that each wait for their kernel, a final read"
+LD_LIBRARY_PATH=$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} SYNCSPY_OUTPUT=$out \
+	SYNCSPY_CUPTI=0 LD_PRELOAD=$SHIM "$STEADY" >"$out/steady.log" 2>&1 || {
+	cat "$out/steady.log" >&2
+	echo "demo: workload steady failed" >&2
+	exit 1
+}
+sed -n 's/^syncspy: /         syncspy: /p' "$out/steady.log"
 if [ "$gpu" = yes ]; then
 	echo "   copies_syncs (examples/cuda/copies_syncs.cu, on the GPU, CUPTI on)"
 	nvcc -O2 -arch=sm_90 -cudart shared -o "$out/copies_syncs" "$srcdir/examples/cuda/copies_syncs.cu" &&

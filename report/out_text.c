@@ -192,6 +192,14 @@ static int text_finding(FILE *out, const struct ss_report *report, const struct 
 		fputs("\nonce, not in the steady state (info: no cost per step):\n", out);
 		findings_started = 2;
 	}
+	/* what happened once is one line (the JSON has its detail); a steady finding the GPU
+	 * timeline cleared keeps its detail, which says why */
+	if (strcmp(f->phase, "once") == 0) {
+		fprintf(out, "  [%s] %s  rank %s  (%lld call%s, %.3f ms)  %s\n", f->severity,
+			f->rule, rank, f->count, f->count == 1 ? "" : "s", (double)f->blocked_ns / 1e6,
+			f->site);
+		return SS_EXIT_OK;
+	}
 	fprintf(out, "  [%s] %s  rank %s  %s\n", f->severity, f->rule, rank, f->site);
 	fprintf(out, "      count %lld, %.3f ms blocked: %s\n", f->count,
 		(double)f->blocked_ns / 1e6, f->detail);

@@ -22,18 +22,12 @@ steps (steady state, after the warm-up step):
 findings: none in the steady state
 
 once, not in the steady state (info: no cost per step):
-  [info] host-sync  rank 0  train.py:50 torch.cuda.synchronize()
-      count 1, 5.000 ms blocked: cudaDeviceSynchronize x1; worst 5.000 ms; GPU idle time behind it: not measurable without GPU timeline; once: not in the steady state (setup, warm-up, teardown, or in too few steps)
-  [info] sync-copy  rank 0  train.py:42 loss.item()
-      count 2, 4.000 ms blocked: cudaMemcpy x2; 8 bytes; worst 2.100 ms; once: not in the steady state (setup, warm-up, teardown, or in too few steps)
-  [info] pageable-async-copy  rank 0  train.py:37 x.to(device, non_blocking=True)
-      count 2, 3.350 ms blocked: cudaMemcpyAsync x2; 134217728 bytes; estimate: 0.367 ms lost against pinned copies at 45.0 GB/s H2D, 45.0 GB/s D2H (default); once: not in the steady state (setup, warm-up, teardown, or in too few steps)
-  [info] polling  rank 0  (no call site)
-      count 37, 0.180 ms blocked: 1 polling loops: cudaStreamQuery x37; once: not in the steady state (setup, warm-up, teardown, or in too few steps)
-  [info] host-sync  rank 0  (no call site)
-      count 2, 0.151 ms blocked: cudaEventSynchronize x1, cudaStreamSynchronize x1; worst 0.150 ms; GPU idle time behind it: not measurable without GPU timeline; once: not in the steady state (setup, warm-up, teardown, or in too few steps)
-  [info] host-sync  rank 0  libtorch_cuda.so+0x1234
-      count 1, 0.100 ms blocked: cuStreamSynchronize x1; worst 0.100 ms; GPU idle time behind it: not measurable without GPU timeline; once: not in the steady state (setup, warm-up, teardown, or in too few steps)
+  [info] host-sync  rank 0  (1 call, 5.000 ms)  train.py:50 torch.cuda.synchronize()
+  [info] sync-copy  rank 0  (2 calls, 4.000 ms)  train.py:42 loss.item()
+  [info] pageable-async-copy  rank 0  (2 calls, 3.350 ms)  train.py:37 x.to(device, non_blocking=True)
+  [info] polling  rank 0  (37 calls, 0.180 ms)  (no call site)
+  [info] host-sync  rank 0  (2 calls, 0.151 ms)  (no call site)
+  [info] host-sync  rank 0  (1 call, 0.100 ms)  libtorch_cuda.so+0x1234
 
 notes:
   - GPU idle time behind host syncs: not measurable without GPU timeline (the recording holds host-side calls only)

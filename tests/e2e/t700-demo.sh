@@ -1,14 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # t700: the shape of `make demo` (examples/demo.sh, the README's first command), so it cannot
-# drift unseen: it records its four workloads, says once that there is no GPU timeline (no
+# drift unseen: it records its five workloads (four scenarios and a loop), says once that there is no GPU timeline (no
 # per-database CUPTI error, no metadata dump), prints each report with its findings first, and
 # ends with the top finding of its recordings and of the H200 trace and the HTML file's path.
 # (.ci/run runs `make demo` itself too; this test checks what it prints.)
 . "$E2E_DIR/lib.sh"
 demo=$tmp/demo
 trace=$TOP_SRCDIR/examples/traces/08_item_per_step-bad-shared.sqlite
-DEMO_GPU=0 SHIM=$SHIM SYNCSPY=$SYNCSPY SCENARIOS=$PROGS/scenarios STANDIN_DIR=$STANDIN_DIR \
+DEMO_GPU=0 SHIM=$SHIM SYNCSPY=$SYNCSPY SCENARIOS=$PROGS/scenarios STEADY=$PROGS/steady STANDIN_DIR=$STANDIN_DIR \
 	sh "$TOP_SRCDIR/examples/demo.sh" "$demo" >"$tmp/log" 2>&1 || {
 	cat "$tmp/log" >&2
 	fail "demo.sh failed"
@@ -18,8 +18,8 @@ lines=$(wc -l <"$tmp/log")
 
 # Its recordings: one database per workload, one shim line each.
 set -- "$demo"/*.sqlite
-[ $# -eq 4 ] || fail "expected 4 databases in $demo, found: $*"
-[ "$(grep -c "^ *syncspy: rank -: .* -> $demo/syncspy-.*\.sqlite$" "$tmp/log")" -eq 4 ] ||
+[ $# -eq 5 ] || fail "expected 5 databases in $demo, found: $*"
+[ "$(grep -c "^ *syncspy: rank -: .* -> $demo/syncspy-.*\.sqlite$" "$tmp/log")" -eq 5 ] ||
 	fail "not one shim line per workload"
 
 # No GPU here: said once, plainly; never CUPTI's error code, never the metadata of `syncspy info`.
@@ -35,7 +35,8 @@ grep -A2 '^syncspy report: ' "$tmp/log" | grep -c '^findings' >"$tmp/nf"
 top() { "$SYNCSPY" report "$@" | sed -n 's/^  \(\[[a-z]*\]\)/\1/p' | head -n 1; }
 mine=$(top "$demo"/*.sqlite)
 h200=$(top "$trace")
-case $mine in *scenarios.c:[0-9]*) ;; *) fail "top finding of the recordings has no source line: $mine" ;; esac
+# the loop's stream sync, every step: a steady-state finding above info, on its line
+case $mine in "[high] host-sync "*steady.c:[0-9]*) ;; *) fail "top finding of the recordings: $mine" ;; esac
 case $h200 in *08_item_per_step.py:[0-9]*) ;; *) fail "top finding of the H200 trace: $h200" ;; esac
 tail -n 4 "$tmp/log" >"$tmp/end"
 grep -qxF "  your recordings: $mine" "$tmp/end" || fail "recordings' top finding not at the end: $(cat "$tmp/end")"
