@@ -1379,6 +1379,11 @@ static int build_aggregate(struct loader *ld, struct db_state *st)
 	rk->steps = (long long)st->steps.nsteps;
 	rk->steady_steps = (long long)ss_steps_steady(&st->steps);
 	rk->step_ns = st->steps.step_ns;
+	rk->steady_start_ns = rk->steady_end_ns = -1;
+	if (ss_steps_steady(&st->steps)) {
+		rk->steady_start_ns = st->steps.start[st->steps.first_steady];
+		rk->steady_end_ns = st->steps.start[st->steps.nsteps];
+	}
 	if (!st->steps.nsteps) { /* every call is judged: the run is the steady state */
 		rk->steady_sync_points = rk->sync_points;
 		rk->steady_blocked_ns = rk->blocked_ns;
@@ -2844,7 +2849,7 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	memset(rk, 0, sizeof(*rk));
 	rk->comm_ns = rk->exposed_comm_ns = -1;
 	rk->comm_overlap = -1;
-	rk->steady_gpu_idle_ns = rk->step_ns = -1;
+	rk->steady_gpu_idle_ns = rk->step_ns = rk->steady_start_ns = rk->steady_end_ns = -1;
 	rk->steps_source = "none";
 	rk->path = xstrdup(path);
 	if (!rk->path) {
@@ -3480,6 +3485,22 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 		qsort(report->ranges, report->nranges, sizeof(*report->ranges),
 		      compare_range_stats);
 	return SS_EXIT_OK;
+}
+
+int ss_steady_window(const char *path, long long *start_ns, long long *end_ns, long long *steps,
+		     char *err, size_t errlen)
+{
+	char *paths[1] = {(char *)path};
+	struct ss_report r;
+	int code = ss_analyze(paths, 1, NULL, &r, err, errlen);
+
+	if (code == SS_EXIT_OK) {
+		*start_ns = r.ranks[0].steady_start_ns;
+		*end_ns = r.ranks[0].steady_end_ns;
+		*steps = r.ranks[0].steady_steps;
+	}
+	ss_report_free(&r);
+	return code;
 }
 
 void ss_report_free(struct ss_report *report)

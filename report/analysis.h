@@ -84,6 +84,8 @@ struct ss_rank {
 	long long steady_sync_points; /* S1-S7 (S7 by queries) in the steady steps */
 	long long steady_blocked_ns;  /* host time in them */
 	long long steady_gpu_idle_ns; /* GPU idle behind steady syncs (S1-S4); -1 not measured */
+	long long steady_start_ns;    /* the steady steps' window [start, end), CLOCK_MONOTONIC; */
+	long long steady_end_ns;      /* -1 without steps */
 };
 
 /* One rule's verdict on one (rank, site). -1 in an optional number means "not applicable". */
@@ -156,6 +158,12 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 	       struct ss_report *report, char *err, size_t errlen);
 
 void ss_report_free(struct ss_report *report);
+
+/* The steady state of one database (docs/rules.md, "Steady state"), for `syncspy check`'s
+ * steady warm-up: its window (-1, -1 without steps) and its steady steps (0 without). Returns
+ * an ss_exit code with one message in err, as ss_analyze. */
+int ss_steady_window(const char *path, long long *start_ns, long long *end_ns, long long *steps,
+		     char *err, size_t errlen);
 
 /*
  * Clock alignment across hosts (docs/rules.md, "Clock alignment"), shared by the report and the

@@ -71,10 +71,11 @@ static const struct field top_fields[TOP_COUNT] = {
     [TOP_LIMITS] = {"limits", KIND_ARRAY},
 };
 
-enum { WARMUP_SECONDS, WARMUP_CALLS, WARMUP_COUNT };
+enum { WARMUP_SECONDS, WARMUP_CALLS, WARMUP_STEADY, WARMUP_COUNT };
 static const struct field warmup_fields[WARMUP_COUNT] = {
     [WARMUP_SECONDS] = {"seconds", KIND_NUMBER},
     [WARMUP_CALLS] = {"calls", KIND_COUNT},
+    [WARMUP_STEADY] = {"steady", KIND_BOOL},
 };
 
 enum {
@@ -89,6 +90,8 @@ enum {
 	LIMIT_MAX_BLOCKED_MS,
 	LIMIT_MAX_COUNT_PER_RANGE,
 	LIMIT_MAX_BLOCKED_MS_PER_RANGE,
+	LIMIT_MAX_COUNT_PER_STEP,
+	LIMIT_MAX_BLOCKED_MS_PER_STEP,
 	LIMIT_COUNT
 };
 static const struct field limit_fields[LIMIT_COUNT] = {
@@ -103,6 +106,8 @@ static const struct field limit_fields[LIMIT_COUNT] = {
     [LIMIT_MAX_BLOCKED_MS] = {"max_blocked_ms", KIND_NUMBER},
     [LIMIT_MAX_COUNT_PER_RANGE] = {"max_count_per_range", KIND_COUNT},
     [LIMIT_MAX_BLOCKED_MS_PER_RANGE] = {"max_blocked_ms_per_range", KIND_NUMBER},
+    [LIMIT_MAX_COUNT_PER_STEP] = {"max_count_per_step", KIND_NUMBER},
+    [LIMIT_MAX_BLOCKED_MS_PER_STEP] = {"max_blocked_ms_per_step", KIND_NUMBER},
 };
 
 /* The sync classes of model.h (S1-S7): the classes a limit may name besides "sync". */
@@ -315,12 +320,17 @@ static int read_warmup(struct reader *r, const char *path, struct ss_budget *bud
 	code = read_object(r, path, warmup_fields, WARMUP_COUNT, m);
 	if (code != SS_EXIT_OK)
 		return code;
-	if (m[WARMUP_SECONDS].present == m[WARMUP_CALLS].present)
-		code = bad(r, path, "expected exactly one of \"seconds\" or \"calls\"");
+	if (m[WARMUP_SECONDS].present + m[WARMUP_CALLS].present + m[WARMUP_STEADY].present != 1)
+		code = bad(r, path, "expected exactly one of \"seconds\", \"calls\" or \"steady\"");
 	else if (m[WARMUP_SECONDS].present)
 		budget->warmup_seconds = m[WARMUP_SECONDS].number;
-	else
+	else if (m[WARMUP_CALLS].present)
 		budget->warmup_calls = m[WARMUP_CALLS].count;
+	else if (!m[WARMUP_STEADY].count)
+		code =
+		    bad(r, m[WARMUP_STEADY].path, "expected true (leave \"warmup\" out for none)");
+	else
+		budget->warmup_steady = 1;
 	free_members(m, WARMUP_COUNT);
 	return code;
 }
@@ -394,7 +404,9 @@ static int check_class(struct reader *r, const struct member *m)
 /* The rules that tie the keys of one limit together (docs/budget.md, "Limits"). */
 static int check_limit(struct reader *r, const char *path, struct member *m)
 {
-	int totals = m[LIMIT_MAX_COUNT].present || m[LIMIT_MAX_BLOCKED_MS].present;
+	int per_step =
+	    m[LIMIT_MAX_COUNT_PER_STEP].present || m[LIMIT_MAX_BLOCKED_MS_PER_STEP].present;
+	int totals = m[LIMIT_MAX_COUNT].present || m[LIMIT_MAX_BLOCKED_MS].present || per_step;
 	int per_range =
 	    m[LIMIT_MAX_COUNT_PER_RANGE].present || m[LIMIT_MAX_BLOCKED_MS_PER_RANGE].present;
 
@@ -423,7 +435,10 @@ static int check_limit(struct reader *r, const char *path, struct member *m)
 				.path,
 			    "needs \"range\" (the NVTX range to count per)");
 		if (!totals)
-			return bad(r, path, "no maximum: give max_count or max_blocked_ms");
+			return bad(
+			    r, path,
+			    "no maximum: give max_count, max_blocked_ms, max_count_per_step or "
+			    "max_blocked_ms_per_step");
 	}
 	return SS_EXIT_OK;
 }
@@ -458,6 +473,11 @@ static int read_limit(struct reader *r, sqlite3_stmt *row, const char *path,
 		limit->max_blocked_ms_per_range = m[LIMIT_MAX_BLOCKED_MS_PER_RANGE].present
 						      ? m[LIMIT_MAX_BLOCKED_MS_PER_RANGE].number
 						      : -1.0;
+		limit->max_count_per_step =
+		    m[LIMIT_MAX_COUNT_PER_STEP].present ? m[LIMIT_MAX_COUNT_PER_STEP].number : -1.0;
+		limit->max_blocked_ms_per_step = m[LIMIT_MAX_BLOCKED_MS_PER_STEP].present
+						     ? m[LIMIT_MAX_BLOCKED_MS_PER_STEP].number
+						     : -1.0;
 		budget->limit_count++;
 		if (!limit->path || !limit->cls)
 			code = no_memory(r);
@@ -642,6 +662,17 @@ static int read_budget(struct reader *r, struct ss_budget *budget)
 		code = budget->limits
 			   ? each_element(r, top[TOP_LIMITS].path, read_limit, budget, &seen)
 			   : no_memory(r);
+	}
+	/* per-step maxima count the steady state's calls over its steps: they need it chosen */
+	for (size_t i = 0; code == SS_EXIT_OK && i < budget->limit_count; i++) {
+		const struct ss_budget_limit *l = &budget->limits[i];
+
+		if ((l->max_count_per_step >= 0.0 || l->max_blocked_ms_per_step >= 0.0) &&
+		    !budget->warmup_steady)
+			code =
+			    bad(r, l->path,
+				"max_count_per_step and max_blocked_ms_per_step need \"warmup\": "
+				"{\"steady\": true}");
 	}
 	free_members(top, TOP_COUNT);
 	return code;

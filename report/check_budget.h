@@ -31,11 +31,14 @@ struct ss_budget_limit {
 	double max_blocked_ms;
 	long long max_count_per_range;
 	double max_blocked_ms_per_range;
+	double max_count_per_step; /* with "warmup": {"steady": true}; < 0.0: not given */
+	double max_blocked_ms_per_step;
 };
 
 struct ss_budget {
 	double warmup_seconds;	/* "warmup": {"seconds": S}; < 0: none */
 	long long warmup_calls; /* "warmup": {"calls": N}; < 0: none */
+	int warmup_steady;	/* "warmup": {"steady": true}: only the steady state counts */
 	char **allow;		/* "allow": GLOBs of call sites never counted */
 	size_t allow_count;
 	struct ss_budget_limit *limits;

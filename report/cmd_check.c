@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "check_budget.h"
 #include "commands.h"
 #include "db.h"
@@ -45,7 +46,8 @@
 /* The in-memory database every limit is evaluated on. */
 #define WORK_SCHEMA_SQL                                                                            \
 	"CREATE TABLE recordings(id INTEGER PRIMARY KEY, path TEXT NOT NULL, rank INTEGER,"        \
-	" unit TEXT NOT NULL, dropped INTEGER NOT NULL, has_ranges INTEGER NOT NULL DEFAULT 0);"   \
+	" unit TEXT NOT NULL, dropped INTEGER NOT NULL, has_ranges INTEGER NOT NULL DEFAULT 0,"    \
+	" steady_steps INTEGER NOT NULL DEFAULT 0);"                                               \
 	"CREATE TABLE ranges(recording INTEGER NOT NULL, id INTEGER NOT NULL, tid INTEGER,"        \
 	" name TEXT NOT NULL, idx INTEGER NOT NULL, start_ns INTEGER NOT NULL,"                    \
 	" PRIMARY KEY(recording, id));"                                                            \
@@ -71,9 +73,13 @@
 	"'start_mono_ns'),"                                                                        \
 	"  (SELECT min(start_ns) FROM calls))),"                                                   \
 	" warm(id) AS (SELECT id FROM calls ORDER BY start_ns, id LIMIT ?2)"
+/* ?3, ?4: the steady state's window (ss_steady_window) with "warmup": {"steady": true}: a call
+ * outside it is warm-up (setup, the first step, teardown); NULL: none (no steps found: the
+ * whole run counts, as the report judges it). */
 #define WARMUP_EXPR_SQL                                                                            \
 	"(?1 IS NOT NULL AND c.start_ns < (SELECT ns FROM origin) + ?1)"                           \
-	" OR c.id IN (SELECT id FROM warm)"
+	" OR c.id IN (SELECT id FROM warm)"                                                        \
+	" OR (?3 IS NOT NULL AND (c.start_ns < ?3 OR c.start_ns >= ?4))"
 
 #define RECORDING_SQL                                                                              \
 	WARMUP_WITH_SQL                                                                            \
@@ -137,7 +143,9 @@
 /* A limit's totals: one row, or one per rank (unit) with :per_rank; no row: no recording. */
 #define LIMIT_TOTAL_SQL                                                                            \
 	"SELECT CASE WHEN :per_rank THEN r.unit END,"                                              \
-	" coalesce(sum(c.calls), 0), coalesce(sum(c.blocked_ns), 0)"                               \
+	" coalesce(sum(c.calls), 0), coalesce(sum(c.blocked_ns), 0),"                              \
+	" (SELECT sum(r2.steady_steps) FROM recordings r2 WHERE (:rank IS NULL OR r2.rank = :rank)" \
+	"  AND (NOT :per_rank OR r2.unit = r.unit))"                                               \
 	" FROM recordings r LEFT JOIN contrib c ON" LIMIT_FILTER_SQL                               \
 	" WHERE (:rank IS NULL OR r.rank = :rank)"                                                 \
 	" GROUP BY 1 ORDER BY min(r.rank IS NULL), min(r.rank), min(r.id)"
@@ -212,6 +220,7 @@ struct check {
 	char *junit_text;
 	size_t junit_len;
 	int checks, passed, breached, unchecked;
+	long long steady_start, steady_end; /* the recording being read: its steady window, or -1 */
 	char err[1024];
 };
 
@@ -398,26 +407,45 @@ static void describe_limit(char *buf, size_t len, const struct ss_budget_limit *
 #undef APPEND
 }
 
-/* "count 46 <= 60, blocked 13.032 ms > 10 ms"; sets *count_over and *blocked_over. */
+/* "count 46 <= 60, blocked 13.032 ms > 10 ms, count per step 2.00 <= 3"; sets *count_over
+ * and *blocked_over. steps: the steady steps of what was counted (per-step maxima). */
 static void describe_measure(char *buf, size_t len, const struct ss_budget_limit *limit,
-			     long long calls, long long blocked_ns, int *count_over,
-			     int *blocked_over)
+			     long long calls, long long blocked_ns, long long steps,
+			     int *count_over, int *blocked_over)
 {
 	char measured[32], max[32];
+	double per_step = steps > 0 ? (double)calls / (double)steps : 0;
+	double blocked_per_step = steps > 0 ? (double)blocked_ns / 1e6 / (double)steps : 0;
+	int step_count_over = limit->max_count_per_step >= 0.0 && per_step > limit->max_count_per_step;
+	int step_blocked_over =
+	    limit->max_blocked_ms_per_step >= 0.0 && blocked_per_step > limit->max_blocked_ms_per_step;
 	size_t used = 0;
 
-	*count_over = limit->max_count >= 0 && calls > limit->max_count;
+	*count_over = (limit->max_count >= 0 && calls > limit->max_count) || step_count_over;
 	*blocked_over =
-	    limit->max_blocked_ms >= 0.0 && (double)blocked_ns > limit->max_blocked_ms * 1e6;
+	    (limit->max_blocked_ms >= 0.0 && (double)blocked_ns > limit->max_blocked_ms * 1e6) ||
+	    step_blocked_over;
 	buf[0] = '\0';
 	if (limit->max_count >= 0)
 		used += (size_t)snprintf(buf, len, "count %lld %s %lld", calls,
-					 *count_over ? ">" : "<=", limit->max_count);
+					 calls > limit->max_count ? ">" : "<=", limit->max_count);
 	if (limit->max_blocked_ms >= 0.0 && used < len) {
+		int over = (double)blocked_ns > limit->max_blocked_ms * 1e6;
+
 		format_ms(measured, sizeof(measured), (double)blocked_ns / 1e6);
 		format_ms(max, sizeof(max), limit->max_blocked_ms);
-		snprintf(buf + used, len - used, "%sblocked %s ms %s %s ms", used ? ", " : "",
-			 measured, *blocked_over ? ">" : "<=", max);
+		used += (size_t)snprintf(buf + used, len - used, "%sblocked %s ms %s %s ms",
+					 used ? ", " : "", measured, over ? ">" : "<=", max);
+	}
+	if (limit->max_count_per_step >= 0.0 && used < len)
+		used += (size_t)snprintf(buf + used, len - used, "%scount per step %.2f %s %g",
+					 used ? ", " : "", per_step, step_count_over ? ">" : "<=",
+					 limit->max_count_per_step);
+	if (limit->max_blocked_ms_per_step >= 0.0 && used < len) {
+		format_ms(measured, sizeof(measured), blocked_per_step);
+		format_ms(max, sizeof(max), limit->max_blocked_ms_per_step);
+		snprintf(buf + used, len - used, "%sblocked per step %s ms %s %s ms",
+			 used ? ", " : "", measured, step_blocked_over ? ">" : "<=", max);
 	}
 }
 
@@ -514,6 +542,10 @@ static void bind_warmup(const struct check *ck, sqlite3_stmt *stmt)
 		sqlite3_bind_int64(stmt, 1, (sqlite3_int64)(ns + 0.5));
 	}
 	sqlite3_bind_int64(stmt, 2, ck->budget.warmup_calls > 0 ? ck->budget.warmup_calls : 0);
+	if (ck->budget.warmup_steady && ck->steady_start >= 0) {
+		sqlite3_bind_int64(stmt, 3, ck->steady_start);
+		sqlite3_bind_int64(stmt, 4, ck->steady_end);
+	}
 }
 
 static int has_range_limits(const struct check *ck)
@@ -667,9 +699,16 @@ out:
 static int copy_recording(struct check *ck, sqlite3 *db, const char *path, int id)
 {
 	sqlite3_stmt *read = NULL, *meta = NULL, *add = NULL, *add_api = NULL, *add_rec = NULL;
-	long long rank = -1, dropped = 0;
+	long long rank = -1, dropped = 0, steps = 0;
 	int rc, code = SS_EXIT_OK;
 
+	ck->steady_start = ck->steady_end = -1;
+	if (ck->budget.warmup_steady) { /* the report's steady state (docs/rules.md) */
+		code = ss_steady_window(path, &ck->steady_start, &ck->steady_end, &steps, ck->err,
+					sizeof(ck->err));
+		if (code != SS_EXIT_OK)
+			return ss_error(code, "%s", ck->err);
+	}
 	rc = sqlite3_prepare_v2(db, RECORDING_META_SQL, -1, &meta, NULL);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(meta)) == SQLITE_ROW) {
 		if (sqlite3_column_type(meta, 0) != SQLITE_NULL)
@@ -684,8 +723,8 @@ static int copy_recording(struct check *ck, sqlite3 *db, const char *path, int i
 
 	if (sqlite3_prepare_v2(
 		ck->work,
-		"INSERT INTO recordings(id, path, rank, unit, dropped) VALUES(?1, ?2,"
-		" ?3, CASE WHEN ?3 IS NULL THEN ?2 ELSE 'rank ' || ?3 END, ?4)",
+		"INSERT INTO recordings(id, path, rank, unit, dropped, steady_steps) VALUES(?1, ?2,"
+		" ?3, CASE WHEN ?3 IS NULL THEN ?2 ELSE 'rank ' || ?3 END, ?4, ?5)",
 		-1, &add_rec, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(ck->work,
 			       "INSERT INTO contrib VALUES(?1, ?2, ?3, ?4, ?5, 0, ?6, ?7)", -1,
@@ -700,6 +739,7 @@ static int copy_recording(struct check *ck, sqlite3 *db, const char *path, int i
 	if (rank >= 0)
 		sqlite3_bind_int64(add_rec, 3, rank);
 	sqlite3_bind_int64(add_rec, 4, dropped);
+	sqlite3_bind_int64(add_rec, 5, steps);
 	if (sqlite3_step(add_rec) != SQLITE_DONE) {
 		code = work_failure(ck);
 		goto out;
@@ -1085,7 +1125,8 @@ static int check_range_group(struct check *ck, const struct ss_budget_limit *lim
 	/* the measure of one instance against the *_per_range maxima */
 	per_range.max_count = limit->max_count_per_range;
 	per_range.max_blocked_ms = limit->max_blocked_ms_per_range;
-	describe_measure(measure, sizeof(measure), &per_range, calls, blocked_ns, &count_over,
+	per_range.max_count_per_step = per_range.max_blocked_ms_per_step = -1.0;
+	describe_measure(measure, sizeof(measure), &per_range, calls, blocked_ns, 0, &count_over,
 			 &blocked_over);
 	if (over)
 		snprintf(line, sizeof(line), "%lld of %lld instance%s over; worst %s: %s", over,
@@ -1196,6 +1237,7 @@ static int check_limit(struct check *ck, const struct ss_budget_limit *limit)
 		const char *unit = (const char *)sqlite3_column_text(stmt, 0);
 		long long calls = sqlite3_column_int64(stmt, 1);
 		long long blocked_ns = sqlite3_column_int64(stmt, 2);
+		long long steps = sqlite3_column_int64(stmt, 3);
 		char name[1200], measure[256], headline[1500];
 		int count_over, blocked_over;
 
@@ -1204,8 +1246,15 @@ static int check_limit(struct check *ck, const struct ss_budget_limit *limit)
 			snprintf(name, sizeof(name), "%s [%s]", description, unit);
 		else
 			snprintf(name, sizeof(name), "%s", description);
-		describe_measure(measure, sizeof(measure), limit, calls, blocked_ns, &count_over,
-				 &blocked_over);
+		if ((limit->max_count_per_step >= 0.0 || limit->max_blocked_ms_per_step >= 0.0) &&
+		    steps <= 0) {
+			not_checked(ck, name,
+				    "no repeating step found (docs/rules.md, \"Steady state\"): no "
+				    "per-step figure");
+			continue;
+		}
+		describe_measure(measure, sizeof(measure), limit, calls, blocked_ns, steps,
+				 &count_over, &blocked_over);
 		ck->checks++;
 		if (!count_over && !blocked_over) {
 			ck->passed++;
