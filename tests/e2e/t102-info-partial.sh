@@ -48,9 +48,11 @@ writer=$!
 exec 3>"$tmp/input"
 cat "$tmp/writer.sql" >&3
 
-# Wait (at most ~10 s) for the first commit to be readable.
+# Wait (at most ~10 s) for the first commit to be readable: the schema's own commit comes first
+# (a read then sees no call yet), the first call's right after it.
 i=0
-until "$SYNCSPY" info "$db" >"$tmp/live.out" 2>"$tmp/err"; do
+until "$SYNCSPY" info "$db" >"$tmp/live.out" 2>"$tmp/err" &&
+	grep -q '^  cudaStreamSynchronize ' "$tmp/live.out"; do
 	i=$((i + 1))
 	[ $i -lt 100 ] || fail "the live database never became readable: $(cat "$tmp/err")"
 	sleep 0.1
