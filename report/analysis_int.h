@@ -1,0 +1,284 @@
+/*
+ * report/analysis_int.h: what the pieces of the analysis engine share, and nothing outside them
+ * includes (the model for the rest of the command is analysis.h). The engine is split along its
+ * steps (docs/architecture.md, "The analysis engine"):
+ *   analysis.c       helpers, loading the databases in parallel, merging, order and notes, the
+ *                    entry points; it runs the rules of rules/registry.c by phase;
+ *   load.c           one database: meta, the pass over calls, the aggregate (ss_agg), the
+ *                    collectives and the NVTX range statistics;
+ *   steps.c          the steady state (steps.h);
+ *   gpu.c            the GPU timeline (CUPTI's tables): overlap, GPU idle time behind syncs;
+ *   ranks.c          across ranks: clock alignment (ANALYSIS-4);
+ *   rules/<id>.c     one rule each (its id, advice, phase and code), listed in rules/registry.c.
+ */
+#ifndef SYNCSPY_REPORT_ANALYSIS_INT_H
+#define SYNCSPY_REPORT_ANALYSIS_INT_H
+
+#include <stddef.h>
+
+#include <sqlite3.h>
+
+#include "analysis.h"
+#include "steps.h"
+
+/* A finding of calls that have no site. */
+#define NO_SITE "(no call site)"
+
+/*
+ * Per-site rules on ss_agg: one row per site (ANALYSIS-2) with, over the whole run, count (S7:
+ * queries), blocked, worst, bytes, estimate, rows (S7: loops) and the APIs seen there, most
+ * calls first; then the same over the steady state (ss_agg.steady = SS_PHASE_STEADY) and the
+ * most distinct steady steps one of the site's groups came in (a lower bound for the site).
+ */
+#define STEADY(x) "CASE WHEN g.steady = 1 THEN " x " END"
+#define SITE_RULE_SQL(where)                                                                       \
+	"SELECT site, sum(n), sum(t), max(w), sum(b), sum(est), sum(rows),"                        \
+	" group_concat(api || ' x' || n, ', '), coalesce(sum(sn), 0), coalesce(sum(st), 0),"       \
+	" coalesce(max(sw), 0), sum(sb), sum(sest), coalesce(sum(srows), 0),"                     \
+	" coalesce(max(ssteps), 0), group_concat(CASE WHEN sn > 0 THEN api || ' x' || sn END,"     \
+	" ', ') FROM (SELECT coalesce(s.text, '" NO_SITE "') AS site, a.name AS api,"              \
+	" sum(CASE WHEN g.class = 'S7' THEN g.queries ELSE g.n END) AS n,"                         \
+	" sum(g.n) AS rows, sum(g.t) AS t, max(g.w) AS w, sum(g.b) AS b, sum(g.est) AS est,"       \
+	" sum(" STEADY("CASE WHEN g.class = 'S7' THEN g.queries ELSE g.n END") ") AS sn,"         \
+	" sum(" STEADY("g.n") ") AS srows, sum(" STEADY("g.t") ") AS st,"                         \
+	" max(" STEADY("g.w") ") AS sw, sum(" STEADY("g.b") ") AS sb,"                            \
+	" sum(" STEADY("g.est") ") AS sest, max(" STEADY("g.steps") ") AS ssteps"                 \
+	" FROM temp.ss_agg g JOIN apis a ON a.id = g.api_id LEFT JOIN sites s ON s.id = g.site_id" \
+	" WHERE " where " GROUP BY site, api ORDER BY site, n DESC, api)"                           \
+	" GROUP BY site HAVING sum(n) >= :min_count"
+
+/* ------------------------------------------------------------------ loading */
+
+/* The report being built and where an error goes (one per thread while loading). */
+struct loader {
+	struct ss_report *report;
+	size_t findings_capacity;
+	size_t ranks_capacity;
+	size_t ranges_capacity;
+	char *err;
+	size_t errlen;
+};
+
+struct overlap_candidate;
+struct n2_call;
+
+struct db_state {
+	sqlite3 *db;
+	const char *path;
+	struct ss_rank *rank;
+	double bw[3];	  /* pinned bandwidth by dir (1 H2D, 2 D2H), bytes/s */
+	int measured[3];  /* 1: bw[dir] comes from this run's pinned copies */
+	int other_streams; /* the process used blocking streams besides the legacy one: in the
+			      steady state, when there are steps (phase_groups) */
+	struct overlap_candidate *overlap; /* the pass's candidates on the compute stream */
+	size_t noverlap;
+	struct n2_call *n2; /* the pass's N2 calls on a communicator, in id order */
+	size_t nn2;
+	int gpu_api;	    /* the gpu_api table exists (with gpu_activity: rank->gpu) */
+	int gpu_paused;	    /* the gpu_paused table exists: the timeline was off at times */
+	struct ss_steps steps; /* the rank's repeating step (steps.h) */
+	struct api_first *api_first; /* load_api_first: by correlation id */
+	size_t napi_first, cap_api_first;
+	int api_first_loaded;
+};
+
+struct n2_call {
+	long long api_id, comm, start_ns, end_ns;
+};
+
+/* An async H2D copy followed by a launch on its stream, that stream, and what the
+ * copy-on-compute-stream rule reads of the copy (OVERLAP_SQL read it back from calls). */
+struct overlap_candidate {
+	long long id, stream, start;
+	long long api_id, site_id, ns, bytes;
+	int no_site, has_bytes;
+};
+
+/* One collective of one communicator on this rank: its calls' start and end times in wall-clock
+ * ns, by start time (the k-th is the collective's k-th instance), kept until the ranks are
+ * compared (clock alignment, then nccl-straggler). */
+struct series {
+	const char *hash, *op; /* in job.strings, one pointer per text */
+	struct ss_collective_call *c;
+	size_t n, capacity;
+};
+
+/* One database as loaded by a worker thread: its own error text and findings. */
+struct job {
+	const char *path;
+	int code;
+	int meta_loaded; /* the duplicate-rank check can run */
+	char err[1024];
+	struct ss_report found; /* findings and range statistics only */
+	struct series *series;
+	size_t nseries;
+	char **strings;
+	size_t nstrings;
+	size_t ranges_capacity;
+};
+
+/* ------------------------------------------------------------------ GPU timeline (gpu.c) */
+
+struct interval {
+	long long device, s, e;
+};
+
+
+/* A GPU row to tie to its host call (a copy, or a sync record), and what the join found. */
+struct gpu_target {
+	long long correlation;
+	long long tid, api_ns;	     /* from gpu_api: tid -1 when no record */
+	long long call_id, site_id;  /* the host call: call_id -1 when none */
+	long long call_start;
+	int has_site;
+	long long device; /* sync records: the device */
+	size_t index;	  /* copies: the index in gpu_rows.copies */
+};
+
+/* The earliest API record of a correlation id (GPU_API_SQL), read once per database for both
+ * the syncs' and the kernels' joins. */
+struct api_first {
+	long long correlation, tid, start_ns;
+};
+
+/* What step 5 reads of gpu_activity, and of gpu_paused. */
+struct gpu_rows {
+	struct interval *off; /* when the timeline was off, in time order (device unused) */
+	size_t noff, cap_off;
+	struct interval *busy, *kernels, *comm, *compute;
+	size_t nbusy, nkernels, ncomm, ncompute;
+	size_t cap_busy, cap_kernels, cap_comm, cap_compute;
+	struct copy_row {
+		long long device, s, e, bytes, correlation, stream;
+		int h2d;
+	} *copies;
+	size_t ncopies, cap_copies;
+	/* each kernel with its stream and when its launch call started (-1: no API record) */
+	struct kernel_row {
+		long long device, stream, s, correlation, launch_ns, e;
+	} *krows;
+	size_t nkrows, cap_krows;
+	/* per device, the stream that ran most of its kernels (kernel_launch_times) */
+	struct compute_stream {
+		long long device, stream;
+	} *compute_streams;
+	size_t ncompute_streams, cap_compute_streams;
+	struct gpu_target *syncs; /* sync records, joined to their calls when needed */
+	size_t nsyncs, cap_syncs;
+};
+
+/* Per-site sums (host-sync and sync-copy idle time, copy-without-overlap copies); a few dozen
+ * sites. kind tells apart sites of different rules with one text. */
+struct gpu_site {
+	char *site;
+	int kind;
+	long long n, ns, worst, bytes, h2d, d2h;
+	struct ss_tally tally; /* steady and whole-run (steps.h) */
+};
+
+/* ------------------------------------------------------------------ rules */
+
+/* When a rule runs (rules/registry.c lists them; the engine runs each phase in table order). */
+enum ss_rule_phase {
+	/* per database, on the aggregate: one query on ss_agg yields one row per site (the
+	 * engine's run_site_rules judges steady or once and adds the findings) */
+	SS_RULE_SITE,
+	/* per database, C over what the pass over calls kept (after the site rules) */
+	SS_RULE_DATABASE,
+	/* per database with a GPU timeline (CUPTI's tables), after the timeline is read */
+	SS_RULE_GPU,
+	/* across ranks, once every database is loaded and the clocks are aligned */
+	SS_RULE_RANKS,
+};
+
+/* A rule: one file under rules/, one line in rules/registry.c. */
+struct ss_rule {
+	const char *id;	    /* stable: JSON consumers and `syncspy check` budgets name it */
+	const char *advice; /* the fix, printed with every finding */
+	enum ss_rule_phase phase;
+	/* SS_RULE_SITE: SITE_RULE_SQL(its WHERE) and the fewest calls a site needs; the figures
+	 * it keeps (bytes, estimate: else -1); keep(), when set, may drop a site's row; detail()
+	 * the finding's detail from the APIs seen, worst ns, bytes, estimate and rows */
+	const char *sql;
+	long long min_count;
+	int keeps_bytes, keeps_estimate;
+	int (*keep)(long long count, long long rows);
+	char *(*detail)(const struct db_state *st, const char *apis, long long worst,
+			long long bytes, long long estimate, long long rows);
+	/* SS_RULE_DATABASE */
+	int (*run_database)(struct loader *ld, struct db_state *st);
+	/* SS_RULE_GPU */
+	int (*run_gpu)(struct loader *ld, struct db_state *st, const struct gpu_rows *g);
+	/* SS_RULE_RANKS: the jobs are the loaded databases, in path order */
+	int (*run_ranks)(struct loader *ld, const struct job *jobs, size_t njobs);
+};
+
+/* rules/registry.c: every rule, in the order the engine runs them within a phase. */
+extern const struct ss_rule *const ss_rules[];
+extern const size_t ss_nrules;
+
+/* The rules the engine or other rules name (their findings are compared or amended). */
+extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_pageable_async_copy,
+    ss_rule_memset_pinned, ss_rule_alloc_in_loop, ss_rule_legacy_stream, ss_rule_polling,
+    ss_rule_copy_on_compute_stream, ss_rule_copy_without_overlap, ss_rule_nccl_straggler,
+    ss_rule_rank_imbalance;
+
+/* ------------------------------------------------------------------ analysis.c */
+
+/* SYNCSPY_REPORT_TIMING=1: lap prints the seconds since *since for a step, on stderr. */
+double now_s(void);
+void lap(double *since, const char *what, const char *step);
+int fail(struct loader *ld, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int out_of_memory(struct loader *ld);
+char *xstrdup(const char *s);
+char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+double ms(long long ns);
+long long column_or(sqlite3_stmt *stmt, int col, long long fallback);
+void bind_named_int(sqlite3_stmt *stmt, const char *name, long long value);
+int add_finding(struct loader *ld, const struct ss_rule *rule, const struct ss_rank *rank,
+		long long count, long long blocked_ns, long long worst_ns, long long bytes,
+		long long estimate_ns, char *site, char *detail);
+void set_phase(struct ss_finding *f, const struct ss_steps *steps, int steady, long long nsteps);
+int compare_ll(const void *a, const void *b);
+int compare_ranks(const void *a, const void *b);
+int prepare(struct loader *ld, struct db_state *st, const char *sql, sqlite3_stmt **stmt);
+int step_failed(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt, int rc);
+int query_row(struct loader *ld, struct db_state *st, const char *sql, sqlite3_stmt **stmt);
+int end_rows(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt, int rc, int code);
+
+/* ------------------------------------------------------------------ load.c */
+
+int reserve(void *array, size_t *capacity, size_t used, size_t size);
+/* Appends value to arr (n elements of capacity cap); 0 when out of memory. */
+#define PUSH(arr, n, cap, value)                                                                   \
+	(reserve(&(arr), &(cap), (n), sizeof(*(arr))) ? ((arr)[(n)++] = (value), 1) : 0)
+int exec_temp(struct loader *ld, struct db_state *st, const char *sql);
+int insert_row(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt);
+int load_meta(struct loader *ld, struct db_state *st);
+int build_aggregate(struct loader *ld, struct db_state *st);
+int load_arrivals(struct loader *ld, struct db_state *st, struct job *job);
+int load_ranges(struct loader *ld, struct db_state *st, struct job *job);
+void job_free(struct job *job);
+
+/* ------------------------------------------------------------------ gpu.c */
+
+int check_gpu_tables(struct loader *ld, struct db_state *st);
+int run_gpu(struct loader *ld, struct db_state *st);
+size_t first_ending_after(const struct interval *u, size_t n, long long d, long long t);
+long long union_length(const struct interval *v, size_t n);
+int load_api_first(struct loader *ld, struct db_state *st);
+const struct api_first *api_first_of(const struct db_state *st, long long correlation);
+int join_targets(struct loader *ld, struct db_state *st, struct gpu_target *tg, size_t n);
+struct gpu_site *gpu_site(struct gpu_site **sites, size_t *n, size_t *cap, const char *text,
+			  int kind);
+void gpu_sites_free(struct gpu_site *sites, size_t n);
+int compare_gpu_sites(const void *a, const void *b);
+long long compute_stream_of(const struct gpu_rows *g, long long device);
+const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, long long device,
+					       long long stream, long long t);
+
+/* ------------------------------------------------------------------ ranks.c */
+
+int estimate_clocks(struct loader *ld, const struct job *jobs, size_t njobs);
+
+#endif

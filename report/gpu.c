@@ -1,0 +1,723 @@
+/*
+ * report/gpu.c: the GPU timeline of one database (step 5 of analysis.c's outline), only where
+ * the database has CUPTI's tables: communication/compute overlap per rank, the GPU idle time
+ * behind host syncs (host-sync, sync-copy: gpu_idle_ns), the step time with the GPU's work in
+ * it, then the GPU-timeline rules of rules/registry.c (SS_RULE_GPU) over what it read.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "analysis_int.h"
+#include "commands.h"
+#include "db.h"
+
+/* ------------------------------------------------------------------ GPU timeline */
+
+/*
+ * Step 5, only for databases with the extension tables of CUPTI (docs/cupti.md): gpu_activity
+ * (kernels, copies, memsets, syncs as the GPU ran them) and gpu_api (the runtime/driver calls
+ * they came from). Without them this costs one lookup (HAS_GPU_SQL). Everything is C over
+ * arrays read once: interval unions are a sort and a sweep, so millions of kernels are cheap.
+ *   - per rank: communication/compute overlap as HolisticTraceAnalysis defines it;
+ *   - host-sync findings: the GPU idle time after each sync (gpu_idle_ns);
+ *   - copy-without-overlap findings: H2D/D2H copies beside idle compute.
+ * A GPU row is tied to its host call (GPU_JOIN_NS): correlation id -> gpu_api (the earliest
+ * record of that id: its thread and start) -> the calls row of that thread that started last at
+ * or before the API record's start, at most GPU_JOIN_NS before it.
+ */
+#define HAS_GPU_SQL                                                                                \
+	"SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_activity'),"\
+	" EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_api'),"          \
+	" EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpu_paused')"
+/* When the GPU timeline was off (syncspy_gpu_trace, SYNCSPY_CUPTI_SAMPLE: CUPTI-3, CUPTI-4) */
+#define GPU_PAUSED_SQL "SELECT start_ns, end_ns FROM gpu_paused ORDER BY start_ns"
+#define GPU_ACTIVITY_SQL                                                                           \
+	"SELECT kind, start_ns, end_ns, coalesce(device, 0), coalesce(correlation_id, 0),"         \
+	" coalesce(copy_kind, 0), coalesce(bytes, 0), coalesce(substr(name, 1, 4) = 'nccl', 0),"   \
+	" coalesce(stream_id, -1)"                                                                 \
+	" FROM gpu_activity WHERE start_ns IS NOT NULL AND end_ns >= start_ns"
+/* The earliest API record of each correlation id: the call the program made (when both layers
+ * report a call, the driver call inside a runtime call starts later). */
+#define GPU_API_SQL                                                                                \
+	"SELECT correlation_id, tid, min(start_ns) FROM gpu_api GROUP BY correlation_id"           \
+	" ORDER BY correlation_id"
+#define GPU_CALLS_SQL "SELECT id, tid, start_ns, site_id FROM calls"
+#define GPU_SYNCS_SQL                                                                              \
+	"SELECT c.id, coalesce(s.text, '" NO_SITE "'), c.end_ns, c.start_ns, c.class = 'S4'"       \
+	" FROM calls c LEFT JOIN sites s ON s.id = c.site_id"                                      \
+	" WHERE c.class IN ('S1', 'S2', 'S3', 'S4') ORDER BY c.start_ns"
+
+/* The join window: a gpu_api record belongs to the last call of its thread that started at
+ * most this long before it (the wrapper's start precedes the runtime's own). */
+#define GPU_JOIN_NS 1000000LL
+/* CUpti_ActivityMemcpyKind: host to device, device to host. */
+#define CUPTI_MEMCPY_HTOD 1
+#define CUPTI_MEMCPY_DTOH 2
+
+static int compare_intervals(const void *a, const void *b)
+{
+	const struct interval *x = a, *y = b;
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Sorts v by (device, start) and merges overlapping intervals of one device in place: the union,
+ * per device, sorted. Returns its length. */
+static size_t union_intervals(struct interval *v, size_t n)
+{
+	size_t out = 0;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), compare_intervals);
+	for (size_t i = 1; i < n; i++) {
+		struct interval *last = &v[out];
+
+		if (v[i].device == last->device && v[i].s <= last->e) {
+			if (v[i].e > last->e)
+				last->e = v[i].e;
+		} else
+			v[++out] = v[i];
+	}
+	return out + 1;
+}
+
+long long union_length(const struct interval *v, size_t n)
+{
+	long long total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += v[i].e - v[i].s;
+	return total;
+}
+
+/* Length of the intersection of two unions (each sorted and disjoint, device ignored: the
+ * rank's kernels of every device count as one timeline). */
+static long long intersection_length(const struct interval *a, size_t na, const struct interval *b,
+				     size_t nb)
+{
+	long long total = 0;
+	size_t i = 0, j = 0;
+
+	while (i < na && j < nb) {
+		long long s = a[i].s > b[j].s ? a[i].s : b[j].s;
+		long long e = a[i].e < b[j].e ? a[i].e : b[j].e;
+
+		if (e > s)
+			total += e - s;
+		if (a[i].e < b[j].e)
+			i++;
+		else
+			j++;
+	}
+	return total;
+}
+
+/* The first interval of union u (sorted by device, start) of device d that ends after t, or n. */
+size_t first_ending_after(const struct interval *u, size_t n, long long d, long long t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (u[mid].device < d || (u[mid].device == d && u[mid].e <= t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && u[lo].device == d ? lo : n;
+}
+
+static int compare_targets_by_thread(const void *a, const void *b)
+{
+	const struct gpu_target *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->api_ns > y->api_ns) - (x->api_ns < y->api_ns);
+}
+
+int load_api_first(struct loader *ld, struct db_state *st)
+{
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	if (st->api_first_loaded || !st->gpu_api)
+		return SS_EXIT_OK;
+	st->api_first_loaded = 1;
+	code = prepare(ld, st, GPU_API_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct api_first first = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
+					  sqlite3_column_int64(stmt, 2)};
+
+		if (!PUSH(st->api_first, st->napi_first, st->cap_api_first, first)) {
+			sqlite3_finalize(stmt);
+			return out_of_memory(ld);
+		}
+	}
+	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+}
+
+static int compare_api_first(const void *a, const void *b)
+{
+	const struct api_first *x = a, *y = b;
+
+	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+}
+
+const struct api_first *api_first_of(const struct db_state *st, long long correlation)
+{
+	struct api_first key = {.correlation = correlation};
+
+	return st->napi_first ? bsearch(&key, st->api_first, st->napi_first, sizeof(key),
+					compare_api_first)
+			      : NULL;
+}
+
+/* Ties each target to its host call (GPU_JOIN_NS). Reorders targets (by thread, API start). */
+int join_targets(struct loader *ld, struct db_state *st, struct gpu_target *tg, size_t n)
+{
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	for (size_t i = 0; i < n; i++) {
+		tg[i].tid = -1;
+		tg[i].call_id = -1;
+	}
+	if (!n || !st->gpu_api)
+		return SS_EXIT_OK;
+	code = load_api_first(ld, st);
+	if (code != SS_EXIT_OK)
+		return code;
+	for (size_t i = 0; i < n; i++) {
+		const struct api_first *first = api_first_of(st, tg[i].correlation);
+
+		if (first) {
+			tg[i].tid = first->tid;
+			tg[i].api_ns = first->start_ns;
+		}
+	}
+	qsort(tg, n, sizeof(*tg), compare_targets_by_thread);
+	code = prepare(ld, st, GPU_CALLS_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		long long id = sqlite3_column_int64(stmt, 0), tid = sqlite3_column_int64(stmt, 1);
+		long long start = sqlite3_column_int64(stmt, 2);
+		int has_site = sqlite3_column_type(stmt, 3) != SQLITE_NULL;
+		long long site = sqlite3_column_int64(stmt, 3);
+		size_t lo = 0, hi = n;
+
+		/* the first target of this thread with api_ns >= start */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (tg[mid].tid < tid || (tg[mid].tid == tid && tg[mid].api_ns < start))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; i < n && tg[i].tid == tid && tg[i].api_ns - start <= GPU_JOIN_NS;
+		     i++)
+			if (tg[i].call_id < 0 || start > tg[i].call_start ||
+			    (start == tg[i].call_start && id > tg[i].call_id)) {
+				tg[i].call_id = id;
+				tg[i].call_start = start;
+				tg[i].site_id = site;
+				tg[i].has_site = has_site;
+			}
+	}
+	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+}
+
+static void gpu_rows_free(struct gpu_rows *g)
+{
+	free(g->busy);
+	free(g->off);
+	free(g->kernels);
+	free(g->comm);
+	free(g->compute);
+	free(g->copies);
+	free(g->krows);
+	free(g->compute_streams);
+	free(g->syncs);
+}
+
+static int load_gpu_rows(struct loader *ld, struct db_state *st, struct gpu_rows *g)
+{
+	sqlite3_stmt *stmt;
+	int rc, code = prepare(ld, st, GPU_ACTIVITY_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(stmt, 0);
+		struct interval iv = {sqlite3_column_int64(stmt, 3), sqlite3_column_int64(stmt, 1),
+				      sqlite3_column_int64(stmt, 2)};
+		long long correlation = sqlite3_column_int64(stmt, 4);
+		int ok = 1;
+
+		if (!kind)
+			continue;
+		if (strcmp(kind, "sync") == 0) {
+			struct gpu_target t = {.correlation = correlation, .device = iv.device};
+
+			ok = PUSH(g->syncs, g->nsyncs, g->cap_syncs, t);
+		} else if (strcmp(kind, "kernel") == 0 || strcmp(kind, "memcpy") == 0 ||
+			   strcmp(kind, "memset") == 0) {
+			ok = PUSH(g->busy, g->nbusy, g->cap_busy, iv);
+			if (ok && kind[0] == 'k') {
+				struct kernel_row kr = {iv.device, sqlite3_column_int64(stmt, 8),
+							iv.s, correlation, -1, iv.e};
+
+				ok = PUSH(g->kernels, g->nkernels, g->cap_kernels, iv) &&
+				     PUSH(g->krows, g->nkrows, g->cap_krows, kr);
+				struct interval all = {0, iv.s, iv.e}; /* one timeline */
+
+				if (ok && sqlite3_column_int(stmt, 7))
+					ok = PUSH(g->comm, g->ncomm, g->cap_comm, all);
+				else if (ok)
+					ok = PUSH(g->compute, g->ncompute, g->cap_compute, all);
+			}
+			if (ok && kind[2] == 'm' && kind[3] == 'c') { /* memcpy */
+				int copy_kind = sqlite3_column_int(stmt, 5);
+				struct copy_row c = {iv.device,
+						     iv.s,
+						     iv.e,
+						     sqlite3_column_int64(stmt, 6),
+						     correlation,
+						     sqlite3_column_int64(stmt, 8),
+						     copy_kind == CUPTI_MEMCPY_HTOD};
+
+				if (copy_kind == CUPTI_MEMCPY_HTOD || copy_kind == CUPTI_MEMCPY_DTOH)
+					ok = PUSH(g->copies, g->ncopies, g->cap_copies, c);
+			}
+		}
+		if (!ok) {
+			code = out_of_memory(ld);
+			break;
+		}
+	}
+	code = end_rows(ld, st, stmt, rc, code);
+	if (code != SS_EXIT_OK || !st->gpu_paused)
+		return code;
+	code = prepare(ld, st, GPU_PAUSED_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct interval off = {0, sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1)};
+
+		if (!PUSH(g->off, g->noff, g->cap_off, off)) {
+			code = out_of_memory(ld);
+			break;
+		}
+	}
+	return end_rows(ld, st, stmt, rc, code);
+}
+
+/* Whether the timeline was off at some time in (from, to]: then GPU activity in between may
+ * have gone unrecorded, and "idle" cannot be told from "not recorded". Off intervals are
+ * disjoint and in time order, so their ends are too: the first ending after FROM decides. */
+static int timeline_off_between(const struct gpu_rows *g, long long from, long long to)
+{
+	size_t lo = 0, hi = g->noff;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (g->off[mid].e <= from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < g->noff && g->off[lo].s < to;
+}
+
+struct gpu_site *gpu_site(struct gpu_site **sites, size_t *n, size_t *cap, const char *text,
+				 int kind)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*sites)[i].kind == kind && strcmp((*sites)[i].site, text) == 0)
+			return &(*sites)[i];
+	if (!reserve(sites, cap, *n, sizeof(**sites)))
+		return NULL;
+	(*sites)[*n] = (struct gpu_site){.site = strdup(text), .kind = kind};
+	ss_tally_init(&(*sites)[*n].tally);
+	return (*sites)[*n].site ? &(*sites)[(*n)++] : NULL;
+}
+
+void gpu_sites_free(struct gpu_site *sites, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(sites[i].site);
+	free(sites);
+}
+
+/* The device of a sync call: the only device, else the one of its CUPTI sync record. */
+static int sync_device(const struct gpu_rows *g, long long only, long long call_id, long long *dev)
+{
+	if (only >= 0) {
+		*dev = only;
+		return 1;
+	}
+	for (size_t i = 0; i < g->nsyncs; i++) /* few syncs: linear */
+		if (g->syncs[i].call_id == call_id) {
+			*dev = g->syncs[i].device;
+			return 1;
+		}
+	return 0;
+}
+
+/* host-sync and sync-copy: per site, the GPU idle time after each sync (S1-S4) until the
+ * device's next activity; 0 when the device was busy at the sync's end; a sync with nothing
+ * after it on its device, or with the timeline off at some time before that activity
+ * (gpu_paused), is skipped. Sets gpu_idle_ns of this rank's host-sync and sync-copy findings:
+ * the steady syncs' for a steady finding, all of them for an `info` one; and the rank's
+ * steady_gpu_idle_ns. */
+/* A kernel or copy and when its host call issued it (its API record's start; -1 unknown), by
+ * (device, start): whether the GPU had work queued when a sync ended. */
+struct issued_work {
+	long long device, s, issued;
+};
+
+static int compare_issued(const void *a, const void *b)
+{
+	const struct issued_work *x = a, *y = b;
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return (x->s > y->s) - (x->s < y->s);
+}
+
+static struct issued_work *issued_work(const struct db_state *st, const struct gpu_rows *g,
+				       size_t *n)
+{
+	struct issued_work *w = malloc((g->nkrows + g->ncopies + 1) * sizeof(*w));
+	size_t k = 0;
+
+	if (!w)
+		return NULL;
+	for (size_t i = 0; i < g->nkrows; i++) {
+		const struct api_first *a = api_first_of(st, g->krows[i].correlation);
+
+		w[k++] = (struct issued_work){g->krows[i].device, g->krows[i].s,
+					      a ? a->start_ns : -1};
+	}
+	for (size_t i = 0; i < g->ncopies; i++) {
+		const struct api_first *a = api_first_of(st, g->copies[i].correlation);
+
+		w[k++] = (struct issued_work){g->copies[i].device, g->copies[i].s,
+					      a ? a->start_ns : -1};
+	}
+	qsort(w, k, sizeof(*w), compare_issued);
+	*n = k;
+	return w;
+}
+
+/* Whether the first kernel or copy to start on device d at or after t had been issued before
+ * t: then the GPU was not waiting for the host at t (what idle there was is the GPU's own
+ * scheduling: the next work was queued). */
+static int queued_at(const struct issued_work *w, size_t n, long long d, long long t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w[mid].device < d || (w[mid].device == d && w[mid].s < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && w[lo].device == d && w[lo].issued >= 0 && w[lo].issued < t;
+}
+
+static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows *g)
+{
+	struct issued_work *work = NULL;
+	size_t nwork = 0;
+	struct gpu_site *sites = NULL;
+	size_t nsites = 0, cap = 0;
+	long long only = g->nbusy ? g->busy[0].device : -1;
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	for (size_t i = 1; i < g->nbusy; i++)
+		if (g->busy[i].device != only)
+			only = -1;
+	if (only < 0 && g->nsyncs) {
+		code = join_targets(ld, st, g->syncs, g->nsyncs);
+		if (code != SS_EXIT_OK)
+			return code;
+	}
+	code = load_api_first(ld, st);
+	if (code != SS_EXIT_OK)
+		return code;
+	work = issued_work(st, g, &nwork);
+	if (!work)
+		return out_of_memory(ld);
+	code = prepare(ld, st, GPU_SYNCS_SQL, &stmt);
+	if (code != SS_EXIT_OK) {
+		free(work);
+		return code;
+	}
+	st->rank->steady_gpu_idle_ns = 0;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		long long id = sqlite3_column_int64(stmt, 0), end = sqlite3_column_int64(stmt, 2);
+		const char *text = (const char *)sqlite3_column_text(stmt, 1);
+		long long start = sqlite3_column_int64(stmt, 3);
+		int copy = sqlite3_column_int(stmt, 4);
+		struct gpu_site *site;
+		long long dev, idle;
+		size_t k, step;
+
+		if (!sync_device(g, only, id, &dev))
+			continue;
+		k = first_ending_after(g->busy, g->nbusy, dev, end);
+		if (k == g->nbusy)
+			continue; /* nothing ran on the device after it */
+		if (timeline_off_between(g, end, g->busy[k].s))
+			continue; /* the timeline was off in between: not measured (CUPTI-3) */
+		idle = g->busy[k].s > end ? g->busy[k].s - end : 0;
+		if (idle > 0 && queued_at(work, nwork, dev, end))
+			idle = 0; /* the next work was queued already: the host was not the cause */
+		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE, copy);
+		if (!site) {
+			code = out_of_memory(ld);
+			break;
+		}
+		site->n++;
+		site->ns += idle;
+		ss_tally_add(&site->tally, &st->steps, start, idle, 1);
+		if (ss_steps_phase(&st->steps, start, &step) == SS_PHASE_STEADY)
+			st->rank->steady_gpu_idle_ns += idle;
+	}
+	code = end_rows(ld, st, stmt, rc, code);
+	for (size_t i = 0; code == SS_EXIT_OK && i < ld->report->nfindings; i++) {
+		struct ss_finding *f = &ld->report->findings[i];
+		const struct gpu_site *hit = NULL;
+		int copy = f->rule == ss_rule_sync_copy.id, steady;
+		long long idle = 0;
+		char *detail;
+
+		if (f->rule != ss_rule_host_sync.id && !copy)
+			continue;
+		steady = strcmp(f->phase, "steady") == 0;
+		for (size_t j = 0; j < nsites && !hit; j++)
+			if (sites[j].kind == copy && strcmp(sites[j].site, f->site) == 0)
+				hit = &sites[j];
+		if (hit && (steady ? hit->tally.n : hit->tally.all_n) == 0)
+			hit = NULL; /* none measured in this phase */
+		if (hit)
+			f->gpu_idle_ns = idle = steady ? hit->tally.ns : hit->tally.all_ns;
+		if (copy && !hit)
+			continue; /* a blocking copy says nothing when nothing is measured */
+		detail = hit ? format("%s; GPU idle behind it: %.3f ms", f->detail, ms(idle))
+			     : format("%s; GPU idle behind it: not measurable (no GPU activity "
+				      "after these syncs)",
+				      f->detail);
+		if (!detail) {
+			code = out_of_memory(ld);
+			break;
+		}
+		free(f->detail);
+		f->detail = detail;
+	}
+	free(work);
+	gpu_sites_free(sites, nsites);
+	return code;
+}
+
+int compare_gpu_sites(const void *a, const void *b)
+{
+	return strcmp(((const struct gpu_site *)a)->site, ((const struct gpu_site *)b)->site);
+}
+
+static int compare_krows_by_stream(const void *a, const void *b)
+{
+	const struct kernel_row *x = a, *y = b;
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Fills krows[].launch_ns (the earliest API record of the kernel's correlation id: the call the
+ * program made), then sorts krows by (device, stream, start). */
+static int kernel_launch_times(struct loader *ld, struct db_state *st, struct gpu_rows *g)
+{
+	int code;
+
+	if (!g->nkrows)
+		return SS_EXIT_OK;
+	code = load_api_first(ld, st);
+	if (code != SS_EXIT_OK)
+		return code;
+	for (size_t i = 0; i < g->nkrows; i++) {
+		const struct api_first *first = api_first_of(st, g->krows[i].correlation);
+
+		if (first)
+			g->krows[i].launch_ns = first->start_ns;
+	}
+	qsort(g->krows, g->nkrows, sizeof(*g->krows), compare_krows_by_stream);
+	/* One pass over the sorted rows: per device, the stream whose kernels ran longest (a
+	 * loader stream runs as many kernels as the compute stream, a short one per batch). */
+	long long best_ns = 0;
+	for (size_t i = 0; i < g->nkrows;) {
+		size_t j = i;
+		long long ns = 0;
+
+		while (j < g->nkrows && g->krows[j].device == g->krows[i].device &&
+		       g->krows[j].stream == g->krows[i].stream) {
+			ns += g->krows[j].e - g->krows[j].s;
+			j++;
+		}
+		struct compute_stream cs = {g->krows[i].device, g->krows[i].stream};
+		struct compute_stream *last =
+		    g->ncompute_streams ? &g->compute_streams[g->ncompute_streams - 1] : NULL;
+
+		if (!last || last->device != cs.device) {
+			if (!PUSH(g->compute_streams, g->ncompute_streams, g->cap_compute_streams,
+				  cs))
+				return out_of_memory(ld);
+			best_ns = ns;
+		} else if (ns > best_ns) {
+			*last = cs;
+			best_ns = ns;
+		}
+		i = j;
+	}
+	return SS_EXIT_OK;
+}
+
+/* The compute stream of a device (the stream whose kernels ran longest); -2 when it ran none.
+ * A few devices: a linear search. */
+long long compute_stream_of(const struct gpu_rows *g, long long device)
+{
+	for (size_t i = 0; i < g->ncompute_streams; i++)
+		if (g->compute_streams[i].device == device)
+			return g->compute_streams[i].stream;
+	return -2;
+}
+
+/* The first kernel of (device, stream) that starts at or after t, or NULL. */
+const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, long long device,
+						      long long stream, long long t)
+{
+	size_t lo = 0, hi = g->nkrows;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct kernel_row *k = &g->krows[mid];
+
+		if (k->device < device || (k->device == device && k->stream < stream) ||
+		    (k->device == device && k->stream == stream && k->s < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < g->nkrows && g->krows[lo].device == device && g->krows[lo].stream == stream
+		   ? &g->krows[lo]
+		   : NULL;
+}
+
+/* Whether the database has the GPU tables (one lookup of the schema). */
+int check_gpu_tables(struct loader *ld, struct db_state *st)
+{
+	sqlite3_stmt *stmt;
+	int code = query_row(ld, st, HAS_GPU_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	st->rank->gpu = sqlite3_column_int(stmt, 0);
+	st->gpu_api = sqlite3_column_int(stmt, 1);
+	st->gpu_paused = sqlite3_column_int(stmt, 2);
+	sqlite3_finalize(stmt);
+	return SS_EXIT_OK;
+}
+
+/*
+ * The step time with the GPU's work in it. A host that runs ahead (syncing once at the end)
+ * enqueues a step in microseconds while the GPU takes milliseconds: its host steps say nothing
+ * of throughput. The steady steps end when the last kernel or copy they issued has run (STEPS-1:
+ * issued by a call in a steady step); their time over their number is the step time, when it is
+ * longer than the host's median step.
+ */
+static int gpu_step_time(struct loader *ld, struct db_state *st, const struct gpu_rows *g)
+{
+	struct ss_rank *rk = st->rank;
+	long long end, first;
+	size_t steady = ss_steps_steady(&st->steps), step;
+	int code;
+
+	if (!steady)
+		return SS_EXIT_OK;
+	code = load_api_first(ld, st);
+	if (code != SS_EXIT_OK)
+		return code;
+	first = st->steps.start[st->steps.first_steady];
+	end = st->steps.start[st->steps.nsteps];
+	for (size_t i = 0; i < g->nkrows; i++) {
+		const struct api_first *a = api_first_of(st, g->krows[i].correlation);
+
+		if (a && g->krows[i].e > end &&
+		    ss_steps_phase(&st->steps, a->start_ns, &step) == SS_PHASE_STEADY)
+			end = g->krows[i].e;
+	}
+	for (size_t i = 0; i < g->ncopies; i++) {
+		const struct api_first *a = api_first_of(st, g->copies[i].correlation);
+
+		if (a && g->copies[i].e > end &&
+		    ss_steps_phase(&st->steps, a->start_ns, &step) == SS_PHASE_STEADY)
+			end = g->copies[i].e;
+	}
+	if ((end - first) / (long long)steady > rk->step_ns)
+		rk->step_ns = (end - first) / (long long)steady;
+	return SS_EXIT_OK;
+}
+
+/* Step 5 (nothing without the GPU tables): overlap per rank, the GPU idle time behind host syncs
+ * and the step time, then the GPU-timeline rules. */
+int run_gpu(struct loader *ld, struct db_state *st)
+{
+	struct ss_rank *rk = st->rank;
+	struct gpu_rows g = {0};
+	int code;
+
+	if (!rk->gpu)
+		return SS_EXIT_OK;
+	code = load_gpu_rows(ld, st, &g);
+	if (code == SS_EXIT_OK) {
+		long long during;
+
+		g.nbusy = union_intervals(g.busy, g.nbusy);
+		g.nkernels = union_intervals(g.kernels, g.nkernels);
+		g.ncomm = union_intervals(g.comm, g.ncomm);
+		g.ncompute = union_intervals(g.compute, g.ncompute);
+		rk->comm_ns = union_length(g.comm, g.ncomm);
+		during = intersection_length(g.comm, g.ncomm, g.compute, g.ncompute);
+		rk->comm_overlap = rk->comm_ns > 0 ? (double)during / (double)rk->comm_ns : -1;
+		rk->exposed_comm_ns = rk->comm_ns - during;
+		code = gpu_idle_rule(ld, st, &g);
+	}
+	if (code == SS_EXIT_OK)
+		code = gpu_step_time(ld, st, &g);
+	if (code == SS_EXIT_OK)
+		code = kernel_launch_times(ld, st, &g);
+	/* the GPU-timeline rules (SS_RULE_GPU), in registry order */
+	for (size_t r = 0; code == SS_EXIT_OK && r < ss_nrules; r++)
+		if (ss_rules[r]->phase == SS_RULE_GPU)
+			code = ss_rules[r]->run_gpu(ld, st, &g);
+	gpu_rows_free(&g);
+	return code;
+}

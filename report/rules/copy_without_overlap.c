@@ -1,0 +1,139 @@
+/*
+ * report/rules/copy_without_overlap.c: the copy-without-overlap rule (docs/rules.md), a
+ * GPU-timeline rule (SS_RULE_GPU): copies of the steady state that ran while the compute they
+ * fed waited behind them on the same stream; the cost is what an overlap could win back.
+ */
+#include <stdlib.h>
+
+#include "../analysis_int.h"
+#include "../commands.h"
+
+/*
+ * copy-without-overlap: H2D/D2H copies of the steady state (steps.h), recurring there, during
+ * which no kernel ran on their device, on a device that ran kernels in the steady state, of at
+ * least COPY_OVERLAP_MIN_BYTES, on the device's compute stream (the stream that ran most of its
+ * kernels), and that held the compute up: the next kernel of that stream had been launched
+ * before the copy ended and started only after it. A copy on a
+ * stream of its own, or one that found no compute waiting, cost nothing an overlap (a copy
+ * issued earlier on a side stream) would win back. Per site of the host call (GPU_JOIN_NS; "(no
+ * call site)" when the copy joins no call or the call has no site).
+ */
+#define COPY_OVERLAP_MIN_BYTES (64 * 1024) /* below: a latency-bound read of a result */
+#define GPU_SITE_SQL	       "SELECT text FROM sites WHERE id = ?"
+
+/* When a copy was issued: its API record's start (the host call, on the recording's clock),
+ * else its own start. The host runs ahead of the GPU, so a step's copies may run on the GPU
+ * after the host has left the step: the phase of a GPU record is its host call's (STEPS-1). */
+static long long copy_issued(const struct db_state *st, const struct copy_row *c)
+{
+	const struct api_first *a = api_first_of(st, c->correlation);
+
+	return a ? a->start_ns : c->s;
+}
+
+static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_rows *g)
+{
+	/* the steady state's start: the first steady step's, or the recording's (steps.h) */
+	long long steady_ns = st->steps.nsteps ? st->steps.start[st->steps.first_steady]
+					       : st->rank->start_mono_ns;
+	struct gpu_target *tg = NULL;
+	struct gpu_site *sites = NULL;
+	size_t ntg = 0, cap_tg = 0, nsites = 0, cap_sites = 0;
+	sqlite3_stmt *lookup = NULL;
+	int code = load_api_first(ld, st);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	for (size_t i = 0; i < g->ncopies; i++) {
+		const struct copy_row *c = &g->copies[i];
+		size_t k = first_ending_after(g->kernels, g->nkernels, c->device, c->s);
+		struct gpu_target t = {.correlation = c->correlation, .index = i};
+		size_t step;
+
+		if (ss_steps_phase(&st->steps, copy_issued(st, c), &step) != SS_PHASE_STEADY ||
+		    (k < g->nkernels && g->kernels[k].s < c->e))
+			continue; /* not in the steady state, or a kernel ran beside it */
+		if (first_ending_after(g->kernels, g->nkernels, c->device, steady_ns) == g->nkernels)
+			continue; /* the device computes nothing in the steady state */
+		if (c->bytes < COPY_OVERLAP_MIN_BYTES)
+			continue; /* a result read: latency, nothing to overlap */
+		if (c->stream != compute_stream_of(g, c->device))
+			continue; /* a copy stream of its own: the compute was not behind it */
+		const struct kernel_row *next = next_kernel_on_stream(g, c->device, c->stream, c->e);
+		if (!next || next->launch_ns < 0 || next->launch_ns >= c->e)
+			continue; /* no compute was waiting behind it */
+		if (!PUSH(tg, ntg, cap_tg, t)) {
+			free(tg);
+			return out_of_memory(ld);
+		}
+	}
+	if (!ntg)
+		return SS_EXIT_OK;
+	code = join_targets(ld, st, tg, ntg);
+	if (code == SS_EXIT_OK)
+		code = prepare(ld, st, GPU_SITE_SQL, &lookup);
+	for (size_t i = 0; code == SS_EXIT_OK && i < ntg; i++) {
+		const struct copy_row *c = &g->copies[tg[i].index];
+		const char *text = NULL;
+		struct gpu_site *site;
+		long long ns = c->e - c->s;
+
+		if (tg[i].call_id >= 0 && tg[i].has_site) {
+			sqlite3_bind_int64(lookup, 1, tg[i].site_id);
+			if (sqlite3_step(lookup) == SQLITE_ROW)
+				text = (const char *)sqlite3_column_text(lookup, 0);
+		}
+		site = gpu_site(&sites, &nsites, &cap_sites, text ? text : NO_SITE, 0);
+		sqlite3_reset(lookup);
+		if (!site) {
+			code = out_of_memory(ld);
+			break;
+		}
+		if (site->n++ == 0 || ns > site->worst)
+			site->worst = ns;
+		site->ns += ns;
+		ss_tally_add(&site->tally, &st->steps, copy_issued(st, c), ns, 1);
+		site->bytes += c->bytes;
+		if (c->h2d)
+			site->h2d++;
+		else
+			site->d2h++;
+	}
+	sqlite3_finalize(lookup);
+	free(tg);
+	if (nsites)
+		qsort(sites, nsites, sizeof(*sites), compare_gpu_sites);
+	/* An overlap wins back at most the copies' time and at most the compute that could run
+	 * beside them: a copy-bound program (copies 10 ms, kernels 0.3 ms) gains 0.3 ms. */
+	long long compute_ns = union_length(g->kernels, g->nkernels);
+	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
+		const struct gpu_site *s = &sites[i];
+		/* not every step's (the first steps' or a few): `info` */
+		int steady = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
+		long long gain = s->ns < compute_ns ? s->ns : compute_ns;
+
+		code = add_finding(
+		    ld, &ss_rule_copy_without_overlap, st->rank, s->n, s->ns, s->worst, s->bytes,
+		    gain, xstrdup(s->site),
+		    format("%lld H2D and %lld D2H copies (%lld bytes) ran %.3f ms on the copy engine "
+			   "while no kernel ran on their device, each with the next kernel of its "
+			   "stream already launched and waiting behind it; blocked_ns is that GPU copy "
+			   "time; an overlap wins back at most %.3f ms (the kernels ran %.3f ms)",
+			   s->h2d, s->d2h, s->bytes, ms(s->ns), ms(gain), ms(compute_ns)));
+		if (code == SS_EXIT_OK)
+			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps, steady,
+				  s->tally.steps);
+	}
+	gpu_sites_free(sites, nsites);
+	return code;
+}
+
+
+const struct ss_rule ss_rule_copy_without_overlap = {
+    .id = "copy-without-overlap",
+    .advice = "Issue the copy from pinned memory on a separate stream ahead of the kernels that "
+	      "need it (prefetch the next batch during the current step), so the copy engine and "
+	      "the compute run at the same time.",
+    .phase = SS_RULE_GPU,
+    .run_gpu = copy_rule,
+};
