@@ -15,7 +15,7 @@
  *      site rules (SS_RULE_SITE, run_site_rules here); then the per-database rules in C
  *      (SS_RULE_DATABASE);
  *   3. the NCCL collectives: each rank's become one time-ordered array per (id_hash, op)
- *      (load.c, load_arrivals), and the ranks' arrays are compared element by element after
+ *      (collectives.c, load_arrivals), and the ranks' arrays are compared element by element after
  *      loading (ranks.c's clock alignment, then the cross-rank rules, SS_RULE_RANKS), in C: no
  *      per-collective rows go through SQLite;
  *   4. only when the database has NVTX ranges or steps: the sync points of the threads that
@@ -513,7 +513,7 @@ static void load_one(struct job *job, struct ss_rank *rk)
 		code = run_database_rules(&ld, &st);
 	lap(&t, path, "database rules");
 	if (code == SS_EXIT_OK)
-		code = load_arrivals(&ld, &st, job);
+		code = load_arrivals(&ld, &st, &job->collectives);
 	lap(&t, path, "arrivals");
 	if (code == SS_EXIT_OK)
 		code = load_ranges(&ld, &st, job);

@@ -182,6 +182,30 @@ struct ss_collective_call {
 	long long start_ns, end_ns; /* wall-clock ns: t - start_mono_ns + start_realtime_ns */
 };
 
+/* One collective (id_hash, API) of one database: its calls by start time (the k-th is the
+ * collective's k-th instance). */
+struct ss_series {
+	const char *hash, *op; /* in ss_collectives.strings, one pointer per text */
+	struct ss_collective_call *c;
+	size_t n, capacity;
+};
+
+/* The collectives of one database (collectives.c): the N2 calls on a communicator with an
+ * id_hash, send, recv and group brackets left out, one series per (id_hash, API). */
+struct ss_collectives {
+	struct ss_series *series;
+	size_t nseries;
+	char **strings;
+	size_t nstrings;
+};
+
+/* Reads the collectives of an open database into *set (emptied first); ss_collectives_free
+ * frees it either way. Returns SS_EXIT_OK or an exit code with the error in err. */
+struct sqlite3;
+int ss_collectives_load(struct sqlite3 *db, const char *path, struct ss_collectives *set, char *err,
+			size_t errlen);
+void ss_collectives_free(struct ss_collectives *set);
+
 /* Appends to *samples the end_k(x) - end_k(ref) of the instances k both series have where either
  * call lasted at least SS_CLOCK_WAIT_MIN_NS. Returns 0, or -1 when out of memory. */
 int ss_clock_samples(const struct ss_collective_call *x, size_t nx,

@@ -4,8 +4,9 @@
  * steps (docs/architecture.md, "The analysis engine"):
  *   analysis.c       helpers, loading the databases in parallel, merging, order and notes, the
  *                    entry points; it runs the rules of rules/registry.c by phase;
- *   load.c           one database: meta, the pass over calls, the aggregate (ss_agg), the
- *                    collectives and the NVTX range statistics;
+ *   load.c           one database: meta, the pass over calls, the aggregate (ss_agg) and the
+ *                    NVTX range statistics;
+ *   collectives.c    its NCCL collectives (also for export_chrome.c's clock alignment);
  *   steps.c          the steady state (steps.h);
  *   gpu.c            the GPU timeline (CUPTI's tables): overlap, GPU idle time behind syncs;
  *   ranks.c          across ranks: clock alignment (ANALYSIS-4);
@@ -94,15 +95,6 @@ struct overlap_candidate {
 	int no_site, has_bytes;
 };
 
-/* One collective of one communicator on this rank: its calls' start and end times in wall-clock
- * ns, by start time (the k-th is the collective's k-th instance), kept until the ranks are
- * compared (clock alignment, then nccl-straggler). */
-struct series {
-	const char *hash, *op; /* in job.strings, one pointer per text */
-	struct ss_collective_call *c;
-	size_t n, capacity;
-};
-
 /* One database as loaded by a worker thread: its own error text and findings. */
 struct job {
 	const char *path;
@@ -110,10 +102,8 @@ struct job {
 	int meta_loaded; /* the duplicate-rank check can run */
 	char err[1024];
 	struct ss_report found; /* findings and range statistics only */
-	struct series *series;
-	size_t nseries;
-	char **strings;
-	size_t nstrings;
+	struct ss_collectives collectives; /* load_arrivals: for the clock alignment, then
+					      nccl-straggler */
 	size_t ranges_capacity;
 };
 
@@ -256,9 +246,12 @@ int exec_temp(struct loader *ld, struct db_state *st, const char *sql);
 int insert_row(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt);
 int load_meta(struct loader *ld, struct db_state *st);
 int build_aggregate(struct loader *ld, struct db_state *st);
-int load_arrivals(struct loader *ld, struct db_state *st, struct job *job);
 int load_ranges(struct loader *ld, struct db_state *st, struct job *job);
 void job_free(struct job *job);
+
+/* ------------------------------------------------------------------ collectives.c */
+
+int load_arrivals(struct loader *ld, struct db_state *st, struct ss_collectives *set);
 
 /* ------------------------------------------------------------------ gpu.c */
 

@@ -229,112 +229,21 @@
 	"  AND t.stream_id = g.stream_id JOIN gpu_calls a ON a.correlation_id = g.correlation_id" \
 	" WHERE g.kind IN " GPU_KINDS " AND g.end_ns >= g.start_ns ORDER BY g.id"
 
-/*
- * The collectives of a database for clock alignment, as the report reads them (report/analysis.c,
- * load_arrivals): N2 calls on a communicator with an id_hash, by its handle and lifetime, send,
- * recv and group brackets left out; wall-clock ns (SCHEMA-3), by ("id_hash API", start): the
- * text's order is strcmp's, for the merge of two databases' lists.
- */
-#define COLLECTIVES_SQL                                                                            \
-	"SELECT m.id_hash || ' ' || a.name AS k, c.start_ns + w.d, c.end_ns + w.d FROM calls c"   \
-	" JOIN apis a ON a.id = c.api_id"                                                          \
-	" JOIN comms m ON m.comm = c.comm AND c.start_ns >= coalesce(m.created_ns, 0)"             \
-	"  AND (m.destroyed_ns IS NULL OR c.start_ns <= m.destroyed_ns),"                          \
-	" (SELECT coalesce((SELECT value FROM meta WHERE key = 'start_realtime_ns'), 0)"           \
-	"  - coalesce((SELECT value FROM meta WHERE key = 'start_mono_ns'), 0) AS d) w"            \
-	" WHERE c.class = 'N2' AND m.id_hash IS NOT NULL AND a.name NOT IN ('ncclSend',"           \
-	" 'ncclRecv', 'ncclGroupStart', 'ncclGroupEnd') ORDER BY k, c.start_ns, c.end_ns"
-
-/* One collective (id_hash, API) of one database: its calls by start time. */
-struct collective {
-	char *key; /* "id_hash API" */
-	struct ss_collective_call *c;
-	size_t n, capacity;
-};
-
-struct collectives {
-	struct collective *v;
-	size_t n;
-	int loaded;
-};
-
-/* The reference (the first database): its path and host, and its collectives once needed. */
+/* The reference (the first database): its path and host, and its collectives once needed
+ * (collectives.c, as the report reads them). */
 static struct {
 	char *path, *host;
 	long long rank;
-	struct collectives series;
+	struct ss_collectives series;
+	int loaded;
 } ref;
-
-static void collectives_free(struct collectives *set)
-{
-	for (size_t i = 0; i < set->n; i++) {
-		free(set->v[i].key);
-		free(set->v[i].c);
-	}
-	free(set->v);
-	memset(set, 0, sizeof(*set));
-}
 
 static void ref_free(void)
 {
 	free(ref.path);
 	free(ref.host);
-	collectives_free(&ref.series);
+	ss_collectives_free(&ref.series);
 	memset(&ref, 0, sizeof(ref));
-}
-
-static int load_collectives(sqlite3 *db, const char *path, struct collectives *set, char *err,
-			    size_t errlen)
-{
-	sqlite3_stmt *stmt;
-	int rc = sqlite3_prepare_v2(db, COLLECTIVES_SQL, -1, &stmt, NULL);
-
-	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "%s: reading collectives: %s", path, sqlite3_errmsg(db));
-		return SS_EXIT_INTERNAL;
-	}
-	set->loaded = 1;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		const char *key = (const char *)sqlite3_column_text(stmt, 0);
-		struct collective *co = set->n ? &set->v[set->n - 1] : NULL;
-
-		if (!key)
-			break;
-		if (!co || strcmp(co->key, key) != 0) {
-			struct collective *grown = realloc(set->v, (set->n + 1) * sizeof(*grown));
-
-			if (!grown)
-				break;
-			set->v = grown;
-			co = &set->v[set->n];
-			memset(co, 0, sizeof(*co));
-			co->key = strdup(key);
-			if (!co->key)
-				break;
-			set->n++;
-		}
-		if (co->n == co->capacity) {
-			size_t capacity = co->capacity ? 2 * co->capacity : 64;
-			struct ss_collective_call *grown = realloc(co->c, capacity * sizeof(*grown));
-
-			if (!grown)
-				break;
-			co->c = grown;
-			co->capacity = capacity;
-		}
-		co->c[co->n++] = (struct ss_collective_call){sqlite3_column_int64(stmt, 1),
-							     sqlite3_column_int64(stmt, 2)};
-	}
-	sqlite3_finalize(stmt);
-	if (rc != SQLITE_DONE) {
-		snprintf(err, errlen, "%s: reading collectives: %s", path,
-			 rc == SQLITE_ROW ? "out of memory" : sqlite3_errstr(rc));
-		return rc == SQLITE_ROW ? SS_EXIT_INTERNAL
-		       : (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB
-			   ? SS_EXIT_INPUT
-			   : SS_EXIT_INTERNAL;
-	}
-	return SS_EXIT_OK;
 }
 
 /* What the time axis does with one database (docs/export.md, "Clock alignment"). */
@@ -346,7 +255,7 @@ struct clock {
 static int estimate_clock(const struct ss_export_db *d, struct clock *clock, char *err,
 			  size_t errlen)
 {
-	struct collectives mine = {0};
+	struct ss_collectives mine = {0};
 	long long *samples = NULL;
 	size_t n = 0, capacity = 0;
 	int code = SS_EXIT_OK;
@@ -354,33 +263,32 @@ static int estimate_clock(const struct ss_export_db *d, struct clock *clock, cha
 	*clock = (struct clock){0, 0, "same-host"};
 	if (d->index == 0 || strcmp(d->host, ref.host) == 0)
 		return SS_EXIT_OK;
-	if (!ref.series.loaded) {
+	if (!ref.loaded) {
 		sqlite3 *db;
 
+		ref.loaded = 1;
 		code = ss_db_open(ref.path, &db, err, errlen);
 		if (code == SS_EXIT_OK) {
-			code = load_collectives(db, ref.path, &ref.series, err, errlen);
+			code = ss_collectives_load(db, ref.path, &ref.series, err, errlen);
 			sqlite3_close(db);
 		}
 	}
 	if (code == SS_EXIT_OK)
-		code = load_collectives(d->db, d->path, &mine, err, errlen);
-	for (size_t a = 0, b = 0; code == SS_EXIT_OK && a < mine.n && b < ref.series.n;) {
-		int c = strcmp(mine.v[a].key, ref.series.v[b].key);
+		code = ss_collectives_load(d->db, d->path, &mine, err, errlen);
+	/* the instances of one collective (id_hash, API) both made; the fit takes the median, so
+	 * the order of the samples does not matter */
+	for (size_t a = 0; code == SS_EXIT_OK && a < mine.nseries; a++)
+		for (size_t b = 0; code == SS_EXIT_OK && b < ref.series.nseries; b++) {
+			const struct ss_series *x = &mine.series[a], *y = &ref.series.series[b];
 
-		if (c < 0) {
-			a++;
-		} else if (c > 0) {
-			b++;
-		} else {
-			if (ss_clock_samples(mine.v[a].c, mine.v[a].n, ref.series.v[b].c,
-					     ref.series.v[b].n, &samples, &n, &capacity) != 0) {
-				snprintf(err, errlen, "%s: clock alignment: out of memory", d->path);
+			if (strcmp(x->hash, y->hash) != 0 || strcmp(x->op, y->op) != 0)
+				continue;
+			if (ss_clock_samples(x->c, x->n, y->c, y->n, &samples, &n, &capacity)) {
+				snprintf(err, errlen, "%s: clock alignment: out of memory",
+					 d->path);
 				code = SS_EXIT_INTERNAL;
 			}
-			a++, b++;
 		}
-	}
 	if (code == SS_EXIT_OK) {
 		if (ss_clock_fit(samples, n, &clock->offset_ns, &clock->spread_ns))
 			clock->method = "collectives";
@@ -388,7 +296,7 @@ static int estimate_clock(const struct ss_export_db *d, struct clock *clock, cha
 			*clock = (struct clock){0, -1, "wall-clock"};
 	}
 	free(samples);
-	collectives_free(&mine);
+	ss_collectives_free(&mine);
 	return code;
 }
 

@@ -70,9 +70,10 @@ int estimate_clocks(struct loader *ld, const struct job *jobs, size_t njobs)
 		rk->clock_offset_method = "same-host";
 		if (i == ref || strcmp(rk->host, ranks[ref].host) == 0)
 			continue;
-		for (size_t a = 0; a < jobs[i].nseries; a++)
-			for (size_t b = 0; b < jobs[ref].nseries; b++) {
-				const struct series *x = &jobs[i].series[a], *y = &jobs[ref].series[b];
+		for (size_t a = 0; a < jobs[i].collectives.nseries; a++)
+			for (size_t b = 0; b < jobs[ref].collectives.nseries; b++) {
+				const struct ss_series *x = &jobs[i].collectives.series[a],
+						       *y = &jobs[ref].collectives.series[b];
 
 				if (strcmp(x->hash, y->hash) != 0 || strcmp(x->op, y->op) != 0)
 					continue;

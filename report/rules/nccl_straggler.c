@@ -18,7 +18,7 @@
 
 /* One rank's series of one (id_hash, op), for the comparison across ranks. */
 struct series_ref {
-	const struct series *se;
+	const struct ss_series *se;
 	size_t rank_index; /* the job's index: path order */
 };
 
@@ -67,13 +67,13 @@ static int run_straggler_rule(struct loader *ld, const struct job *jobs, size_t 
 	if (!per)
 		return out_of_memory(ld);
 	for (size_t j = 0; j < njobs; j++)
-		for (size_t i = 0; i < jobs[j].nseries; i++) {
+		for (size_t i = 0; i < jobs[j].collectives.nseries; i++) {
 			if (!reserve(&refs, &capacity, nrefs, sizeof(*refs))) {
 				free(per);
 				free(refs);
 				return out_of_memory(ld);
 			}
-			refs[nrefs++] = (struct series_ref){&jobs[j].series[i], j};
+			refs[nrefs++] = (struct series_ref){&jobs[j].collectives.series[i], j};
 		}
 	if (nrefs)
 		qsort(refs, nrefs, sizeof(*refs), compare_series_refs);
