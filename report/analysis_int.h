@@ -207,11 +207,9 @@ struct ss_rule {
 extern const struct ss_rule *const ss_rules[];
 extern const size_t ss_nrules;
 
-/* The rules the engine or other rules name (their findings are compared or amended). */
-extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_pageable_async_copy,
-    ss_rule_memset_pinned, ss_rule_alloc_in_loop, ss_rule_legacy_stream, ss_rule_polling,
-    ss_rule_copy_on_compute_stream, ss_rule_copy_without_overlap, ss_rule_nccl_straggler,
-    ss_rule_rank_imbalance;
+/* The rules other code names (it compares or amends their findings). */
+extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_on_compute_stream,
+    ss_rule_copy_without_overlap;
 
 /* ------------------------------------------------------------------ analysis.c */
 

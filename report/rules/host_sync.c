@@ -9,7 +9,6 @@
 static char *detail(const struct db_state *st, const char *apis, long long worst, long long bytes,
 		    long long estimate, long long rows)
 {
-	(void)bytes, (void)estimate, (void)rows;
 	if (st->rank->gpu) /* run_gpu appends the GPU idle time */
 		return format("%s; worst %.3f ms", apis, ms(worst));
 	return format("%s; worst %.3f ms; GPU idle time behind it: not measurable without "

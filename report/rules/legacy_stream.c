@@ -9,7 +9,6 @@
 static char *detail(const struct db_state *st, const char *apis, long long worst, long long bytes,
 		    long long estimate, long long rows)
 {
-	(void)st, (void)worst, (void)bytes, (void)estimate, (void)rows;
 	return format("%s on the legacy default stream while the process also used other "
 		      "streams",
 		      apis);

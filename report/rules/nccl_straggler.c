@@ -9,6 +9,8 @@
 #include "../analysis_int.h"
 #include "../commands.h"
 
+extern const struct ss_rule ss_rule_nccl_straggler; /* at the end: its findings name it */
+
 /* nccl-straggler: the last rank must start a collective this much after the first one. */
 #define SS_STRAGGLER_MIN_NS 1000000LL
 

@@ -11,7 +11,6 @@ static char *detail(const struct db_state *st, const char *apis, long long worst
 {
 	const char *source = "default";
 
-	(void)worst, (void)rows;
 	if (st->measured[1] || st->measured[2])
 		source = "measured from this run's blocking pinned copies";
 	return format("%s; %lld bytes; estimate: %.3f ms lost against pinned copies at "

@@ -18,7 +18,6 @@ static int keep(long long count, long long rows)
 static char *detail(const struct db_state *st, const char *apis, long long worst, long long bytes,
 		    long long estimate, long long rows)
 {
-	(void)st, (void)worst, (void)bytes, (void)estimate;
 	return format("%lld polling loops: %s", rows, apis);
 }
 

@@ -9,6 +9,8 @@
 #include "../analysis_int.h"
 #include "../commands.h"
 
+extern const struct ss_rule ss_rule_rank_imbalance; /* at the end: its findings name it */
+
 /* rank-imbalance: blocked time must also differ from the median by this much (noise floor). */
 #define SS_IMBALANCE_MIN_NS 1000000LL
 
@@ -44,7 +46,6 @@ static int run_imbalance_rule(struct loader *ld, const struct job *jobs, size_t 
 	struct ss_report *r = ld->report;
 	long long m_sync, m_blocked, m_copies, m_nccl;
 
-	(void)jobs, (void)njobs; /* the loaded ranks' totals are enough */
 	if (r->nranks < 2)
 		return SS_EXIT_OK;
 	/* Ranks of one job only: databases without a rank are separate programs (a directory of

@@ -8,7 +8,6 @@
 static char *detail(const struct db_state *st, const char *apis, long long worst, long long bytes,
 		    long long estimate, long long rows)
 {
-	(void)st, (void)estimate, (void)rows;
 	return format("%s; %lld bytes; worst %.3f ms", apis, bytes, ms(worst));
 }
 
