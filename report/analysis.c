@@ -204,15 +204,18 @@ int add_finding(struct loader *ld, const struct ss_rule *rule, const struct ss_r
  */
 static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 {
-	int sync = strcmp(f->rule, "host-sync") == 0 || strcmp(f->rule, "sync-copy") == 0;
+	enum ss_rule_cost kind = SS_COST_HOST;
+	int sync;
 	long long cost = f->blocked_ns;
 	char *detail;
 
+	for (size_t r = 0; r < ss_nrules; r++)
+		if (strcmp(f->rule, ss_rules[r]->id) == 0)
+			kind = ss_rules[r]->cost;
+	sync = kind == SS_COST_GPU_IDLE;
 	if (sync && f->gpu_idle_ns >= 0)
 		cost = f->gpu_idle_ns;
-	else if ((strcmp(f->rule, "pageable-async-copy") == 0 ||
-		  strcmp(f->rule, "copy-without-overlap") == 0) &&
-		 f->estimate_ns >= 0)
+	else if (kind == SS_COST_ESTIMATE && f->estimate_ns >= 0)
 		cost = f->estimate_ns;
 	f->cost_ns = cost;
 	/* a sync behind which the GPU never waited (it still had work queued: a pipeline that
@@ -259,31 +262,8 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 	return 1;
 }
 
-/* copy-on-compute-stream is a host-side guess; with a GPU timeline copy-without-overlap
- * measures the same thing. A copy site the GPU rule did not flag held no compute up (the copy
- * was small, or nothing waited behind it): the guess is cleared. */
-static void confirm_on_gpu(struct ss_report *found)
-{
-	for (size_t i = 0; i < found->nfindings; i++) {
-		struct ss_finding *f = &found->findings[i];
-		int confirmed = 0;
-
-		if (strcmp(f->rule, ss_rule_copy_on_compute_stream.id) != 0)
-			continue;
-		for (size_t j = 0; j < found->nfindings && !confirmed; j++)
-			confirmed = strcmp(found->findings[j].rule,
-					   ss_rule_copy_without_overlap.id) == 0 &&
-				    strcmp(found->findings[j].phase, "steady") == 0 &&
-				    strcmp(found->findings[j].site, f->site) == 0;
-		if (!confirmed)
-			f->cleared = "the GPU timeline shows no compute waiting behind these copies "
-				     "(copy-without-overlap did not flag them)";
-	}
-}
-
 /* A finding's phase (steps.h): its figures are the steady state's, or the whole run's. */
-void set_phase(struct ss_finding *f, const struct ss_steps *steps, int steady,
-		      long long nsteps)
+void set_phase(struct ss_finding *f, const struct ss_steps *steps, int steady, long long nsteps)
 {
 	f->phase = steady ? "steady" : "once";
 	f->steps = steps->nsteps ? nsteps : -1;
@@ -521,8 +501,9 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	if (code == SS_EXIT_OK)
 		code = run_gpu(&ld, &st);
 	lap(&t, path, "gpu");
-	if (code == SS_EXIT_OK && rk->gpu)
-		confirm_on_gpu(&job->found);
+	for (size_t r = 0; code == SS_EXIT_OK && rk->gpu && r < ss_nrules; r++)
+		if (ss_rules[r]->confirm)
+			ss_rules[r]->confirm(&job->found);
 	for (size_t i = 0; code == SS_EXIT_OK && i < job->found.nfindings; i++)
 		if (!judge_finding(&job->found.findings[i], rk))
 			code = out_of_memory(&ld);

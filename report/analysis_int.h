@@ -181,11 +181,21 @@ enum ss_rule_phase {
 	SS_RULE_RANKS,
 };
 
+/* What a finding of a rule costs the program (analysis.c, judge_finding; docs/rules.md, "Cost
+ * and severity"). */
+enum ss_rule_cost {
+	SS_COST_HOST,	  /* the host time of the flagged calls (blocked_ns) */
+	SS_COST_GPU_IDLE, /* syncs: the GPU idle time behind them where the GPU timeline measured
+			     it (gpu_idle_ns; none measured: `info`), else the host time */
+	SS_COST_ESTIMATE, /* the rule's estimate of the time lost where it has one (estimate_ns) */
+};
+
 /* A rule: one file under rules/, one line in rules/registry.c. */
 struct ss_rule {
 	const char *id;	    /* stable: JSON consumers and `syncspy check` budgets name it */
 	const char *advice; /* the fix, printed with every finding */
 	enum ss_rule_phase phase;
+	enum ss_rule_cost cost;
 	/* SS_RULE_SITE: SITE_RULE_SQL(its WHERE) and the fewest calls a site needs; the figures
 	 * it keeps (bytes, estimate: else -1); keep(), when set, may drop a site's row; detail()
 	 * the finding's detail from the APIs seen, worst ns, bytes, estimate and rows */
@@ -195,8 +205,11 @@ struct ss_rule {
 	int (*keep)(long long count, long long rows);
 	char *(*detail)(const struct db_state *st, const char *apis, long long worst,
 			long long bytes, long long estimate, long long rows);
-	/* SS_RULE_DATABASE */
+	/* SS_RULE_DATABASE; confirm(), when set, runs with a GPU timeline after the GPU rules,
+	 * over the database's findings: a host-side guess the timeline did not confirm is
+	 * cleared (ss_finding.cleared) */
 	int (*run_database)(struct loader *ld, struct db_state *st);
+	void (*confirm)(struct ss_report *found);
 	/* SS_RULE_GPU */
 	int (*run_gpu)(struct loader *ld, struct db_state *st, const struct gpu_rows *g);
 	/* SS_RULE_RANKS: the jobs are the loaded databases, in path order */
@@ -208,8 +221,7 @@ extern const struct ss_rule *const ss_rules[];
 extern const size_t ss_nrules;
 
 /* The rules other code names (it compares or amends their findings). */
-extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_on_compute_stream,
-    ss_rule_copy_without_overlap;
+extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_without_overlap;
 
 /* ------------------------------------------------------------------ analysis.c */
 

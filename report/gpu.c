@@ -342,7 +342,7 @@ static int timeline_off_between(const struct gpu_rows *g, long long from, long l
 }
 
 struct gpu_site *gpu_site(struct gpu_site **sites, size_t *n, size_t *cap, const char *text,
-				 int kind)
+			  int kind)
 {
 	for (size_t i = 0; i < *n; i++)
 		if ((*sites)[i].kind == kind && strcmp((*sites)[i].site, text) == 0)
@@ -612,7 +612,7 @@ long long compute_stream_of(const struct gpu_rows *g, long long device)
 
 /* The first kernel of (device, stream) that starts at or after t, or NULL. */
 const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, long long device,
-						      long long stream, long long t)
+					       long long stream, long long t)
 {
 	size_t lo = 0, hi = g->nkrows;
 

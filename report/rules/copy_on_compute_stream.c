@@ -2,7 +2,7 @@
  * report/rules/copy_on_compute_stream.c: the copy-on-compute-stream rule (docs/rules.md), a
  * per-database rule in C (SS_RULE_DATABASE) over the candidates the pass over calls kept
  * (load.c: async H2D copies followed by a kernel launch on the compute stream). With a GPU
- * timeline, analysis.c clears the sites copy-without-overlap did not confirm.
+ * timeline, its confirm step clears the sites copy-without-overlap did not flag.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +12,8 @@
 #include "../analysis_int.h"
 #include "../commands.h"
 #include "../db.h"
+
+extern const struct ss_rule ss_rule_copy_on_compute_stream; /* at the end: its findings name it */
 
 /* copy-on-compute-stream: a site must show the pattern this often (once per step, >= 2 steps). */
 #define SS_OVERLAP_MIN_COPIES 2
@@ -226,6 +228,28 @@ out:
 }
 
 
+/* copy-on-compute-stream is a host-side guess; with a GPU timeline copy-without-overlap
+ * measures the same thing. A copy site the GPU rule did not flag held no compute up (the copy
+ * was small, or nothing waited behind it): the guess is cleared. */
+static void confirm_on_gpu(struct ss_report *found)
+{
+	for (size_t i = 0; i < found->nfindings; i++) {
+		struct ss_finding *f = &found->findings[i];
+		int confirmed = 0;
+
+		if (strcmp(f->rule, ss_rule_copy_on_compute_stream.id) != 0)
+			continue;
+		for (size_t j = 0; j < found->nfindings && !confirmed; j++)
+			confirmed = strcmp(found->findings[j].rule,
+					   ss_rule_copy_without_overlap.id) == 0 &&
+				    strcmp(found->findings[j].phase, "steady") == 0 &&
+				    strcmp(found->findings[j].site, f->site) == 0;
+		if (!confirmed)
+			f->cleared = "the GPU timeline shows no compute waiting behind these copies "
+				     "(copy-without-overlap did not flag them)";
+	}
+}
+
 const struct ss_rule ss_rule_copy_on_compute_stream = {
     .id = "copy-on-compute-stream",
     .advice = "Issue the next step's input copy on a separate copy stream and make the kernel "
@@ -233,4 +257,5 @@ const struct ss_rule ss_rule_copy_on_compute_stream = {
 	      "compute.",
     .phase = SS_RULE_DATABASE,
     .run_database = run_overlap_rule,
+    .confirm = confirm_on_gpu,
 };

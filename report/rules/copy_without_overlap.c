@@ -135,5 +135,6 @@ const struct ss_rule ss_rule_copy_without_overlap = {
 	      "need it (prefetch the next batch during the current step), so the copy engine and "
 	      "the compute run at the same time.",
     .phase = SS_RULE_GPU,
+    .cost = SS_COST_ESTIMATE,
     .run_gpu = copy_rule,
 };

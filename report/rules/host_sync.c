@@ -2,7 +2,7 @@
  * report/rules/host_sync.c: the host-sync rule (docs/rules.md), a site rule on the aggregate
  * (SS_RULE_SITE): device, stream and event synchronizations (classes S1, S2, S3) per call site.
  * With a GPU timeline, gpu.c sets the GPU idle time behind them (gpu_idle_ns), which becomes
- * their cost (analysis.c, judge_finding).
+ * their cost (SS_COST_GPU_IDLE: analysis.c, judge_finding).
  */
 #include "../analysis_int.h"
 
@@ -22,6 +22,7 @@ const struct ss_rule ss_rule_host_sync = {
 	      "later in it, or wait on an event with cudaStreamWaitEvent so the host keeps queuing "
 	      "work.",
     .phase = SS_RULE_SITE,
+    .cost = SS_COST_GPU_IDLE,
     .sql = SITE_RULE_SQL("g.class IN ('S1', 'S2', 'S3')"),
     .min_count = 1,
     .detail = detail,

@@ -23,6 +23,7 @@ const struct ss_rule ss_rule_pageable_async_copy = {
     .advice = "Allocate the host buffer pinned (cudaHostAlloc, tensor.pin_memory(), "
 	      "DataLoader(pin_memory=True)) so the async copy returns at once and overlaps.",
     .phase = SS_RULE_SITE,
+    .cost = SS_COST_ESTIMATE,
     .sql = SITE_RULE_SQL("g.class = 'S5'"),
     .min_count = 1,
     .keeps_bytes = 1,

@@ -16,6 +16,7 @@ const struct ss_rule ss_rule_sync_copy = {
     .advice = "Use cudaMemcpyAsync from pinned memory on a non-default stream and synchronize "
 	      "only where the result is needed (for one scalar, read it a step later).",
     .phase = SS_RULE_SITE,
+    .cost = SS_COST_GPU_IDLE,
     .sql = SITE_RULE_SQL("g.class = 'S4'"),
     .min_count = 1,
     .keeps_bytes = 1,
