@@ -292,6 +292,7 @@ int compare_ll(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* ------------------------------------------------------------------ one database's statements */
 
 int prepare(struct loader *ld, struct db_state *st, const char *sql, sqlite3_stmt **stmt)
 {

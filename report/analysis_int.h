@@ -1,7 +1,7 @@
 /*
  * report/analysis_int.h: what the pieces of the analysis engine share, and nothing outside them
  * includes (the model for the rest of the command is analysis.h). The engine is split along its
- * steps (docs/architecture.md, "The analysis engine"):
+ * steps (docs/architecture.md, "Data flow", 6):
  *   analysis.c       helpers, loading the databases in parallel, merging, order and notes, the
  *                    entry points; it runs the rules of rules/registry.c by phase;
  *   load.c           one database: meta, the pass over calls, the aggregate (ss_agg) and the
