@@ -32,14 +32,11 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "config.h"
 #include "clock.h"
 #include "ranges.h"
 #include "ring.h"
 #include "shim.h"
-#ifdef SYNCSPY_HAVE_CUPTI
 #include "cupti/cupti.h"
-#endif
 
 __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec")));
 struct ss_hot ss_hot;
@@ -165,9 +162,7 @@ static void after_fork_child(void)
 		ss_nccl_fork_child();
 		ss_native_fork_child();
 		ss_python_fork_child();
-#ifdef SYNCSPY_HAVE_CUPTI
 		ss_cupti_fork_child();
-#endif
 		ss_process.start_mono_ns = ss_mono_ns();
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -212,10 +207,9 @@ void ss_start(void)
 		if (ss_writer_start() == 0) {
 			atomic_store(&ss_hot.state, SS_STATE_RUNNING);
 			install_signal_handlers();
-#ifdef SYNCSPY_HAVE_CUPTI
 			if (ss_config.SYNCSPY_CUPTI)
-				ss_cupti_start();
-#endif
+				ss_cupti_start(ss_config.SYNCSPY_CUPTI_KINDS,
+					       ss_config.SYNCSPY_CUPTI_SAMPLE);
 		} else {
 			atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 		}
@@ -236,10 +230,8 @@ void ss_first_call(struct ss_tls *tls)
 static void stop(const char *reason)
 {
 	pthread_mutex_lock(&start_lock);
-#ifdef SYNCSPY_HAVE_CUPTI
 	if (atomic_load(&ss_hot.state) == SS_STATE_RUNNING)
 		ss_cupti_flush(); /* on this thread: the writer makes no CUDA/CUPTI call (SHIM-4) */
-#endif
 	if (atomic_load(&ss_hot.state) == SS_STATE_RUNNING)
 		ss_writer_finalize(reason);
 	pthread_mutex_unlock(&start_lock);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cupti/cupti.h"
 #include "shim.h"
 
 const struct ss_api_info ss_apis[SS_API_COUNT] = {
@@ -32,6 +33,15 @@ const struct ss_api_info ss_apis[SS_API_COUNT] = {
 #undef CUDART_INFO
 #undef NCCL_INFO
 };
+
+/* cupti/cupti.h: the registry as cupti/ sees it, without the shim's headers */
+const int ss_api_total = SS_API_COUNT;
+
+const char *ss_api_name(int i, enum ss_layer *layer)
+{
+	*layer = (enum ss_layer)ss_apis[i].layer;
+	return ss_apis[i].name;
+}
 
 void *_Atomic ss_real_fns[SS_API_COUNT];
 

@@ -214,9 +214,6 @@ int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uint
 void ss_elfsyms_fork_child(void); /* elfsyms.c: its lock, as a fork child must find it */
 extern _Atomic unsigned ss_native_libgcc_sites; /* native.c: sites that chose libgcc's unwinder */
 
-/* cupti/cupti.c (CUPTI-4), at the end of every sync point; a no-op built without CUPTI. */
-void ss_cupti_sample_tick(void);
-
 static inline int ss_wants_stack(int cls)
 {
 	return cls >= SS_S1 && cls <= SS_S6; /* S7: polling loops are counted, not stacked */

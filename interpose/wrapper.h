@@ -18,6 +18,7 @@
 #include "ranges.h"
 #include "ring.h"
 #include "shim.h"
+#include "cupti/cupti.h" /* ss_cupti_sample_tick (CUPTI-4); a no-op in cupti/stub.c */
 
 /* ------------------------------------------------------------------ shared vocabulary */
 

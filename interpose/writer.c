@@ -31,9 +31,7 @@
 
 #include "config.h"
 #include "syncspy/schema.h"
-#ifdef SYNCSPY_HAVE_CUPTI
 #include "cupti/cupti.h"
-#endif
 
 #include "clock.h"
 #include "ring.h"
@@ -955,9 +953,7 @@ static uint64_t dropped_in_rings(void)
 
 /* ------------------------------------------------------------------ meta */
 
-#ifdef SYNCSPY_HAVE_CUPTI
 static void store_gpu_paused(void); /* below, with the other GPU tables */
-#endif
 
 static void write_meta_progress(void)
 {
@@ -998,8 +994,7 @@ static void write_meta_progress(void)
 	meta_text("hooks_fired", layers);
 	meta_text("native_stacks", ss_native_stacks_status);
 	meta_int("native_stacks_libgcc_sites", (int64_t)atomic_load(&ss_native_libgcc_sites));
-#ifdef SYNCSPY_HAVE_CUPTI
-	meta_text("cupti", ss_cupti_status);
+	meta_text("cupti", ss_cupti_status); /* built without CUPTI: cupti/stub.c's reason */
 	uint64_t paused_ns, traced_ns;
 	unsigned pauses, windows;
 	ss_cupti_pauses(&paused_ns, &pauses, &windows, &traced_ns);
@@ -1014,9 +1009,6 @@ static void write_meta_progress(void)
 		meta_text("cupti_sample", ss_config.SYNCSPY_CUPTI_SAMPLE);
 		meta_int("cupti_windows", windows);
 	}
-#else
-	meta_text("cupti", "off: not built (configure --enable-cupti)");
-#endif
 	char clients[1024];
 	if (ss_driver_clients(clients, sizeof(clients)) > 0) {
 		meta_text("driver_clients", clients);
@@ -1272,7 +1264,6 @@ static void commit(void)
 	last_commit_ns = ss_mono_ns();
 }
 
-#ifdef SYNCSPY_HAVE_CUPTI
 /* GPU activity (cupti/): extension tables (SS_GPU_TABLES_SQL), created when the first record
  * arrives, so that a recording without CUPTI keeps exactly SS_SCHEMA_SQL (docs/cupti.md). */
 static sqlite3_stmt *gpu_activity_insert, *gpu_api_insert;
@@ -1428,7 +1419,6 @@ static void store_gpu_activity(void)
 	}
 	free(records);
 }
-#endif
 
 static void drain_all(void)
 {
@@ -1439,9 +1429,7 @@ static void drain_all(void)
 	}
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
 		drain_ring(ring);
-#ifdef SYNCSPY_HAVE_CUPTI
 	store_gpu_activity();
-#endif
 }
 
 static void print_summary(void)
@@ -1476,11 +1464,9 @@ static void close_database(const char *reason)
 	}
 	sq.sqlite3_finalize(module_insert);
 	module_insert = NULL;
-#ifdef SYNCSPY_HAVE_CUPTI
-	sq.sqlite3_finalize(gpu_activity_insert);
+	sq.sqlite3_finalize(gpu_activity_insert); /* NULL (a no-op) when none came */
 	sq.sqlite3_finalize(gpu_api_insert);
 	gpu_activity_insert = gpu_api_insert = NULL;
-#endif
 	/* A self-contained file: no -wal beside it, readable from a read-only place. */
 	exec_sql("PRAGMA wal_checkpoint(TRUNCATE)");
 	exec_sql("PRAGMA journal_mode=DELETE");
@@ -1656,12 +1642,8 @@ void ss_writer_fork_child(void)
 	started = NULL;
 	nstarted = started_capacity = 0;
 	module_insert = NULL; /* statements of the parent's connection */
-#ifdef SYNCSPY_HAVE_CUPTI
 	stored_off_intervals = 0;
-#endif
-#ifdef SYNCSPY_HAVE_CUPTI
 	gpu_activity_insert = gpu_api_insert = NULL;
-#endif
 	memset(rows_per_class, 0, sizeof(rows_per_class));
 	layers_seen = 0;
 	dropped_write = 0;
