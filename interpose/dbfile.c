@@ -21,6 +21,8 @@
 
 #include "clock.h"
 #include "dbfile.h"
+#include "env.h"
+#include "lifecycle.h"
 #include "shim.h"
 
 struct ss_sqlite ss_sq;

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elfsyms.h"
+
 struct runtime_range {
 	uint64_t start, end; /* [start, end) of one runtime function, as in the file */
 };

@@ -20,6 +20,7 @@
 #include "cupti/cupti.h"
 
 #include "dbfile.h"
+#include "env.h"
 #include "gpu_tables.h"
 #include "ring.h"
 #include "shim.h"

@@ -33,9 +33,16 @@
 #include <nccl.h>
 
 #include "clock.h"
+#include "env.h"
+#include "lifecycle.h"
+#include "native.h"
+#include "nccl_shim.h"
+#include "python.h"
 #include "ranges.h"
+#include "resolve.h"
 #include "ring.h"
 #include "shim.h"
+#include "writer.h"
 #include "cupti/cupti.h"
 
 __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec")));
@@ -45,7 +52,6 @@ struct ss_process ss_process = {.rank = -1, .world_size = -1, .local_rank = -1};
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void ss_nccl_fork_child(void); /* nccl.c */
 static void install_signal_handlers(void);
 
 /* ------------------------------------------------------------------ rank from the environment */

@@ -22,6 +22,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "nccl_shim.h"
 #include "wrapper.h"
 
 /* ------------------------------------------------------------------ communicators */
@@ -86,8 +87,6 @@ static void query_rank(ncclComm_t comm, int *nranks, int *rank)
 			*rank = -1;
 	}
 }
-
-void ss_rank_from_comm(int rank, int nranks); /* lifecycle.c */
 
 static void describe_created(struct ss_rec *rec, ncclComm_t comm, int nranks, int rank,
 			     uint64_t id_hash, ncclComm_t parent)

@@ -20,6 +20,8 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "clock.h"
+#include "env.h"
+#include "lifecycle.h"
 #include "ring.h"
 #include "shim.h"
 #include "cupti/cupti.h"

@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "cupti/cupti.h"
+#include "driver.h"
+#include "resolve.h"
 #include "shim.h"
 
 const struct ss_api_info ss_apis[SS_API_COUNT] = {
@@ -62,8 +64,6 @@ static void *loaded_library(enum ss_layer layer)
 	}
 	return handle;
 }
-
-void *ss_dlsym(void *handle, const char *name); /* driver.c: the real dlsym (DRIVER-2) */
 
 void *ss_resolve_helper(enum ss_layer layer, const char *name)
 {

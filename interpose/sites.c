@@ -20,10 +20,11 @@
 #include "syncspy/schema.h"
 
 #include "dbfile.h"
+#include "driver.h"
+#include "elfsyms.h"
+#include "resolve.h"
 #include "shim.h"
 #include "sites.h"
-
-void *ss_dlsym(void *handle, const char *name); /* driver.c: the real dlsym */
 
 /* A map from a 64-bit key (an address, a hash) to a row id, open addressing. */
 struct id_map {

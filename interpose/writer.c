@@ -28,10 +28,15 @@
 
 #include "clock.h"
 #include "dbfile.h"
+#include "driver.h"
+#include "env.h"
 #include "gpu_tables.h"
+#include "lifecycle.h"
+#include "native.h"
 #include "ring.h"
 #include "shim.h"
 #include "sites.h"
+#include "writer.h"
 
 pthread_mutex_t ss_writer_lock = PTHREAD_MUTEX_INITIALIZER;
 
