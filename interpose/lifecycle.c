@@ -7,7 +7,7 @@
  *   file and no thread: a process that never calls CUDA or NCCL (a shell, a compiler run by
  *   `syncspy run`) runs exactly as without the shim and writes nothing.
  * - Start (first recorded call): starts the writer thread, installs the signal handlers.
- * - Exit (destructor): final drain, close, rename (writer.c).
+ * - Exit (destructor): final drain (writer.c), close, rename (dbfile.c).
  * - Fork: the child has no writer thread; by default it starts its own database on its first
  *   call (SYNCSPY_FORK=child), or records nothing (SYNCSPY_FORK=off). The writer's lock is held
  *   across fork so that the child never inherits SQLite in the middle of a call.

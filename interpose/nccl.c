@@ -6,7 +6,7 @@
  * N1 records carry, besides the call: obj = the new communicator, bytes = its id hash (a hash
  * of the ncclUniqueId, identical on every rank of the communicator), aux = nranks << 32 | rank,
  * stream = the parent communicator of a split or shrink. The writer moves these into the
- * comms table (writer.c, store_n1). Communicator calls are collectives that take milliseconds,
+ * comms table (writer.c, insert_call). Communicator calls are collectives that take milliseconds,
  * so the registry's mutex is not on the hot path that SHIM-1 protects.
  *
  * The wrappers have the body of every other layer (SS_WRAPPER, wrapper.h). Its fast path sets no
