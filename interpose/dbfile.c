@@ -114,6 +114,8 @@ void ss_meta_int(const char *key, int64_t value)
 	ss_db_step(st);
 }
 
+/* ------------------------------------------------------------------ first rows */
+
 static void write_meta_start(void)
 {
 	char host[256] = "?", text[64];

@@ -26,6 +26,8 @@
 #include "shim.h"
 #include "sites.h"
 
+/* ------------------------------------------------------------------ call sites */
+
 /* A map from a 64-bit key (an address, a hash) to a row id, open addressing. */
 struct id_map {
 	uint64_t *keys;
@@ -243,6 +245,8 @@ int64_t ss_site_id(uint64_t address)
 	return *slot;
 }
 
+/* ------------------------------------------------------------------ stacks */
+
 /* docs/attribution.md: a frame of the frameworks, the libraries or the interpreter; the user
  * call site is the innermost frame that is none of these. */
 static int framework_frame(const char *line)
@@ -416,6 +420,8 @@ void ss_store_native_stack(const struct ss_rec *r, int64_t call_rowid)
 	}
 	free(ips);
 }
+
+/* ------------------------------------------------------------------ end, fork */
 
 void ss_sites_close(void)
 {
