@@ -1,6 +1,7 @@
 /*
  * interpose/resolve.c: the API registry (names, layers, static classes, generated from the
- * tables) and the lookup of the real functions behind the wrappers.
+ * tables; cupti/ reads it through ss_api_name, cupti/cupti.h) and the lookup of the real
+ * functions behind the wrappers.
  *
  * Runtime: dlsym(RTLD_NEXT) first; when libcudart was loaded RTLD_LOCAL (a dependency of a
  * Python extension), RTLD_NEXT cannot see it, so ask the loaded library itself through
