@@ -45,11 +45,8 @@
 
 #include <cupti.h>
 
-#include "cupti/cupti.h"
+#include "cupti/cupti.h" /* all this file knows of the rest of the shim */
 #include "syncspy/sample.h"
-#include "interpose/shim.h" /* ss_apis: the functions syncspy wraps */
-
-void *ss_dlsym(void *handle, const char *name); /* interpose/driver.c: the real dlsym */
 
 const char *volatile ss_cupti_status = "off (SYNCSPY_CUPTI=0)";
 
@@ -261,13 +258,14 @@ static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER; /* started, other
 static char other_client[160]; /* CUPTI-1/2: who else registered, non-empty once someone did */
 
 static int attempted; /* start_once ran in this process or in the parent before a fork */
+static const char *kinds_setting, *sample_setting; /* ss_cupti_start's */
 
 static void start_once(void)
 {
 	pthread_mutex_lock(&owner_lock);
 	attempted = 1;
 	/* read here, so that a bad value is warned of even where CUPTI does not start */
-	parse_sample(ss_config.SYNCSPY_CUPTI_SAMPLE);
+	parse_sample(sample_setting);
 	const char *injection = getenv("CUDA_INJECTION64_PATH");
 	if (other_client[0]) { /* CUPTI-1 */
 		snprintf(status_text, sizeof(status_text),
@@ -282,7 +280,7 @@ static void start_once(void)
 		    injection);
 		ss_cupti_status = status_text;
 	} else {
-		unsigned wanted = wanted_kinds(ss_config.SYNCSPY_CUPTI_KINDS);
+		unsigned wanted = wanted_kinds(kinds_setting);
 		if (wanted)
 			start_locked(wanted);
 		else
@@ -352,10 +350,12 @@ static int wraps(enum ss_layer layer, const char *cupti_name)
 {
 	char want[64], wrapped[64];
 	base_name(cupti_name, want, sizeof(want));
-	for (int i = 0; i < SS_API_COUNT; i++) {
-		if (ss_apis[i].layer != layer || !ss_apis[i].name)
+	for (int i = 0; i < ss_api_total; i++) {
+		enum ss_layer wrapped_layer;
+		const char *name = ss_api_name(i, &wrapped_layer);
+		if (wrapped_layer != layer || !name)
 			continue;
-		base_name(ss_apis[i].name, wrapped, sizeof(wrapped));
+		base_name(name, wrapped, sizeof(wrapped));
 		if (strcmp(want, wrapped) == 0)
 			return 1;
 	}
@@ -661,9 +661,11 @@ size_t ss_cupti_off_intervals(size_t from, uint64_t (**intervals)[2], int *open)
 	return n;
 }
 
-void ss_cupti_start(void)
+void ss_cupti_start(const char *kinds, const char *sample)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	kinds_setting = kinds;
+	sample_setting = sample;
 	pthread_once(&once, start_once);
 }
 

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "syncspy/model.h" /* enum ss_layer */
+
 /* One activity record, as the writer stores it (gpu_activity, gpu_api). */
 struct ss_gpu_rec {
 	uint8_t kind;		    /* enum ss_gpu_kind */
@@ -36,9 +38,13 @@ enum ss_gpu_kind {
 	SS_GPU_EVENT, /* an event record as the GPU reached it (CUPTI_ACTIVITY_KIND_CUDA_EVENT) */
 };
 
-/* App thread, first recorded call: loads CUPTI and enables the activities. Never fails the
- * program: the reason it did not start is in ss_cupti_status (meta.cupti). */
-void ss_cupti_start(void);
+/* ------------------------------------------------------------------ what interpose/ calls */
+
+/* App thread, first recorded call: loads CUPTI and enables the activities KINDS names
+ * (SYNCSPY_CUPTI_KINDS), sampled as SAMPLE says (SYNCSPY_CUPTI_SAMPLE, CUPTI-4); both strings
+ * live as long as the process. Never fails the program: the reason it did not start is in
+ * ss_cupti_status (meta.cupti). */
+void ss_cupti_start(const char *kinds, const char *sample);
 /* App thread, at exit or exec: asks CUPTI for what it still buffers. */
 void ss_cupti_flush(void);
 /* Fork child: CUPTI's session and threads stay with the parent; the child records host data
@@ -61,5 +67,14 @@ size_t ss_cupti_off_intervals(size_t from, uint64_t (**intervals)[2], int *open)
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
 extern const char *volatile ss_cupti_status;
+
+/* ------------------------------------------------------------------ what cupti/ calls */
+
+/* interpose/driver.c: the real dlsym, past the shim's own (DRIVER-2). */
+void *ss_dlsym(void *handle, const char *name);
+/* interpose/resolve.c: the functions the shim wraps (ss_apis), as the API records are narrowed
+ * to them: entry point I's name (NULL if none) and its layer, for 0 <= I < ss_api_total. */
+extern const int ss_api_total;
+const char *ss_api_name(int i, enum ss_layer *layer);
 
 #endif

@@ -1,11 +1,13 @@
 /*
- * interpose/describe.h: turning a call's arguments into record fields, shared by the runtime
- * (cudart.c) and driver (driver.c) modules: stream ids (SCHEMA-4), copy direction and host
- * memory kind (S4/S5), memset targets (S6).
+ * interpose/describe.h: the runtime module's header (cudart.c). Turning a call's arguments into
+ * record fields, shared by the runtime and driver (driver.c) modules: stream ids (SCHEMA-4),
+ * copy direction and host memory kind (S4/S5), memset targets (S6); and the runtime wrappers
+ * by API, which dlsym hands out (driver.c).
  */
 #ifndef SYNCSPY_DESCRIBE_H
 #define SYNCSPY_DESCRIBE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shim.h"
@@ -18,5 +20,13 @@ void ss_describe_copy(struct ss_rec *rec, const void *dst, const void *src, uint
 		      int kind, int async);
 /* A memset: bytes, target memory kind, and S6 for a non-async one on pinned/managed memory. */
 void ss_describe_memset(struct ss_rec *rec, const void *ptr, uint64_t bytes, int async);
+
+/* The runtime table's wrappers by API, for dlsym to hand out (driver.c). */
+struct ss_wrapper_ref {
+	int api;
+	void *wrapper;
+};
+extern const struct ss_wrapper_ref ss_cudart_wrappers[];
+extern const size_t ss_cudart_wrapper_count;
 
 #endif

@@ -48,6 +48,8 @@
 		rec.caller =                                                                       \
 		    ss_enqueue_site(rec.caller, (const uint64_t *)__builtin_frame_address(0) + 1);
 
+#include "driver.h"
+#include "env.h"
 #include "wrapper.h"
 
 /* ------------------------------------------------------------------ the real dlsym */

@@ -1,7 +1,7 @@
 /*
  * interpose/elfsyms.c: is a return address inside a CUDA runtime linked statically into a
  * program or library? nvcc links the runtime statically by default; its functions then live in
- * the user's own module, where the module-based rule for the user call site (writer.c,
+ * the user's own module, where the module-based rule for the user call site (sites.c,
  * ss_framework_module) cannot tell them apart. Their names can: the module's .symtab (kept unless
  * the module was stripped) names them cuda*, __cuda* or cudart::*.
  *
@@ -18,6 +18,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "elfsyms.h"
 
 struct runtime_range {
 	uint64_t start, end; /* [start, end) of one runtime function, as in the file */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env.h"
 #include "shim.h"
 
 struct ss_config ss_config;

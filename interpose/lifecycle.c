@@ -7,7 +7,7 @@
  *   file and no thread: a process that never calls CUDA or NCCL (a shell, a compiler run by
  *   `syncspy run`) runs exactly as without the shim and writes nothing.
  * - Start (first recorded call): starts the writer thread, installs the signal handlers.
- * - Exit (destructor): final drain, close, rename (writer.c).
+ * - Exit (destructor): final drain (writer.c), close, rename (dbfile.c).
  * - Fork: the child has no writer thread; by default it starts its own database on its first
  *   call (SYNCSPY_FORK=child), or records nothing (SYNCSPY_FORK=off). The writer's lock is held
  *   across fork so that the child never inherits SQLite in the middle of a call.
@@ -32,14 +32,18 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "config.h"
 #include "clock.h"
+#include "env.h"
+#include "lifecycle.h"
+#include "native.h"
+#include "nccl_shim.h"
+#include "python.h"
 #include "ranges.h"
+#include "resolve.h"
 #include "ring.h"
 #include "shim.h"
-#ifdef SYNCSPY_HAVE_CUPTI
+#include "writer.h"
 #include "cupti/cupti.h"
-#endif
 
 __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec")));
 struct ss_hot ss_hot;
@@ -48,7 +52,6 @@ struct ss_process ss_process = {.rank = -1, .world_size = -1, .local_rank = -1};
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void ss_nccl_fork_child(void); /* nccl.c */
 static void install_signal_handlers(void);
 
 /* ------------------------------------------------------------------ rank from the environment */
@@ -165,9 +168,7 @@ static void after_fork_child(void)
 		ss_nccl_fork_child();
 		ss_native_fork_child();
 		ss_python_fork_child();
-#ifdef SYNCSPY_HAVE_CUPTI
 		ss_cupti_fork_child();
-#endif
 		ss_process.start_mono_ns = ss_mono_ns();
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -212,10 +213,9 @@ void ss_start(void)
 		if (ss_writer_start() == 0) {
 			atomic_store(&ss_hot.state, SS_STATE_RUNNING);
 			install_signal_handlers();
-#ifdef SYNCSPY_HAVE_CUPTI
 			if (ss_config.SYNCSPY_CUPTI)
-				ss_cupti_start();
-#endif
+				ss_cupti_start(ss_config.SYNCSPY_CUPTI_KINDS,
+					       ss_config.SYNCSPY_CUPTI_SAMPLE);
 		} else {
 			atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 		}
@@ -236,10 +236,8 @@ void ss_first_call(struct ss_tls *tls)
 static void stop(const char *reason)
 {
 	pthread_mutex_lock(&start_lock);
-#ifdef SYNCSPY_HAVE_CUPTI
 	if (atomic_load(&ss_hot.state) == SS_STATE_RUNNING)
 		ss_cupti_flush(); /* on this thread: the writer makes no CUDA/CUPTI call (SHIM-4) */
-#endif
 	if (atomic_load(&ss_hot.state) == SS_STATE_RUNNING)
 		ss_writer_finalize(reason);
 	pthread_mutex_unlock(&start_lock);

@@ -33,10 +33,15 @@
 #include <unwind.h>
 
 #include "clock.h"
+#include "driver.h"
+#include "elfsyms.h"
+#include "env.h"
+#include "native.h"
+#include "python.h"
+#include "resolve.h"
 #include "ring.h"
 #include "shim.h"
-
-void *ss_dlsym(void *handle, const char *name); /* driver.c */
+#include "sites.h"
 
 #define MAX_FRAMES   128
 #define SEEN_PER_TLS 64 /* hashes a thread remembers having sent */

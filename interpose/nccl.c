@@ -6,7 +6,7 @@
  * N1 records carry, besides the call: obj = the new communicator, bytes = its id hash (a hash
  * of the ncclUniqueId, identical on every rank of the communicator), aux = nranks << 32 | rank,
  * stream = the parent communicator of a split or shrink. The writer moves these into the
- * comms table (writer.c, store_n1). Communicator calls are collectives that take milliseconds,
+ * comms table (writer.c, insert_call). Communicator calls are collectives that take milliseconds,
  * so the registry's mutex is not on the hot path that SHIM-1 protects.
  *
  * The wrappers have the body of every other layer (SS_WRAPPER, wrapper.h). Its fast path sets no
@@ -22,6 +22,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "nccl_shim.h"
 #include "wrapper.h"
 
 /* ------------------------------------------------------------------ communicators */
@@ -86,8 +87,6 @@ static void query_rank(ncclComm_t comm, int *nranks, int *rank)
 			*rank = -1;
 	}
 }
-
-void ss_rank_from_comm(int rank, int nranks); /* lifecycle.c */
 
 static void describe_created(struct ss_rec *rec, ncclComm_t comm, int nranks, int rank,
 			     uint64_t id_hash, ncclComm_t parent)

@@ -20,12 +20,11 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "clock.h"
-#include "config.h"
+#include "env.h"
+#include "lifecycle.h"
 #include "ring.h"
 #include "shim.h"
-#ifdef SYNCSPY_HAVE_CUPTI
 #include "cupti/cupti.h"
-#endif
 
 static __thread int push_depth __attribute__((tls_model("initial-exec")));
 static _Atomic uint64_t next_range_id = 1;
@@ -133,22 +132,11 @@ SS_EXPORT void syncspy_step(const char *name)
  * ctypes.CDLL(None).syncspy_gpu_trace(0). */
 SS_EXPORT int syncspy_gpu_trace(int on)
 {
-#ifdef SYNCSPY_HAVE_CUPTI
 	ss_load();
 	if (ss_config.SYNCSPY_DISABLE || !ss_config.SYNCSPY_CUPTI)
 		return 0;
-	return ss_cupti_trace(on);
-#else
-	(void)on;
-	return 0;
-#endif
+	return ss_cupti_trace(on); /* 0 built without CUPTI (cupti/stub.c) */
 }
-
-#ifndef SYNCSPY_HAVE_CUPTI
-void ss_cupti_sample_tick(void) /* built without CUPTI: there is no GPU timeline to sample */
-{
-}
-#endif
 
 static int fill(const NvtxExportTableCallbacks *callbacks, NvtxCallbackModule module,
 		const int *ids, NvtxFunctionPointer const *functions, size_t n)

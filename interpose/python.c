@@ -49,10 +49,12 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "driver.h"
+#include "env.h"
+#include "python.h"
+#include "resolve.h"
 #include "ring.h"
 #include "shim.h"
-
-void *ss_dlsym(void *handle, const char *name); /* driver.c: the real dlsym */
 
 typedef void PyObject;
 

@@ -1,6 +1,7 @@
 /*
  * interpose/resolve.c: the API registry (names, layers, static classes, generated from the
- * tables) and the lookup of the real functions behind the wrappers.
+ * tables; cupti/ reads it through ss_api_name, cupti/cupti.h) and the lookup of the real
+ * functions behind the wrappers.
  *
  * Runtime: dlsym(RTLD_NEXT) first; when libcudart was loaded RTLD_LOCAL (a dependency of a
  * Python extension), RTLD_NEXT cannot see it, so ask the loaded library itself through
@@ -13,6 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cupti/cupti.h"
+#include "driver.h"
+#include "resolve.h"
 #include "shim.h"
 
 const struct ss_api_info ss_apis[SS_API_COUNT] = {
@@ -33,6 +37,15 @@ const struct ss_api_info ss_apis[SS_API_COUNT] = {
 #undef NCCL_INFO
 };
 
+/* cupti/cupti.h: the registry as cupti/ sees it, without the shim's headers */
+const int ss_api_total = SS_API_COUNT;
+
+const char *ss_api_name(int i, enum ss_layer *layer)
+{
+	*layer = (enum ss_layer)ss_apis[i].layer;
+	return ss_apis[i].name;
+}
+
 void *_Atomic ss_real_fns[SS_API_COUNT];
 
 static const char *const layer_sonames[SS_LAYER_COUNT] = {
@@ -52,8 +65,6 @@ static void *loaded_library(enum ss_layer layer)
 	}
 	return handle;
 }
-
-void *ss_dlsym(void *handle, const char *name); /* driver.c: the real dlsym (DRIVER-2) */
 
 void *ss_resolve_helper(enum ss_layer layer, const char *name)
 {

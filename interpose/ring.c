@@ -14,6 +14,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "env.h"
+#include "lifecycle.h"
 #include "ring.h"
 
 #define RING_MAX_BYTES ((size_t)4 << 20)

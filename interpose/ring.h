@@ -25,7 +25,7 @@ struct ss_ring {
 	uint64_t mask; /* capacity - 1, capacity a power of two */
 	size_t bytes;  /* storage size, counted against the cap */
 	pid_t tid;
-	uint32_t pthread_id;  /* (uint32_t)pthread_self(): CUPTI's threadId (cupti/, writer.c) */
+	uint32_t pthread_id;  /* (uint32_t)pthread_self(): CUPTI's threadId (gpu_tables.c) */
 	_Atomic int orphaned; /* the owning thread exited (or forked away) */
 	struct ss_ring *next; /* global list */
 	struct ss_rec *recs;  /* NULL once released */

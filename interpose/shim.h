@@ -1,7 +1,9 @@
 /*
- * interpose/shim.h: what the parts of libsyncspy.so share: the fixed-size event record, the
- * per-thread state, the global life-cycle state, the API registry generated from the tables,
- * and the hot-path helpers every wrapper uses.
+ * interpose/shim.h: the vocabulary the parts of libsyncspy.so share: the API registry generated
+ * from the tables, the fixed-size event record, the per-thread state, the recording's states,
+ * and the class tests every wrapper makes. It declares no module's functions: each module has
+ * its own header (lifecycle.h, resolve.h, writer.h, native.h, python.h, ...; cupti/cupti.h
+ * for cupti/).
  *
  * Invariants (cited in code as SHIM-n):
  *   SHIM-1  The hot path (a wrapper between its entry and its return) takes no lock, makes no
@@ -28,25 +30,11 @@
 #include <sys/types.h>
 
 #include "hot.h"
-#include "syncspy/env.h"
 #include "syncspy/model.h"
 
 #define SS_EXPORT      __attribute__((visibility("default")))
 #define ss_likely(x)   __builtin_expect(!!(x), 1)
 #define ss_unlikely(x) __builtin_expect(!!(x), 0)
-
-/* ------------------------------------------------------------------ configuration (env.c) */
-
-struct ss_config {
-#define SS_CONFIG_FIELD_INT(name, def)	      long name;
-#define SS_CONFIG_FIELD_BOOL(name, def)	      int name;
-#define SS_CONFIG_FIELD_STR(name, def)	      const char *name;
-#define SS_CONFIG_FIELD(name, type, def, doc) SS_CONFIG_FIELD_##type(name, def)
-	SS_ENV_VARS(SS_CONFIG_FIELD)
-#undef SS_CONFIG_FIELD
-};
-extern struct ss_config ss_config;
-void ss_config_load(void);
 
 /* ------------------------------------------------------------------ API registry */
 
@@ -73,7 +61,7 @@ struct ss_api_info {
 	unsigned char layer; /* enum ss_layer */
 	unsigned char cls;   /* enum ss_class: the static class; copies may be upgraded per call */
 };
-extern const struct ss_api_info ss_apis[SS_API_COUNT];
+extern const struct ss_api_info ss_apis[SS_API_COUNT]; /* resolve.c */
 
 /* Records that are not calls: they follow the call they belong to in the same ring. */
 #define SS_REC_PYSTACK                                                                             \
@@ -126,53 +114,17 @@ struct ss_tls {
 	uint64_t pushed_sites[SS_PUSHED_SITES];
 	unsigned pushed;
 };
-extern __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec")));
+extern __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec"))); /* lifecycle.c */
 
-/* ------------------------------------------------------------------ life cycle (lifecycle.c) */
+/* ------------------------------------------------------------------ the recording's state */
 
+/* ss_hot.state (hot.h); lifecycle.c moves it */
 enum ss_state {
 	SS_STATE_UNLOADED = 0, /* configuration not read yet */
 	SS_STATE_READY,	       /* recording; writer starts with the first recorded call */
 	SS_STATE_RUNNING,      /* writer running */
 	SS_STATE_CLOSED,       /* database closed (exit, exec) or disabled: pass through */
 };
-
-void ss_load(void);  /* idempotent: reads the configuration, sets READY or CLOSED */
-void ss_start(void); /* idempotent: starts the writer (first recorded call of the process) */
-/* Slow path of ss_should_record: loads and starts recording (writer, CUPTI) before the first
- * real call runs, so that CUPTI sees that call's GPU work too. errno kept (SHIM-2); the
- * thread counts as inside a wrapper meanwhile, so that calls CUPTI makes are not recorded. */
-void ss_first_call(struct ss_tls *tls);
-
-/* What the process is, for the meta table: filled by the app threads (versions, NCCL rank),
- * read by the writer. */
-struct ss_process {
-	_Atomic int rank, world_size, local_rank; /* -1 while unknown */
-	_Atomic int rank_source;		  /* 0 unknown, 1 environment, 2 NCCL */
-	_Atomic int cudart_version, driver_version, nccl_version; /* 0 while unknown */
-	char cudart_path[512], nccl_path[512];
-	uint64_t start_mono_ns, start_realtime_ns;
-};
-extern struct ss_process ss_process;
-void ss_note_versions(void); /* app thread: asks the libraries for their versions, once */
-
-/* The writer thread (writer.c). */
-int ss_writer_start(void);		     /* 0, or -1 with the reason printed */
-void ss_writer_finalize(const char *reason); /* app thread: final drain, close, rename, join */
-void ss_writer_signal_flush(int finalize);   /* async-signal-safe: commit (or finalize), wait */
-void ss_writer_fork_prepare(void);
-void ss_writer_fork_parent(void);
-void ss_writer_fork_child(void);
-
-static inline int ss_should_record(struct ss_tls *tls)
-{
-	int state = atomic_load_explicit(&ss_hot.state, memory_order_relaxed);
-	if (ss_unlikely(state <= SS_STATE_READY) && tls->depth == 0) {
-		ss_first_call(tls);
-		state = atomic_load_explicit(&ss_hot.state, memory_order_relaxed);
-	}
-	return state != SS_STATE_CLOSED && tls->depth == 0;
-}
 
 /* A clock read costs 16 ns on the target machine (docs/architecture.md F10, bench/results): more
  * than half the budget of an enqueue wrapper. Sync points (S1-S7), NCCL and context calls get
@@ -183,62 +135,9 @@ static inline int ss_needs_end_time(int cls)
 	return cls < SS_E1 || cls > SS_E3 || ss_hot.enqueue_timing;
 }
 
-/* ------------------------------------------------------------------ real functions (resolve.c) */
-
-extern void *_Atomic ss_real_fns[SS_API_COUNT];
-void *ss_resolve(int api);
-
-static inline void *ss_real(int api)
-{
-	void *fn = atomic_load_explicit(&ss_real_fns[api], memory_order_relaxed);
-	return ss_likely(fn != NULL) ? fn : ss_resolve(api);
-}
-
-/* native.c: after a sync point's record, its stacks: native (libunwind, loaded privately),
- * then Python (python.c), timed (meta.stack_cost_*_ns: SHIM-1). */
-void ss_stacks_attach(struct ss_tls *tls, uint64_t caller);
-/* python.c: the Python frames of the calling thread, if it holds the GIL (or, on the main
- * thread, as soon as it has it back). */
-void ss_python_attach(struct ss_tls *tls);
-void ss_native_fork_child(void);
-void ss_python_fork_child(void);
-extern const char *ss_native_stacks_status;
-/* native.c: the site of a driver enqueue, CALLER the return address the wrapper was called
- * with, SLOT where it is stored on the stack: CALLER itself when that is the user's code, the
- * user's return address further up when CALLER is inside a statically linked runtime or an
- * nvcc stub (docs/attribution.md). */
-uint64_t ss_enqueue_site(uint64_t caller, const uint64_t *slot);
-/* writer.c: a module of the shim, CUDA, NCCL, the frameworks or the interpreter (by path) */
-int ss_framework_module(const char *path);
-int ss_static_runtime_frame(const char *module_path, uintptr_t module_base, uintptr_t ip);
-void ss_elfsyms_fork_child(void); /* elfsyms.c: its lock, as a fork child must find it */
-extern _Atomic unsigned ss_native_libgcc_sites; /* native.c: sites that chose libgcc's unwinder */
-
-/* cupti/cupti.c (CUPTI-4), at the end of every sync point; a no-op built without CUPTI. */
-void ss_cupti_sample_tick(void);
-
 static inline int ss_wants_stack(int cls)
 {
 	return cls >= SS_S1 && cls <= SS_S6; /* S7: polling loops are counted, not stacked */
 }
-
-/* driver.c: the modules that looked driver functions up through dlsym/cuGetProcAddress
- * (comma-separated basenames, for meta.driver_clients); returns the length written. */
-size_t ss_driver_clients(char *out, size_t len);
-
-/* cudart.c: the runtime table's wrappers by API, for dlsym to hand out (driver.c). */
-struct ss_wrapper_ref {
-	int api;
-	void *wrapper;
-};
-extern const struct ss_wrapper_ref ss_cudart_wrappers[];
-extern const size_t ss_cudart_wrapper_count;
-
-/* Functions the shim calls but does not intercept (memory kind, versions, NCCL rank). */
-void *ss_resolve_helper(enum ss_layer layer, const char *name);
-
-/* ------------------------------------------------------------------ misc */
-
-uint64_t ss_hash64(const void *data, size_t len);
 
 #endif

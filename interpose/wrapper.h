@@ -15,9 +15,13 @@
 
 #include "clock.h"
 #include "describe.h"
+#include "lifecycle.h"
+#include "native.h"
 #include "ranges.h"
+#include "resolve.h"
 #include "ring.h"
 #include "shim.h"
+#include "cupti/cupti.h" /* ss_cupti_sample_tick (CUPTI-4); a no-op in cupti/stub.c */
 
 /* ------------------------------------------------------------------ shared vocabulary */
 

@@ -3,7 +3,7 @@
  * information of the very files that ran (DWARF line tables, through elfutils' libdwfl).
  *
  * The recording stores a native site as module + offset, and each module's GNU build id and
- * absolute path in the `modules` table (interpose/writer.c). Here, for each native site whose
+ * absolute path in the `modules` table (interpose/sites.c). Here, for each native site whose
  * module is on this machine with the same build id and carries line information, the site's
  * text becomes "FILE:LINE in FUNCTION", the form Python frames have, so that findings name the
  * line. The new texts live in a TEMP table `sites` that shadows the database's own for this

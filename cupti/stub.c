@@ -1,0 +1,59 @@
+/*
+ * cupti/stub.c: the CUPTI module when it is not built (configure --disable-cupti, or no
+ * cupti.h): no GPU timeline. It fills cupti/cupti.h's side of the interface, so that the rest
+ * of the shim calls the same functions either way and no file of interpose/ tests whether
+ * CUPTI was built: the database says why there are no GPU rows (meta.cupti), the program's
+ * syncspy_gpu_trace gets 0 (the timeline does not record), and there is nothing to flush,
+ * sample or store. Unlike cupti.c it exports nothing (no cuptiActivityRegisterCallbacks: a
+ * program's own CUPTI client goes straight to CUPTI).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cupti/cupti.h"
+
+const char *volatile ss_cupti_status = "off: not built (configure --enable-cupti)";
+
+void ss_cupti_start(const char *kinds, const char *sample)
+{
+	(void)kinds;
+	(void)sample;
+}
+
+void ss_cupti_flush(void)
+{
+}
+
+void ss_cupti_fork_child(void)
+{
+}
+
+int ss_cupti_trace(int on)
+{
+	(void)on;
+	return 0;
+}
+
+void ss_cupti_sample_tick(void)
+{
+}
+
+void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows, uint64_t *traced_ns)
+{
+	*paused_ns = *traced_ns = 0;
+	*count = *windows = 0;
+}
+
+size_t ss_cupti_off_intervals(size_t from, uint64_t (**intervals)[2], int *open)
+{
+	(void)from;
+	*intervals = NULL;
+	*open = 0;
+	return 0;
+}
+
+size_t ss_cupti_take(struct ss_gpu_rec **records)
+{
+	*records = NULL;
+	return 0;
+}
