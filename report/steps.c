@@ -226,7 +226,7 @@ enum regularity { LOOSE, TIGHT, EXACT };
 
 struct periodic {
 	unsigned symbol;
-	long long period;   /* calls: the most frequent gap (exact, tight), the median (loose) */
+	long long period; /* calls: the most frequent gap (exact, tight), the median (loose) */
 	enum regularity how;
 	size_t count;	    /* occurrences */
 	size_t first, last; /* occurrence indexes of its regular chain */
@@ -318,7 +318,7 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 			mode = median;
 		/* the chain: from the first regular gap (and the warm-up step before it) */
 		for (first = 0; first < ngaps && !(how == LOOSE ? 2 * gaps[first] >= median &&
-									 2 * gaps[first] <= 3 * median
+								      2 * gaps[first] <= 3 * median
 								: within(gaps[first], mode));
 		     first++)
 			;
@@ -329,20 +329,29 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 	if (!ncand)
 		goto out;
 	/*
-	 * The loop. Only the most regular candidates vote (a call made twice per step alternates
-	 * gaps, 9 and 10 in a step of 19 calls: tight at about half the period, but not exact).
-	 * Exact and tight: the period under which candidates cover the most calls (occurrences x
-	 * period, summed: a loop of 19 calls per step outweighs a setup loop over five buffers);
-	 * ties: the shorter. Loose: the number of occurrences most candidates share (once per
-	 * step each); ties: the fewer (the longer step).
+	 * The loop. Only the most regular candidates that span the loop vote (a call made twice per
+	 * step alternates gaps, 9 and 10 in a step of 19 calls: tight at about half the period, but
+	 * not exact). Exact and tight: the period under which candidates cover the most calls
+	 * (occurrences x period, summed: a loop of 19 calls per step outweighs a setup loop over
+	 * five buffers); ties: the shorter. Loose: the number of occurrences most candidates share
+	 * (once per step each); ties: the fewer (the longer step).
 	 */
 	{
 		enum regularity best_how = LOOSE;
 		long long best_votes = -1;
 		const struct periodic *chosen = NULL;
 
+		long long widest_span = 0;
+
+		/* the strictest regularity whose candidates span half the widest loop at least:
+		 * a burst of one call at setup (torch creating its stream pool: 128 calls, exactly
+		 * one apart) is exact but no loop beside 30 steps of 50 calls that vary */
 		for (size_t i = 0; i < ncand; i++)
-			if (cand[i].how > best_how)
+			if ((long long)coverage(&cand[i]) * cand[i].period > widest_span)
+				widest_span = (long long)coverage(&cand[i]) * cand[i].period;
+		for (size_t i = 0; i < ncand; i++)
+			if (cand[i].how > best_how &&
+			    2 * (long long)coverage(&cand[i]) * cand[i].period >= widest_span)
 				best_how = cand[i].how;
 		for (size_t i = 0; i < ncand; i++) {
 			long long votes = 0;
@@ -351,9 +360,9 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 				continue;
 			for (size_t j = 0; j < ncand; j++)
 				if (cand[j].how == best_how && same_loop(&cand[i], &cand[j]))
-					votes += best_how == LOOSE
-						     ? 1
-						     : (long long)coverage(&cand[j]) * cand[j].period;
+					votes += best_how == LOOSE ? 1
+								   : (long long)coverage(&cand[j]) *
+									 cand[j].period;
 			if (votes > best_votes ||
 			    (votes == best_votes &&
 			     (best_how == LOOSE ? cand[i].count < chosen->count
