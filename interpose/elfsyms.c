@@ -83,20 +83,52 @@ static void load_module(struct module_symbols *m)
 		const Elf64_Sym *syms = (const Elf64_Sym *)(file + sh[i].sh_offset);
 		const char *names = (const char *)(file + strtab->sh_offset);
 		size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
+		/* the kernels' host-side functions: `k<<<...>>>(args)` calls k(args), which only
+		 * calls its stub; unoptimized (nvcc's host default) it is a frame of its own, and
+		 * the launch's line is its caller's. k is the stub's name less "__device_stub_"
+		 * (mangled:
+		 * "__device_stub__Z4kernPi" -> "_Z4kernPi") or less "__device_stub__" (extern "C").
+		 */
+		const char **stubs = NULL;
+		size_t nstubs = 0;
 		for (size_t k = 0; k < n; k++) {
-			if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC || syms[k].st_value == 0 ||
+			const char *name = names + syms[k].st_name;
+			const char **grown;
+
+			if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC ||
 			    syms[k].st_name >= strtab->sh_size ||
-			    !runtime_name(names + syms[k].st_name))
+			    strncmp(name, "__device_stub_", 14) != 0)
+				continue;
+			grown = realloc(stubs, (nstubs + 1) * sizeof(*grown));
+			if (!grown)
+				break;
+			stubs = grown;
+			stubs[nstubs++] = name + 14;
+		}
+		for (size_t k = 0; k < n; k++) {
+			const char *name = names + syms[k].st_name;
+			int kernel_host = 0;
+
+			if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC || syms[k].st_value == 0 ||
+			    syms[k].st_name >= strtab->sh_size)
+				continue;
+			for (size_t j = 0; j < nstubs && !kernel_host; j++)
+				kernel_host = !strcmp(name, stubs[j]) ||
+					      (stubs[j][0] == '_' && !strcmp(name, stubs[j] + 1));
+			if (!kernel_host && !runtime_name(name))
 				continue;
 			struct runtime_range *grown =
 			    realloc(m->ranges, (m->count + 1) * sizeof(*grown));
-			if (!grown)
+			if (!grown) {
+				free(stubs);
 				goto done;
+			}
 			m->ranges = grown;
 			uint64_t start = syms[k].st_value;
 			m->ranges[m->count++] = (struct runtime_range){
 			    start, start + (syms[k].st_size ? syms[k].st_size : 1)};
 		}
+		free(stubs);
 	}
 	if (m->count)
 		qsort(m->ranges, m->count, sizeof(*m->ranges), by_start);

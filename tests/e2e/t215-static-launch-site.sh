@@ -8,7 +8,8 @@
 # once per path (interpose/native.c) and reads the user's return address from the stack
 # afterwards. Each of the four enqueue lines has its 5 rows and one site, which lies on the
 # marked line; a driver launch the program makes itself keeps its own line; the legacy-stream
-# finding names the legacy launch's line; a polling loop through the runtime's query names the
+# finding names the legacy launch's line; a launch through the kernel's host-side function (a
+# frame of its own, unoptimized) names the launching line, not that function's; a polling loop through the runtime's query names the
 # loop's line.
 . "$E2E_DIR/lib.sh"
 src="$TOP_SRCDIR/tests/progs/static_launch.c"
@@ -25,15 +26,15 @@ under_shim "$PROGS/static_launch" >"$tmp/stdout" || fail "program failed"
 grep -q 'static launch ok' "$tmp/stdout" || fail "wrong output"
 one_db
 golden "SELECT api, count(*), count(DISTINCT site) FROM api_calls WHERE class = 'E1' GROUP BY api ORDER BY api" <<'END'
-cuLaunchKernel|16|4
+cuLaunchKernel|21|5
 cuMemcpyHtoDAsync_v2|5|1
 END
 # each row's site, in call order: the first round's four enqueues name the four lines
 command -v addr2line >/dev/null 2>&1 || skip "no addr2line"
 q "SELECT printf('%x', s.module_offset - 1) FROM calls c JOIN sites s ON s.id = c.site_id
-	WHERE c.class = 'E1' ORDER BY c.start_ns LIMIT 4" >"$tmp/offsets"
+	WHERE c.class = 'E1' ORDER BY c.start_ns LIMIT 5" >"$tmp/offsets"
 n=0
-for mark in LAUNCH-CREATED LAUNCH-LEGACY COPY DIRECT; do
+for mark in LAUNCH-CREATED LAUNCH-LEGACY COPY DIRECT HOSTFN; do
 	n=$((n + 1))
 	where=$(addr2line -e "$PROGS/static_launch" "0x$(sed -n "${n}p" "$tmp/offsets")")
 	site_is "$(cd "$(dirname "${where%%:*}")" && pwd -P)/$(basename "$where")" "$mark"

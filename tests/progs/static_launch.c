@@ -106,6 +106,26 @@ __attribute__((noinline)) void __device_stub__sleep_kernel(void *usec)
 	__asm__ volatile("");
 }
 
+/* A kernel's host-side function, unoptimized as nvcc builds host code by default: a frame of
+ * its own between the launching line and the stub. Its name is the stub's less
+ * "__device_stub_" (a mangled kernel, _Z4stepPv, as `__global__ void step(void *)` gives). */
+__attribute__((noinline)) void __device_stub__Z4stepPv(void *usec)
+{
+	void *args[1] = {&usec};
+	unsigned grid, block;
+	CUstream stream;
+	if (__cudaPopCallConfiguration(&grid, &block, &stream))
+		return;
+	(void)__cudaLaunchKernel((CUfunction)(uintptr_t)sleep_kernel, grid, block, stream, args);
+	__asm__ volatile("");
+}
+
+__attribute__((noinline)) void _Z4stepPv(void *usec)
+{
+	__device_stub__Z4stepPv(usec);
+	__asm__ volatile("");
+}
+
 #define SLEEP_KERNEL(g, b, s)                                                                      \
 	(__cudaPushCallConfiguration(g, b, s)) ? (void)0 : __device_stub__sleep_kernel
 
@@ -146,6 +166,9 @@ int main(void)
 			return 5;
 		if (launch_kernel(kernel, 1, 1, 1, 1, 1, 1, 0, s, args, NULL)) /* DIRECT */
 			return 6;
+		/* clang-format off: the launch stays on its marked line */
+		(__cudaPushCallConfiguration(1, 1, s)) ? (void)0 : _Z4stepPv((void *)200); /* HOSTFN */
+		/* clang-format on */
 	}
 	SLEEP_KERNEL(1, 1, s)((void *)20000);
 	while (cudaStreamQuery(s) == CUDA_ERROR_NOT_READY) /* POLL */
