@@ -85,25 +85,40 @@ static void load_module(struct module_symbols *m)
 		size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
 		/* the kernels' host-side functions: `k<<<...>>>(args)` calls k(args), which only
 		 * calls its stub; unoptimized (nvcc's host default) it is a frame of its own, and
-		 * the launch's line is its caller's. k is the stub's name less "__device_stub_"
-		 * (mangled:
-		 * "__device_stub__Z4kernPi" -> "_Z4kernPi") or less "__device_stub__" (extern "C").
+		 * the launch's line is its caller's. nvcc names the stub "__device_stub_" + k's
+		 * mangled name, itself mangled as a C++ function: k = _Z10count_livePi has the stub
+		 * _Z29__device_stub__Z10count_livePiPi (an extern "C" kernel's: __device_stub__k).
 		 */
-		const char **stubs = NULL;
-		size_t nstubs = 0;
+		struct kernel_name {
+			const char *text;
+			size_t len;
+		} *kernels = NULL;
+		size_t nkernels = 0;
 		for (size_t k = 0; k < n; k++) {
-			const char *name = names + syms[k].st_name;
-			const char **grown;
+			const char *name = names + syms[k].st_name, *id = name;
+			size_t len;
+			struct kernel_name *grown;
 
 			if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC ||
-			    syms[k].st_name >= strtab->sh_size ||
-			    strncmp(name, "__device_stub_", 14) != 0)
+			    syms[k].st_name >= strtab->sh_size)
 				continue;
-			grown = realloc(stubs, (nstubs + 1) * sizeof(*grown));
+			if (name[0] == '_' && name[1] == 'Z' && name[2] >= '0' && name[2] <= '9') {
+				char *end;
+
+				len = strtoul(name + 2, &end, 10); /* _Z<len><identifier><params> */
+				id = end;
+				if (strnlen(id, len) < len)
+					continue;
+			} else {
+				len = strlen(name);
+			}
+			if (len <= 14 || strncmp(id, "__device_stub_", 14) != 0)
+				continue;
+			grown = realloc(kernels, (nkernels + 1) * sizeof(*grown));
 			if (!grown)
 				break;
-			stubs = grown;
-			stubs[nstubs++] = name + 14;
+			kernels = grown;
+			kernels[nkernels++] = (struct kernel_name){id + 14, len - 14};
 		}
 		for (size_t k = 0; k < n; k++) {
 			const char *name = names + syms[k].st_name;
@@ -112,15 +127,22 @@ static void load_module(struct module_symbols *m)
 			if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC || syms[k].st_value == 0 ||
 			    syms[k].st_name >= strtab->sh_size)
 				continue;
-			for (size_t j = 0; j < nstubs && !kernel_host; j++)
-				kernel_host = !strcmp(name, stubs[j]) ||
-					      (stubs[j][0] == '_' && !strcmp(name, stubs[j] + 1));
+			for (size_t j = 0; j < nkernels && !kernel_host; j++) {
+				const struct kernel_name *kn = &kernels[j];
+
+				/* "_Z10count_livePi" for "__device_stub__Z10count_livePi"; "k" or
+				 * "_k" for an extern "C" "__device_stub__k" */
+				kernel_host = (strlen(name) == kn->len &&
+					       !strncmp(name, kn->text, kn->len)) ||
+					      (kn->text[0] == '_' && strlen(name) == kn->len - 1 &&
+					       !strncmp(name, kn->text + 1, kn->len - 1));
+			}
 			if (!kernel_host && !runtime_name(name))
 				continue;
 			struct runtime_range *grown =
 			    realloc(m->ranges, (m->count + 1) * sizeof(*grown));
 			if (!grown) {
-				free(stubs);
+				free(kernels);
 				goto done;
 			}
 			m->ranges = grown;
@@ -128,7 +150,7 @@ static void load_module(struct module_symbols *m)
 			m->ranges[m->count++] = (struct runtime_range){
 			    start, start + (syms[k].st_size ? syms[k].st_size : 1)};
 		}
-		free(stubs);
+		free(kernels);
 	}
 	if (m->count)
 		qsort(m->ranges, m->count, sizeof(*m->ranges), by_start);

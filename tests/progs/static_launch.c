@@ -109,7 +109,7 @@ __attribute__((noinline)) void __device_stub__sleep_kernel(void *usec)
 /* A kernel's host-side function, unoptimized as nvcc builds host code by default: a frame of
  * its own between the launching line and the stub. Its name is the stub's less
  * "__device_stub_" (a mangled kernel, _Z4stepPv, as `__global__ void step(void *)` gives). */
-__attribute__((noinline)) void __device_stub__Z4stepPv(void *usec)
+__attribute__((noinline)) void _Z23__device_stub__Z4stepPvPv(void *usec)
 {
 	void *args[1] = {&usec};
 	unsigned grid, block;
@@ -122,7 +122,7 @@ __attribute__((noinline)) void __device_stub__Z4stepPv(void *usec)
 
 __attribute__((noinline)) void _Z4stepPv(void *usec)
 {
-	__device_stub__Z4stepPv(usec);
+	_Z23__device_stub__Z4stepPvPv(usec);
 	__asm__ volatile("");
 }
 
