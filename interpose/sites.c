@@ -423,10 +423,9 @@ void ss_store_native_stack(const struct ss_rec *r, int64_t call_rowid)
 
 /* ------------------------------------------------------------------ end, fork */
 
-void ss_sites_close(void)
+/* What this file remembers of the database it writes: its ids, by address, text and key. */
+static void forget_ids(void)
 {
-	ss_sq.sqlite3_finalize(module_insert);
-	module_insert = NULL;
 	id_map_free(&sites);
 	id_map_free(&text_sites);
 	id_map_free(&stacks);
@@ -436,14 +435,15 @@ void ss_sites_close(void)
 	id_map_free(&modules_noted);
 }
 
+void ss_sites_close(void)
+{
+	ss_sq.sqlite3_finalize(module_insert);
+	module_insert = NULL;
+	forget_ids();
+}
+
 void ss_sites_fork_child(void)
 {
-	id_map_free(&sites);
-	id_map_free(&text_sites);
-	id_map_free(&stacks);
-	id_map_free(&native_stacks);
-	id_map_free(&native_stack_sites);
-	id_map_free(&python_stack_sites);
-	id_map_free(&modules_noted);
+	forget_ids();
 	module_insert = NULL; /* a statement of the parent's connection */
 }

@@ -82,6 +82,23 @@ PY
 check detect
 check marked
 
+# Steps of varying length after a setup burst of one call (40 stream creations, exactly one
+# apart): the loop's 20 steps are found (loose period), not the burst, and the loop's sync is
+# the first finding.
+rm -rf "$out"
+under_shim "$PROGS/steady" varying >/dev/null 2>&1 || fail "steady varying"
+one_db
+"$SYNCSPY" report --format json "$db" >"$tmp/varying.json" || fail "report varying"
+"$PYTHON3" - "$tmp/varying.json" "$(line varying-sync)" <<'PY' || fail "varying steps"
+import json, sys
+r = json.load(open(sys.argv[1]))
+steps = r["ranks"][0]["steps"]
+assert steps["source"] == "detected" and 18 <= steps["count"] <= 20, steps
+f = r["findings"][0]
+assert f["rule"] == "host-sync" and "steady.c:%s " % sys.argv[2] in f["site"], f
+assert f["phase"] == "steady", f
+PY
+
 # legacy-stream judges the steady state: a blocking stream used at setup only does not make the
 # loop's legacy-stream launches a finding (t204: one used in the loop does).
 rm -rf "$out"

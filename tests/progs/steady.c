@@ -2,7 +2,7 @@
  * tests/progs/steady.c: a program with a setup, a step loop and a teardown, for the report's
  * steady state (report/steps.c, docs/rules.md "Steady state"; t212).
  *
- *   steady [marked|pipeline|legacy]
+ *   steady [marked|pipeline|legacy|varying]
  *
  * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers,
  *           the weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
@@ -83,8 +83,38 @@ static int legacy_after_setup(void)
 	return 0;
 }
 
+/* A loop whose steps vary (a branch taken in some steps adds calls: no call comes back at an
+ * exact period) after a burst of 40 stream creations at setup (as torch creates its stream
+ * pool): the steps are the loop's 20, not the burst's. */
+static int varying(void)
+{
+	cudaStream_t pool[40], s;
+	void *scratch;
+
+	for (int i = 0; i < 40; i++)
+		CHECK(cudaStreamCreateWithFlags(&pool[i], cudaStreamNonBlocking));
+	s = pool[0];
+	for (int step = 0; step < STEPS; step++) {
+		launch(s, 200);
+		launch(s, 200);
+		if (step % 3 == 0) { /* every third step: more work */
+			launch(s, 100);
+			launch(s, 100);
+		}
+		CHECK(cudaStreamSynchronize(s)); /* @varying-sync */
+		CHECK(cudaMalloc(&scratch, 64));
+		CHECK(cudaFree(scratch));
+	}
+	printf("steady: %d steps, varying\n", STEPS);
+	for (int i = 0; i < 40; i++)
+		CHECK(cudaStreamDestroy(pool[i]));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "varying") == 0)
+		return varying();
 	if (argc > 1 && strcmp(argv[1], "pipeline") == 0)
 		return pipeline();
 	if (argc > 1 && strcmp(argv[1], "legacy") == 0)
