@@ -11,6 +11,10 @@
  *   LD_PRELOAD=libsyncspy.so ./wrapper_ab [pairs]      (default 4000 pairs of blocks)
  *   ./wrapper_ab                                       (control: both kinds are the real call)
  *
+ * The calls: cudaLaunchKernel, cudaEventRecord, cudaStreamWaitEvent, cudaStreamSynchronize on an
+ * idle stream, and a <<<>>> launch (push, pop, __cudaLaunchKernel: the path whose user line the
+ * shim keeps, docs/attribution.md "The site of an enqueue"; issue 14 item 3's cost).
+ *
  * Each pair: settle (synchronize the streams, pause BENCH_PAUSE_US, default 50 us, so the
  * shim's writer drains its buffer), then one block of BLOCK_CALLS calls of each kind, in
  * alternating order. Per call: direct and wrapped medians over the blocks, and the median of the
@@ -43,18 +47,47 @@ typedef cudaError_t (*launch_fn)(const void *, dim3, dim3, void **, size_t, cuda
 typedef cudaError_t (*record_fn)(cudaEvent_t, cudaStream_t);
 typedef cudaError_t (*wait_fn)(cudaStream_t, cudaEvent_t, unsigned int);
 typedef cudaError_t (*sync_fn)(cudaStream_t);
+/* What nvcc's <<<>>> expands to in CUDA 13 (crt/host_runtime.h, __cudaLaunch): push the
+ * configuration, then the kernel's stub pops it and calls __cudaLaunchKernel with the handle
+ * __cudaGetKernel gave it. The direct side makes the same three calls on libcudart's own
+ * functions; the wrapped side is the <<<>>> itself, bound to the shim by LD_PRELOAD. */
+typedef unsigned (*push_fn)(dim3, dim3, size_t, struct CUstream_st *);
+typedef cudaError_t (*pop_fn)(dim3 *, dim3 *, size_t *, void *);
+typedef cudaError_t (*kernel_launch_fn)(cudaKernel_t, dim3, dim3, void **, size_t, cudaStream_t);
+typedef cudaError_t (*get_kernel_fn)(cudaKernel_t *, const void *);
 
 struct entry_points {
 	launch_fn launch;
 	record_fn record;
 	wait_fn wait;
 	sync_fn sync;
+	push_fn push; /* NULL on the wrapped side: it launches with <<<>>> */
+	pop_fn pop;
+	kernel_launch_fn kernel_launch;
 };
 
 static struct entry_points wrapped, direct;
 static cudaStream_t work, waits, idle;
 static cudaEvent_t event;
 static long pause_us = 50;
+static cudaKernel_t empty_kernel_handle; /* from libcudart's own __cudaGetKernel */
+
+/* One <<<>>> launch: through the shim's wrappers (ep->push NULL), or as the same three calls
+ * straight to libcudart. */
+static int chevron_launch(const struct entry_points *ep)
+{
+	if (!ep->push) {
+		empty_kernel<<<1, 1, 0, work>>>();
+		return 0;
+	}
+	dim3 grid, blk;
+	size_t shared_bytes;
+	cudaStream_t stream;
+	ep->push(dim3(1), dim3(1), 0, work);
+	if (ep->pop(&grid, &blk, &shared_bytes, &stream) != cudaSuccess)
+		return 1;
+	return (int)ep->kernel_launch(empty_kernel_handle, grid, blk, NULL, shared_bytes, stream);
+}
 
 static uint64_t now_ns(void)
 {
@@ -81,9 +114,13 @@ static double block(int which_case, const struct entry_points *ep)
 		for (int i = 0; i < BLOCK_CALLS; i++)
 			err |= ep->wait(waits, event, 0);
 		break;
-	default:
+	case 3:
 		for (int i = 0; i < BLOCK_CALLS; i++)
 			err |= ep->sync(idle);
+		break;
+	default:
+		for (int i = 0; i < BLOCK_CALLS; i++)
+			err |= chevron_launch(ep);
 	}
 	uint64_t t1 = now_ns();
 	if (err)
@@ -127,16 +164,23 @@ int main(int argc, char **argv)
 	direct.record = (record_fn)dlsym(cudart, "cudaEventRecord");
 	direct.wait = (wait_fn)dlsym(cudart, "cudaStreamWaitEvent");
 	direct.sync = (sync_fn)dlsym(cudart, "cudaStreamSynchronize");
-	if (!direct.launch || !direct.record || !direct.wait || !direct.sync)
+	direct.push = (push_fn)dlsym(cudart, "__cudaPushCallConfiguration");
+	direct.pop = (pop_fn)dlsym(cudart, "__cudaPopCallConfiguration");
+	direct.kernel_launch = (kernel_launch_fn)dlsym(cudart, "__cudaLaunchKernel");
+	get_kernel_fn get_kernel = (get_kernel_fn)dlsym(cudart, "__cudaGetKernel");
+	if (!direct.launch || !direct.record || !direct.wait || !direct.sync || !direct.push ||
+	    !direct.pop || !direct.kernel_launch || !get_kernel)
 		return 2;
 	CHECK(cudaStreamCreateWithFlags(&work, cudaStreamNonBlocking));
 	CHECK(cudaStreamCreateWithFlags(&waits, cudaStreamNonBlocking));
 	CHECK(cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking));
 	CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
 	CHECK(cudaEventRecord(event, work));
+	CHECK(get_kernel(&empty_kernel_handle, (const void *)empty_kernel));
 
 	static const char *const names[] = {"cudaLaunchKernel", "cudaEventRecord",
-					    "cudaStreamWaitEvent", "cudaStreamSynchronize_idle"};
+					    "cudaStreamWaitEvent", "cudaStreamSynchronize_idle",
+					    "triple_chevron_launch"};
 	double *d = (double *)malloc(sizeof(double) * pairs);
 	double *w = (double *)malloc(sizeof(double) * pairs);
 	double *diff = (double *)malloc(sizeof(double) * pairs);
@@ -144,7 +188,7 @@ int main(int argc, char **argv)
 	       pairs, BLOCK_CALLS, pause_us);
 	printf("# wrapper %s the real function\n",
 	       (void *)wrapped.record == (void *)direct.record ? "IS" : "is not");
-	for (int c = 0; c < 4; c++) {
+	for (int c = 0; c < 5; c++) {
 		for (long p = -WARMUP_PAIRS; p < pairs; p++) {
 			settle();
 			double a, b;

@@ -122,13 +122,17 @@ build driver_kernels nvcc -cubin -arch=sm_90 -o "$cwork/bin/driver_kernels.cubin
 while read -r id kind src b; do
 	[ -n "$only" ] && ! [[ $id =~ $only ]] && continue
 	extra=()
+	# A workload that needs a library beyond cudart names it in its top comment:
+	# `// CORPUS-LDLIBS: -lcublas` (examples/corpus/README.md).
+	read -r -a ldlibs < <(sed -n 's|^.*CORPUS-LDLIBS:||p' "$src" | head -n1)
 	case $kind in
 	cuda)
 		[ "$b" = shared ] && extra+=(-cudart shared)
 		case $src in */n*.cu) extra+=(-I"$nccl/include" -L"$nccl/lib" -l:libnccl.so.2) ;; esac
-		build "$id" nvcc -O2 -g -arch=sm_90 "${extra[@]}" -o "$cwork/bin/$id" "$src" -lpthread & ;;
+		build "$id" nvcc -O2 -g -arch=sm_90 "${extra[@]}" -o "$cwork/bin/$id" "$src" -lpthread \
+			"${ldlibs[@]}" & ;;
 	driver)
-		build "$id" nvcc -O2 -g -cudart none -o "$cwork/bin/$id" "$src" -lcuda & ;;
+		build "$id" nvcc -O2 -g -cudart none -o "$cwork/bin/$id" "$src" -lcuda "${ldlibs[@]}" & ;;
 	esac
 	while [ "$(jobs -rp | wc -l)" -ge 16 ]; do wait -n; done
 done < <(task_list)
