@@ -707,6 +707,11 @@ static int add_notes(struct ss_report *r)
 			code = add_note(r, format("%s: %lld calls were dropped while recording: its "
 						  "counts are lower bounds",
 						  rk->path, rk->dropped));
+		if (code == SS_EXIT_OK && rk->backwards > 0)
+			code = add_note(
+			    r, format("%s: %lld call%s with end_ns < start_ns (a clock "
+				      "that went back, or a damaged file): counted as 0 ns",
+				      rk->path, rk->backwards, rk->backwards == 1 ? "" : "s"));
 		if (code == SS_EXIT_OK && !rk->finished)
 			code = add_note(r, format("%s: unfinished recording (still running, or "
 						  "killed): read up to its last commit",
@@ -797,8 +802,12 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 		code = add_notes(report) == SS_EXIT_OK ? SS_EXIT_OK : out_of_memory(&ld);
 	if (code != SS_EXIT_OK)
 		return code;
-	qsort(report->findings, report->nfindings, sizeof(*report->findings), compare_findings);
-	qsort(report->ranks, report->nranks, sizeof(*report->ranks), compare_ranks);
+	/* qsort's array may not be NULL, even for no elements */
+	if (report->nfindings)
+		qsort(report->findings, report->nfindings, sizeof(*report->findings),
+		      compare_findings);
+	if (report->nranks)
+		qsort(report->ranks, report->nranks, sizeof(*report->ranks), compare_ranks);
 	if (report->nranges)
 		qsort(report->ranges, report->nranges, sizeof(*report->ranges),
 		      compare_range_stats);

@@ -56,6 +56,7 @@ struct ss_rank {
 	long long nccl_ops;	 /* N2 calls on a communicator (collectives, send/recv) */
 	long long nccl_ns;	 /* host time in all N2 calls, group start/end included */
 	long long dropped;	 /* meta.dropped_events: non-zero makes the counts lower bounds */
+	long long backwards;	 /* calls with end_ns < start_ns: counted as 0 ns (a note) */
 	unsigned deviates;	 /* enum ss_deviation bits */
 	long long start_mono_ns; /* for aligning ranks' clocks (SCHEMA-3) */
 	long long start_realtime_ns;

@@ -84,7 +84,8 @@
 #define RECORDING_SQL                                                                              \
 	WARMUP_WITH_SQL                                                                            \
 	" SELECT c.class, a.name, coalesce(s.text, '" UNKNOWN_SITE "'), " WARMUP_EXPR_SQL ","      \
-	"  sum(CASE WHEN c.class = 'S7' THEN c.count ELSE 1 END), sum(c.end_ns - c.start_ns)"      \
+	"  sum(CASE WHEN c.class = 'S7' THEN c.count ELSE 1 END),"                                 \
+	"  sum(max(c.end_ns - c.start_ns, 0))"                                                     \
 	" FROM calls c JOIN apis a ON a.id = c.api_id"                                             \
 	" JOIN classes k ON k.class = c.class AND k.sync_point"                                    \
 	" LEFT JOIN sites s ON s.id = c.site_id"                                                   \
@@ -124,7 +125,8 @@
 #define RANGE_INDEX_SQL "CREATE INDEX temp.ss_rsync_t ON ss_rsync(tid, start_ns)"
 /* A sync point is in a range when it starts and ends inside it, on the range's thread. */
 #define RANGE_CONTRIB_SQL                                                                          \
-	"SELECT r.id, t.class, t.api, t.site, t.warmup, sum(t.n), sum(t.end_ns - t.start_ns)"      \
+	"SELECT r.id, t.class, t.api, t.site, t.warmup, sum(t.n),"                                 \
+	" sum(max(t.end_ns - t.start_ns, 0))"                                                      \
 	" FROM temp.ss_ranges r JOIN temp.ss_rsync t ON t.tid = r.tid"                             \
 	" AND t.start_ns >= r.start_ns AND t.start_ns <= r.end_ns AND t.end_ns <= r.end_ns"        \
 	" GROUP BY 1, 2, 3, 4, 5"
@@ -512,6 +514,10 @@ static int junit_write(struct check *ck, const char *path)
 
 static int work_failure(struct check *ck)
 {
+	/* the totals of damaged recordings (values each in range, too large together) */
+	if (strcmp(sqlite3_errmsg(ck->work), "integer overflow") == 0)
+		return ss_error(SS_EXIT_INPUT, "check: the recordings' counts or times add up "
+					       "beyond 64 bits (damaged databases)");
 	return ss_error(SS_EXIT_INTERNAL, "check: SQLite: %s", sqlite3_errmsg(ck->work));
 }
 

@@ -101,7 +101,21 @@ static void put_cell(enum dump_format format, const char *text, FILE *out)
 		put_tsv(text, out);
 }
 
-/* TSV/CSV: a header line of column names, then one line per row; NULL is an empty field. */
+/* A failed or refused read, worded by db.c: the diagnosis reads the schema, which the
+ * authorizer of --where would refuse (the connection is read-only either way). */
+static int dump_failure(sqlite3 *db, int rc, const char *path, char *err, size_t errlen)
+{
+	sqlite3_set_authorizer(db, NULL, NULL);
+	if (rc == SQLITE_MISMATCH) /* a BLOB in a text dump: what ss_db_diagnose finds */
+		return ss_db_diagnose(db, path, err, errlen) != SS_EXIT_OK
+			   ? SS_EXIT_INPUT
+			   : ss_db_failure(db, rc, path, err, errlen);
+	return ss_db_failure(db, rc, path, err, errlen);
+}
+
+/* TSV/CSV: a header line of column names, then one line per row; NULL is an empty field. A
+ * BLOB (no recording has one: the schema's columns are integers and text) is refused as
+ * damage, as every other command refuses it. */
 static int dump_delimited(sqlite3 *db, sqlite3_stmt *stmt, const char *path,
 			  enum dump_format format, char *err, size_t errlen)
 {
@@ -116,6 +130,9 @@ static int dump_delimited(sqlite3 *db, sqlite3_stmt *stmt, const char *path,
 	}
 	putchar('\n');
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		for (int c = 0; c < columns; c++)
+			if (sqlite3_column_type(stmt, c) == SQLITE_BLOB)
+				return dump_failure(db, SQLITE_MISMATCH, path, err, errlen);
 		for (int c = 0; c < columns; c++) {
 			const char *text = (const char *)sqlite3_column_text(stmt, c);
 
@@ -126,7 +143,7 @@ static int dump_delimited(sqlite3 *db, sqlite3_stmt *stmt, const char *path,
 		}
 		putchar('\n');
 	}
-	return rc == SQLITE_DONE ? SS_EXIT_OK : ss_db_failure(db, rc, path, err, errlen);
+	return rc == SQLITE_DONE ? SS_EXIT_OK : dump_failure(db, rc, path, err, errlen);
 }
 
 /* JSON: the statement's one column is each row's json_object text. */
@@ -153,7 +170,7 @@ static int dump_json(sqlite3 *db, sqlite3_stmt *stmt, const char *path, const ch
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
 		printf("%s\n  %s", rows++ ? "," : "", sqlite3_column_text(stmt, 0));
 	printf("%s]}", rows ? "\n" : "");
-	return rc == SQLITE_DONE ? SS_EXIT_OK : ss_db_failure(db, rc, path, err, errlen);
+	return rc == SQLITE_DONE ? SS_EXIT_OK : dump_failure(db, rc, path, err, errlen);
 }
 
 /* SELECT * for TSV/CSV; for JSON, json_object('col', "col", ...) over the same columns. */

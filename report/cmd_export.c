@@ -35,7 +35,12 @@ static const struct ss_export_ops *const formats[] = {
 	" coalesce((SELECT value FROM meta WHERE key = 'host'), '?'),"                             \
 	" (SELECT value FROM meta WHERE key = 'start_realtime_ns')"                                \
 	"  - (SELECT value FROM meta WHERE key = 'start_mono_ns'),"                                \
-	" (SELECT min(start_ns) FROM calls), (SELECT count(*) FROM calls)"
+	" t.first, t.n, t.lo, t.hi,"                                                               \
+	" (SELECT value FROM meta WHERE key = 'start_mono_ns'),"                                   \
+	" (SELECT value FROM meta WHERE key = 'start_realtime_ns')"                                \
+	" FROM (SELECT min(start_ns) AS first, count(*) AS n,"                                     \
+	"  min(min(start_ns), min(end_ns)) AS lo,"                                                 \
+	"  max(max(start_ns), max(end_ns)) AS hi FROM calls) t"
 
 struct placed_db {
 	struct ss_export_db info;
@@ -68,6 +73,30 @@ static int place(sqlite3 *db, const char *path, struct placed_db *p, char *err, 
 	p->has_calls = sqlite3_column_type(stmt, 4) != SQLITE_NULL;
 	p->first_real = sqlite3_column_int64(stmt, 4) + p->mono_to_real;
 	p->info.calls = sqlite3_column_int64(stmt, 5);
+	/* times the report refuses (db.h's range) are refused here too, in the same words */
+	if (p->has_calls && (sqlite3_column_int64(stmt, 6) < 0 ||
+			     sqlite3_column_int64(stmt, 7) > SS_DB_TIME_MAX_NS)) {
+		sqlite3_finalize(stmt);
+		if (ss_db_diagnose(db, path, err, errlen) != SS_EXIT_OK)
+			return SS_EXIT_INPUT;
+		snprintf(err, errlen, "%s: damaged syncspy database: a call's time out of range",
+			 path);
+		return SS_EXIT_INPUT;
+	}
+	for (int col = 8; col <= 9; col++) {
+		long long v = sqlite3_column_int64(stmt, col);
+		long long max = col == 9 ? SS_DB_REALTIME_MAX_NS : SS_DB_TIME_MAX_NS;
+
+		if (v < 0 || v > max) {
+			snprintf(
+			    err, errlen,
+			    "%s: damaged syncspy database: meta.%s out of range (%lld; from 0 to "
+			    "%lld)",
+			    path, col == 9 ? "start_realtime_ns" : "start_mono_ns", v, max);
+			sqlite3_finalize(stmt);
+			return SS_EXIT_INPUT;
+		}
+	}
 	sqlite3_finalize(stmt);
 	if (!p->host)
 		return ss_error(SS_EXIT_INTERNAL, "out of memory");

@@ -24,7 +24,7 @@
 #define CALLS_PER_API_SQL                                                                          \
 	"SELECT a.name AS api, c.class AS class,"                                                  \
 	" sum(CASE WHEN c.class = 'S7' THEN c.count ELSE 1 END) AS calls,"                         \
-	" sum(c.end_ns - c.start_ns) AS total_ns"                                                  \
+	" sum(max(c.end_ns - c.start_ns, 0)) AS total_ns"                                          \
 	" FROM calls c JOIN apis a ON a.id = c.api_id"                                             \
 	" LEFT JOIN classes k ON k.class = c.class"                                                \
 	" GROUP BY c.class, a.name"                                                                \
@@ -36,13 +36,14 @@
 	" coalesce(t.calls, 0) AS calls, coalesce(t.total_ns, 0) AS total_ns"                      \
 	" FROM classes k LEFT JOIN (SELECT class,"                                                 \
 	"  sum(CASE WHEN class = 'S7' THEN count ELSE 1 END) AS calls,"                            \
-	"  sum(end_ns - start_ns) AS total_ns FROM calls GROUP BY class) t ON t.class = k.class"   \
+	"  sum(max(end_ns - start_ns, 0)) AS total_ns FROM calls GROUP BY class) t ON t.class = "  \
+	"k.class"                                                                                  \
 	" ORDER BY k.sync_point DESC, k.class"
 
 /* The calls that are sync points (classes with sync_point = 1) and the time they blocked. */
 #define SYNC_TOTAL_SQL                                                                             \
 	"SELECT coalesce(sum(CASE WHEN c.class = 'S7' THEN c.count ELSE 1 END), 0) AS calls,"      \
-	" coalesce(sum(c.end_ns - c.start_ns), 0) AS blocked_ns"                                   \
+	" coalesce(sum(max(c.end_ns - c.start_ns, 0)), 0) AS blocked_ns"                           \
 	" FROM calls c JOIN classes k ON k.class = c.class WHERE k.sync_point"
 
 #define META_SQL "SELECT key, '=', value FROM meta ORDER BY key"

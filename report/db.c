@@ -130,6 +130,120 @@ void ss_db_list_free(struct ss_db_list *list)
 
 /* ------------------------------------------------------------------ errors */
 
+/*
+ * The first value of a table that breaks the schema's types: a BLOB anywhere, text or a real
+ * in an INTEGER column, a calls time outside [0, SS_DB_TIME_MAX_NS]. One scan per table, run
+ * only once a query has failed (or been refused), to say what in the file is wrong. Returns
+ * SS_EXIT_INPUT with the message, or SS_EXIT_OK when nothing is found.
+ */
+static int diagnose_table(sqlite3 *db, const char *table, const char *path, char *err,
+			  size_t errlen)
+{
+	sqlite3_str *cond = sqlite3_str_new(db), *which = sqlite3_str_new(db);
+	sqlite3_stmt *cols = NULL, *stmt = NULL;
+	char *where = NULL, *names = NULL, *sql = NULL;
+	int n = 0, code = SS_EXIT_OK;
+
+	if (sqlite3_prepare_v2(db,
+			       "SELECT name, upper(type) FROM pragma_table_info(?1) ORDER BY cid",
+			       -1, &cols, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_bind_text(cols, 1, table, -1, SQLITE_STATIC);
+	while (sqlite3_step(cols) == SQLITE_ROW) {
+		const char *col = (const char *)sqlite3_column_text(cols, 0);
+		const char *type = (const char *)sqlite3_column_text(cols, 1);
+		int integer = type && strcmp(type, "INTEGER") == 0;
+		int timed = strcmp(table, "calls") == 0 &&
+			    (strcmp(col, "start_ns") == 0 || strcmp(col, "end_ns") == 0);
+		char *test;
+
+		if (integer && timed)
+			test = sqlite3_mprintf(
+			    "typeof(\"%w\") NOT IN ('integer', 'null') OR \"%w\" < 0"
+			    " OR \"%w\" > %lld",
+			    col, col, col, (long long)SS_DB_TIME_MAX_NS);
+		else if (integer)
+			test = sqlite3_mprintf("typeof(\"%w\") NOT IN ('integer', 'null')", col);
+		else
+			test = sqlite3_mprintf("typeof(\"%w\") = 'blob'", col);
+		if (!test)
+			break;
+		sqlite3_str_appendf(cond, "%s(%s)", n ? " OR " : "", test);
+		sqlite3_str_appendf(which, " WHEN %s THEN %Q", test, col);
+		sqlite3_free(test);
+		n++;
+	}
+	where = sqlite3_str_finish(cond);
+	cond = NULL;
+	names = sqlite3_str_finish(which);
+	which = NULL;
+	if (!n || !where || !names)
+		goto out;
+	sql = sqlite3_mprintf("SELECT rowid, CASE%s END FROM \"%w\" WHERE %s LIMIT 1", names, table,
+			      where);
+	if (!sql || sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK)
+		goto out;
+	if (sqlite3_step(stmt) == SQLITE_ROW) {
+		const char *col = (const char *)sqlite3_column_text(stmt, 1);
+		sqlite3_stmt *value = NULL;
+		char *get = sqlite3_mprintf("SELECT typeof(\"%w\"), quote(\"%w\") FROM \"%w\""
+					    " WHERE rowid = ?1",
+					    col, col, table);
+		const char *type = "?";
+		char shown[48] = "";
+
+		if (get && sqlite3_prepare_v2(db, get, -1, &value, NULL) == SQLITE_OK) {
+			sqlite3_bind_int64(value, 1, sqlite3_column_int64(stmt, 0));
+			if (sqlite3_step(value) == SQLITE_ROW) {
+				type = (const char *)sqlite3_column_text(value, 0);
+				snprintf(shown, sizeof(shown), "%s",
+					 (const char *)sqlite3_column_text(value, 1));
+			}
+		}
+		if (strcmp(type, "integer") == 0)
+			code =
+			    fail(err, errlen, SS_EXIT_INPUT,
+				 "%s: damaged syncspy database: %s row %lld: %s out of range (%s; "
+				 "times are CLOCK_MONOTONIC ns from 0 to %lld)",
+				 path, table, (long long)sqlite3_column_int64(stmt, 0), col, shown,
+				 (long long)SS_DB_TIME_MAX_NS);
+		else
+			code =
+			    fail(err, errlen, SS_EXIT_INPUT,
+				 "%s: damaged syncspy database: %s row %lld: %s holds a %s value",
+				 path, table, (long long)sqlite3_column_int64(stmt, 0), col, type);
+		sqlite3_finalize(value);
+		sqlite3_free(get);
+	}
+out:
+	sqlite3_free(sqlite3_str_finish(cond));
+	sqlite3_free(sqlite3_str_finish(which));
+	sqlite3_free(where);
+	sqlite3_free(names);
+	sqlite3_free(sql);
+	sqlite3_finalize(cols);
+	sqlite3_finalize(stmt);
+	return code;
+}
+
+int ss_db_diagnose(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+	sqlite3_stmt *tables;
+	int code = SS_EXIT_OK;
+
+	if (!db ||
+	    sqlite3_prepare_v2(db,
+			       "SELECT name FROM sqlite_master WHERE type = 'table'"
+			       " AND name NOT GLOB 'sqlite_*' ORDER BY name = 'calls' DESC, name",
+			       -1, &tables, NULL) != SQLITE_OK)
+		return SS_EXIT_OK;
+	while (code == SS_EXIT_OK && sqlite3_step(tables) == SQLITE_ROW)
+		code = diagnose_table(db, (const char *)sqlite3_column_text(tables, 0), path, err,
+				      errlen);
+	sqlite3_finalize(tables);
+	return code;
+}
+
 int ss_db_failure(sqlite3 *db, int rc, const char *path, char *err, size_t errlen)
 {
 	int ext = db ? sqlite3_extended_errcode(db) : rc;
@@ -159,9 +273,23 @@ int ss_db_failure(sqlite3 *db, int rc, const char *path, char *err, size_t errle
 			    path, sqlite3_errmsg(db));
 	case SQLITE_NOMEM:
 		return fail(err, errlen, SS_EXIT_INTERNAL, "%s: out of memory", path);
-	default:
-		return fail(err, errlen, SS_EXIT_INTERNAL, "%s: SQLite error: %s", path,
-			    db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	default: {
+		/* A value the schema does not allow (a BLOB that json_object refuses, a sum that
+		 * overflows) is bad input; only when the file holds none is it our error. */
+		int code = fail(err, errlen, SS_EXIT_INTERNAL, "%s: SQLite error: %s", path,
+				db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		/* sum() of values each in range, too many or too large together */
+		int overflow = db && strcmp(sqlite3_errmsg(db), "integer overflow") == 0;
+
+		if (db && ss_db_diagnose(db, path, err, errlen) != SS_EXIT_OK)
+			code = SS_EXIT_INPUT;
+		else if (overflow)
+			code = fail(err, errlen, SS_EXIT_INPUT,
+				    "%s: damaged syncspy database: its times or byte counts add up "
+				    "beyond 64 bits",
+				    path);
+		return code;
+	}
 	}
 }
 
@@ -271,8 +399,9 @@ static char *table_columns(sqlite3 *db, const char *table, int *rc)
 
 /*
  * Compares the database with SS_SCHEMA_SQL itself, built in memory, so that the reader's idea
- * of version 1 cannot drift from the writer's: every table must have the same columns in the
- * same order, every view must exist. Extra tables or indexes are allowed.
+ * of version 1 cannot drift from the writer's: every table and view must have the same columns
+ * in the same order, and every view must compile (a view reading a dropped table does not).
+ * Extra tables or indexes are allowed.
  */
 static int check_objects(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
@@ -283,11 +412,12 @@ static int check_objects(sqlite3 *db, const char *path, char *err, size_t errlen
 	rc = sqlite3_open_v2(":memory:", &ref, SQLITE_OPEN_READWRITE, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(ref, SS_SCHEMA_SQL, NULL, NULL, NULL);
+	/* Tables first: a view that reads a missing table is reported as that table missing. */
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(
 		    ref,
 		    "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')"
-		    " AND name NOT GLOB 'sqlite_*' ORDER BY name",
+		    " AND name NOT GLOB 'sqlite_*' ORDER BY type = 'view', name",
 		    -1, &objects, NULL);
 	if (rc != SQLITE_OK) {
 		code = fail(err, errlen, SS_EXIT_INTERNAL, "cannot build the reference schema: %s",
@@ -302,7 +432,14 @@ static int check_objects(sqlite3 *db, const char *path, char *err, size_t errlen
 
 		want = table_columns(ref, name, &rc_want);
 		have = table_columns(db, name, &rc_have);
-		if (rc_have != SQLITE_OK)
+		if (rc_have != SQLITE_OK && (rc_have & 0xff) == SQLITE_ERROR &&
+		    strcmp(type, "view") == 0)
+			/* the view's SQL does not compile on this database (a table or column it
+			 * reads is gone): bad input, not an internal error */
+			code = fail(err, errlen, SS_EXIT_INPUT,
+				    "%s: damaged syncspy database: view '%s' cannot be read (%s)",
+				    path, name, sqlite3_errmsg(db));
+		else if (rc_have != SQLITE_OK)
 			code = ss_db_failure(db, rc_have, path, err, errlen);
 		else if (rc_want != SQLITE_OK)
 			code = fail(err, errlen, SS_EXIT_INTERNAL, "reference schema: %s",
@@ -310,11 +447,11 @@ static int check_objects(sqlite3 *db, const char *path, char *err, size_t errlen
 		else if (!have)
 			code = fail(err, errlen, SS_EXIT_INPUT,
 				    "%s: damaged syncspy database: no %s '%s'", path, type, name);
-		else if (strcmp(type, "table") == 0 && strcmp(want, have) != 0)
+		else if (strcmp(want, have) != 0) /* a view's columns are what readers select */
 			code = fail(err, errlen, SS_EXIT_INPUT,
-				    "%s: damaged syncspy database: table '%s' has columns (%s), "
+				    "%s: damaged syncspy database: %s '%s' has columns (%s), "
 				    "schema version %d has (%s)",
-				    path, name, have, SS_SCHEMA_VERSION, want);
+				    path, type, name, have, SS_SCHEMA_VERSION, want);
 		sqlite3_free(want);
 		sqlite3_free(have);
 	}
@@ -395,6 +532,59 @@ static sqlite3 *open_immutable(const char *path)
 	return db;
 }
 
+/* One value of a PRAGMA that returns an integer (page_count, page_size). */
+static int pragma_int(sqlite3 *db, const char *sql, long long *value)
+{
+	sqlite3_stmt *stmt;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, NULL);
+
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		*value = sqlite3_column_int64(stmt, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(stmt);
+	return rc;
+}
+
+/*
+ * A file cut short: SQLite reads the missing end of a page as zeros (a short read is not an
+ * error to it), so a copy cut inside its last page reads with rows missing and no complaint.
+ * The database's size in pages (PRAGMA page_count: the header's count, as SQLite trusts it)
+ * times the page size must fit in the file. With a non-empty -wal beside it, pages may live
+ * there (a recording still running): the file alone is not checked then, but it is always
+ * made of whole pages.
+ */
+static int check_size(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+	long long pages = 0, page_size = 0;
+	struct stat st, wal_st;
+	char *wal;
+	int rc, wal_used;
+
+	rc = pragma_int(db, "PRAGMA page_size", &page_size);
+	if (rc == SQLITE_OK)
+		rc = pragma_int(db, "PRAGMA page_count", &pages);
+	if (rc != SQLITE_OK)
+		return ss_db_failure(db, rc, path, err, errlen);
+	if (stat(path, &st) != 0)
+		return fail(err, errlen, SS_EXIT_INPUT, "%s: %s", path, strerror(errno));
+	if (asprintf(&wal, "%s-wal", path) < 0)
+		return fail(err, errlen, SS_EXIT_INTERNAL, "out of memory");
+	wal_used = stat(wal, &wal_st) == 0 && wal_st.st_size > 0;
+	free(wal);
+	if (page_size <= 0)
+		return SS_EXIT_OK;
+	if (st.st_size % page_size != 0 || (!wal_used && st.st_size < pages * page_size))
+		return fail(err, errlen, SS_EXIT_INPUT,
+			    "%s: corrupt or truncated database (%lld bytes; its header says %lld "
+			    "pages of %lld bytes)",
+			    path, (long long)st.st_size, pages, page_size);
+	return SS_EXIT_OK;
+}
+
 int ss_db_open(const char *path, sqlite3 **out, char *err, size_t errlen)
 {
 	sqlite3 *db = NULL;
@@ -423,6 +613,8 @@ int ss_db_open(const char *path, sqlite3 **out, char *err, size_t errlen)
 			code = check_meta_table(db, path, err, errlen);
 		}
 	}
+	if (code == SS_EXIT_OK)
+		code = check_size(db, path, err, errlen);
 	if (code == SS_EXIT_OK)
 		code = check_version(db, path, err, errlen);
 	if (code == SS_EXIT_OK)

@@ -48,10 +48,31 @@ int ss_db_quick_check(sqlite3 *db, const char *path, char *err, size_t errlen);
 /*
  * Turns a failed SQLite call on an open database into an exit code and a message. Input errors
  * (exit 2): corruption and truncation (SQLITE_CORRUPT, SQLITE_NOTADB, short reads), read errors,
- * a file its writer keeps locked, a WAL file that cannot be opened read-only. Anything else
- * (SQL errors, no memory) is internal (exit 3). rc is the failing result code.
+ * a file its writer keeps locked, a WAL file that cannot be opened read-only, a value the schema
+ * does not allow (ss_db_diagnose). Anything else (SQL errors on valid data, no memory) is
+ * internal (exit 3). rc is the failing result code.
  */
 int ss_db_failure(sqlite3 *db, int rc, const char *path, char *err, size_t errlen);
+
+/*
+ * The largest time a call may have: CLOCK_MONOTONIC ns (SCHEMA-3) of 2^60, 36 years of uptime;
+ * and the largest meta.start_realtime_ns, 2^62 (the year 2116). Within them, a time on the
+ * report's axis (t - start_mono_ns + start_realtime_ns, ANALYSIS-4) and the difference of two
+ * such times cannot overflow 64 bits; a database with a time beyond them (or below 0) is
+ * damaged (ss_db_diagnose, load.c, docs/cli.md).
+ */
+#define SS_DB_TIME_MAX_NS     (1LL << 60)
+#define SS_DB_REALTIME_MAX_NS (1LL << 62)
+
+/*
+ * Looks for a value the schema does not allow, the first one found: a BLOB in any column, text
+ * or a real number in an INTEGER column, a calls.start_ns or end_ns outside [0,
+ * SS_DB_TIME_MAX_NS]. One scan of each table: run after a query failed, to tell damaged input
+ * (SS_EXIT_INPUT, "PATH: damaged syncspy database: calls row 5: bytes holds a blob value" in
+ * err) from an internal error; SS_EXIT_OK when the data holds nothing of the kind (err
+ * untouched). ss_db_failure calls it for every failure that is not of the file itself.
+ */
+int ss_db_diagnose(sqlite3 *db, const char *path, char *err, size_t errlen);
 
 /* How ss_db_print_rows lays out a table. */
 struct ss_rows_style {

@@ -119,7 +119,7 @@
  */
 #define SLICE(TID, ARGS, EXTRA)                                                                    \
 	"json_object('ph', 'X', 'name', a.name, 'cat', c.class, 'pid', ?1, 'tid', " TID ","        \
-	" 'ts', (c.start_ns + ?2) / 1000.0, 'dur', (c.end_ns - c.start_ns) / 1000.0,"              \
+	" 'ts', (c.start_ns + ?2) / 1000.0, 'dur', max(c.end_ns - c.start_ns, 0) / 1000.0,"        \
 	" 'args', " ARGS EXTRA ")"
 #define CALL_EVENT(TID, ARGS)                                                                      \
 	"CASE WHEN c.class GLOB 'S[1-7]' THEN " SLICE(                                             \
@@ -322,12 +322,10 @@ static int write_rows_text(struct ss_export_out *out, const struct ss_export_db 
 	char *name;
 	int rc;
 
+	(void)label; /* db.c words failures alike for every command (report and export agree) */
 	rc = sqlite3_prepare_v2(d->db, sql, -1, &stmt, NULL);
-	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s: SQLite error: %s", d->path, label,
-			 sqlite3_errmsg(d->db));
-		return SS_EXIT_INTERNAL;
-	}
+	if (rc != SQLITE_OK)
+		return ss_db_failure(d->db, rc, d->path, err, errlen);
 	if (d->rank >= 0)
 		name = sqlite3_mprintf("rank %lld (%s %lld)", d->rank, d->host, d->os_pid);
 	else
@@ -349,13 +347,13 @@ static int write_rows_text(struct ss_export_out *out, const struct ss_export_db 
 		if (counter)
 			(*counter)++;
 	}
-	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE) {
-		snprintf(err, errlen, "%s: %s: %s", d->path, label, sqlite3_errstr(rc));
-		return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB
-			   ? SS_EXIT_INPUT
-			   : SS_EXIT_INTERNAL;
+		int code = ss_db_failure(d->db, rc, d->path, err, errlen);
+
+		sqlite3_finalize(stmt);
+		return code;
 	}
+	sqlite3_finalize(stmt);
 	return ferror(out->file) ? SS_EXIT_INTERNAL : SS_EXIT_OK;
 }
 
@@ -378,21 +376,15 @@ static int chrome_gpu(struct ss_export_out *out, const struct ss_export_db *d, c
 		api = sqlite3_column_int(stmt, 1);
 	}
 	sqlite3_finalize(stmt);
-	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "%s: looking for GPU tables: %s", d->path,
-			 sqlite3_errmsg(d->db));
-		return SS_EXIT_INTERNAL;
-	}
+	if (rc != SQLITE_OK)
+		return ss_db_failure(d->db, rc, d->path, err, errlen);
 	if (!activity)
 		return SS_EXIT_OK;
 	rc = sqlite3_exec(d->db, GPU_SETUP_SQL, NULL, NULL, NULL);
 	if (rc == SQLITE_OK && api)
 		rc = sqlite3_exec(d->db, GPU_API_SETUP_SQL, NULL, NULL, NULL);
-	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "%s: building the GPU track tables: %s", d->path,
-			 sqlite3_errmsg(d->db));
-		return SS_EXIT_INTERNAL;
-	}
+	if (rc != SQLITE_OK)
+		return ss_db_failure(d->db, rc, d->path, err, errlen);
 	code = write_rows(out, d, GPU_METADATA_SQL, "GPU track names", NULL, err, errlen);
 	if (code == SS_EXIT_OK)
 		code = write_rows(out, d, GPU_SLICES_SQL, "GPU tracks", NULL, err, errlen);
@@ -430,11 +422,8 @@ static int chrome_database(struct ss_export_out *out, const struct ss_export_db 
 	d->shift_ns -= clock.offset_ns; /* "Clock alignment": 0 on the reference's host */
 	rc = sqlite3_exec(d->db, SETUP_SQL, NULL, NULL, NULL);
 
-	if (rc != SQLITE_OK) {
-		snprintf(err, errlen, "%s: building the track tables: %s", d->path,
-			 sqlite3_errmsg(d->db));
-		return SS_EXIT_INTERNAL;
-	}
+	if (rc != SQLITE_OK)
+		return ss_db_failure(d->db, rc, d->path, err, errlen);
 	code = write_rows(out, d, METADATA_SQL, "track names", NULL, err, errlen);
 	if (code == SS_EXIT_OK && strcmp(clock.method, "same-host") != 0) {
 		char spread[64] = "unknown", *label;

@@ -102,7 +102,8 @@
  * per instance (lower median, max); the names with the most sync points first. */
 #define RANGE_STATS_SQL                                                                            \
 	"WITH inst AS (SELECT r.id, coalesce(r.name, '(unnamed)') AS name, r.kind AS kind,"        \
-	"  coalesce(sum(t.n), 0) AS sp, coalesce(sum(t.end_ns - t.start_ns), 0) AS bl"             \
+	"  coalesce(sum(t.n), 0) AS sp,"                                                           \
+	"  coalesce(sum(max(t.end_ns - t.start_ns, 0)), 0) AS bl"                                  \
 	"  FROM ranges r LEFT JOIN temp.ss_rsync t ON t.tid = r.tid AND t.start_ns >= r.start_ns"  \
 	"  AND t.start_ns <= coalesce(r.end_ns, ?1) AND t.end_ns <= coalesce(r.end_ns, ?1)"        \
 	"  GROUP BY r.id),"                                                                        \
@@ -146,6 +147,21 @@ int load_meta(struct loader *ld, struct db_state *st)
 	if (!rk->host || (cupti && !rk->cupti) || (sample && !rk->cupti_sample))
 		return out_of_memory(ld);
 
+	/* SCHEMA-3's clocks, in the range db.h allows for times: differences cannot overflow */
+	{
+		static const char *const keys[] = {"start_mono_ns", "start_realtime_ns",
+						   "end_mono_ns"};
+		const long long values[] = {rk->start_mono_ns, rk->start_realtime_ns, end_ns};
+
+		for (int i = 0; i < 3; i++)
+			if (values[i] < (i == 2 ? -1 : 0) ||
+			    values[i] > (i == 1 ? SS_DB_REALTIME_MAX_NS : SS_DB_TIME_MAX_NS))
+				return fail(ld, SS_EXIT_INPUT,
+					    "%s: damaged syncspy database: meta.%s out of range "
+					    "(%lld; from 0 to %lld)",
+					    st->path, keys[i], values[i],
+					    i == 1 ? SS_DB_REALTIME_MAX_NS : SS_DB_TIME_MAX_NS);
+	}
 	if (end_ns < 0) { /* an unfinished recording: it lasted until its last call */
 		code = query_row(ld, st, "SELECT max(end_ns) FROM calls", &stmt);
 		if (code != SS_EXIT_OK)
@@ -403,9 +419,56 @@ static int row_class(struct scan *sc, const char *text, int len, int last)
 	return scan_class(sc, text);
 }
 
+/* SCAN_SQL's columns, for messages. */
+static const char *const scan_columns[13] = {"id",	 "tid",	    "api_id", "class", "start_ns",
+					     "end_ns",	 "stream",  "comm",   "bytes", "dir",
+					     "host_mem", "site_id", "count"};
+
+/*
+ * A row the schema does not allow, worded as db.c's ss_db_diagnose words it (so that report
+ * and export say the same of one file): a BLOB, text or a real number where an integer goes
+ * (class: text), a time outside [0, SS_DB_TIME_MAX_NS]. 0 when the row is fine.
+ */
+static int bad_row(struct loader *ld, struct db_state *st, sqlite3_value **v)
+{
+	static const char *const types[] = {"?", "integer", "real", "text", "blob", "null"};
+
+	for (int c = 0; c < 13; c++) {
+		int t = sqlite3_value_type(v[c]);
+		int ok = c == 3 ? t != SQLITE_BLOB : t == SQLITE_INTEGER || t == SQLITE_NULL;
+
+		if (!ok)
+			return fail(
+			    ld, SS_EXIT_INPUT,
+			    "%s: damaged syncspy database: calls row %lld: %s holds a %s value",
+			    st->path, sqlite3_value_int64(v[0]), scan_columns[c], types[t]);
+	}
+	for (int c = 4; c <= 5; c++) {
+		long long t = sqlite3_value_int64(v[c]);
+
+		if (t < 0 || t > SS_DB_TIME_MAX_NS)
+			return fail(ld, SS_EXIT_INPUT,
+				    "%s: damaged syncspy database: calls row %lld: %s out of range "
+				    "(%lld; times are CLOCK_MONOTONIC ns from 0 to %lld)",
+				    st->path, sqlite3_value_int64(v[0]), scan_columns[c], t,
+				    (long long)SS_DB_TIME_MAX_NS);
+	}
+	return 0;
+}
+
+/* a + b, at most INT64_MAX: sums of counts and times of hostile files cannot overflow. */
+static long long add_sat(long long a, long long b)
+{
+	long long r;
+
+	return __builtin_add_overflow(a, b, &r) ? (b < 0 ? INT64_MIN : INT64_MAX) : r;
+}
+
 /*
  * Reads every call once. Copy-on-compute-stream compares a row with the next one of the same
- * thread: rows are written thread by thread, so "next" is id + 1 with the same tid.
+ * thread: rows are written thread by thread, so "next" is id + 1 with the same tid. A call that
+ * ends before it starts (a broken clock, a hand-made file) counts 0 ns, and the rank's note
+ * says how many (ss_rank.backwards).
  */
 static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 {
@@ -429,7 +492,7 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 		const char *text = (const char *)sqlite3_value_text(v[3]);
 		int len = sqlite3_value_bytes(v[3]);
 		long long start = sqlite3_value_int64(v[4]);
-		long long ns = sqlite3_value_int64(v[5]) - start;
+		long long ns;
 		int has_stream = sqlite3_value_type(v[6]) != SQLITE_NULL;
 		long long stream = has_stream ? sqlite3_value_int64(v[6]) : 0;
 		int has_bytes = sqlite3_value_type(v[8]) != SQLITE_NULL;
@@ -438,6 +501,15 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 		const struct scan_class *k;
 		size_t index;
 
+		if (bad_row(ld, st, v)) {
+			sqlite3_finalize(stmt);
+			return SS_EXIT_INPUT;
+		}
+		ns = sqlite3_value_int64(v[5]) - start; /* both in [0, 2^62]: no overflow */
+		if (ns < 0) {
+			ns = 0;
+			st->rank->backwards++;
+		}
 		if (!text) {
 			text = "";
 			len = 0;
@@ -470,8 +542,8 @@ static int scan_rows(struct loader *ld, struct db_state *st, struct scan *sc)
 			break;
 		if (k->s4 && !(key.nulls & 3) && key.host_mem == 2 && (key.dir == 1 || key.dir == 2) &&
 		    has_bytes && bytes > 0) {
-			sc->pinned_bytes[key.dir] += bytes;
-			sc->pinned_ns[key.dir] += ns;
+			sc->pinned_bytes[key.dir] = add_sat(sc->pinned_bytes[key.dir], bytes);
+			sc->pinned_ns[key.dir] = add_sat(sc->pinned_ns[key.dir], ns);
 		}
 		/* Work on a blocking stream (not its creation or destruction, X1) is what the
 		 * legacy stream would serialize with. */
@@ -702,12 +774,12 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 		if (!g)
 			return out_of_memory(ld);
 		g->n++;
-		g->queries += r->queries;
-		g->t += r->ns;
+		g->queries = add_sat(g->queries, r->queries);
+		g->t = add_sat(g->t, r->ns);
 		if (g->n == 1 || r->ns > g->w)
 			g->w = r->ns;
 		if (r->bytes >= 0) {
-			g->b += r->bytes;
+			g->b = add_sat(g->b, r->bytes);
 			g->has_b = 1;
 		}
 		if (step != (size_t)-1 && step != g->last_step) {
@@ -719,7 +791,7 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 			long long lost =
 			    r->ns - cast_integer((double)r->bytes * 1e9 / st->bw[key.dir]);
 
-			g->est += lost > 0 ? lost : 0;
+			g->est = add_sat(g->est, lost > 0 ? lost : 0);
 			g->has_est = 1;
 		}
 	}

@@ -245,7 +245,7 @@ static const char calls_sql[] =
     LANE_CTES ","
 	      " picked AS (SELECT c.* FROM calls c JOIN classes k ON k.class = c.class"
 	      " ORDER BY k.sync_point DESC, c.start_ns LIMIT ?1)"
-	      " SELECT p.start_ns - ?2, p.end_ns - p.start_ns, p.api_id, p.class, th.lane,"
+	      " SELECT p.start_ns - ?2, max(p.end_ns - p.start_ns, 0), p.api_id, p.class, th.lane,"
 	      " coalesce(st.lane, -1), coalesce(p.site_id, 0), p.count, coalesce(p.bytes, 0)"
 	      " FROM picked p JOIN th ON th.tid = p.tid"
 	      " LEFT JOIN st ON st.stream = p.stream"
@@ -323,10 +323,11 @@ static int calls_json(FILE *out, sqlite3 *db, long long cap, long long first_ns,
 	" WHERE correlation_id IS NOT NULL GROUP BY correlation_id"
 #define GPU_NO_API_CTE "SELECT NULL AS correlation_id, NULL AS tid, NULL AS start_ns WHERE 0"
 #define GPU_ITEMS_SQL(api_cte)                                                                     \
-	GPU_CTES(api_cte) ","                                                                      \
+	GPU_CTES(api_cte)                                                                          \
+	","                                                                                        \
 	" picked AS (SELECT * FROM gpu_activity WHERE " GPU_ROW_OK                                 \
 	" ORDER BY start_ns, id LIMIT ?1)"                                                         \
-	" SELECT p.start_ns - ?2, p.end_ns - p.start_ns,"                                          \
+	" SELECT p.start_ns - ?2, max(p.end_ns - p.start_ns, 0),"                                  \
 	" CASE p.kind WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1 ELSE 2 END, gl.lane,"              \
 	" coalesce(th.lane, -1), CASE WHEN th.lane IS NULL THEN 0 ELSE a.start_ns - ?2 END,"       \
 	" coalesce(p.bytes, 0), coalesce(sn.n, -1), coalesce(ss.n, -1), coalesce(sd.n, -1),"       \
@@ -442,7 +443,7 @@ static int rank_json(FILE *out, sqlite3 *db, const struct rank_clock *clock, lon
 	/* Per (site, class): calls (S7 counted by queries, SCHEMA-5) and host time. */
 	static const char stats_sql[] =
 	    "SELECT coalesce(site_id, 0), class, sum(CASE WHEN class = 'S7' THEN count ELSE 1 END),"
-	    " sum(end_ns - start_ns) FROM calls GROUP BY 1, 2 ORDER BY 4 DESC, 1, 2";
+	    " sum(max(end_ns - start_ns, 0)) FROM calls GROUP BY 1, 2 ORDER BY 4 DESC, 1, 2";
 	static const char apis_sql[] =
 	    "SELECT id, name FROM apis WHERE id IN (SELECT api_id FROM calls) ORDER BY id";
 	static const char counts_sql[] =

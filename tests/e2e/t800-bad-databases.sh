@@ -1,0 +1,108 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/e2e/t800-bad-databases.sh: damaged databases through every reading command (issue 18,
+# items 6 and 8). Each one is bad input: exit 2 and one line on stderr, the same line from
+# report, check, export, info and dump (never exit 3, "internal"):
+#   - a table the api_calls view reads is dropped (the view no longer compiles);
+#   - api_calls replaced by a view with other columns;
+#   - a BLOB in calls.bytes (report and export must agree);
+#   - a page of garbage in the middle of the calls table;
+#   - a copy cut inside its last page (SQLite reads the missing end as zeros: rows went
+#     missing without a word), and one cut at a page boundary.
+#
+# env: SYNCSPY, SQLITE3 (set by tests/Makefile.am). Exit 0 pass, 1 fail, 77 skip.
+
+SYNCSPY=${SYNCSPY:-../report/syncspy}
+SQLITE3=${SQLITE3:-sqlite3}
+export SYNCSPY SQLITE3
+make_db="$(dirname "$0")/../fixtures/make-db.sh"
+
+command -v "$SQLITE3" >/dev/null 2>&1 || { echo "SKIP: no $SQLITE3 command"; exit 77; }
+[ -x "$SYNCSPY" ] || { echo "FAIL: $SYNCSPY is not built"; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/t800.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+sh "$make_db" "$tmp/good.sqlite" || { echo "FAIL: make-db.sh"; exit 1; }
+echo '{"version": 1, "limits": [{"max_count": 1000}]}' >"$tmp/budget.json"
+
+# every COMMAND of the matrix, run on one database
+run() {
+	case $1 in
+	report) "$SYNCSPY" report "$2" ;;
+	report-json) "$SYNCSPY" report --format json "$2" ;;
+	report-html) "$SYNCSPY" report --format html -o "$tmp/r.html" "$2" ;;
+	check) "$SYNCSPY" check --budget "$tmp/budget.json" "$2" ;;
+	export) "$SYNCSPY" export -o "$tmp/trace.json" "$2" ;;
+	info) "$SYNCSPY" info "$2" ;;
+	info-json) "$SYNCSPY" info --json "$2" ;;
+	dump) "$SYNCSPY" dump "$2" ;;
+	dump-json) "$SYNCSPY" dump --format json "$2" ;;
+	esac
+}
+
+# expect DB MESSAGE COMMAND...: exit 2, one stderr line "syncspy: DB: MESSAGE..." for each.
+expect() {
+	db=$1 want=$2
+	shift 2
+	for command in "$@"; do
+		run "$command" "$tmp/$db" >/dev/null 2>"$tmp/err"
+		code=$?
+		if [ "$code" != 2 ] || [ "$(wc -l <"$tmp/err")" != 1 ] ||
+			! grep -qF -- "syncspy: $tmp/$db: $want" "$tmp/err"; then
+			echo "FAIL: $command $db -> exit $code (want 2), stderr:"
+			sed 's/^/    /' "$tmp/err"
+			echo "    (want one line: syncspy: $tmp/$db: $want)"
+			failures=$((failures + 1))
+		fi
+	done
+}
+
+all="report report-json report-html check export info info-json dump dump-json"
+
+cp "$tmp/good.sqlite" "$tmp/dropped.sqlite"
+"$SQLITE3" "$tmp/dropped.sqlite" "DROP TABLE memkinds;"
+expect dropped.sqlite "damaged syncspy database: no table 'memkinds'" $all
+
+cp "$tmp/good.sqlite" "$tmp/view.sqlite"
+"$SQLITE3" "$tmp/view.sqlite" "DROP VIEW api_calls; CREATE VIEW api_calls AS SELECT id FROM calls;"
+expect view.sqlite "damaged syncspy database: view 'api_calls' has columns (id), schema version" $all
+
+# A view that no longer compiles, its table there: a column it reads renamed away.
+cp "$tmp/good.sqlite" "$tmp/viewcol.sqlite"
+"$SQLITE3" "$tmp/viewcol.sqlite" "PRAGMA legacy_alter_table = 1; ALTER TABLE dirs RENAME COLUMN name TO title;"
+expect viewcol.sqlite "damaged syncspy database: " $all
+
+# A BLOB: the commands that read calls.bytes say so, in db.c's words.
+cp "$tmp/good.sqlite" "$tmp/blob.sqlite"
+"$SQLITE3" "$tmp/blob.sqlite" "UPDATE calls SET bytes = x'deadbeef' WHERE id = 5;"
+expect blob.sqlite "damaged syncspy database: calls row 5: bytes holds a blob value" \
+	report report-json report-html export dump dump-json
+
+# A page of garbage in the calls table (its root page, from sqlite_master).
+root=$("$SQLITE3" "$tmp/good.sqlite" "SELECT rootpage FROM sqlite_master WHERE name = 'calls'")
+cp "$tmp/good.sqlite" "$tmp/garbage.sqlite"
+head -c 4096 /dev/zero | tr '\0' '\125' |
+	dd of="$tmp/garbage.sqlite" bs=4096 seek=$((root - 1)) conv=notrunc 2>/dev/null
+expect garbage.sqlite "corrupt or truncated database" $all
+
+# Cut inside the last page, and at a page boundary: the header's page count says so.
+size=$(wc -c <"$tmp/good.sqlite")
+head -c $((size - 1000)) "$tmp/good.sqlite" >"$tmp/cut.sqlite"
+expect cut.sqlite "corrupt or truncated database ($((size - 1000)) bytes; its header says" $all
+head -c $((size - 4096)) "$tmp/good.sqlite" >"$tmp/cutpage.sqlite"
+expect cutpage.sqlite "corrupt or truncated database" $all
+
+# And the good one reads with every command (the checks above were not vacuous).
+for command in $all; do
+	run "$command" "$tmp/good.sqlite" >/dev/null 2>"$tmp/err" || {
+		echo "FAIL: $command on the good database:"
+		sed 's/^/    /' "$tmp/err"
+		failures=$((failures + 1))
+	}
+done
+
+[ $failures = 0 ] || exit 1
+echo "PASS"
+exit 0
