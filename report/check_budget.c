@@ -215,6 +215,27 @@ static int has_kind(sqlite3_stmt *row, enum json_kind kind)
 	return 0;
 }
 
+/*
+ * A string of the budget: no NUL ("x\u0000*" would be cut to "x" by every C string after it),
+ * and a pattern (site, range, allow) no longer than SQLite's GLOB accepts, nor than
+ * SS_BUDGET_PATTERN_MAX: a longer one is a bad budget, not "pattern too complex" at check time.
+ */
+static int check_text(struct reader *r, sqlite3_stmt *row, const char *path, const char *key)
+{
+	const char *text = (const char *)sqlite3_column_text(row, 2);
+	int bytes = sqlite3_column_bytes(row, 2);
+	int limit = sqlite3_limit(r->db, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, -1);
+	int pattern = !key || strcmp(key, "site") == 0 || strcmp(key, "range") == 0;
+
+	if (limit <= 0 || limit > SS_BUDGET_PATTERN_MAX)
+		limit = SS_BUDGET_PATTERN_MAX;
+	if (text && strlen(text) != (size_t)bytes)
+		return bad(r, path, "contains a NUL character (\\u0000)");
+	if (pattern && bytes > limit)
+		return bad(r, path, "pattern of %d bytes (at most %d)", bytes, limit);
+	return SS_EXIT_OK;
+}
+
 /* "version, warmup, allow, limits": for the message about an unknown key. */
 static void key_list(char *buf, size_t len, const struct field *fields, size_t n)
 {
@@ -230,8 +251,8 @@ static void key_list(char *buf, size_t len, const struct field *fields, size_t n
  * Reads the object at path (already known to be an object) into members[], one per field:
  * unknown keys, repeated keys and values of the wrong type are errors.
  */
-static int read_object(struct reader *r, const char *path, const struct field *fields,
-		       size_t n_fields, struct member *members)
+static int read_object(struct reader *r, const char *json, const char *path,
+		       const struct field *fields, size_t n_fields, struct member *members)
 {
 	sqlite3_stmt *row;
 	int rc, code = SS_EXIT_OK;
@@ -241,8 +262,10 @@ static int read_object(struct reader *r, const char *path, const struct field *f
 				NULL);
 	if (rc != SQLITE_OK)
 		return sql_failure(r);
-	sqlite3_bind_text(row, 1, r->json, -1, SQLITE_STATIC);
-	sqlite3_bind_text(row, 2, path, -1, SQLITE_STATIC);
+	/* json: the object's own text (a limit's, from json_each's value column), so that each
+	 * limit parses its few bytes, not the whole document again: linear in the limits */
+	sqlite3_bind_text(row, 1, json ? json : r->json, -1, SQLITE_STATIC);
+	sqlite3_bind_text(row, 2, json ? "$" : path, -1, SQLITE_STATIC);
 	while (code == SS_EXIT_OK && (rc = sqlite3_step(row)) == SQLITE_ROW) {
 		const char *key = (const char *)sqlite3_column_text(row, 0);
 		char *member_path = child_path(path, row);
@@ -265,6 +288,8 @@ static int read_object(struct reader *r, const char *path, const struct field *f
 			code = bad(r, member_path, "duplicate key");
 		} else if (!has_kind(row, fields[f].kind)) {
 			code = bad(r, member_path, "%s", kind_expected[fields[f].kind]);
+		} else if (fields[f].kind == KIND_TEXT) {
+			code = check_text(r, row, member_path, fields[f].key);
 		}
 		if (code != SS_EXIT_OK) {
 			free(member_path);
@@ -317,7 +342,7 @@ static int read_warmup(struct reader *r, const char *path, struct ss_budget *bud
 	struct member m[WARMUP_COUNT];
 	int code;
 
-	code = read_object(r, path, warmup_fields, WARMUP_COUNT, m);
+	code = read_object(r, NULL, path, warmup_fields, WARMUP_COUNT, m);
 	if (code != SS_EXIT_OK)
 		return code;
 	if (m[WARMUP_SECONDS].present + m[WARMUP_CALLS].present + m[WARMUP_STEADY].present != 1)
@@ -349,8 +374,8 @@ static int each_element(struct reader *r, const char *path, element_fn body,
 	int rc, code = SS_EXIT_OK;
 
 	*count = 0;
-	rc = sqlite3_prepare_v2(r->db, "SELECT key, type, atom FROM json_each(?1, ?2)", -1, &row,
-				NULL);
+	rc = sqlite3_prepare_v2(r->db, "SELECT key, type, atom, value FROM json_each(?1, ?2)", -1,
+				&row, NULL);
 	if (rc != SQLITE_OK)
 		return sql_failure(r);
 	sqlite3_bind_text(row, 1, r->json, -1, SQLITE_STATIC);
@@ -375,6 +400,8 @@ static int read_allow_entry(struct reader *r, sqlite3_stmt *row, const char *pat
 
 	if (!has_kind(row, KIND_TEXT))
 		return bad(r, path, "expected a non-empty string (a GLOB on call-site text)");
+	if (check_text(r, row, path, NULL) != SS_EXIT_OK)
+		return SS_EXIT_INPUT;
 	glob = dup_column(row, 2);
 	if (!glob)
 		return no_memory(r);
@@ -452,7 +479,8 @@ static int read_limit(struct reader *r, sqlite3_stmt *row, const char *path,
 
 	if (!has_kind(row, KIND_OBJECT))
 		return bad(r, path, "expected an object (a limit)");
-	code = read_object(r, path, limit_fields, LIMIT_COUNT, m);
+	code = read_object(r, (const char *)sqlite3_column_text(row, 3), path, limit_fields,
+			   LIMIT_COUNT, m);
 	if (code != SS_EXIT_OK)
 		return code;
 	code = check_limit(r, path, m);
@@ -505,7 +533,8 @@ static int array_length(struct reader *r, const char *path, size_t *length)
 
 /* ------------------------------------------------------------------ the document */
 
-/* The whole file as one NUL-terminated string. */
+/* The whole file as one NUL-terminated string, at most SS_BUDGET_MAX_BYTES (a budget named
+ * /dev/zero, or a log file by mistake, is refused instead of read without end). */
 static int read_file(struct reader *r, const char *path, char **text)
 {
 	FILE *f = fopen(path, "rb");
@@ -520,6 +549,13 @@ static int read_file(struct reader *r, const char *path, char **text)
 	buf = malloc(capacity);
 	while (buf && (got = fread(buf + len, 1, capacity - len - 1, f)) > 0) {
 		len += got;
+		if (len > SS_BUDGET_MAX_BYTES) {
+			fclose(f);
+			free(buf);
+			snprintf(r->err, r->errlen, "%s: larger than %d MiB: not a budget", path,
+				 SS_BUDGET_MAX_BYTES >> 20);
+			return SS_EXIT_INPUT;
+		}
 		if (capacity - len - 1 == 0) {
 			char *bigger = realloc(buf, 2 * capacity);
 
@@ -548,6 +584,21 @@ static int read_file(struct reader *r, const char *path, char **text)
 		free(buf);
 		snprintf(r->err, r->errlen, "%s: not valid JSON (it contains a NUL byte)", path);
 		return SS_EXIT_INPUT;
+	}
+	/* The escape \u0000 in a string: SQLite's JSON functions end the string there ("x\u0000*"
+	 * would read as "x"). Backslashes occur in strings only, in pairs or before an escape. */
+	for (const char *c = buf; *c; c++) {
+		if (*c != '\\')
+			continue;
+		if (c[1] == 'u' && strncmp(c + 2, "0000", 4) == 0) {
+			free(buf);
+			snprintf(r->err, r->errlen,
+				 "%s: a string contains a NUL character (\\u0000): not allowed",
+				 path);
+			return SS_EXIT_INPUT;
+		}
+		if (c[1])
+			c++; /* the escaped character, a backslash included */
 	}
 	*text = buf;
 	return SS_EXIT_OK;
@@ -630,7 +681,7 @@ static int read_budget(struct reader *r, struct ss_budget *budget)
 		return sql_failure(r);
 	if (!is_object)
 		return bad(r, "$", "expected an object (see docs/budget.md)");
-	code = read_object(r, "$", top_fields, TOP_COUNT, top);
+	code = read_object(r, NULL, "$", top_fields, TOP_COUNT, top);
 	if (code != SS_EXIT_OK)
 		return code;
 	if (!top[TOP_VERSION].present)

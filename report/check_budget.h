@@ -17,6 +17,12 @@
 /* The budget file versions this syncspy reads. */
 #define SS_BUDGET_VERSION 1
 
+/* The largest budget file read (16 MiB: 100,000 limits fit), and the longest GLOB pattern of a
+ * "site", "range" or "allow" entry (SQLite refuses longer ones at run time). Beyond either, the
+ * budget is bad input. */
+#define SS_BUDGET_MAX_BYTES   (16 << 20)
+#define SS_BUDGET_PATTERN_MAX 4096
+
 /* One element of $.limits. A selector left out matches everything. */
 struct ss_budget_limit {
 	char *path;	     /* its JSON path, "$.limits[N]", for messages */

@@ -239,11 +239,16 @@ static void put_printable(FILE *out, const char *text)
 	}
 }
 
-/* Milliseconds as the budget would write them: 5, 0.25, 13.032 (at most 3 decimals). */
+/* Milliseconds as the budget would write them: 5, 0.25, 13.032 (at most 3 decimals); from
+ * 1e12 ms (31 years) on, with 6 significant digits, as %g does (1e+308, not 309 digits). */
 static void format_ms(char *buf, size_t len, double ms)
 {
 	char *end;
 
+	if (ms >= 1e12 || ms <= -1e12) {
+		snprintf(buf, len, "%g", ms);
+		return;
+	}
 	snprintf(buf, len, "%.3f", ms);
 	end = buf + strlen(buf) - 1;
 	while (end > buf && *end == '0')

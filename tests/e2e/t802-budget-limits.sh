@@ -1,0 +1,79 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/e2e/t802-budget-limits.sh: hostile budget files for `syncspy check` (issue 18, item 11):
+# a budget of /dev/zero (read without end before: capped at 16 MiB), a 50 KB site pattern
+# (SQLite's "LIKE or GLOB pattern too complex", exit 3, before), a NUL inside a string ("x\u0000*"
+# was silently cut to "x"): each a bad budget, exit 2, one line. 16,000 limits are checked in
+# seconds (each limit parsed from its own text, not the whole document again), and 1e308 ms
+# prints as 1e+308, not as 309 digits.
+#
+# env: SYNCSPY, SQLITE3, PYTHON3 (set by tests/Makefile.am). Exit 0 pass, 1 fail, 77 skip.
+
+SYNCSPY=${SYNCSPY:-../report/syncspy}
+SQLITE3=${SQLITE3:-sqlite3}
+export SYNCSPY SQLITE3
+make_db="$(dirname "$0")/../fixtures/make-db.sh"
+
+command -v "$SQLITE3" >/dev/null 2>&1 || { echo "SKIP: no $SQLITE3 command"; exit 77; }
+[ -x "$SYNCSPY" ] || { echo "FAIL: $SYNCSPY is not built"; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/t802.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+bad() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+sh "$make_db" "$tmp/good.sqlite" || { echo "FAIL: make-db.sh"; exit 1; }
+
+# expect CODE MESSAGE BUDGET: check's exit code and its one stderr line.
+expect() {
+	timeout 60 "$SYNCSPY" check --budget "$3" "$tmp/good.sqlite" >"$tmp/out" 2>"$tmp/err"
+	code=$?
+	if [ "$code" != "$1" ] || [ "$(wc -l <"$tmp/err")" != 1 ] || ! grep -qF -- "$2" "$tmp/err"; then
+		bad "check --budget $3 -> exit $code (want $1), stderr: $(cat "$tmp/err")"
+	fi
+}
+
+expect 2 "syncspy: /dev/zero: larger than 16 MiB: not a budget" /dev/zero
+
+pattern=$(head -c 50000 /dev/zero | tr '\0' '*')
+printf '{"version": 1, "limits": [{"site": "%s", "max_count": 1}]}\n' "$pattern" >"$tmp/long.json"
+expect 2 "long.json: \$.limits[0].site: pattern of 50000 bytes (at most 4096)" "$tmp/long.json"
+printf '{"version": 1, "allow": ["%s"], "limits": [{"max_count": 1}]}\n' "$pattern" >"$tmp/allow.json"
+expect 2 "allow.json: \$.allow[0]: pattern of 50000 bytes" "$tmp/allow.json"
+
+printf '{"version": 1, "limits": [{"site": "x\\u0000*", "max_count": 1}]}\n' >"$tmp/nul.json"
+expect 2 "nul.json: a string contains a NUL character (\\u0000): not allowed" "$tmp/nul.json"
+# an escaped backslash before u0000 is two characters, not a NUL
+printf '{"version": 1, "limits": [{"site": "x\\\\u0000*", "max_count": 1}]}\n' >"$tmp/notnul.json"
+"$SYNCSPY" check --budget "$tmp/notnul.json" "$tmp/good.sqlite" >/dev/null 2>&1 ||
+	bad "a budget with an escaped backslash was refused"
+
+printf '{"version": 1, "limits": [{"max_blocked_ms": 1e308}]}\n' >"$tmp/huge.json"
+"$SYNCSPY" check --budget "$tmp/huge.json" "$tmp/good.sqlite" >"$tmp/out" 2>&1 || bad "1e308"
+grep -qF "PASS limits[0] class=sync: blocked 13.031 ms <= 1e+308 ms" "$tmp/out" ||
+	bad "1e308 printed as: $(grep PASS "$tmp/out")"
+
+# 16,000 limits: linear, in seconds (23 s before on this machine class; allow 6).
+{
+	printf '{"version": 1, "limits": ['
+	i=0
+	while [ $i -lt 16000 ]; do
+		[ $i = 0 ] || printf ','
+		printf '{"max_count": %d}' $i
+		i=$((i + 1))
+	done
+	printf ']}\n'
+} >"$tmp/many.json"
+start=$(date +%s)
+timeout 60 "$SYNCSPY" check --budget "$tmp/many.json" "$tmp/good.sqlite" >"$tmp/out" 2>&1
+[ $? = 1 ] || bad "16000 limits: exit $? (want 1: the small maxima are breached)"
+took=$(($(date +%s) - start))
+[ $took -le 6 ] || bad "16000 limits took $took s"
+grep -qF "syncspy check: 16000 limits, 16000 checks: 15954 passed, 46 breached" "$tmp/out" ||
+	bad "16000 limits: $(tail -1 "$tmp/out")"
+
+[ $failures = 0 ] || exit 1
+echo "PASS"
+exit 0
