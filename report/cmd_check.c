@@ -36,6 +36,7 @@
 #include "commands.h"
 #include "db.h"
 #include "lines.h"
+#include "outfile.h"
 
 /* How many call sites a breach lists unless --top says otherwise. */
 #define DEFAULT_TOP_SITES 5
@@ -490,15 +491,18 @@ static void junit_testcase(struct check *ck, const char *name, const char *statu
 /* Writes the JUnit file: the suite's totals, then the testcases gathered in ck->junit. */
 static int junit_write(struct check *ck, const char *path)
 {
+	struct ss_outfile file;
+	char err[1024];
 	FILE *out;
-	int failed;
+	int code;
 
 	if (fclose(ck->junit) != 0)
 		return ss_error(SS_EXIT_INTERNAL, "--junit: out of memory");
 	ck->junit = NULL;
-	out = fopen(path, "w");
-	if (!out)
-		return ss_error(SS_EXIT_INPUT, "--junit %s: %s", path, strerror(errno));
+	code = ss_outfile_open(path, &file, err, sizeof(err)); /* outfile.h */
+	if (code != SS_EXIT_OK)
+		return ss_error(code, "--junit %s", err);
+	out = file.file;
 	fprintf(out,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<testsuites name=\"syncspy check\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n",
@@ -509,9 +513,9 @@ static int junit_write(struct check *ck, const char *path)
 		ck->checks, ck->breached, ck->unchecked);
 	fwrite(ck->junit_text, 1, ck->junit_len, out);
 	fputs("  </testsuite>\n</testsuites>\n", out);
-	failed = ferror(out);
-	if (fclose(out) != 0 || failed)
-		return ss_error(SS_EXIT_INTERNAL, "--junit %s: write error", path);
+	code = ss_outfile_close(&file, 1, err, sizeof(err));
+	if (code != SS_EXIT_OK)
+		return ss_error(code, "--junit %s", err);
 	return SS_EXIT_OK;
 }
 
@@ -1335,6 +1339,7 @@ static int run_check(struct check *ck, int argc, char **argv, const char *junit_
 		ss_db_list_free(&list);
 		return ss_error(code, "%s", ck->err);
 	}
+	ss_db_dedupe(&list); /* one file, one rank */
 	code = work_exec(ck, WORK_SCHEMA_SQL);
 	if (code == SS_EXIT_OK)
 		code = read_recordings(ck, &list);

@@ -19,6 +19,7 @@
 #include "db.h"
 #include "lines.h"
 #include "export.h"
+#include "outfile.h"
 
 static const struct ss_export_ops *const formats[] = {
 #define SS_EXPORT_ENTRY(name) &ss_export_##name,
@@ -125,33 +126,6 @@ static void assign_pids(struct placed_db *dbs, size_t n)
 	}
 }
 
-/* A temporary file beside path (so that rename is atomic), opened for writing. */
-static FILE *open_beside(const char *path, char **tmp_path)
-{
-	int fd;
-	mode_t mask;
-	FILE *file;
-
-	if (asprintf(tmp_path, "%s.tmp.XXXXXX", path) < 0)
-		return NULL;
-	fd = mkstemp(*tmp_path);
-	if (fd < 0) {
-		free(*tmp_path);
-		*tmp_path = NULL;
-		return NULL;
-	}
-	/* mkstemp makes it 0600; a trace is as readable as any file the user writes. */
-	mask = umask(0);
-	umask(mask);
-	fchmod(fd, 0666 & ~mask);
-	file = fdopen(fd, "w");
-	if (!file) {
-		close(fd);
-		unlink(*tmp_path);
-	}
-	return file;
-}
-
 int cmd_export(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -165,7 +139,8 @@ int cmd_export(int argc, char **argv)
 	struct ss_db_list list = {0};
 	struct placed_db *dbs = NULL;
 	struct ss_export_out out = {0};
-	char err[1024], *tmp_path = NULL;
+	struct ss_outfile file = {0};
+	char err[1024];
 	static char buffer[1 << 20];
 	size_t n = 0;
 	long long origin = 0;
@@ -205,6 +180,7 @@ int cmd_export(int argc, char **argv)
 		return ss_error(code, "%s", err);
 	}
 
+	ss_db_dedupe(&list); /* one file, one rank */
 	/* Pass 1: check and place every database; the bad ones are reported and skipped. */
 	dbs = calloc(list.count, sizeof(*dbs));
 	if (!dbs) {
@@ -239,16 +215,14 @@ int cmd_export(int argc, char **argv)
 	}
 	assign_pids(dbs, n);
 
-	if (strcmp(output, "-") == 0) {
-		out.file = stdout;
-	} else {
-		out.file = open_beside(output, &tmp_path);
-		if (!out.file) {
-			code = ss_error(SS_EXIT_INPUT, "export: cannot write %s: %s", output,
-					strerror(errno));
-			goto out;
-		}
+	/* outfile.h: beside FILE and renamed when complete (a failed export leaves no half trace),
+	 * or through to a device or FIFO */
+	code = ss_outfile_open(output, &file, err, sizeof(err));
+	if (code != SS_EXIT_OK) {
+		ss_error(code, "export: %s", err);
+		goto out;
 	}
+	out.file = file.file;
 	setvbuf(out.file, buffer, _IOFBF, sizeof(buffer));
 
 	/* Pass 2: the backend, one database at a time (each opened again: few files open). */
@@ -270,28 +244,21 @@ int cmd_export(int argc, char **argv)
 		code = ops->end(&out, err, sizeof(err));
 	if (code != SS_EXIT_OK && err[0])
 		ss_error(code, "%s", err);
-	if (out.file != stdout) {
-		if (fclose(out.file) != 0 && code == SS_EXIT_OK)
-			code = ss_error(SS_EXIT_INTERNAL, "export: cannot write %s: %s", output,
-					strerror(errno));
-		if (code == SS_EXIT_OK && rename(tmp_path, output) != 0)
-			code = ss_error(SS_EXIT_INTERNAL, "export: cannot rename %s to %s: %s",
-					tmp_path, output, strerror(errno));
-		if (code != SS_EXIT_OK)
-			unlink(tmp_path);
-		else
+	{
+		int to_stdout = out.file == stdout;
+		int closed = ss_outfile_close(&file, code == SS_EXIT_OK, err, sizeof(err));
+
+		if (closed != SS_EXIT_OK && code == SS_EXIT_OK)
+			code = ss_error(closed, "export: %s", err);
+		else if (code == SS_EXIT_OK && !to_stdout)
 			fprintf(stderr,
 				"syncspy: export: %zu database%s, %zu events (%zu flows) -> %s\n",
 				n, n == 1 ? "" : "s", out.events, out.flows, output);
-	} else if (fflush(stdout) != 0 && code == SS_EXIT_OK) {
-		code = ss_error(SS_EXIT_INTERNAL, "export: cannot write the output: %s",
-				strerror(errno));
 	}
 out:
 	for (size_t i = 0; i < n; i++)
 		free(dbs[i].host);
 	free(dbs);
-	free(tmp_path);
 	ss_db_list_free(&list);
 	return code > worst ? code : worst;
 }

@@ -18,6 +18,7 @@
 #include "db.h"
 #include "lines.h"
 #include "out_html.h"
+#include "outfile.h"
 #include "output.h"
 
 /* The HTML backend (report/out_html.c, with viewer/) takes the JSON document and the open rank
@@ -46,34 +47,28 @@ static int print_report(const struct ss_report_ops *ops, FILE *out, const struct
 	return code;
 }
 
-/* HTML: the JSON document, rendered into memory, plus the databases in the order of ranks[]. */
+/* HTML: the JSON document, rendered into memory, plus the databases in the order of ranks[]
+ * (out_html.c opens one at a time). */
 static int print_html(FILE *out, const struct ss_report *r)
 {
-	sqlite3 **dbs = calloc(r->nranks ? r->nranks : 1, sizeof(*dbs));
+	const char **paths = calloc(r->nranks ? r->nranks : 1, sizeof(*paths));
 	char err[1024], *json = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&json, &len);
-	int code = dbs && mem ? SS_EXIT_OK : SS_EXIT_INTERNAL;
+	int code = paths && mem ? SS_EXIT_OK : SS_EXIT_INTERNAL;
 
 	if (code == SS_EXIT_OK)
 		code = print_report(&ss_report_json_ops, mem, r);
 	if (mem)
 		fclose(mem);
-	for (size_t i = 0; code == SS_EXIT_OK && i < r->nranks; i++) {
-		code = ss_db_open(r->ranks[i].path, &dbs[i], err, sizeof(err));
-		if (code != SS_EXIT_OK)
-			ss_error(code, "%s", err);
-		else /* the call-site tables: the same site texts as the findings */
-			ss_lines_attach(dbs[i]);
-	}
+	for (size_t i = 0; paths && i < r->nranks; i++)
+		paths[i] = r->ranks[i].path;
 	if (code == SS_EXIT_OK) {
-		code = ss_html_write(out, json, dbs, r->nranks, 0, err, sizeof(err));
+		code = ss_html_write(out, json, paths, r->nranks, 0, err, sizeof(err));
 		if (code != SS_EXIT_OK)
 			ss_error(code, "%s", err);
 	}
-	for (size_t i = 0; dbs && i < r->nranks; i++)
-		sqlite3_close(dbs[i]);
-	free(dbs);
+	free(paths);
 	free(json);
 	return code;
 }
@@ -92,9 +87,9 @@ int cmd_report(int argc, char **argv)
 	const char *format = "text", *output = NULL;
 	struct ss_db_list list = {0};
 	struct ss_report report;
+	struct ss_outfile file;
 	char err[1024];
-	FILE *out = stdout;
-	int ch, code;
+	int ch, code, closed;
 
 	opterr = 0;
 	optind = 0; /* glibc: start a fresh scan */
@@ -130,28 +125,24 @@ int cmd_report(int argc, char **argv)
 		ss_db_list_free(&list);
 		return ss_error(code, "%s", err);
 	}
+	ss_db_dedupe(&list); /* one file, one rank */
 	code = ss_analyze(list.paths, list.count, &analysis, &report, err, sizeof(err));
 	ss_db_list_free(&list);
 	if (code != SS_EXIT_OK) {
 		ss_report_free(&report);
 		return ss_error(code, "%s", err);
 	}
-	/* The output file is opened only now: a failed analysis leaves an old report in place. */
-	if (output && strcmp(output, "-") != 0) {
-		out = fopen(output, "w");
-		if (!out) {
-			ss_report_free(&report);
-			return ss_error(SS_EXIT_INPUT, "%s: %s", output, strerror(errno));
-		}
+	/* The output file is opened only now: a failed analysis leaves an old report in place,
+	 * and a failed write too (outfile.h: replaced whole, once written). */
+	code = ss_outfile_open(output ? output : "-", &file, err, sizeof(err));
+	if (code != SS_EXIT_OK) {
+		ss_report_free(&report);
+		return ss_error(code, "%s", err);
 	}
-	code = ops ? print_report(ops, out, &report) : print_html(out, &report);
+	code = ops ? print_report(ops, file.file, &report) : print_html(file.file, &report);
 	ss_report_free(&report);
-	if (fflush(out) != 0 || ferror(out)) {
-		if (code == SS_EXIT_OK)
-			code = ss_error(SS_EXIT_INTERNAL, "%s: write error: %s",
-					output ? output : "stdout", strerror(errno));
-	}
-	if (out != stdout && fclose(out) != 0 && code == SS_EXIT_OK)
-		code = ss_error(SS_EXIT_INTERNAL, "%s: %s", output, strerror(errno));
+	closed = ss_outfile_close(&file, code == SS_EXIT_OK, err, sizeof(err));
+	if (closed != SS_EXIT_OK && code == SS_EXIT_OK)
+		code = ss_error(closed, "%s", err);
 	return code;
 }

@@ -96,6 +96,39 @@ static int expand_directory(const char *dir, struct ss_db_list *list, char *err,
 	return code;
 }
 
+/*
+ * Drops the paths that name a file already listed (the same device and inode: a name given
+ * twice, a symlink, a directory and a file in it), with one note each on stderr: one database
+ * counted twice would be two ranks of one process. The first name stays, in its place.
+ */
+void ss_db_dedupe(struct ss_db_list *list)
+{
+	struct stat *ids = calloc(list->count ? list->count : 1, sizeof(*ids));
+	size_t kept = 0;
+
+	if (!ids)
+		return; /* nothing dropped: ss_db_open still reads each */
+	for (size_t i = 0; i < list->count; i++) {
+		size_t j = kept;
+		int known = stat(list->paths[i], &ids[kept]) == 0;
+
+		for (j = 0; known && j < kept; j++)
+			if (ids[j].st_dev == ids[kept].st_dev && ids[j].st_ino == ids[kept].st_ino)
+				break;
+		if (known && j < kept) {
+			fprintf(stderr, "syncspy: note: %s is the same file as %s: read once\n",
+				list->paths[i], list->paths[j]);
+			free(list->paths[i]);
+			continue;
+		}
+		if (!known) /* ss_db_open will say why; it matches nothing */
+			memset(&ids[kept], 0, sizeof(ids[kept]));
+		list->paths[kept++] = list->paths[i];
+	}
+	list->count = kept;
+	free(ids);
+}
+
 int ss_db_expand(int argc, char *const *argv, struct ss_db_list *list, char *err, size_t errlen)
 {
 	for (int i = 0; i < argc; i++) {

@@ -29,6 +29,14 @@ struct ss_db_list {
  * opened here: ss_db_open says what is wrong with them.
  */
 int ss_db_expand(int argc, char *const *argv, struct ss_db_list *list, char *err, size_t errlen);
+
+/*
+ * For the commands that merge databases (report, check, export): a file named twice (the same
+ * device and inode: a repeated name, a symlink, a directory and a file in it) stays once, at
+ * its first place, with a note on stderr ("syncspy: note: B is the same file as A: read
+ * once"); counted twice it would be two ranks of one process. dump and info list what is named.
+ */
+void ss_db_dedupe(struct ss_db_list *list);
 void ss_db_list_free(struct ss_db_list *list);
 
 /*

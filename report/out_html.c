@@ -34,6 +34,7 @@
 #include "syncspy/model.h"
 #include "commands.h"
 #include "db.h"
+#include "lines.h"
 #include "out_html.h"
 #include "viewer_assets.h"
 
@@ -500,9 +501,21 @@ static int rank_json(FILE *out, sqlite3 *db, const struct rank_clock *clock, lon
 }
 
 /* The "timeline" object: the class table, then one object per rank database. */
-static int timeline_json(FILE *out, sqlite3 *const *dbs, size_t ndbs, long long cap, int *gpu,
+/* Opens rank i's database for one pass (closed after it: thousands of ranks hold one file
+ * open at a time, whatever `ulimit -n` says), with file:line for its native sites. */
+static int open_rank(const char *const *paths, size_t i, sqlite3 **db, char *err, size_t errlen)
+{
+	int rc = ss_db_open(paths[i], db, err, errlen);
+
+	if (rc == SS_EXIT_OK)
+		ss_lines_attach(*db); /* the same site texts as the findings */
+	return rc;
+}
+
+static int timeline_json(FILE *out, const char *const *paths, size_t ndbs, long long cap, int *gpu,
 			 char *err, size_t errlen)
 {
+	sqlite3 *db = NULL;
 	struct rank_clock *clocks = calloc(ndbs ? ndbs : 1, sizeof(*clocks));
 	long long origin_ns = 0;
 	int rc = SS_EXIT_OK;
@@ -512,7 +525,11 @@ static int timeline_json(FILE *out, sqlite3 *const *dbs, size_t ndbs, long long 
 		return SS_EXIT_INTERNAL;
 	}
 	for (size_t i = 0; i < ndbs && !rc; i++) {
-		rc = read_clock(dbs[i], &clocks[i], err, errlen);
+		rc = open_rank(paths, i, &db, err, errlen);
+		if (!rc)
+			rc = read_clock(db, &clocks[i], err, errlen);
+		sqlite3_close(db);
+		db = NULL;
 		/* The earliest first call of all ranks is time 0 of the page. */
 		if (!rc && clocks[i].calls && (origin_ns == 0 || clocks[i].wall_ns < origin_ns))
 			origin_ns = clocks[i].wall_ns;
@@ -529,7 +546,11 @@ static int timeline_json(FILE *out, sqlite3 *const *dbs, size_t ndbs, long long 
 	for (size_t i = 0; i < ndbs && !rc; i++) {
 		if (i)
 			fputs(",\n", out);
-		rc = rank_json(out, dbs[i], &clocks[i], origin_ns, cap, gpu, err, errlen);
+		rc = open_rank(paths, i, &db, err, errlen);
+		if (!rc)
+			rc = rank_json(out, db, &clocks[i], origin_ns, cap, gpu, err, errlen);
+		sqlite3_close(db);
+		db = NULL;
 	}
 	fputs("]}", out);
 	free(clocks);
@@ -560,7 +581,7 @@ static void write_js(FILE *out, int gpu)
 	fputs(at, out);
 }
 
-int ss_html_write(FILE *out, const char *report_json, sqlite3 *const *dbs, size_t ndbs,
+int ss_html_write(FILE *out, const char *report_json, const char *const *paths, size_t ndbs,
 		  long max_calls, char *err, size_t errlen)
 {
 	const char *const contents[] = {ss_viewer_css, NULL, ss_viewer_js};
@@ -591,7 +612,7 @@ int ss_html_write(FILE *out, const char *report_json, sqlite3 *const *dbs, size_
 		else
 			fputs("null", out);
 		fputs(",\n\"timeline\":", out);
-		rc = timeline_json(out, dbs, ndbs, cap, &gpu, err, errlen);
+		rc = timeline_json(out, paths, ndbs, cap, &gpu, err, errlen);
 		fputs("}", out);
 		if (rc)
 			return rc;

@@ -18,13 +18,13 @@
 
 /*
  * Writes the HTML report to out. report_json is the report's JSON text (docs/report-json.md),
- * embedded as it is (NULL: the page shows the timeline and call sites only). dbs are the open
- * rank databases, in the order of the JSON's ranks[], for the timeline and the call-site table;
- * at most max_calls calls per rank go into the timeline, and as many GPU items where the
- * database has CUPTI's tables (0: SS_HTML_CALL_CAP each). Returns an
+ * embedded as it is (NULL: the page shows the timeline and call sites only). paths are the
+ * rank databases, in the order of the JSON's ranks[] (each opened for one pass at a time), for the
+ * timeline and the call-site table; at most max_calls calls per rank go into the timeline, and as
+ * many GPU items where the database has CUPTI's tables (0: SS_HTML_CALL_CAP each). Returns an
  * ss_exit code (commands.h); on failure err holds one message, "PATH: what is wrong".
  */
-int ss_html_write(FILE *out, const char *report_json, sqlite3 *const *dbs, size_t ndbs,
+int ss_html_write(FILE *out, const char *report_json, const char *const *paths, size_t ndbs,
 		  long max_calls, char *err, size_t errlen);
 
 #endif
