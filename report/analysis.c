@@ -54,7 +54,7 @@
  * nothing measurable: `info` (docs/rules.md, "Cost and severity"). The GPU still had work
  * queued when the host woke up (a pipeline waiting for a buffer to be free). */
 #define SS_GPU_BUSY_NS	     2000
-#define SS_GPU_BUSY_PERMILLE 5
+#define SS_GPU_BUSY_PERMILLE 1
 /* Severity of a steady-state finding: its cost per step per mille of the step time (without
  * steps: its cost per mille of the rank's wall time). */
 #define SS_SEVERITY_HIGH_PERMILLE   100
@@ -226,7 +226,7 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 
 		if (per < SS_GPU_BUSY_NS ||
 		    (rk->steady_steps > 0 && per * 1000 < rk->step_ns * SS_GPU_BUSY_PERMILLE))
-			f->cleared = "the GPU stayed busy behind these syncs (idle under 0.5% of the "
+			f->cleared = "the GPU stayed busy behind these syncs (idle under 0.1% of the "
 				     "step): no throughput lost";
 	}
 	if (f->cleared) {

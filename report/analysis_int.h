@@ -128,7 +128,7 @@ struct gpu_target {
 /* The earliest API record of a correlation id (GPU_API_SQL), read once per database for both
  * the syncs' and the kernels' joins. */
 struct api_first {
-	long long correlation, tid, start_ns;
+	long long correlation, tid, start_ns, end_ns; /* end_ns: -1 unknown */
 };
 
 /* What step 5 reads of gpu_activity, and of gpu_paused. */
@@ -155,6 +155,12 @@ struct gpu_rows {
 	size_t ncompute_streams, cap_compute_streams;
 	struct gpu_target *syncs; /* sync records, joined to their calls when needed */
 	size_t nsyncs, cap_syncs;
+	/* every kernel, copy and memset (what busy is the union of), with its correlation id:
+	 * the GPU idle time behind a sync needs to know which work the sync itself issued */
+	struct work_row {
+		long long device, s, e, correlation;
+	} *work;
+	size_t nwork, cap_work;
 };
 
 /* Per-site sums (host-sync and sync-copy idle time, copy-without-overlap copies); a few dozen

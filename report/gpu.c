@@ -42,13 +42,18 @@
 /* The earliest API record of each correlation id: the call the program made (when both layers
  * report a call, the driver call inside a runtime call starts later). */
 #define GPU_API_SQL                                                                                \
-	"SELECT correlation_id, tid, min(start_ns) FROM gpu_api GROUP BY correlation_id"           \
+	"SELECT correlation_id, tid, min(start_ns), max(end_ns) FROM gpu_api"                      \
+	" GROUP BY correlation_id"                                                                 \
 	" ORDER BY correlation_id"
 #define GPU_CALLS_SQL "SELECT id, tid, start_ns, site_id FROM calls"
+/* The syncs, with (for an event sync) when the event it waits on was recorded last before it */
 #define GPU_SYNCS_SQL                                                                              \
-	"SELECT c.id, coalesce(s.text, '" NO_SITE "'), c.end_ns, c.start_ns, c.class = 'S4'"       \
-	" FROM calls c LEFT JOIN sites s ON s.id = c.site_id"                                      \
-	" WHERE c.class IN ('S1', 'S2', 'S3', 'S4') ORDER BY c.start_ns"
+	"WITH ev AS (SELECT id, max(CASE WHEN class = 'E2' THEN start_ns END) OVER (PARTITION BY"  \
+	" event ORDER BY start_ns, id ROWS UNBOUNDED PRECEDING) AS recorded FROM calls"            \
+	" WHERE event IS NOT NULL AND class IN ('E2', 'S3'))"                                      \
+	" SELECT c.id, coalesce(s.text, '" NO_SITE "'), c.end_ns, c.start_ns, c.class = 'S4',"     \
+	" c.tid, c.class = 'S3', ev.recorded FROM calls c LEFT JOIN sites s ON s.id = c.site_id"   \
+	" LEFT JOIN ev ON ev.id = c.id WHERE c.class IN ('S1', 'S2', 'S3', 'S4') ORDER BY c.start_ns"
 
 /* The join window: a gpu_api record belongs to the last call of its thread that started at
  * most this long before it (the wrapper's start precedes the runtime's own). */
@@ -156,7 +161,7 @@ int load_api_first(struct loader *ld, struct db_state *st)
 		return code;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct api_first first = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
-					  sqlite3_column_int64(stmt, 2)};
+					  sqlite3_column_int64(stmt, 2), column_or(stmt, 3, -1)};
 
 		if (!PUSH(st->api_first, st->napi_first, st->cap_api_first, first)) {
 			sqlite3_finalize(stmt);
@@ -249,6 +254,7 @@ static void gpu_rows_free(struct gpu_rows *g)
 	free(g->krows);
 	free(g->compute_streams);
 	free(g->syncs);
+	free(g->work);
 }
 
 static int load_gpu_rows(struct loader *ld, struct db_state *st, struct gpu_rows *g)
@@ -273,7 +279,10 @@ static int load_gpu_rows(struct loader *ld, struct db_state *st, struct gpu_rows
 			ok = PUSH(g->syncs, g->nsyncs, g->cap_syncs, t);
 		} else if (strcmp(kind, "kernel") == 0 || strcmp(kind, "memcpy") == 0 ||
 			   strcmp(kind, "memset") == 0) {
-			ok = PUSH(g->busy, g->nbusy, g->cap_busy, iv);
+			struct work_row wr = {iv.device, iv.s, iv.e, correlation};
+
+			ok = PUSH(g->busy, g->nbusy, g->cap_busy, iv) &&
+			     PUSH(g->work, g->nwork, g->cap_work, wr);
 			if (ok && kind[0] == 'k') {
 				struct kernel_row kr = {iv.device, sqlite3_column_int64(stmt, 8),
 							iv.s, correlation, -1, iv.e};
@@ -376,16 +385,16 @@ static int sync_device(const struct gpu_rows *g, long long only, long long call_
 	return 0;
 }
 
-/* host-sync and sync-copy: per site, the GPU idle time after each sync (S1-S4) until the
- * device's next activity; 0 when the device was busy at the sync's end; a sync with nothing
- * after it on its device, or with the timeline off at some time before that activity
- * (gpu_paused), is skipped. Sets gpu_idle_ns of this rank's host-sync and sync-copy findings:
+/* host-sync and sync-copy: per site, the GPU idle time each sync (S1-S4) caused (idle_behind:
+ * GPU-IDLE-1 to GPU-IDLE-3); a sync with nothing after it on its device, or with the timeline
+ * off at some time before that activity (gpu_paused), is skipped. Sets gpu_idle_ns of this rank's host-sync and sync-copy findings:
  * the steady syncs' for a steady finding, all of them for an `info` one; and the rank's
  * steady_gpu_idle_ns. */
-/* A kernel or copy and when its host call issued it (its API record's start; -1 unknown), by
- * (device, start): whether the GPU had work queued when a sync ended. */
+/* A kernel, copy or memset, when its host call issued it (its API record's start; -1 unknown)
+ * and on which thread, by (device, start): whether the GPU had work queued when a sync ended,
+ * and which work a blocking copy issued itself. */
 struct issued_work {
-	long long device, s, issued;
+	long long device, s, e, issued, issue_end, tid;
 };
 
 static int compare_issued(const void *a, const void *b)
@@ -400,32 +409,24 @@ static int compare_issued(const void *a, const void *b)
 static struct issued_work *issued_work(const struct db_state *st, const struct gpu_rows *g,
 				       size_t *n)
 {
-	struct issued_work *w = malloc((g->nkrows + g->ncopies + 1) * sizeof(*w));
-	size_t k = 0;
+	struct issued_work *w = malloc((g->nwork + 1) * sizeof(*w));
 
 	if (!w)
 		return NULL;
-	for (size_t i = 0; i < g->nkrows; i++) {
-		const struct api_first *a = api_first_of(st, g->krows[i].correlation);
+	for (size_t i = 0; i < g->nwork; i++) {
+		const struct api_first *a = api_first_of(st, g->work[i].correlation);
 
-		w[k++] = (struct issued_work){g->krows[i].device, g->krows[i].s,
-					      a ? a->start_ns : -1};
+		w[i] = (struct issued_work){g->work[i].device, g->work[i].s,	 g->work[i].e,
+					    a ? a->start_ns : -1,	 a ? a->end_ns : -1,
+					    a ? a->tid : -1};
 	}
-	for (size_t i = 0; i < g->ncopies; i++) {
-		const struct api_first *a = api_first_of(st, g->copies[i].correlation);
-
-		w[k++] = (struct issued_work){g->copies[i].device, g->copies[i].s,
-					      a ? a->start_ns : -1};
-	}
-	qsort(w, k, sizeof(*w), compare_issued);
-	*n = k;
+	qsort(w, g->nwork, sizeof(*w), compare_issued);
+	*n = g->nwork;
 	return w;
 }
 
-/* Whether the first kernel or copy to start on device d at or after t had been issued before
- * t: then the GPU was not waiting for the host at t (what idle there was is the GPU's own
- * scheduling: the next work was queued). */
-static int queued_at(const struct issued_work *w, size_t n, long long d, long long t)
+/* The first work item of device d that starts at or after t, or n. */
+static size_t first_starting_at(const struct issued_work *w, size_t n, long long d, long long t)
 {
 	size_t lo = 0, hi = n;
 
@@ -437,7 +438,103 @@ static int queued_at(const struct issued_work *w, size_t n, long long d, long lo
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* Whether the first kernel or copy to start on device d at or after t had been issued before
+ * t: then the GPU was not waiting for the host at t (what idle there was is the GPU's own
+ * scheduling: the next work was queued). */
+static int queued_at(const struct issued_work *w, size_t n, long long d, long long t)
+{
+	size_t lo = first_starting_at(w, n, d, t);
+
 	return lo < n && w[lo].device == d && w[lo].issued >= 0 && w[lo].issued < t;
+}
+
+/* A sync of the host thread tid over [start, end] on device dev, and the GPU idle time it
+ * caused (GPU-IDLE-1 to GPU-IDLE-3); returns 0 when it cannot be measured (nothing after it on
+ * the device, or the timeline off in between), else 1 with *idle set. */
+struct sync_call {
+	long long dev, tid, start, end;
+	int copy;	    /* a blocking copy (S4): it issues work of its own */
+	int earlier_event; /* an event sync (S3) on an event recorded in an earlier step */
+};
+
+static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, size_t nw,
+		       const struct sync_call *c, long long *idle)
+{
+	size_t k = first_ending_after(g->busy, g->nbusy, c->dev, c->end);
+
+	*idle = 0;
+	if (k == g->nbusy)
+		return 0; /* nothing ran on the device after it */
+	if (!c->copy) {
+		/* GPU-IDLE-1: busy when the sync ended (a pipeline's wait), or the next work was
+		 * queued before its end: the GPU was not waiting for the host */
+		if (timeline_off_between(g, c->end, g->busy[k].s))
+			return 0; /* the timeline was off in between: not measured (CUPTI-3) */
+		if (g->busy[k].s <= c->end || queued_at(w, nw, c->dev, c->end))
+			return 1;
+		*idle = g->busy[k].s - c->end;
+		/* GPU-IDLE-2: the sync waited for the GPU when work ran on the device during it. One
+		 * that found the device idle drained nothing: the GPU idled already, behind the host
+		 * (a host-bound step), and what the sync took from it is the call's own time; none
+		 * at all for a wait on an event of an earlier step that was complete (a ring's or
+		 * double buffer's flow control: the wait is the point of it). */
+		if (k == 0 || g->busy[k - 1].device != c->dev || g->busy[k - 1].e < c->start) {
+			long long own_time = c->end - c->start;
+
+			if (c->earlier_event)
+				*idle = 0;
+			else if (*idle > own_time)
+				*idle = own_time;
+		}
+		return 1;
+	}
+	/* GPU-IDLE-3: a blocking copy issues its own copy (on the GPU before, during or just
+	 * after the call): that copy is no work the GPU had queued. Its time inside the call
+	 * (the host and the compute both waiting on the transfer, which a pinned asynchronous
+	 * copy would overlap) counts, and so does the gap after the call until the first work
+	 * the call did not issue, less the copy's own time in that gap; nothing counts when
+	 * other work was running at the call's end or the next work was queued before it. */
+	if (g->busy[k].s <= c->end && g->busy[k].s < c->start)
+		return 1; /* busy since before the call, through its end: earlier work */
+	long long own_in = 0, own_after = 0;
+	size_t i = first_starting_at(w, nw, c->dev, c->start);
+	const struct issued_work *next = NULL;
+
+	for (; i < nw && w[i].device == c->dev && !next; i++) {
+		const struct issued_work *x = &w[i];
+		/* issued inside the call, or by a runtime call around it (a static runtime's copy
+		 * reaches the shim as the driver call inside cudaMemcpy: its API record, the
+		 * runtime's, starts before the call the shim recorded and ends after it) */
+		int own = x->tid == c->tid && x->issued >= 0 &&
+			  ((x->issued >= c->start && x->issued <= c->end) ||
+			   (x->issued <= c->start && x->issue_end >= c->end));
+
+		if (own) {
+			long long a = x->s > c->start ? x->s : c->start;
+			long long b = x->e < c->end ? x->e : c->end;
+
+			own_in += b > a ? b - a : 0;
+			a = x->s > c->end ? x->s : c->end;
+			own_after += x->e > a ? x->e - a : 0;
+		} else if (x->s < c->end) {
+			if (x->e > c->end)
+				return 1; /* other work running at the call's end */
+		} else
+			next = x;
+	}
+	if (!next)
+		return 0;
+	if (timeline_off_between(g, c->end, next->s))
+		return 0;
+	if (next->issued >= 0 && next->issued < c->end)
+		return 1; /* queued before the call ended */
+	long long gap = next->s - c->end - own_after;
+
+	*idle = own_in + (gap > 0 ? gap : 0);
+	return 1;
 }
 
 static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows *g)
@@ -475,20 +572,29 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 		const char *text = (const char *)sqlite3_column_text(stmt, 1);
 		long long start = sqlite3_column_int64(stmt, 3);
 		int copy = sqlite3_column_int(stmt, 4);
+		long long tid = sqlite3_column_int64(stmt, 5);
+		int event_sync = sqlite3_column_int(stmt, 6);
+		long long recorded = column_or(stmt, 7, -1);
+		size_t sync_step, record_step;
 		struct gpu_site *site;
 		long long dev, idle;
-		size_t k, step;
+		size_t step;
 
 		if (!sync_device(g, only, id, &dev))
 			continue;
-		k = first_ending_after(g->busy, g->nbusy, dev, end);
-		if (k == g->nbusy)
-			continue; /* nothing ran on the device after it */
-		if (timeline_off_between(g, end, g->busy[k].s))
-			continue; /* the timeline was off in between: not measured (CUPTI-3) */
-		idle = g->busy[k].s > end ? g->busy[k].s - end : 0;
-		if (idle > 0 && queued_at(work, nwork, dev, end))
-			idle = 0; /* the next work was queued already: the host was not the cause */
+		struct sync_call call = {dev, tid, start, end, copy, 0};
+
+		if (event_sync && recorded >= 0) {
+			enum ss_phase ps = ss_steps_phase(&st->steps, start, &sync_step);
+			enum ss_phase pr = ss_steps_phase(&st->steps, recorded, &record_step);
+
+			/* recorded in an earlier step, or before the steps began */
+			call.earlier_event = ps == SS_PHASE_STEADY &&
+					     (pr != SS_PHASE_STEADY || record_step < sync_step);
+		}
+
+		if (!idle_behind(g, work, nwork, &call, &idle))
+			continue;
 		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE, copy);
 		if (!site) {
 			code = out_of_memory(ld);

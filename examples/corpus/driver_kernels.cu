@@ -31,3 +31,41 @@ extern "C" __global__ void sum_into(const uint32_t *x, int n, unsigned long long
 		atomicAdd(acc, t);
 	}
 }
+
+/* d05-d09: mix with a chosen number of rounds (a heavier step). */
+extern "C" __global__ void mix_rounds(uint32_t *x, int n, int step, int rounds)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	uint32_t v = x[i] ^ ((uint32_t)step * 0x9e3779b9u);
+	for (int r = 0; r < rounds; r++)
+		v = (v ^ (v >> 15)) * 2246822519u + 374761393u;
+	x[i] = v;
+}
+
+/* d08: the step counter lives on the device, so a graph replays with fixed arguments. */
+extern "C" __global__ void tick(int *step)
+{
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		*step += 1;
+}
+
+extern "C" __global__ void mix_dev_step(uint32_t *x, int n, const int *step)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	uint32_t v = x[i] + (uint32_t)*step;
+	for (int r = 0; r < 32; r++)
+		v = v * 1664525u + 1013904223u;
+	x[i] = v;
+}
+
+/* d09: a deterministic fill of a scratch buffer. */
+extern "C" __global__ void fill_hash(uint32_t *x, int n, int seed)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		x[i] = ((uint32_t)i * 2654435761u) ^ ((uint32_t)seed * 40503u);
+}

@@ -55,12 +55,15 @@ doc="readfile('$tmp/r.json')"
 	json_extract(value, '\$.exposed_comm_ns') FROM json_each(json_extract($doc, '\$.ranks'))")" = "10000000 0.5 5000000" ] ||
 	fail "overlap: $(rq "SELECT json_extract($doc, '\$.ranks')")"
 # GPU idle behind host syncs: S1 at 65 (busy: 0), S2 at 55.41 (the next work, kernel 205 at
-# 55.9, was issued at 55.8, after the sync: 0.49 ms), no site: S2 at 55.3015 + S3 at 55.65
-# (0.5985 + 0.25 ms). Kernel 201 at 56 was issued at 52.2, before them: had it been the next
-# work, the GPU would not have been waiting for the host (idle 0, docs/rules.md).
+# 55.9, was issued at 55.8, after the sync), no site: S2 at 55.3015 + S3 at 55.65. Each of these
+# three found the device idle (its last work, the copy at 53.1, ended before they started:
+# GPU-IDLE-2), so each costs its own time, not the gap after it (0.49, 0.5985, 0.25 ms): 0.1 ms,
+# and 0.0015 + 0.15 ms. Kernel 201 at 56 was issued at 52.2, before them: had it been the next
+# work, the GPU would not have been waiting for the host (idle 0, docs/rules.md). t216 has
+# GPU-IDLE-1 to 3 one case each.
 cat >"$tmp/expected" <<'END'
-host-sync|(no call site)|848500
-host-sync|libtorch_cuda.so+0x1234|490000
+host-sync|(no call site)|151500
+host-sync|libtorch_cuda.so+0x1234|100000
 host-sync|train.py:50 torch.cuda.synchronize()|0
 END
 rq "SELECT json_extract(value, '\$.rule'), json_extract(value, '\$.site'), json_extract(value, '\$.gpu_idle_ns')
@@ -68,9 +71,10 @@ rq "SELECT json_extract(value, '\$.rule'), json_extract(value, '\$.site'), json_
 	ORDER BY 2" >"$tmp/actual"
 diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "gpu_idle_ns"
 # sync-copy too: loss.item()'s blocking copies end at 55.2 (next activity: kernel 205 at 55.9,
-# issued after: 0.7 ms) and 59.7 (next: the nccl kernel at 60, no API record: 0.3 ms): 1.0 ms.
+# issued after: 0.7 ms, and the call's own copy [53.1, 53.2) inside it, GPU-IDLE-3: 0.1 ms) and
+# 59.7 (next: the nccl kernel at 60, no API record: 0.3 ms): 1.1 ms.
 [ "$(rq "SELECT json_extract(value, '\$.gpu_idle_ns') FROM json_each(json_extract($doc, '\$.findings'))
-	WHERE json_extract(value, '\$.rule') = 'sync-copy'")" = 1000000 ] || fail "gpu_idle_ns of sync-copy"
+	WHERE json_extract(value, '\$.rule') = 'sync-copy'")" = 1100000 ] || fail "gpu_idle_ns of sync-copy"
 # Other findings: gpu_idle_ns present and null.
 [ "$(rq "SELECT count(*) FROM json_each(json_extract($doc, '\$.findings'))
 	WHERE json_extract(value, '\$.rule') NOT IN ('host-sync', 'sync-copy') AND json_type(value, '\$.gpu_idle_ns') = 'null'")" = 3 ] ||
@@ -95,19 +99,20 @@ grep -q '^   rank .* nccl_ms     comm_ms  overlap     exposed_ms$' "$tmp/r.txt" 
 grep -q '^      0  fixture-host .*  10.000    0.500          5.000$' "$tmp/r.txt" || fail "text rank row"
 # (the text report gives what happened once one line: the idle time is in the JSON's detail)
 [ "$(rq "SELECT count(*) FROM json_each(json_extract($doc, '\$.findings'))
-	WHERE json_extract(value, '\$.detail') LIKE 'cuStreamSynchronize x1; worst 0.100 ms; GPU idle behind it: 0.490 ms; once: %'")" = 1 ] ||
+	WHERE json_extract(value, '\$.detail') LIKE 'cuStreamSynchronize x1; worst 0.100 ms; GPU idle behind it: 0.100 ms; once: %'")" = 1 ] ||
 	fail "idle in the detail"
 # (one copy, in a recording without steps: `info`, docs/rules.md "Steady state")
 grep -q '^  \[info\] copy-without-overlap  rank 0  (1 call, [0-9.]* ms)  train.py:37 x.to(device, non_blocking=True)$' "$tmp/r.txt" || fail "text copy finding"
 
 # Several devices: a sync's device is its CUPTI sync record's (joined to the call); syncs
-# without one are skipped (gpu_idle_ns null when none of a site's syncs is measured).
+# without one are skipped (gpu_idle_ns null when none of a site's syncs is measured). The one
+# measured, the S2 at 55.3015 with its sync record, found its device idle: its own 1.5 us.
 cp "$tmp/gpu.sqlite" "$tmp/two.sqlite"
 "$SQLITE3" -batch "$tmp/two.sqlite" "INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, name)
 	VALUES('kernel', 1000095000000, 1000096000000, 1, 3, 601, '_Z4gemmPfS_')" || fail "device 1"
 "$SYNCSPY" report --format json "$tmp/two.sqlite" >"$tmp/two.json" || fail "json of two devices"
 cat >"$tmp/expected" <<'END'
-(no call site)|598500
+(no call site)|1500
 libtorch_cuda.so+0x1234|
 train.py:50 torch.cuda.synchronize()|
 END

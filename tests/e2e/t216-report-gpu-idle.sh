@@ -1,0 +1,82 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# t216: the GPU idle time a sync caused (docs/rules.md, host-sync; report/gpu.c idle_behind),
+# GPU-IDLE-1 to GPU-IDLE-3, each site's gpu_idle_ns checked against hand-computed intervals
+# (times: ms after start_mono_ns 1000000000000; thread 4242 syncs, 4250 launches elsewhere):
+#   a.cu:10  S2 [10.5, 12.1] while kernel K1 [10, 12) runs; K2 at 12.5 issued at 12.2:
+#            the sync waited for the GPU, which then idled until K2: 0.4 ms
+#   b.cu:20  S2 [20, 20.01], the device idle since 13 (nothing ran during it); K3 at 21 issued
+#            at 20.5: the sync drained nothing, the GPU idled behind the host already
+#            (GPU-IDLE-2): the call's own 0.01 ms (0.99 ms before the rule)
+#   c.cu:30  S4 pageable H2D [30, 30.4], its own copy [30.05, 30.42) (API record inside the
+#            call), K4 at 30.5 issued at 30.45: the copy's time in the call, 0.35 ms, and the
+#            gap after it less its own 0.02 ms, 0.08 ms (GPU-IDLE-3): 0.43 ms
+#   d.cu:40  S4 [40, 40.05] through a static runtime (its API record [39.9995, 40.06] encloses
+#            the call), K5 [39, 40.03) waited for, its own small copy [40.06, 40.07) after the
+#            call, K6 at 40.2 issued at 40.1: 0.2 - 0.05 - 0.01 = 0.14 ms (before the rule the
+#            own copy counted as queued work: 0)
+#   e.cu:50  S4 [50, 50.2], own copy [50.1, 50.15), K7 at 50.3 queued at 49 by thread 4250
+#            (GPU-IDLE-1): 0
+#   f.cu:60  S2 [60, 60.3] ending while K8 [59.9, 61) still runs (GPU-IDLE-1): 0
+. "$E2E_DIR/lib.sh"
+db=$tmp/idle.sqlite
+sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" --gpu-tables "$db" || fail "make-db.sh"
+"$SQLITE3" -batch -bail "$db" <<'SQL' || fail "rows"
+DELETE FROM calls;
+DELETE FROM sites;
+INSERT INTO sites(id, address, module, module_offset, symbol, text) VALUES
+ (1, 0, 'a.cu', 10, 'main', 'a.cu:10 in main'), (2, 0, 'b.cu', 20, 'main', 'b.cu:20 in main'),
+ (3, 0, 'c.cu', 30, 'main', 'c.cu:30 in main'), (4, 0, 'd.cu', 40, 'main', 'd.cu:40 in main'),
+ (5, 0, 'e.cu', 50, 'main', 'e.cu:50 in main'), (6, 0, 'f.cu', 60, 'main', 'f.cu:60 in main');
+INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, bytes, dir, host_mem, ret, site_id)
+ SELECT 4242, a.id, v.class, v.s, v.e, 7, v.bytes, v.dir, v.mem, 0, v.site FROM (
+  SELECT 'cudaStreamSynchronize' AS api, 'S2' AS class, 1000010500000 AS s, 1000012100000 AS e,
+         NULL AS bytes, NULL AS dir, NULL AS mem, 1 AS site
+  UNION ALL SELECT 'cudaStreamSynchronize', 'S2', 1000020000000, 1000020010000, NULL, NULL, NULL, 2
+  UNION ALL SELECT 'cudaMemcpy', 'S4', 1000030000000, 1000030400000, 4194304, 1, 1, 3
+  UNION ALL SELECT 'cudaMemcpy', 'S4', 1000040000000, 1000040050000, 16, 1, 1, 4
+  UNION ALL SELECT 'cudaMemcpy', 'S4', 1000050000000, 1000050200000, 4096, 2, 2, 5
+  UNION ALL SELECT 'cudaStreamSynchronize', 'S2', 1000060000000, 1000060300000, NULL, NULL, NULL, 6
+ ) v JOIN apis a ON a.name = v.api;
+INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, bytes,
+ copy_kind, name) VALUES
+ ('kernel', 1000010000000, 1000012000000, 0, 7, 1, NULL, NULL, 'K1'),
+ ('kernel', 1000012500000, 1000013000000, 0, 7, 2, NULL, NULL, 'K2'),
+ ('kernel', 1000021000000, 1000021500000, 0, 7, 3, NULL, NULL, 'K3'),
+ ('memcpy', 1000030050000, 1000030420000, 0, 7, 10, 4194304, 1, NULL),
+ ('kernel', 1000030500000, 1000031000000, 0, 7, 4, NULL, NULL, 'K4'),
+ ('kernel', 1000039000000, 1000040030000, 0, 7, 5, NULL, NULL, 'K5'),
+ ('memcpy', 1000040060000, 1000040070000, 0, 7, 11, 16, 1, NULL),
+ ('kernel', 1000040200000, 1000040500000, 0, 7, 6, NULL, NULL, 'K6'),
+ ('memcpy', 1000050100000, 1000050150000, 0, 7, 12, 4096, 2, NULL),
+ ('kernel', 1000050300000, 1000050400000, 0, 7, 7, NULL, NULL, 'K7'),
+ ('kernel', 1000059900000, 1000061000000, 0, 7, 8, NULL, NULL, 'K8'),
+ ('kernel', 1000062000000, 1000062100000, 0, 7, 9, NULL, NULL, 'K9');
+INSERT INTO gpu_api(correlation_id, layer, cbid, tid, start_ns, end_ns) VALUES
+ (1, 'runtime', 211, 4250, 1000009000000, 1000009003000),
+ (2, 'runtime', 211, 4242, 1000012200000, 1000012203000),
+ (3, 'runtime', 211, 4242, 1000020500000, 1000020503000),
+ (10, 'runtime', 31, 4242, 1000030000200, 1000030390000),
+ (4, 'runtime', 211, 4242, 1000030450000, 1000030453000),
+ (5, 'runtime', 211, 4250, 1000038500000, 1000038503000),
+ (11, 'runtime', 41, 4242, 1000039999500, 1000040060000),
+ (6, 'runtime', 211, 4242, 1000040100000, 1000040103000),
+ (12, 'runtime', 31, 4242, 1000050000300, 1000050190000),
+ (7, 'runtime', 211, 4250, 1000049000000, 1000049003000),
+ (8, 'runtime', 211, 4250, 1000059000000, 1000059003000),
+ (9, 'runtime', 211, 4242, 1000061500000, 1000061503000);
+SQL
+"$SYNCSPY" report --format json "$db" >"$tmp/r.json" 2>"$tmp/err" || fail "report exited $?: $(cat "$tmp/err")"
+cat >"$tmp/expected" <<'EOF'
+host-sync|a.cu:10 in main|400000
+host-sync|b.cu:20 in main|10000
+sync-copy|c.cu:30 in main|430000
+sync-copy|d.cu:40 in main|140000
+sync-copy|e.cu:50 in main|0
+host-sync|f.cu:60 in main|0
+EOF
+rq "SELECT json_extract(value, '\$.rule'), json_extract(value, '\$.site'), json_extract(value, '\$.gpu_idle_ns')
+	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.rule') IN ('host-sync', 'sync-copy')
+	ORDER BY json_extract(value, '\$.site')" >"$tmp/actual"
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "gpu_idle_ns"
