@@ -38,6 +38,8 @@ static struct {
 	const char *(*lineinfo)(Dwfl_Line *, Dwarf_Addr *, int *, int *, Dwarf_Word *,
 				Dwarf_Word *);
 	const char *(*module_addrname)(Dwfl_Module *, GElf_Addr);
+	int (*module_getsymtab)(Dwfl_Module *);
+	const char *(*module_getsym)(Dwfl_Module *, int, GElf_Sym *, GElf_Word *);
 	const char *(*line_comp_dir)(Dwfl_Line *);
 	Dwarf_Die *(*module_addrdie)(Dwfl_Module *, Dwarf_Addr, Dwarf_Addr *);
 	int (*getscopes)(Dwarf_Die *, Dwarf_Addr, Dwarf_Die **);
@@ -76,6 +78,8 @@ static void load_libdw_once(void)
 	FIND(module_getsrc, "dwfl_module_getsrc");
 	FIND(lineinfo, "dwfl_lineinfo");
 	FIND(module_addrname, "dwfl_module_addrname");
+	FIND(module_getsymtab, "dwfl_module_getsymtab");
+	FIND(module_getsym, "dwfl_module_getsym");
 	FIND(line_comp_dir, "dwfl_line_comp_dir");
 	FIND(module_addrdie, "dwfl_module_addrdie");
 	FIND(getscopes, "dwarf_getscopes");
@@ -91,7 +95,7 @@ static void load_libdw_once(void)
 #undef FIND
 	dw.usable = dw.begin && dw.end && dw.report_begin && dw.report_end && dw.report_elf &&
 		    dw.module_info && dw.module_build_id && dw.module_getsrc && dw.lineinfo &&
-		    dw.module_addrname && dw.line_comp_dir && dw.module_addrdie && dw.getscopes &&
+		    dw.module_addrname && dw.module_getsymtab && dw.module_getsym && dw.line_comp_dir && dw.module_addrdie && dw.getscopes &&
 		    dw.tag && dw.diename && dw.attr_integrate && dw.formudata && dw.diecu &&
 		    dw.getsrcfiles && dw.filesrc && dw.find_debuginfo && dw.section_address;
 	dw.callbacks = (Dwfl_Callbacks){.find_debuginfo = dw.find_debuginfo,
@@ -139,6 +143,37 @@ static Dwfl *open_module(const char *file, const char *build_id, Dwfl_Module **o
 static int toolkit_file(const char *file)
 {
 	return (strstr(file, "/include/") && strstr(file, "cuda")) || strstr(file, ".cudafe1.");
+}
+
+/* Whether FUNCTION (a DWARF name: "count_live") is a kernel's host-side function: `k<<<...>>>`
+ * calls the host function k, which nvcc generates to call its stub "__device_stub_" + k's
+ * mangled name (_Z29__device_stub__Z10count_livePiPi; an extern "C" kernel's:
+ * __device_stub__count_live). Optimized host code inlines k into the launching function, and
+ * the innermost line of the launch is then k's declaration, the __global__ line: the launch's
+ * line is where k was inlined (attribution.md, "The site of an enqueue"). */
+static int kernel_host_function(Dwfl_Module *mod, const char *function)
+{
+	size_t len = function ? strlen(function) : 0;
+	char counted[300];
+	int nsyms = len && len < 256 ? dw.module_getsymtab(mod) : -1;
+
+	if (nsyms <= 0)
+		return 0;
+	snprintf(counted, sizeof counted, "%zu%s", len, function); /* as mangled: 10count_live */
+	for (int i = 0; i < nsyms; i++) {
+		GElf_Sym sym;
+		const char *name = dw.module_getsym(mod, i, &sym, NULL);
+		const char *stub = name ? strstr(name, "__device_stub__") : NULL;
+
+		if (!stub)
+			continue;
+		stub += strlen("__device_stub__");
+		if (stub[0] == 'Z' && strstr(stub, counted))
+			return 1;
+		if (!strncmp(stub, function, len) && (stub[len] == '\0' || stub[len] == '.'))
+			return 1;
+	}
+	return 0;
 }
 
 /* Where an inlined subroutine was inlined: its DW_AT_call_file and DW_AT_call_line. */
@@ -190,9 +225,10 @@ static char *source_line(Dwfl_Module *mod, long long module_offset)
 		int tag = dw.tag(&scopes[i]);
 		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
 			continue;
-		if (tag == DW_TAG_inlined_subroutine && toolkit_file(file) &&
+		if (tag == DW_TAG_inlined_subroutine &&
+		    (toolkit_file(file) || kernel_host_function(mod, dw.diename(&scopes[i]))) &&
 		    call_site(&scopes[i], &file, &lineno))
-			continue; /* now at the line that called the toolkit's code */
+			continue; /* now at the line that called the toolkit's code or the kernel */
 		function = dw.diename(&scopes[i]);
 	}
 	if (toolkit_file(file)) {

@@ -2,7 +2,9 @@
  * report/rules/legacy_stream.c: the legacy-stream rule (docs/rules.md), a site rule on the
  * aggregate (SS_RULE_SITE): work enqueued on the legacy default stream (classes E1, E2) while
  * the process also used blocking streams of its own (:other_streams, set by load.c's pass: in
- * the steady state when there are steps).
+ * the steady state when there are steps). Event records (E2) there are reported only when no
+ * work (E1) is: the work's fix, a stream of its own, takes its records along, and a record
+ * beside work is no line of its own to change.
  */
 #include "../analysis_int.h"
 
@@ -20,7 +22,8 @@ const struct ss_rule ss_rule_legacy_stream = {
 	      "--default-stream per-thread: the legacy stream serializes with every blocking "
 	      "stream.",
     .phase = SS_RULE_SITE,
-    .sql = SITE_RULE_SQL("g.class IN ('E1', 'E2') AND g.legacy AND :other_streams"),
+    .sql = SITE_RULE_SQL("g.legacy AND :other_streams AND (g.class = 'E1' OR (g.class = 'E2' AND"
+			 " NOT EXISTS (SELECT 1 FROM temp.ss_agg w WHERE w.class = 'E1' AND w.legacy)))"),
     .min_count = 1,
     .detail = detail,
 };

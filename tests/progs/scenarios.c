@@ -200,15 +200,23 @@ static int e123_edges(void)
 /* Work on a created stream and on the legacy default stream. With a blocking stream the legacy
  * stream serializes with it (an implicit sync, rule legacy-stream); with a non-blocking one it
  * does not. */
-static int legacy(int blocking)
+/* Work on the legacy stream beside a blocking or non-blocking stream; with work, an event
+ * record there too (reported with the work: one finding). records_only: the legacy stream gets
+ * event records alone (their own finding). */
+static int legacy(int blocking, int records_only)
 {
 	cudaStream_t s;
+	cudaEvent_t ev;
 	CHECK(cudaStreamCreateWithFlags(&s, blocking ? cudaStreamDefault : cudaStreamNonBlocking));
+	CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
 	for (int i = 0; i < 5; i++) {
 		launch_sleep(s, 200);
-		launch_sleep(0, 200);
+		if (!records_only)
+			launch_sleep(0, 200);
+		CHECK(cudaEventRecord(ev, 0));
 	}
 	CHECK(cudaDeviceSynchronize());
+	CHECK(cudaEventDestroy(ev));
 	CHECK(cudaStreamDestroy(s));
 	return 0;
 }
@@ -466,9 +474,11 @@ int main(int argc, char **argv)
 	if (!strcmp(name, "e123"))
 		return e123_edges();
 	if (!strcmp(name, "legacy-blocking"))
-		return legacy(1);
+		return legacy(1, 0);
 	if (!strcmp(name, "legacy-nonblocking"))
-		return legacy(0);
+		return legacy(0, 0);
+	if (!strcmp(name, "legacy-records"))
+		return legacy(1, 1);
 	if (!strcmp(name, "ptsz"))
 		return ptsz_variants();
 	if (!strcmp(name, "errors"))
@@ -494,6 +504,6 @@ int main(int argc, char **argv)
 	if (!strcmp(name, "flood"))
 		return flood(argc > 2 ? atoi(argv[2]) : 100000);
 	fprintf(stderr, "usage: scenarios s1|s2|s3|s4|s5|s6|s7|e123|ptsz|errors|threads|nccl [N]|"
-			"errno|fork|exec|sigterm|sigint|nocuda|flood [N]|legacy-blocking|legacy-nonblocking\n");
+			"errno|fork|exec|sigterm|sigint|nocuda|flood [N]|legacy-blocking|legacy-nonblocking|legacy-records\n");
 	return 2;
 }
