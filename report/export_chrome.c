@@ -17,7 +17,8 @@
  * the reference's host keep EXPORT-1's shift: their offset is 0 exactly.
  *
  * Every event is built by SQLite's JSON functions in SQL over the recording, one row per event,
- * and written as it comes: memory stays flat however many calls a database holds.
+ * and written as it comes (bytes that are not UTF-8 as U+FFFD, text_safe.h): memory stays flat
+ * however many calls a database holds.
  */
 #include "config.h"
 
@@ -29,6 +30,7 @@
 #include "commands.h"
 #include "db.h"
 #include "export.h"
+#include "text_safe.h"
 
 /*
  * Track ids of streams: above any Linux tid (pid_max is at most 2^22), distinct per database
@@ -342,7 +344,8 @@ static int write_rows_text(struct ss_export_out *out, const struct ss_export_db 
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		for (int col = 0; col < sqlite3_column_count(stmt); col++) {
 			fputs(out->events++ ? ",\n" : "\n", out->file);
-			fputs((const char *)sqlite3_column_text(stmt, col), out->file);
+			ss_put_json_text(out->file, (const char *)sqlite3_column_text(stmt, col),
+					 0);
 		}
 		if (counter)
 			(*counter)++;
