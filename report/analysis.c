@@ -46,6 +46,7 @@
 #include "lines.h"
 #include "commands.h"
 #include "db.h"
+#include "text_safe.h"
 
 /* ------------------------------------------------------------------ documented constants */
 
@@ -770,8 +771,8 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 	for (size_t i = 0; code == SS_EXIT_OK && i < npaths; i++) {
 		code = merge_job(&ld, &jobs[i], i);
 		if (code == SS_EXIT_OK && options && options->progress)
-			fprintf(stderr, "syncspy: loaded %zu/%zu %s (rank %lld)\n", i + 1, npaths,
-				paths[i], report->ranks[i].rank);
+			ss_print_line(stderr, "syncspy: loaded %zu/%zu %s (rank %lld)", i + 1,
+				      npaths, paths[i], report->ranks[i].rank);
 	}
 	lap(&t, "all", "merge");
 	if (code == SS_EXIT_OK)

@@ -37,6 +37,7 @@
 #include "db.h"
 #include "lines.h"
 #include "outfile.h"
+#include "text_safe.h"
 
 /* How many call sites a breach lists unless --top says otherwise. */
 #define DEFAULT_TOP_SITES 5
@@ -229,17 +230,6 @@ struct check {
 
 /* ------------------------------------------------------------------ text helpers */
 
-/* Prints text with control characters as \xNN, so that a site is always one line. */
-static void put_printable(FILE *out, const char *text)
-{
-	for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-		if (*c < 0x20 || *c == 0x7f)
-			fprintf(out, "\\x%02x", *c);
-		else
-			fputc(*c, out);
-	}
-}
-
 /* Milliseconds as the budget would write them: 5, 0.25, 13.032 (at most 3 decimals); from
  * 1e12 ms (31 years) on, with 6 significant digits, as %g does (1e+308, not 309 digits). */
 static void format_ms(char *buf, size_t len, double ms)
@@ -258,34 +248,6 @@ static void format_ms(char *buf, size_t len, double ms)
 		*end = '\0';
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4) that XML 1.0 allows, or 0. */
-static int utf8_sequence(const unsigned char *s)
-{
-	int len, i;
-	unsigned int cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates, beyond Unicode, and the two non-characters XML refuses */
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
-		return 0;
-	return len;
-}
-
 /*
  * Writes text escaped for XML attribute values and character data. Strings from a recording
  * can hold anything: control characters XML 1.0 cannot carry become \xNN, bytes that are not
@@ -296,9 +258,11 @@ static void put_xml(FILE *out, const char *text)
 	const unsigned char *c = (const unsigned char *)text;
 
 	while (*c) {
-		int len = utf8_sequence(c);
+		unsigned int cp;
+		int len = ss_utf8_sequence(c, &cp);
 
-		if (len == 0) {
+		/* not UTF-8, or one of the two non-characters XML refuses */
+		if (len == 0 || cp == 0xfffe || cp == 0xffff) {
 			fputs("\xef\xbf\xbd", out);
 			c++;
 			continue;
@@ -336,12 +300,20 @@ static void put_xml(FILE *out, const char *text)
 /*
  * Writes text escaped for a GitHub workflow command: '%', CR and LF always (the message),
  * ':' and ',' too in a property (file=, title=), where they would end the value; other
- * control characters as \xNN, as in the text output.
+ * control characters and bytes that are not UTF-8 as \xNN, as in the text output.
  */
 static void put_github(FILE *out, const char *text, int property)
 {
 	for (const char *c = text; *c; c++) {
-		if (*c == '%')
+		const unsigned char *u = (const unsigned char *)c;
+		unsigned int cp = *u;
+		int len = *u < 0x80 ? 1 : ss_utf8_sequence(u, &cp);
+
+		if (len == 0 || (len > 1 && cp < 0xa0)) /* not UTF-8, or C1: byte by byte */
+			fprintf(out, "\\x%02x", *u);
+		else if (len > 1)
+			fwrite(c, 1, (size_t)len, out), c += len - 1;
+		else if (*c == '%')
 			fputs("%25", out);
 		else if (*c == '\r')
 			fputs("%0D", out);
@@ -351,8 +323,8 @@ static void put_github(FILE *out, const char *text, int property)
 			fputs("%3A", out);
 		else if (property && *c == ',')
 			fputs("%2C", out);
-		else if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			fprintf(out, "\\x%02x", (unsigned char)*c);
+		else if (*u < 0x20 || *u == 0x7f)
+			fprintf(out, "\\x%02x", *u);
 		else
 			fputc(*c, out);
 	}
@@ -905,9 +877,11 @@ static int print_header(struct check *ck)
 	if (sqlite3_step(stmt) == SQLITE_ROW) {
 		long long n = sqlite3_column_int64(stmt, 0);
 
-		printf("budget %s: %lld recording%s, %lld sync points (%lld in warm-up, %lld on "
+		fputs("budget ", stdout);
+		ss_put_printable(stdout, ck->budget_path);
+		printf(": %lld recording%s, %lld sync points (%lld in warm-up, %lld on "
 		       "allowed sites)\n",
-		       ck->budget_path, n, n == 1 ? "" : "s", sqlite3_column_int64(stmt, 1),
+		       n, n == 1 ? "" : "s", sqlite3_column_int64(stmt, 1),
 		       sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3));
 	}
 	sqlite3_finalize(stmt);
@@ -916,10 +890,12 @@ static int print_header(struct check *ck)
 	    &stmt, NULL);
 	if (rc != SQLITE_OK)
 		return work_failure(ck);
-	while (sqlite3_step(stmt) == SQLITE_ROW)
-		printf(
-		    "WARN %s: %lld events dropped while recording; its counts are lower bounds\n",
-		    (const char *)sqlite3_column_text(stmt, 0), sqlite3_column_int64(stmt, 1));
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		fputs("WARN ", stdout);
+		ss_put_printable(stdout, (const char *)sqlite3_column_text(stmt, 0));
+		printf(": %lld events dropped while recording; its counts are lower bounds\n",
+		       sqlite3_column_int64(stmt, 1));
+	}
 	sqlite3_finalize(stmt);
 	return SS_EXIT_OK;
 }
@@ -1018,8 +994,10 @@ static int print_breach_sites(struct check *ck, const char *sql,
 		shown++;
 		format_ms(ms, sizeof(ms), (double)sqlite3_column_int64(stmt, 2) / 1e6);
 		fprintf(lines, "  %lld call%s, %s ms: ", calls, calls == 1 ? "" : "s", ms);
-		put_printable(lines, site);
-		fprintf(lines, " [%s]\n", (const char *)sqlite3_column_text(stmt, 3));
+		ss_put_printable(lines, site);
+		fputs(" [", lines);
+		ss_put_printable(lines, (const char *)sqlite3_column_text(stmt, 3)); /* API names */
+		fputs("]\n", lines);
 		if (ck->github) {
 			char *file;
 			long line;
@@ -1062,7 +1040,11 @@ static void not_checked(struct check *ck, const char *description, const char *r
 {
 	char message[512];
 
-	printf("WARN %s: %s; limit not checked\n", description, reason);
+	fputs("WARN ", stdout);
+	ss_put_printable(stdout, description);
+	fputs(": ", stdout);
+	ss_put_printable(stdout, reason);
+	fputs("; limit not checked\n", stdout);
 	ck->checks++;
 	ck->unchecked++;
 	snprintf(message, sizeof(message), "%s; limit not checked", reason);
@@ -1153,9 +1135,9 @@ static int check_range_group(struct check *ck, const struct ss_budget_limit *lim
 	if (!over) {
 		ck->passed++;
 		fputs("PASS ", stdout);
-		put_printable(stdout, name);
+		ss_put_printable(stdout, name);
 		fputs(": ", stdout);
-		put_printable(stdout, line);
+		ss_put_printable(stdout, line);
 		fputc('\n', stdout);
 		junit_testcase(ck, name, "PASS", NULL, NULL);
 	} else {
@@ -1163,9 +1145,9 @@ static int check_range_group(struct check *ck, const struct ss_budget_limit *lim
 
 		ck->breached++;
 		fputs("FAIL ", stdout);
-		put_printable(stdout, name);
+		ss_put_printable(stdout, name);
 		fputs(": ", stdout);
-		put_printable(stdout, line);
+		ss_put_printable(stdout, line);
 		fputc('\n', stdout);
 		snprintf(headline, sizeof(headline), "%s: %s", name, line);
 		/* the worst instance is over: list by the measure it breached first */
@@ -1274,7 +1256,7 @@ static int check_limit(struct check *ck, const struct ss_budget_limit *limit)
 		if (!count_over && !blocked_over) {
 			ck->passed++;
 			fputs("PASS ", stdout);
-			put_printable(stdout, name);
+			ss_put_printable(stdout, name);
 			printf(": %s\n", measure);
 			junit_testcase(ck, name, "PASS", NULL, NULL);
 		} else {
@@ -1282,7 +1264,7 @@ static int check_limit(struct check *ck, const struct ss_budget_limit *limit)
 
 			ck->breached++;
 			fputs("FAIL ", stdout);
-			put_printable(stdout, name);
+			ss_put_printable(stdout, name);
 			printf(": %s\n", measure);
 			snprintf(headline, sizeof(headline), "%s: %s", name, measure);
 			code = print_breach_sites(ck, LIMIT_SITES_SQL, limit, unit, headline,

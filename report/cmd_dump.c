@@ -19,6 +19,7 @@
 
 #include "commands.h"
 #include "db.h"
+#include "text_safe.h"
 
 /* The tables and view dump knows, with the order their rows come in. */
 static const struct dump_table {
@@ -164,11 +165,17 @@ static int dump_json(sqlite3 *db, sqlite3_stmt *stmt, const char *path, const ch
 		sqlite3_finalize(quote);
 		return ss_db_failure(db, rc, path, err, errlen);
 	}
-	printf("%s{\"path\": %s, \"table\": %s, \"rows\": [", first ? "" : ",\n",
-	       sqlite3_column_text(quote, 0), sqlite3_column_text(quote, 1));
+	printf("%s{\"path\": ", first ? "" : ",\n");
+	ss_put_json_text(stdout, (const char *)sqlite3_column_text(quote, 0), 0);
+	fputs(", \"table\": ", stdout);
+	ss_put_json_text(stdout, (const char *)sqlite3_column_text(quote, 1), 0);
+	fputs(", \"rows\": [", stdout);
 	sqlite3_finalize(quote);
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-		printf("%s\n  %s", rows++ ? "," : "", sqlite3_column_text(stmt, 0));
+	/* SQLite's JSON copies bytes that are not UTF-8: U+FFFD as it is written (text_safe.h) */
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		printf("%s\n  ", rows++ ? "," : "");
+		ss_put_json_text(stdout, (const char *)sqlite3_column_text(stmt, 0), 0);
+	}
 	printf("%s]}", rows ? "\n" : "");
 	return rc == SQLITE_DONE ? SS_EXIT_OK : dump_failure(db, rc, path, err, errlen);
 }

@@ -20,6 +20,7 @@
 #include "lines.h"
 #include "export.h"
 #include "outfile.h"
+#include "text_safe.h"
 
 static const struct ss_export_ops *const formats[] = {
 #define SS_EXPORT_ENTRY(name) &ss_export_##name,
@@ -251,9 +252,9 @@ int cmd_export(int argc, char **argv)
 		if (closed != SS_EXIT_OK && code == SS_EXIT_OK)
 			code = ss_error(closed, "export: %s", err);
 		else if (code == SS_EXIT_OK && !to_stdout)
-			fprintf(stderr,
-				"syncspy: export: %zu database%s, %zu events (%zu flows) -> %s\n",
-				n, n == 1 ? "" : "s", out.events, out.flows, output);
+			ss_print_line(
+			    stderr, "syncspy: export: %zu database%s, %zu events (%zu flows) -> %s",
+			    n, n == 1 ? "" : "s", out.events, out.flows, output);
 	}
 out:
 	for (size_t i = 0; i < n; i++)

@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "db.h"
+#include "text_safe.h"
 
 /*
  * Calls per (class, API). A calls row is one call except in class S7, where it stands for a
@@ -111,9 +112,11 @@ static int print_state(sqlite3 *db, const char *path, char *err, size_t errlen)
 	if (rc != SQLITE_OK)
 		return ss_db_failure(db, rc, path, err, errlen);
 	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW)
-		printf("state: finished (exit_reason %s)\n", sqlite3_column_text(stmt, 0));
-	else if (rc == SQLITE_DONE)
+	if (rc == SQLITE_ROW) {
+		fputs("state: finished (exit_reason ", stdout);
+		ss_put_printable(stdout, (const char *)sqlite3_column_text(stmt, 0));
+		fputs(")\n", stdout);
+	} else if (rc == SQLITE_DONE)
 		printf("state: unfinished (no exit_reason: still running, or killed)\n");
 	else
 		code = ss_db_failure(db, rc, path, err, errlen);
@@ -125,7 +128,9 @@ static int print_text(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
 	int code;
 
-	printf("== %s\n", path);
+	fputs("== ", stdout);
+	ss_put_printable(stdout, path);
+	fputc('\n', stdout);
 	code = print_state(db, path, err, errlen);
 	if (code == SS_EXIT_OK)
 		code = print_section(db, path, "meta:", META_SQL, &key_value_style, err, errlen);
@@ -159,9 +164,10 @@ static int print_json(sqlite3 *db, const char *path, int first, char *err, size_
 	}
 	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
 	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW)
-		printf("%s%s", first ? "[\n" : ",\n", (const char *)sqlite3_column_text(stmt, 0));
-	else
+	if (rc == SQLITE_ROW) {
+		fputs(first ? "[\n" : ",\n", stdout);
+		ss_put_json_text(stdout, (const char *)sqlite3_column_text(stmt, 0), 0);
+	} else
 		code = ss_db_failure(db, rc, path, err, errlen);
 	sqlite3_finalize(stmt);
 	return code;

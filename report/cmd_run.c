@@ -33,6 +33,7 @@
 
 #include "commands.h"
 #include "db.h"
+#include "text_safe.h"
 #include "syncspy/sample.h"
 
 #define SHIM_NAME	    "libsyncspy.so"
@@ -296,18 +297,18 @@ static void print_summary(const char *dir, const struct timespec *start)
 			continue;
 		name = name ? name + 1 : path;
 		if (ss_db_open(path, &db, err, sizeof(err)) != SS_EXIT_OK) {
-			fprintf(stderr, "  %s: %s\n", name, err);
+			ss_print_line(stderr, "  %s: %s", name, err);
 			continue;
 		}
 		if (sqlite3_prepare_v2(db, SUMMARY_SQL, -1, &stmt, NULL) == SQLITE_OK &&
 		    sqlite3_step(stmt) == SQLITE_ROW)
-			fprintf(stderr, "  rank %s: %lld sync points, %lld calls: %s%s\n",
-				(const char *)sqlite3_column_text(stmt, 0),
-				(long long)sqlite3_column_int64(stmt, 1),
-				(long long)sqlite3_column_int64(stmt, 2), name,
-				sqlite3_column_int(stmt, 3) ? "" : " (unfinished)");
+			ss_print_line(stderr, "  rank %s: %lld sync points, %lld calls: %s%s",
+				      (const char *)sqlite3_column_text(stmt, 0),
+				      (long long)sqlite3_column_int64(stmt, 1),
+				      (long long)sqlite3_column_int64(stmt, 2), name,
+				      sqlite3_column_int(stmt, 3) ? "" : " (unfinished)");
 		else
-			fprintf(stderr, "  %s: %s\n", name, sqlite3_errmsg(db));
+			ss_print_line(stderr, "  %s: %s", name, sqlite3_errmsg(db));
 		sqlite3_finalize(stmt);
 		sqlite3_close(db);
 	}

@@ -76,7 +76,8 @@ typedef int (*ss_command_fn)(int argc, char **argv);
 SS_COMMANDS(SS_COMMAND_DECLARE)
 #undef SS_COMMAND_DECLARE
 
-/* Prints "syncspy: MESSAGE\n" on stderr and returns code, for `return ss_error(...)`. */
+/* Prints "syncspy: MESSAGE\n" on stderr, control characters escaped (text_safe.h), and returns
+ * code, for `return ss_error(...)`. */
 int ss_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prints the synopsis, summary and options of one subcommand to out. */

@@ -19,6 +19,7 @@
 #include "syncspy/schema.h"
 #include "commands.h"
 #include "db.h"
+#include "text_safe.h"
 
 /* Every database is opened read-only; a writer may hold it for up to its commit period. */
 #define SS_DB_BUSY_TIMEOUT_MS 5000
@@ -116,8 +117,11 @@ void ss_db_dedupe(struct ss_db_list *list)
 			if (ids[j].st_dev == ids[kept].st_dev && ids[j].st_ino == ids[kept].st_ino)
 				break;
 		if (known && j < kept) {
-			fprintf(stderr, "syncspy: note: %s is the same file as %s: read once\n",
-				list->paths[i], list->paths[j]);
+			fputs("syncspy: note: ", stderr);
+			ss_put_printable(stderr, list->paths[i]);
+			fputs(" is the same file as ", stderr);
+			ss_put_printable(stderr, list->paths[j]);
+			fputs(": read once\n", stderr);
 			free(list->paths[i]);
 			continue;
 		}
@@ -709,26 +713,6 @@ static size_t text_width(const char *s)
 	return w;
 }
 
-/* A copy of text with control characters as \xNN, so that one row stays one line. */
-static char *printable(const char *text)
-{
-	size_t len = strlen(text), n = 0;
-	char *copy = malloc(4 * len + 1);
-
-	if (!copy)
-		return NULL;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)text[i];
-
-		if (c < 0x20 || c == 0x7f)
-			n += (size_t)sprintf(copy + n, "\\x%02x", c);
-		else
-			copy[n++] = (char)c;
-	}
-	copy[n] = '\0';
-	return copy;
-}
-
 static int add_cell(struct cell_table *t, const char *text)
 {
 	char *copy;
@@ -742,7 +726,7 @@ static int add_cell(struct cell_table *t, const char *text)
 		t->cells = cells;
 		t->capacity = capacity;
 	}
-	copy = printable(text);
+	copy = ss_printable_dup(text); /* one row stays one line */
 	if (!copy)
 		return -1;
 	t->cells[t->ncells++] = copy;

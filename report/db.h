@@ -93,8 +93,9 @@ struct ss_rows_style {
 
 /*
  * Runs a prepared statement and prints its rows as an aligned table: columns whose values are
- * all integers (or NULL) are right-aligned, others left-aligned; NULL prints as "-" and control
- * characters as \xNN, so that every row is one line. Resets stmt.
+ * all integers (or NULL) are right-aligned, others left-aligned; NULL prints as "-", control
+ * characters and bytes that are not UTF-8 as \xNN (text_safe.h), so that every row is one line.
+ * Resets stmt.
  */
 int ss_db_print_rows(sqlite3 *db, sqlite3_stmt *stmt, const char *path, FILE *out,
 		     const struct ss_rows_style *style, char *err, size_t errlen);

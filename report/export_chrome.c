@@ -17,7 +17,8 @@
  * the reference's host keep EXPORT-1's shift: their offset is 0 exactly.
  *
  * Every event is built by SQLite's JSON functions in SQL over the recording, one row per event,
- * and written as it comes: memory stays flat however many calls a database holds.
+ * and written as it comes (bytes that are not UTF-8 as U+FFFD, text_safe.h): memory stays flat
+ * however many calls a database holds.
  */
 #include "config.h"
 
@@ -29,6 +30,7 @@
 #include "commands.h"
 #include "db.h"
 #include "export.h"
+#include "text_safe.h"
 
 /*
  * Track ids of streams: above any Linux tid (pid_max is at most 2^22), distinct per database
@@ -64,7 +66,41 @@
 	"INSERT INTO records SELECT event, start_ns, id, stream, tid, (start_ns + end_ns) / 2"     \
 	" FROM calls WHERE class = 'E2'"                                                           \
 	" AND event IN (SELECT event FROM calls WHERE class = 'E3');"                              \
-	"CREATE INDEX temp.records_by_event ON records(event, start_ns, id);"
+	"CREATE INDEX temp.records_by_event ON records(event, start_ns, id);" TEXTS_SETUP_SQL
+
+/*
+ * Long texts (docs/export.md, "Long texts"): a site text, API name or kernel name longer than
+ * CHROME_TEXT_MAX characters is cut to that many, plus "…", in the events that repeat it (every
+ * call of a site, every launch of a kernel), and written whole once per database in a
+ * "syncspy_text" metadata event that the cut events name by id: a recording of 1 MB strings
+ * exports to a file of its own size, not one copy per call. Shorter texts are as they were.
+ */
+#define CHROME_TEXT_MAX "1024" /* characters, in SQL */
+#define CUT_TEXT(x)                                                                                \
+	"CASE WHEN length(" x ") > " CHROME_TEXT_MAX " THEN substr(" x ", 1, " CHROME_TEXT_MAX     \
+	") || '\xe2\x80\xa6' ELSE " x " END"
+
+#define CUT_NAME  CUT_TEXT("name")
+#define CUT_SITE  CUT_TEXT("text")
+#define CUT_GNAME CUT_TEXT("g.name")
+
+/* The texts the calls' events repeat, cut once per site and API rather than once per call. */
+#define TEXTS_SETUP_SQL                                                                            \
+	"CREATE TEMP TABLE site_texts(id INTEGER PRIMARY KEY, text TEXT, long INTEGER);"           \
+	"INSERT INTO site_texts SELECT id, " CUT_SITE ", length(text) > " CHROME_TEXT_MAX          \
+	" FROM sites WHERE id IN (SELECT site_id FROM calls);"                                     \
+	"CREATE TEMP TABLE api_names(id INTEGER PRIMARY KEY, name TEXT, long INTEGER);"            \
+	"INSERT INTO api_names SELECT id, " CUT_NAME ", length(name) > " CHROME_TEXT_MAX           \
+	" FROM apis WHERE id IN (SELECT api_id FROM calls);"
+
+/* The whole of each long text, once (after the track names). */
+#define LONG_TEXTS_SQL                                                                             \
+	"SELECT json_object('ph', 'M', 'name', 'syncspy_text', 'pid', ?1, 'tid', 0,"               \
+	" 'args', json_object('site_id', id, 'text', text))"                                       \
+	" FROM sites WHERE id IN (SELECT id FROM site_texts WHERE long)"                           \
+	" UNION ALL SELECT json_object('ph', 'M', 'name', 'syncspy_text', 'pid', ?1, 'tid', 0,"    \
+	" 'args', json_object('api_id', id, 'text', name))"                                        \
+	" FROM apis WHERE id IN (SELECT id FROM api_names WHERE long)"
 
 #define STREAM_OWNER(stream, tid) "CASE WHEN " stream " = 2 THEN " tid " ELSE 0 END"
 
@@ -105,12 +141,13 @@
 	" 'bytes', c.bytes, 'host_mem', m.name, 'dir', d.name, 'ret', c.ret, 'site', s.text,"      \
 	" 'count', c.count, 'tid', c.tid,"                                                         \
 	" 'event', CASE WHEN c.event IS NULL THEN NULL ELSE printf('0x%x', c.event) END,"          \
-	" 'comm', CASE WHEN c.comm IS NULL THEN NULL ELSE printf('0x%x', c.comm) END))"
+	" 'comm', CASE WHEN c.comm IS NULL THEN NULL ELSE printf('0x%x', c.comm) END,"             \
+	" 'site_id', CASE WHEN s.long THEN s.id END, 'api_id', CASE WHEN a.long THEN a.id END))"
 
 #define CALL_JOINS                                                                                 \
-	" FROM calls c JOIN apis a ON a.id = c.api_id"                                             \
+	" FROM calls c JOIN temp.api_names a ON a.id = c.api_id"                                   \
 	" LEFT JOIN memkinds m ON m.id = c.host_mem LEFT JOIN dirs d ON d.id = c.dir"              \
-	" LEFT JOIN sites s ON s.id = c.site_id"
+	" LEFT JOIN temp.site_texts s ON s.id = c.site_id"
 
 /*
  * One complete event of a call: on its thread's track with all its arguments, on a stream's
@@ -137,7 +174,7 @@
 #define STREAM_SLICES_SQL                                                                          \
 	"SELECT " CALL_EVENT(                                                                      \
 	    "?3 + t.n",                                                                            \
-	    "json_object('tid', c.tid)") " FROM calls c JOIN apis a ON a.id = c.api_id"            \
+	    "json_object('tid', c.tid)") " FROM calls c JOIN temp.api_names a ON a.id = c.api_id"  \
 					 " JOIN stream_tracks t ON t.stream = c.stream"            \
 					 "  AND t.owner = " STREAM_OWNER("c.stream",               \
 									 "c.tid") " ORDER BY c.id"
@@ -199,11 +236,18 @@
 	" FROM gpu_tracks t ORDER BY t.n"
 
 #define GPU_NAME                                                                                   \
-	"CASE g.kind WHEN 'kernel' THEN coalesce(g.name, 'kernel')"                                \
+	"CASE g.kind WHEN 'kernel' THEN coalesce(" CUT_GNAME ", 'kernel')"                         \
 	" WHEN 'memcpy' THEN 'memcpy ' || CASE g.copy_kind WHEN 1 THEN 'HtoD' WHEN 2 THEN 'DtoH'"  \
 	"  WHEN 8 THEN 'DtoD' WHEN 9 THEN 'HtoH' WHEN 10 THEN 'PtoP'"                              \
 	"  ELSE 'kind ' || coalesce(g.copy_kind, '?') END"                                         \
 	" ELSE 'memset' END"
+
+/* The whole of each long kernel name, once; its events carry the cut name. */
+#define GPU_LONG_TEXTS_SQL                                                                         \
+	"SELECT json_object('ph', 'M', 'name', 'syncspy_text', 'pid', ?1, 'tid', 0,"               \
+	" 'args', json_object('kernel', " CUT_NAME ", 'text', name))"                              \
+	" FROM (SELECT DISTINCT name FROM gpu_activity WHERE kind = 'kernel'"                      \
+	"  AND length(name) > " CHROME_TEXT_MAX ") ORDER BY name"
 
 /* The GPU work, one complete event each, sorted per track. */
 #define GPU_SLICES_SQL                                                                             \
@@ -342,7 +386,8 @@ static int write_rows_text(struct ss_export_out *out, const struct ss_export_db 
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		for (int col = 0; col < sqlite3_column_count(stmt); col++) {
 			fputs(out->events++ ? ",\n" : "\n", out->file);
-			fputs((const char *)sqlite3_column_text(stmt, col), out->file);
+			ss_put_json_text(out->file, (const char *)sqlite3_column_text(stmt, col),
+					 0);
 		}
 		if (counter)
 			(*counter)++;
@@ -387,6 +432,8 @@ static int chrome_gpu(struct ss_export_out *out, const struct ss_export_db *d, c
 		return ss_db_failure(d->db, rc, d->path, err, errlen);
 	code = write_rows(out, d, GPU_METADATA_SQL, "GPU track names", NULL, err, errlen);
 	if (code == SS_EXIT_OK)
+		code = write_rows(out, d, GPU_LONG_TEXTS_SQL, "long texts", NULL, err, errlen);
+	if (code == SS_EXIT_OK)
 		code = write_rows(out, d, GPU_SLICES_SQL, "GPU tracks", NULL, err, errlen);
 	if (code == SS_EXIT_OK && api)
 		code = write_rows(out, d, GPU_FLOWS_SQL, "GPU flows", &out->flows, err, errlen);
@@ -425,6 +472,8 @@ static int chrome_database(struct ss_export_out *out, const struct ss_export_db 
 	if (rc != SQLITE_OK)
 		return ss_db_failure(d->db, rc, d->path, err, errlen);
 	code = write_rows(out, d, METADATA_SQL, "track names", NULL, err, errlen);
+	if (code == SS_EXIT_OK)
+		code = write_rows(out, d, LONG_TEXTS_SQL, "long texts", NULL, err, errlen);
 	if (code == SS_EXIT_OK && strcmp(clock.method, "same-host") != 0) {
 		char spread[64] = "unknown", *label;
 

@@ -19,6 +19,7 @@
 #include "syncspy/env.h"
 #include "syncspy/schema.h"
 #include "commands.h"
+#include "text_safe.h"
 
 struct ss_command {
 	const char *name;
@@ -43,15 +44,20 @@ static const struct ss_command *find_command(const char *name)
 	return NULL;
 }
 
+/* The message is one line with its control characters escaped (text_safe.h): it often quotes
+ * a database (a path, a schema_version, a name), which can hold anything. */
 int ss_error(int code, const char *fmt, ...)
 {
 	va_list ap;
+	char *message = NULL;
+	int n;
 
-	fputs("syncspy: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vasprintf(&message, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	ss_print_line(stderr, "syncspy: %s", n < 0 ? "out of memory (writing a message)" : message);
+	if (n >= 0)
+		free(message);
 	return code;
 }
 

@@ -36,6 +36,7 @@
 #include "db.h"
 #include "lines.h"
 #include "out_html.h"
+#include "text_safe.h"
 #include "viewer_assets.h"
 
 /* The markers of viewer/report.html, replaced in this order. */
@@ -64,50 +65,18 @@ static int class_index(const char *name)
 
 /* ------------------------------------------------------------------ JSON output */
 
-/* Writes s as a JSON string (NULL as null); `<` becomes \u003c (HTML-2). */
+/* Writes s as a JSON string (NULL as null); `<` becomes \u003c (HTML-2), bytes that are not
+ * UTF-8 U+FFFD (text_safe.h). */
 static void json_string(FILE *out, const char *s)
 {
-	if (!s) {
-		fputs("null", out);
-		return;
-	}
-	putc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"':
-			fputs("\\\"", out);
-			break;
-		case '\\':
-			fputs("\\\\", out);
-			break;
-		case '\n':
-			fputs("\\n", out);
-			break;
-		case '\t':
-			fputs("\\t", out);
-			break;
-		case '<':
-			fputs("\\u003c", out);
-			break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				fprintf(out, "\\u%04x", *p);
-			else
-				putc(*p, out);
-		}
-	}
-	putc('"', out);
+	ss_put_json_string(out, s, 1);
 }
 
-/* Copies finished JSON text into the page, `<` escaped (HTML-2). */
+/* Copies finished JSON text into the page, `<` escaped (HTML-2), bytes that are not UTF-8 as
+ * U+FFFD. */
 static void json_verbatim(FILE *out, const char *json)
 {
-	for (const char *p = json; *p; p++) {
-		if (*p == '<')
-			fputs("\\u003c", out);
-		else
-			putc(*p, out);
-	}
+	ss_put_json_text(out, json, 1);
 }
 
 /* A column as a JSON value: integers as numbers, text as strings, NULL as null. */

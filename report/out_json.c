@@ -3,7 +3,8 @@
  *
  * The document is built by SQLite's JSON functions, not by hand: each rank, finding, range
  * statistic and note becomes a json_object() row of an in-memory database, and end() assembles
- * the whole document with json_group_array() in one query, so quoting and escaping are SQLite's.
+ * the whole document with json_group_array() in one query, so quoting and escaping are SQLite's;
+ * bytes that are not UTF-8 become U+FFFD as the document is written (text_safe.h).
  */
 #include "config.h"
 
@@ -15,6 +16,7 @@
 #include "syncspy/schema.h"
 #include "commands.h"
 #include "output.h"
+#include "text_safe.h"
 
 #define RANK_OBJECT                                                                                \
 	"json_object('rank', ?1, 'world_size', ?2,"                                                \
@@ -251,7 +253,9 @@ static int json_end(FILE *out, const struct ss_report *report)
 		sqlite3_finalize(stmt);
 		return sql_failed();
 	}
-	fprintf(out, "%s\n", (const char *)sqlite3_column_text(stmt, 0));
+	/* SQLite's JSON copies bytes that are not UTF-8: U+FFFD as it is written (text_safe.h) */
+	ss_put_json_text(out, (const char *)sqlite3_column_text(stmt, 0), 0);
+	fputc('\n', out);
 	sqlite3_finalize(stmt);
 	sqlite3_close(doc_db);
 	doc_db = NULL;

@@ -4,12 +4,37 @@
  * SS_IMBALANCE_PERCENT from the median of the ranks), the sync points per NVTX range or step
  * (only when the recordings have ranges), the findings in ANALYSIS-1 order, each with what was
  * seen and the fix, then what could not be measured.
+ *
+ * Every string that can come from a database (hosts, sites, range and step names, details,
+ * notes) is written through safe(): control characters and bytes that are not UTF-8 as \xNN
+ * (text_safe.h), so that nothing in a recording reaches the terminal as an escape sequence.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "output.h"
+#include "text_safe.h"
+
+/* The escaped copies safe() made, one per slot, until the slot is used again or the end. */
+enum { SAFE_HOST, SAFE_NAME, SAFE_SITE, SAFE_DETAIL, SAFE_SLOTS };
+static char *safe_owned[SAFE_SLOTS];
+
+/* s as the terminal may see it (text_safe.h): s itself when it needs no escaping. */
+static const char *safe(const char *s, int slot)
+{
+	free(safe_owned[slot]);
+	return ss_printable(s, &safe_owned[slot]);
+}
+
+static void safe_free(void)
+{
+	for (int i = 0; i < SAFE_SLOTS; i++) {
+		free(safe_owned[i]);
+		safe_owned[i] = NULL;
+	}
+}
 
 static int host_width;
 
@@ -17,8 +42,8 @@ static int text_begin(FILE *out, const struct ss_report *report)
 {
 	host_width = 4;
 	for (size_t i = 0; i < report->nranks; i++)
-		if ((int)strlen(report->ranks[i].host) > host_width)
-			host_width = (int)strlen(report->ranks[i].host);
+		if ((int)strlen(safe(report->ranks[i].host, SAFE_HOST)) > host_width)
+			host_width = (int)strlen(safe(report->ranks[i].host, SAFE_HOST));
 	fprintf(out, "syncspy report: %zu rank%s, %zu finding%s\n\nranks:\n", report->nranks,
 		report->nranks == 1 ? "" : "s", report->nfindings,
 		report->nfindings == 1 ? "" : "s");
@@ -44,8 +69,8 @@ static int text_rank(FILE *out, const struct ss_report *report, const struct ss_
 	if (rk->rank >= 0)
 		snprintf(rank, sizeof(rank), "%lld", rk->rank);
 	fprintf(out, "  %5s  %-*s  %8lld  %11.3f  %11lld%s  %11.3f%s  %7lld%s  %9lld  %10.3f", rank,
-		host_width, rk->host, rk->pid, (double)rk->wall_ns / 1e6, rk->sync_points,
-		mark(rk, SS_DEV_SYNC_POINTS), (double)rk->blocked_ns / 1e6,
+		host_width, safe(rk->host, SAFE_HOST), rk->pid, (double)rk->wall_ns / 1e6,
+		rk->sync_points, mark(rk, SS_DEV_SYNC_POINTS), (double)rk->blocked_ns / 1e6,
 		mark(rk, SS_DEV_BLOCKED), rk->copies, mark(rk, SS_DEV_COPIES), rk->nccl_ops,
 		(double)rk->nccl_ns / 1e6);
 	if (report->gpu_ranks) {
@@ -79,8 +104,8 @@ static void print_ranges(FILE *out, const struct ss_report *report)
 	if (!report->nranges)
 		return;
 	for (size_t i = 0; i < report->nranges; i++)
-		if ((int)strlen(report->ranges[i].name) > width)
-			width = (int)strlen(report->ranges[i].name);
+		if ((int)strlen(safe(report->ranges[i].name, SAFE_NAME)) > width)
+			width = (int)strlen(safe(report->ranges[i].name, SAFE_NAME));
 	if (width > RANGE_NAME_WIDTH_MAX)
 		width = RANGE_NAME_WIDTH_MAX;
 	fprintf(out, "\nranges (sync points and blocked ms per instance; top %d names per rank):\n",
@@ -95,9 +120,9 @@ static void print_ranges(FILE *out, const struct ss_report *report)
 		if (r->rank >= 0)
 			snprintf(rank, sizeof(rank), "%lld", r->rank);
 		fprintf(out, "  %5s  %-*.*s  %-8s  %9lld  %8lld  %11lld  %8lld  %17.3f  %14.3f\n",
-			rank, width, width, r->name, r->kind, r->instances, r->sync_min,
-			r->sync_median, r->sync_max, (double)r->blocked_median_ns / 1e6,
-			(double)r->blocked_max_ns / 1e6);
+			rank, width, width, safe(r->name, SAFE_NAME), safe(r->kind, SAFE_DETAIL),
+			r->instances, r->sync_min, r->sync_median, r->sync_max,
+			(double)r->blocked_median_ns / 1e6, (double)r->blocked_max_ns / 1e6);
 	}
 }
 
@@ -123,8 +148,9 @@ static void print_clocks(FILE *out, const struct ss_report *report)
 		if (rk->clock_offset_spread_ns >= 0)
 			snprintf(spread, sizeof(spread), "%.3f",
 				 (double)rk->clock_offset_spread_ns / 1e6);
-		fprintf(out, "  %5s  %-*s  %12.3f  %-11s  %10s\n", rank, host_width, rk->host,
-			(double)rk->clock_offset_ns / 1e6, rk->clock_offset_method, spread);
+		fprintf(out, "  %5s  %-*s  %12.3f  %-11s  %10s\n", rank, host_width,
+			safe(rk->host, SAFE_HOST), (double)rk->clock_offset_ns / 1e6,
+			rk->clock_offset_method, spread);
 	}
 }
 
@@ -154,8 +180,8 @@ static void print_steps(FILE *out, const struct ss_report *report)
 		}
 		fprintf(out, "  %5s  %8lld  %6lld  %6lld  %10s  %10s  %14s  %15s  %s%s%s\n", rank,
 			rk->pid, rk->steps, rk->steady_steps, step, syncs, blocked, idle,
-			rk->steps_source, rk->steps_name ? ": " : "",
-			rk->steps_name ? rk->steps_name : "");
+			safe(rk->steps_source, SAFE_DETAIL), rk->steps_name ? ": " : "",
+			rk->steps_name ? safe(rk->steps_name, SAFE_NAME) : "");
 	}
 }
 
@@ -196,15 +222,16 @@ static int text_finding(FILE *out, const struct ss_report *report, const struct 
 	 * timeline cleared keeps its detail, which says why */
 	if (strcmp(f->phase, "once") == 0) {
 		fprintf(out, "  [%s] %s  rank %s  (%lld call%s, %.3f ms)  %s\n", f->severity,
-			f->rule, rank, f->count, f->count == 1 ? "" : "s", (double)f->blocked_ns / 1e6,
-			f->site);
+			f->rule, rank, f->count, f->count == 1 ? "" : "s",
+			(double)f->blocked_ns / 1e6, safe(f->site, SAFE_SITE));
 		return SS_EXIT_OK;
 	}
-	fprintf(out, "  [%s] %s  rank %s  %s\n", f->severity, f->rule, rank, f->site);
+	fprintf(out, "  [%s] %s  rank %s  %s\n", f->severity, f->rule, rank,
+		safe(f->site, SAFE_SITE));
 	fprintf(out, "      count %lld, %.3f ms blocked: %s\n", f->count,
-		(double)f->blocked_ns / 1e6, f->detail);
+		(double)f->blocked_ns / 1e6, safe(f->detail, SAFE_DETAIL));
 	if (strcmp(f->severity, "info") != 0)
-		fprintf(out, "      fix: %s\n", f->advice);
+		fprintf(out, "      fix: %s\n", safe(f->advice, SAFE_DETAIL));
 	return SS_EXIT_OK;
 }
 
@@ -216,7 +243,8 @@ static int text_end(FILE *out, const struct ss_report *report)
 	if (report->nnotes)
 		fputs("\nnotes:\n", out);
 	for (size_t i = 0; i < report->nnotes; i++)
-		fprintf(out, "  - %s\n", report->notes[i]);
+		fprintf(out, "  - %s\n", safe(report->notes[i], SAFE_DETAIL));
+	safe_free();
 	return SS_EXIT_OK;
 }
 
