@@ -129,6 +129,7 @@ static void write_meta_start(void)
 	ss_meta_int("start_realtime_ns", (int64_t)ss_process.start_realtime_ns);
 	ss_meta_text("clock", ss_clock_name());
 	ss_meta_text("sqlite_version", ss_sq.sqlite3_libversion());
+	ss_meta_int("sqlite_private", ss_sq.private_copy);
 	snprintf(text, sizeof(text), "%ld", ss_config.SYNCSPY_BUFFER_MB);
 	ss_meta_text("buffer_mb", text);
 	/* the command line, NUL-separated in /proc: joined with spaces */

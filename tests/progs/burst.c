@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/progs/burst.c: bursts of tiny calls, for the writer's throughput (issue 18 items 1-2;
+ * tests t850-t851, bench/writer_throughput.sh).
+ *
+ *   burst THREADS CALLS [SYNC_EVERY [LIVE]]
+ *
+ * Each of THREADS threads makes CALLS cudaEventRecord calls on its own stream as fast as the
+ * stand-in allows, with a cudaStreamSynchronize every SYNC_EVERY records (0: never). With LIVE
+ * (any value), every thread waits at a barrier after its first call until all THREADS threads
+ * have made theirs, so that they are all alive and recording at once. Per thread: one
+ * cudaStreamCreate, one cudaEventCreate, CALLS records, CALLS / SYNC_EVERY syncs, one
+ * cudaEventDestroy, one cudaStreamDestroy. Prints the calls made and the seconds they took.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "progs.h"
+
+static long calls, sync_every;
+static int live;
+static pthread_barrier_t barrier;
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	cudaStream_t s;
+	cudaEvent_t e;
+	CHECK(cudaStreamCreate(&s));
+	if (live)
+		pthread_barrier_wait(&barrier);
+	CHECK(cudaEventCreate(&e));
+	for (long i = 1; i <= calls; i++) {
+		CHECK(cudaEventRecord(e, s));
+		if (sync_every > 0 && i % sync_every == 0)
+			CHECK(cudaStreamSynchronize(s));
+	}
+	CHECK(cudaEventDestroy(e));
+	CHECK(cudaStreamDestroy(s));
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: burst THREADS CALLS [SYNC_EVERY [LIVE]]\n");
+		return 2;
+	}
+	int threads = atoi(argv[1]);
+	calls = atol(argv[2]);
+	sync_every = argc > 3 ? atol(argv[3]) : 0;
+	live = argc > 4;
+	if (threads < 1 || threads > 4096 || calls < 0)
+		return 2;
+	if (live)
+		pthread_barrier_init(&barrier, NULL, (unsigned)threads);
+	pthread_t *tids = calloc((size_t)threads, sizeof(*tids));
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < threads; i++)
+		if (pthread_create(&tids[i], NULL, worker, NULL) != 0) {
+			fprintf(stderr, "burst: pthread_create failed\n");
+			return 3;
+		}
+	for (int i = 0; i < threads; i++)
+		pthread_join(tids[i], NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	long per_thread = 4 + calls + (sync_every > 0 ? calls / sync_every : 0);
+	printf("burst: %ld calls in %.3f s\n", per_thread * threads,
+	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	free(tids);
+	return 0;
+}
