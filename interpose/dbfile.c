@@ -29,11 +29,45 @@ struct ss_sqlite ss_sq;
 sqlite3 *ss_db;
 static char partial_path[PATH_MAX], final_path[PATH_MAX + 64]; /* room for suffixes */
 
+/* The INSERTs of calls rows (writer.c's batches). A multi-row INSERT costs SQLite about a third
+ * less per row than a statement per row; a row numbered by SQLite (the largest id + 1, which
+ * is the writer's own count) is appended without the search an explicit id costs; and the
+ * shape of a plain enqueue (no bytes, direction, memory kind, communicator or pointer, ret 0,
+ * count 1, ended when it started) binds 8 values instead of 16. The explicit-id form is for
+ * after a failed insert. Built at open, one statement at a time. */
+static const char *call_sql(int statement)
+{
+	static char sql[16384];
+	static const char *const full_columns =
+	    "tid, api_id, class, start_ns, end_ns, stream, event, comm, ptr, bytes, dir, host_mem,"
+	    " ret, site_id, count, aux";
+	int id = statement == SS_ST_CALL;
+	int enq = statement >= SS_ST_ENQ_1 && statement <= SS_ST_ENQ_64;
+	int rows = (statement == SS_ST_CALL_16 || statement == SS_ST_ENQ_16)   ? 16
+		   : (statement == SS_ST_CALL_64 || statement == SS_ST_ENQ_64) ? 64
+									       : 1;
+	size_t n =
+	    (size_t)snprintf(sql, sizeof(sql), "INSERT INTO calls(%s%s) VALUES", id ? "id, " : "",
+			     enq ? "tid, api_id, class, start_ns, end_ns, stream, event, ret,"
+				   " site_id, aux"
+				 : full_columns);
+	for (int r = 0, p = 1; r < rows && n < sizeof(sql); r++) {
+		n += (size_t)snprintf(sql + n, sizeof(sql) - n, "%s(", r ? "," : "");
+		if (enq) { /* end_ns is start_ns: the same parameter twice */
+			n += (size_t)snprintf(sql + n, sizeof(sql) - n,
+					      "?%d,?%d,?%d,?%d,?%d,?%d,?%d,0,?%d,?%d)", p, p + 1,
+					      p + 2, p + 3, p + 3, p + 4, p + 5, p + 6, p + 7);
+			p += 8;
+			continue;
+		}
+		for (int c = 0; c < 16 + id; c++)
+			n += (size_t)snprintf(sql + n, sizeof(sql) - n, "%s?%d", c ? "," : "", p++);
+		n += (size_t)snprintf(sql + n, sizeof(sql) - n, ")");
+	}
+	return sql;
+}
+
 static const char *const statement_sql[SS_ST_COUNT] = {
-    [SS_ST_CALL] =
-	"INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, event, comm, ptr,"
-	" bytes, dir, host_mem, ret, site_id, count, aux)"
-	" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [SS_ST_POLL_UPDATE] = "UPDATE calls SET end_ns = ?, count = ?, ret = ? WHERE id = ?",
     [SS_ST_THREAD] = "INSERT OR IGNORE INTO threads(tid, name, first_ns) VALUES(?,?,?)",
     [SS_ST_SITE] = "INSERT INTO sites(address, module, module_offset, symbol, text)"
@@ -65,12 +99,43 @@ const char *const ss_class_names[SS_CLASS_COUNT] = {
 
 /* ------------------------------------------------------------------ SQL helpers */
 
+/* The first error is said on stderr, once; later ones are counted (ss_db_write_errors) and
+ * the summary at the end says what they cost (writer.c). */
+int ss_db_write_errors;
+int ss_db_first_error;
+static char first_error_text[256];
+
+static void note_error(int rc, const char *message)
+{
+	if (ss_db_write_errors++ == 0) {
+		ss_db_first_error = rc;
+		snprintf(first_error_text, sizeof(first_error_text), "%s",
+			 message ? message : ss_sq.sqlite3_errstr(rc));
+		fprintf(
+		    stderr,
+		    "syncspy: cannot write %s: %s (recording goes on; what cannot be written is "
+		    "counted as lost)\n",
+		    partial_path, first_error_text);
+	}
+}
+
+const char *ss_db_first_error_text(void)
+{
+	return first_error_text;
+}
+
+void ss_db_note_write_error(int rc, uint64_t rows)
+{
+	ss_db_dropped_write += rows;
+	note_error(rc, ss_db ? ss_sq.sqlite3_errmsg(ss_db) : NULL);
+}
+
 int ss_db_exec(const char *sql)
 {
 	char *message = NULL;
 	int rc = ss_sq.sqlite3_exec(ss_db, sql, NULL, NULL, &message);
 	if (rc != SQLITE_OK) {
-		fprintf(stderr, "syncspy: database error: %s\n", message ? message : "?");
+		note_error(rc, message);
 		ss_sq.sqlite3_free(message);
 	}
 	return rc;
@@ -89,7 +154,7 @@ int ss_db_step(sqlite3_stmt *st)
 	int rc = ss_sq.sqlite3_step(st);
 	ss_sq.sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {
-		ss_db_dropped_write++;
+		ss_db_note_write_error(rc, 1);
 		return -1;
 	}
 	return 0;
@@ -285,6 +350,10 @@ static void rename_final(void)
 
 int ss_db_open(char *err, size_t errlen)
 {
+	ss_db_dropped_write = 0;
+	ss_db_write_errors = 0;
+	ss_db_first_error = 0;
+	first_error_text[0] = 0;
 	if (ss_sqlite_load(&ss_sq, err, errlen) != 0)
 		return -1;
 	if (create_partial(err, errlen) != 0)
@@ -299,15 +368,21 @@ int ss_db_open(char *err, size_t errlen)
 		return -1;
 	}
 	ss_sq.sqlite3_busy_timeout(ss_db, 5000);
+	/* WAL, not synced: a killed process loses nothing that was committed (its writes are in
+	 * the kernel's page cache); only a crash of the machine itself could. A large page cache
+	 * and WAL checkpoints every 16 MB of log keep the writer's system calls few. */
 	ss_db_exec("PRAGMA journal_mode=WAL");
-	ss_db_exec("PRAGMA synchronous=NORMAL");
+	ss_db_exec("PRAGMA synchronous=OFF");
+	ss_db_exec("PRAGMA cache_size=-16384");
+	ss_db_exec("PRAGMA wal_autocheckpoint=4096");
 	if (ss_db_exec("BEGIN") != SQLITE_OK || ss_db_exec(SS_SCHEMA_SQL) != SQLITE_OK) {
 		snprintf(err, errlen, "cannot create the schema in %s", partial_path);
 		return -1;
 	}
 	for (int i = 0; i < SS_ST_COUNT; i++)
-		if (ss_sq.sqlite3_prepare_v2(ss_db, statement_sql[i], -1, &ss_statements[i],
-					     NULL) != SQLITE_OK) {
+		if (ss_sq.sqlite3_prepare_v2(ss_db,
+					     statement_sql[i] ? statement_sql[i] : call_sql(i), -1,
+					     &ss_statements[i], NULL) != SQLITE_OK) {
 			snprintf(err, errlen, "cannot prepare statement: %s",
 				 ss_sq.sqlite3_errmsg(ss_db));
 			return -1;
@@ -327,19 +402,41 @@ const char *ss_db_final_path(void)
 	return final_path;
 }
 
-void ss_db_close(void)
+/* PRAGMA journal_mode=DELETE answers the mode it is in: still "wal" when the switch failed
+ * (the checkpoint it needs could not write the file: a full disk). */
+static int switch_to_rollback_journal(void)
+{
+	sqlite3_stmt *st = NULL;
+	int done = 0;
+	if (ss_sq.sqlite3_prepare_v2(ss_db, "PRAGMA journal_mode=DELETE", -1, &st, NULL) ==
+		SQLITE_OK &&
+	    ss_sq.sqlite3_step(st) == SQLITE_ROW) {
+		const unsigned char *mode = ss_sq.sqlite3_column_text(st, 0);
+		done = mode && strcmp((const char *)mode, "delete") == 0;
+	}
+	ss_sq.sqlite3_finalize(st);
+	return done;
+}
+
+int ss_db_close(void)
 {
 	for (int i = 0; i < SS_ST_COUNT; i++) {
 		ss_sq.sqlite3_finalize(ss_statements[i]);
 		ss_statements[i] = NULL;
 	}
 	/* A self-contained file: no -wal beside it, readable from a read-only place. */
-	ss_db_exec("PRAGMA wal_checkpoint(TRUNCATE)");
-	ss_db_exec("PRAGMA journal_mode=DELETE");
+	int self_contained = ss_db_exec("PRAGMA wal_checkpoint(TRUNCATE)") == SQLITE_OK &&
+			     switch_to_rollback_journal();
 	ss_sq.sqlite3_close(ss_db);
 	ss_db = NULL;
+	if (!self_contained) {
+		/* What was committed is in the .partial and its -wal: renamed, the file would be
+		 * read without its log. It stays as it is, an unfinished recording to readers. */
+		snprintf(final_path, sizeof(final_path), "%s", partial_path);
+		return -1;
+	}
 	rename_final();
-	ss_db_dropped_write = 0;
+	return 0;
 }
 
 void ss_db_fork_child(void)

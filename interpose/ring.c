@@ -1,16 +1,27 @@
 /*
- * interpose/ring.c: giving threads their rings under the memory cap, and taking them back.
+ * interpose/ring.c: giving threads their rings under the memory cap, growing and shrinking
+ * them, and taking them back.
  *
- * A thread's first recorded call attaches a ring (the one slow path of a thread, SHIM-1).
- * Ring size: 1/32 of SYNCSPY_BUFFER_MB, at most 4 MiB (65536 records): 32 threads get a full
- * ring under the default cap; later ones get halves down to 64 KiB while the cap is short; past
- * that the thread records nothing and its calls count as dropped_no_buffer (SHIM-5). A pthread
- * key's destructor marks the ring orphaned when the thread exits; the writer drains it and gives
- * its storage back to the cap.
+ * All rings share one region of SYNCSPY_BUFFER_MB, mapped at the first attach (MAP_NORESERVE:
+ * a page costs memory only once written) and cut into 4 KiB blocks of 63 records. Free
+ * blocks are a lock-free stack (a Treiber stack, its top tagged against ABA) in front of the
+ * never-used rest of the region (a bump index), so that a thread takes a block with one
+ * compare-and-swap: no lock, no system call, no allocation (SHIM-1). A thread's first recorded
+ * call attaches a ring with one block (the one slow path of a thread); when a block is full
+ * the thread takes the next, so a busy thread's ring grows to whatever the cap has free
+ * without waiting for the writer; the writer gives each block it has consumed back, most
+ * recently freed first (its cache lines are warm). With no block free, the record is counted
+ * as dropped (dropped_full_buffer, SHIM-5); a thread that gets no first block counts its calls
+ * as dropped_no_buffer. A live thread holds at least its current block: SYNCSPY_BUFFER_MB *
+ * 256 threads can record at once (16,384 under the default cap), a limit that scales with the
+ * cap. A pthread key's destructor marks the ring orphaned when the thread exits; the writer
+ * drains it and gives all its blocks back. When nothing has been recorded for a while the
+ * writer gives the pages of the free blocks back to the system (MADV_DONTNEED).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,15 +29,151 @@
 #include "lifecycle.h"
 #include "ring.h"
 
-#define RING_MAX_BYTES ((size_t)4 << 20)
-#define RING_MIN_BYTES ((size_t)64 << 10)
+#define BLOCK_BYTES ((size_t)4096)
 
 static struct ss_ring *_Atomic ring_list;
-static _Atomic size_t bytes_in_use;
 _Atomic uint64_t ss_dropped_no_buffer;
+_Atomic uint64_t ss_dropped_no_buffer_calls[SS_CLASS_COUNT];
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+/* ------------------------------------------------------------------ the blocks */
+
+static char *region; /* NULL until the first attach, or when it could not be mapped */
+static uint32_t nblocks;
+static _Atomic uint32_t bump;	    /* blocks from here on were never used */
+static _Atomic uint64_t free_top;   /* tag << 32 | (index + 1) of the top free block; 0: none */
+static _Atomic uint64_t blocks_out; /* handed out to rings */
+static _Atomic uint64_t blocks_peak;
+static _Atomic int trimmed = 1; /* the free blocks' pages went back since they were last used */
+
+/* The cap as address space; halved where the system refuses that much (a strict overcommit
+ * policy counts even MAP_NORESERVE): meta.buffer_region_mb says what was mapped. */
+static void map_region(void)
+{
+	size_t bytes = ((size_t)ss_config.SYNCSPY_BUFFER_MB << 20) / BLOCK_BYTES * BLOCK_BYTES;
+	for (; bytes >= ((size_t)1 << 20); bytes /= 2) {
+		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p != MAP_FAILED) {
+			nblocks = (uint32_t)(bytes / BLOCK_BYTES);
+			region = p;
+			return;
+		}
+	}
+}
+
+size_t ss_ring_region_bytes(void)
+{
+	return (size_t)nblocks * BLOCK_BYTES;
+}
+
+static struct ss_seg *block_at(uint32_t index)
+{
+	return (struct ss_seg *)(region + (size_t)index * BLOCK_BYTES);
+}
+
+static uint32_t block_index(const struct ss_seg *seg)
+{
+	return (uint32_t)(((const char *)seg - region) / BLOCK_BYTES);
+}
+
+/* Any thread, lock-free: a free block, or NULL when the cap is reached. */
+static struct ss_seg *block_take(void)
+{
+	if (region == NULL)
+		return NULL;
+	struct ss_seg *seg = NULL;
+	uint64_t top = atomic_load_explicit(&free_top, memory_order_acquire);
+	while ((uint32_t)top != 0) {
+		struct ss_seg *candidate = block_at((uint32_t)top - 1);
+		/* a stale read when another thread took it first: the tag then fails the CAS */
+		uint32_t next = atomic_load_explicit(&candidate->free_next, memory_order_relaxed);
+		uint64_t new_top = ((top >> 32) + 1) << 32 | next;
+		if (atomic_compare_exchange_weak_explicit(
+			&free_top, &top, new_top, memory_order_acquire, memory_order_acquire)) {
+			seg = candidate;
+			break;
+		}
+	}
+	if (seg == NULL) {
+		if (atomic_load_explicit(&bump, memory_order_relaxed) >= nblocks)
+			return NULL;
+		uint32_t index = atomic_fetch_add_explicit(&bump, 1, memory_order_relaxed);
+		if (index >= nblocks)
+			return NULL;
+		seg = block_at(index);
+	}
+	atomic_store_explicit(&seg->next, NULL, memory_order_relaxed);
+	seg->cap = (BLOCK_BYTES - sizeof(*seg)) / sizeof(struct ss_rec);
+	uint64_t out = atomic_fetch_add_explicit(&blocks_out, 1, memory_order_relaxed) + 1;
+	uint64_t peak = atomic_load_explicit(&blocks_peak, memory_order_relaxed);
+	while (out > peak &&
+	       !atomic_compare_exchange_weak_explicit(&blocks_peak, &peak, out,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+	return seg;
+}
+
+/* Writer (and a thread whose attach failed half-way): gives a block back. */
+static void block_give(struct ss_seg *seg)
+{
+	uint32_t index = block_index(seg);
+	uint64_t top = atomic_load_explicit(&free_top, memory_order_relaxed);
+	do
+		atomic_store_explicit(&seg->free_next, (uint32_t)top, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&free_top, &top,
+						      ((top >> 32) + 1) << 32 | (index + 1),
+						      memory_order_release, memory_order_relaxed));
+	atomic_fetch_sub_explicit(&blocks_out, 1, memory_order_relaxed);
+	atomic_store_explicit(&trimmed, 0, memory_order_relaxed);
+}
+
+size_t ss_ring_bytes_in_use(void)
+{
+	return (size_t)atomic_load(&blocks_out) * BLOCK_BYTES;
+}
+
+size_t ss_ring_bytes_peak(void)
+{
+	return (size_t)atomic_load(&blocks_peak) * BLOCK_BYTES;
+}
+
+/* Puts a chain of free blocks, linked by free_next, back on the stack. */
+static void give_chain(struct ss_seg *first, struct ss_seg *last)
+{
+	uint64_t top = atomic_load(&free_top);
+	do
+		atomic_store_explicit(&last->free_next, (uint32_t)top, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak(&free_top, &top,
+					     ((top >> 32) + 1) << 32 | (block_index(first) + 1)));
+}
+
+void ss_ring_trim(void)
+{
+	if (region == NULL || atomic_exchange(&trimmed, 1))
+		return;
+	/* take the whole stack (a thread that needs a block meanwhile takes a never-used one),
+	 * give its pages back, and put it back 64 blocks at a time */
+	uint64_t top = atomic_load(&free_top);
+	while (!atomic_compare_exchange_weak(&free_top, &top, ((top >> 32) + 1) << 32))
+		;
+	for (uint32_t link = (uint32_t)top; link != 0;) {
+		struct ss_seg *first = block_at(link - 1), *last = first;
+		for (int n = 0; link != 0 && n < 64; n++) {
+			last = block_at(link - 1);
+			link = atomic_load_explicit(&last->free_next, memory_order_relaxed);
+			madvise(last, BLOCK_BYTES, MADV_DONTNEED); /* reads zeros from now on */
+			atomic_store_explicit(&last->free_next, link, memory_order_relaxed);
+		}
+		give_chain(first, last);
+	}
+}
+
+/* ------------------------------------------------------------------ attach */
+
+static pthread_once_t region_once = PTHREAD_ONCE_INIT;
 
 static void on_thread_exit(void *arg)
 {
@@ -42,60 +189,50 @@ static void make_exit_key(void)
 	pthread_key_create(&exit_key, on_thread_exit);
 }
 
-/* Takes `want` bytes (or a smaller power of two, not under RING_MIN_BYTES) from the cap. */
-static size_t reserve_bytes(size_t want)
-{
-	size_t cap = (size_t)ss_config.SYNCSPY_BUFFER_MB << 20;
-	size_t cur = atomic_load(&bytes_in_use);
-	for (;;) {
-		size_t size = want;
-		while (cur + size > cap && size > RING_MIN_BYTES)
-			size /= 2;
-		if (cur + size > cap)
-			return 0;
-		if (atomic_compare_exchange_weak(&bytes_in_use, &cur, cur + size))
-			return size;
-	}
-}
+static struct ss_ring *attach(struct ss_tls *tls, int cls);
 
-static struct ss_ring *attach(struct ss_tls *tls);
-
-/* SHIM-2: starting the writer and allocating a ring make system calls that may set errno. */
+/* SHIM-2: starting the writer and mapping the region make system calls that may set errno. */
 struct ss_ring *ss_ring_attach(struct ss_tls *tls)
 {
 	int saved_errno = errno;
-	struct ss_ring *ring = attach(tls);
+	struct ss_ring *ring = attach(tls, -1);
 	errno = saved_errno;
 	return ring;
 }
 
-static struct ss_ring *attach(struct ss_tls *tls)
+struct ss_ring *ss_ring_attach_call(struct ss_tls *tls, int cls)
+{
+	int saved_errno = errno;
+	struct ss_ring *ring = attach(tls, cls);
+	errno = saved_errno;
+	return ring;
+}
+
+static struct ss_ring *attach(struct ss_tls *tls, int cls)
 {
 	ss_start();
 	unsigned generation = atomic_load(&ss_hot.generation);
 	if (atomic_load(&ss_hot.state) != SS_STATE_RUNNING)
 		return NULL;
 	pthread_once(&exit_key_once, make_exit_key);
+	pthread_once(&region_once, map_region);
 
-	size_t want = ((size_t)ss_config.SYNCSPY_BUFFER_MB << 20) / 32;
-	if (want > RING_MAX_BYTES)
-		want = RING_MAX_BYTES;
-	size_t pow2 = RING_MIN_BYTES;
-	while (pow2 * 2 <= want)
-		pow2 *= 2;
-	size_t bytes = reserve_bytes(pow2);
-	struct ss_ring *ring = bytes ? calloc(1, sizeof(*ring)) : NULL;
-	struct ss_rec *recs = ring ? aligned_alloc(64, bytes) : NULL;
-	if (recs == NULL) {
-		free(ring);
-		if (bytes)
-			atomic_fetch_sub(&bytes_in_use, bytes);
+	struct ss_seg *seg = block_take();
+	struct ss_ring *ring = seg ? calloc(1, sizeof(*ring)) : NULL;
+	if (ring == NULL) {
+		if (seg)
+			block_give(seg);
 		atomic_fetch_add_explicit(&ss_dropped_no_buffer, 1, memory_order_relaxed);
+		if (cls >= 0 && cls < SS_CLASS_COUNT)
+			atomic_fetch_add_explicit(&ss_dropped_no_buffer_calls[cls], 1,
+						  memory_order_relaxed);
 		return NULL;
 	}
-	ring->recs = recs;
-	ring->bytes = bytes;
-	ring->mask = bytes / sizeof(struct ss_rec) - 1;
+	seg->base = 0;
+	ring->cur = ring->rseg = seg;
+	ring->cur_recs = seg->recs;
+	ring->cur_base = 0;
+	ring->cur_end = seg->cap;
 	ring->tid = (pid_t)syscall(SYS_gettid);
 	ring->pthread_id = (uint32_t)(uintptr_t)pthread_self();
 	ring->next = atomic_load(&ring_list);
@@ -112,26 +249,74 @@ struct ss_ring *ss_ring_list(void)
 	return atomic_load_explicit(&ring_list, memory_order_acquire);
 }
 
-void ss_ring_release(struct ss_ring *ring)
+/* ------------------------------------------------------------------ growing, draining */
+
+int ss_ring_next_segment(struct ss_ring *ring, const struct ss_rec *rec)
 {
-	if (ring->recs == NULL)
-		return;
-	free(ring->recs);
-	ring->recs = NULL;
-	atomic_fetch_sub(&bytes_in_use, ring->bytes);
+	struct ss_seg *seg = block_take();
+	if (seg == NULL) {
+		atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
+		if (rec->api < SS_API_COUNT && rec->cls < SS_CLASS_COUNT)
+			atomic_fetch_add_explicit(&ring->dropped_calls[rec->cls], 1,
+						  memory_order_relaxed);
+		return 0;
+	}
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	seg->base = head;
+	/* before any record past the old block is published (ss_ring_push's release) */
+	atomic_store_explicit(&ring->cur->next, seg, memory_order_release);
+	ring->cur = seg;
+	ring->cur_recs = seg->recs;
+	ring->cur_base = head;
+	ring->cur_end = head + seg->cap;
+	return 1;
 }
 
+const struct ss_rec *ss_ring_peek(struct ss_ring *ring, uint64_t tail, uint64_t head)
+{
+	if (tail == head)
+		return NULL;
+	struct ss_seg *seg = ring->rseg;
+	while (tail >= seg->base + seg->cap) {
+		/* the producer linked the next block before it published `head` past this one */
+		struct ss_seg *next = atomic_load_explicit(&seg->next, memory_order_acquire);
+		if (next == NULL)
+			return NULL; /* not reached: head > tail says it is there */
+		block_give(seg);
+		ring->rseg = seg = next;
+	}
+	return &seg->recs[tail - seg->base];
+}
+
+void ss_ring_release(struct ss_ring *ring)
+{
+	if (ring->released)
+		return;
+	for (struct ss_seg *seg = ring->rseg; seg;) {
+		struct ss_seg *next = atomic_load_explicit(&seg->next, memory_order_acquire);
+		block_give(seg);
+		seg = next;
+	}
+	ring->rseg = ring->cur = NULL;
+	ring->cur_recs = NULL;
+	ring->cur_base = ring->cur_end = 0;
+	ring->released = 1;
+}
+
+/* Fork child: the region is the child's own copy; every block is free again. */
 void ss_ring_forget_all(void)
 {
 	struct ss_ring *ring = atomic_exchange(&ring_list, NULL);
 	while (ring) {
 		struct ss_ring *next = ring->next;
-		free(ring->recs);
 		free(ring->writer_state);
 		free(ring);
 		ring = next;
 	}
-	atomic_store(&bytes_in_use, 0);
+	atomic_store(&free_top, 0);
+	atomic_store(&bump, 0);
+	atomic_store(&blocks_out, 0);
+	atomic_store(&blocks_peak, 0);
 	ss_tls.ring = NULL;
 	if (exit_key_once != PTHREAD_ONCE_INIT) /* the key's value would name a freed ring */
 		pthread_setspecific(exit_key, NULL);

@@ -35,7 +35,10 @@
 	X(sqlite3_free)                                                                            \
 	X(sqlite3_snprintf)                                                                        \
 	X(sqlite3_config)                                                                          \
-	X(sqlite3_changes)
+	X(sqlite3_changes)                                                                         \
+	X(sqlite3_get_autocommit)                                                                  \
+	X(sqlite3_errstr)                                                                          \
+	X(sqlite3_column_text)
 
 struct ss_sqlite {
 	void *library;
