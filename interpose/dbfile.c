@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -276,39 +278,6 @@ static void host_name(char *out, size_t len)
 			*p = '_';
 }
 
-/* Creates the .partial file exclusively: a pid can own several (an exec'd image keeps it). */
-static int create_partial(char *err, size_t errlen)
-{
-	const char *dir = ss_config.SYNCSPY_OUTPUT;
-	char host[128];
-	host_name(host, sizeof(host));
-	if (make_dirs(dir) != 0) {
-		snprintf(err, errlen, "cannot create SYNCSPY_OUTPUT=%s: %s", dir, strerror(errno));
-		return -1;
-	}
-	for (int n = 0; n < 1000; n++) {
-		if (n == 0)
-			snprintf(partial_path, sizeof(partial_path),
-				 "%s/syncspy-%s-%d.sqlite.partial", dir, host, (int)getpid());
-		else
-			snprintf(partial_path, sizeof(partial_path),
-				 "%s/syncspy-%s-%d-x%d.sqlite.partial", dir, host, (int)getpid(),
-				 n);
-		int fd = open(partial_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (fd >= 0) {
-			close(fd);
-			return 0;
-		}
-		if (errno != EEXIST) {
-			snprintf(err, errlen, "cannot write to SYNCSPY_OUTPUT=%s: %s", dir,
-				 strerror(errno));
-			return -1;
-		}
-	}
-	snprintf(err, errlen, "too many databases for pid %d in %s", (int)getpid(), dir);
-	return -1;
-}
-
 static int rename_noreplace(const char *from, const char *to)
 {
 	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
@@ -319,6 +288,87 @@ static int rename_noreplace(const char *from, const char *to)
 		return -1;
 	unlink(from);
 	return 0;
+}
+
+/* The file is built under a hidden name, .syncspy-<host>-<pid>.sqlite.init, and appears as a
+ * .partial only once its schema is committed (SCHEMA-1): a process that leaves with _exit()
+ * right after its first CUDA call leaves no empty or unreadable .partial behind, at most a
+ * hidden .init file, which the next process of this host to start a database removes once
+ * its pid is gone (t854). */
+static char init_path[PATH_MAX];
+
+static void remove_stale_init_files(const char *dir, const char *host)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	char prefix[192];
+	snprintf(prefix, sizeof(prefix), ".syncspy-%s-", host);
+	size_t len = strlen(prefix);
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		if (strncmp(e->d_name, prefix, len) != 0)
+			continue;
+		char *end;
+		long pid = strtol(e->d_name + len, &end, 10);
+		if (pid <= 0 || strcmp(end, ".sqlite.init") != 0 || pid == getpid())
+			continue;
+		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+			char path[PATH_MAX];
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	}
+	closedir(d);
+}
+
+static int create_init(char *err, size_t errlen)
+{
+	const char *dir = ss_config.SYNCSPY_OUTPUT;
+	char host[128];
+	host_name(host, sizeof(host));
+	if (make_dirs(dir) != 0) {
+		snprintf(err, errlen, "cannot create SYNCSPY_OUTPUT=%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	remove_stale_init_files(dir, host);
+	snprintf(init_path, sizeof(init_path), "%s/.syncspy-%s-%d.sqlite.init", dir, host,
+		 (int)getpid());
+	unlink(init_path); /* this pid's: an image before exec that left early */
+	int fd = open(init_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot write to SYNCSPY_OUTPUT=%s: %s", dir,
+			 strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Gives the built file its .partial name, never replacing one: a pid can own several (an
+ * exec'd image keeps it). */
+static int name_partial(char *err, size_t errlen)
+{
+	const char *dir = ss_config.SYNCSPY_OUTPUT;
+	char host[128];
+	host_name(host, sizeof(host));
+	for (int n = 0; n < 1000; n++) {
+		if (n == 0)
+			snprintf(partial_path, sizeof(partial_path),
+				 "%s/syncspy-%s-%d.sqlite.partial", dir, host, (int)getpid());
+		else
+			snprintf(partial_path, sizeof(partial_path),
+				 "%s/syncspy-%s-%d-x%d.sqlite.partial", dir, host, (int)getpid(),
+				 n);
+		if (rename_noreplace(init_path, partial_path) == 0)
+			return 0;
+		if (errno != EEXIST) {
+			snprintf(err, errlen, "cannot write to SYNCSPY_OUTPUT=%s: %s", dir,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	snprintf(err, errlen, "too many databases for pid %d in %s", (int)getpid(), dir);
+	return -1;
 }
 
 /* syncspy-<host>-<pid>[-x<N>][-r<rank>].sqlite (docs/recording.md) */
@@ -348,6 +398,45 @@ static void rename_final(void)
 
 /* ------------------------------------------------------------------ open, close */
 
+static int open_connection(const char *path, char *err, size_t errlen)
+{
+	if (ss_sq.sqlite3_open_v2(path, &ss_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+				  NULL) == SQLITE_OK)
+		return 0;
+	snprintf(err, errlen, "cannot open %s: %s", path,
+		 ss_db ? ss_sq.sqlite3_errmsg(ss_db) : "out of memory");
+	ss_sq.sqlite3_close(ss_db);
+	ss_db = NULL;
+	return -1;
+}
+
+/* The schema, the lookup tables and the first meta rows, in one transaction (SCHEMA-1), in the
+ * hidden .init file; without a journal: until it is renamed the file is nobody's. */
+static int build_init(char *err, size_t errlen)
+{
+	if (open_connection(init_path, err, errlen) != 0)
+		return -1;
+	int ok = ss_db_exec("PRAGMA journal_mode=OFF") == SQLITE_OK &&
+		 ss_db_exec("PRAGMA synchronous=OFF") == SQLITE_OK &&
+		 ss_db_exec("BEGIN") == SQLITE_OK && ss_db_exec(SS_SCHEMA_SQL) == SQLITE_OK &&
+		 ss_sq.sqlite3_prepare_v2(ss_db, statement_sql[SS_ST_META], -1,
+					  &ss_statements[SS_ST_META], NULL) == SQLITE_OK;
+	if (ok) {
+		fill_lookup_tables();
+		write_meta_start();
+		/* in WAL mode already, so that opening it under its name writes no journal */
+		ok = ss_db_exec("COMMIT") == SQLITE_OK &&
+		     ss_db_exec("PRAGMA journal_mode=WAL") == SQLITE_OK;
+	}
+	ss_sq.sqlite3_finalize(ss_statements[SS_ST_META]);
+	ss_statements[SS_ST_META] = NULL;
+	ss_sq.sqlite3_close(ss_db);
+	ss_db = NULL;
+	if (!ok)
+		snprintf(err, errlen, "cannot create the schema in %s", init_path);
+	return ok ? 0 : -1;
+}
+
 int ss_db_open(char *err, size_t errlen)
 {
 	ss_db_dropped_write = 0;
@@ -356,17 +445,14 @@ int ss_db_open(char *err, size_t errlen)
 	first_error_text[0] = 0;
 	if (ss_sqlite_load(&ss_sq, err, errlen) != 0)
 		return -1;
-	if (create_partial(err, errlen) != 0)
+	if (create_init(err, errlen) != 0)
 		return -1;
-	if (ss_sq.sqlite3_open_v2(partial_path, &ss_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-				  NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "cannot open %s: %s", partial_path,
-			 ss_db ? ss_sq.sqlite3_errmsg(ss_db) : "out of memory");
-		ss_sq.sqlite3_close(ss_db);
-		ss_db = NULL;
-		unlink(partial_path);
+	if (build_init(err, errlen) != 0 || name_partial(err, errlen) != 0) {
+		unlink(init_path);
 		return -1;
 	}
+	if (open_connection(partial_path, err, errlen) != 0)
+		return -1;
 	ss_sq.sqlite3_busy_timeout(ss_db, 5000);
 	/* WAL, not synced: a killed process loses nothing that was committed (its writes are in
 	 * the kernel's page cache); only a crash of the machine itself could. A large page cache
@@ -375,10 +461,6 @@ int ss_db_open(char *err, size_t errlen)
 	ss_db_exec("PRAGMA synchronous=OFF");
 	ss_db_exec("PRAGMA cache_size=-16384");
 	ss_db_exec("PRAGMA wal_autocheckpoint=4096");
-	if (ss_db_exec("BEGIN") != SQLITE_OK || ss_db_exec(SS_SCHEMA_SQL) != SQLITE_OK) {
-		snprintf(err, errlen, "cannot create the schema in %s", partial_path);
-		return -1;
-	}
 	for (int i = 0; i < SS_ST_COUNT; i++)
 		if (ss_sq.sqlite3_prepare_v2(ss_db,
 					     statement_sql[i] ? statement_sql[i] : call_sql(i), -1,
@@ -387,8 +469,10 @@ int ss_db_open(char *err, size_t errlen)
 				 ss_sq.sqlite3_errmsg(ss_db));
 			return -1;
 		}
-	fill_lookup_tables();
-	write_meta_start();
+	if (ss_db_exec("BEGIN") != SQLITE_OK) {
+		snprintf(err, errlen, "cannot write %s", partial_path);
+		return -1;
+	}
 	return 0;
 }
 

@@ -56,9 +56,10 @@ int ss_db_step(sqlite3_stmt *st); /* step and reset: 0, or -1 noted and counted 
 void ss_meta_text(const char *key, const char *value);
 void ss_meta_int(const char *key, int64_t value);
 
-/* Loads SQLite, creates the .partial file, opens it and, in a transaction left open for the
- * caller to add to and commit (SCHEMA-1), creates the schema, prepares the statements, fills
- * the lookup tables and writes the meta rows known at the start. 0, or -1 with ERR set. */
+/* Loads SQLite; builds the schema, the lookup tables and the meta rows known at the start in
+ * one transaction (SCHEMA-1) in a hidden .init file, which then becomes the .partial; opens
+ * that in WAL mode, prepares the statements and leaves a transaction open for the caller to
+ * add to and commit. 0, or -1 with ERR set. */
 int ss_db_open(char *err, size_t errlen);
 const char *ss_db_partial_path(void);
 const char *ss_db_final_path(void); /* after ss_db_close: the name the file got */
