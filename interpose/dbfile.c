@@ -101,8 +101,8 @@ const char *const ss_class_names[SS_CLASS_COUNT] = {
 
 /* ------------------------------------------------------------------ SQL helpers */
 
-/* The first error is said on stderr, once; later ones are counted (ss_db_write_errors) and
- * the summary at the end says what they cost (writer.c). */
+/* Errors are counted (ss_db_write_errors), the first one's text kept: the line at the end
+ * says what they cost instead of the usual summary (writer.c). */
 int ss_db_write_errors;
 int ss_db_first_error;
 static char first_error_text[256];
@@ -113,11 +113,6 @@ static void note_error(int rc, const char *message)
 		ss_db_first_error = rc;
 		snprintf(first_error_text, sizeof(first_error_text), "%s",
 			 message ? message : ss_sq.sqlite3_errstr(rc));
-		fprintf(
-		    stderr,
-		    "syncspy: cannot write %s: %s (recording goes on; what cannot be written is "
-		    "counted as lost)\n",
-		    partial_path, first_error_text);
 	}
 }
 

@@ -46,7 +46,7 @@ extern uint64_t ss_db_dropped_write; /* rows SQLite refused (disk full...): SHIM
 #define SS_CALL_COLUMNS 17
 
 int ss_db_exec(const char *sql); /* SQLITE_OK, or the error noted (ss_db_note_write_error) */
-/* A statement SQLite refused, that cost ROWS rows (SHIM-5): the first one is said on stderr. */
+/* A statement SQLite refused, that cost ROWS rows (SHIM-5): counted, the first one's text kept. */
 void ss_db_note_write_error(int rc, uint64_t rows);
 extern int ss_db_write_errors; /* statements refused since the file was opened */
 extern int ss_db_first_error;  /* the first one's result code */
