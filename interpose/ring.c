@@ -13,7 +13,7 @@
  * recently freed first (its cache lines are warm). With no block free, the record is counted
  * as dropped (dropped_full_buffer, SHIM-5); a thread that gets no first block counts its calls
  * as dropped_no_buffer. A live thread holds at least its current block: SYNCSPY_BUFFER_MB *
- * 256 threads can record at once (16,384 under the default cap), a limit that scales with the
+ * 256 threads can record at once (262,144 under the default cap), a limit that scales with the
  * cap. A pthread key's destructor marks the ring orphaned when the thread exits; the writer
  * drains it and gives all its blocks back. When nothing has been recorded for a while the
  * writer gives the pages of the free blocks back to the system (MADV_DONTNEED).
