@@ -41,11 +41,15 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 /* ------------------------------------------------------------------ the blocks */
 
 static char *region; /* NULL until the first attach, or when it could not be mapped */
+/* The free lists' links, one per block, after the blocks: outside them, so that a block whose
+ * pages went back to the system is not touched (and brought back) by the list it waits in. */
+static _Atomic uint32_t *links;
 static uint32_t nblocks;
 static _Atomic uint32_t bump;	    /* blocks from here on were never used */
-static _Atomic uint64_t free_top;   /* tag << 32 | (index + 1) of the top free block; 0: none */
+static _Atomic uint64_t free_top;   /* the warm free blocks (stack_pop, below) */
 static _Atomic uint64_t blocks_out; /* handed out to rings */
 static _Atomic uint64_t blocks_peak;
+static _Atomic uint64_t trimmed_bytes; /* pages given back to the system, in all */
 static _Atomic int trimmed = 1; /* the free blocks' pages went back since they were last used */
 
 /* The cap as address space; halved where the system refuses that much (a strict overcommit
@@ -54,11 +58,13 @@ static void map_region(void)
 {
 	size_t bytes = ((size_t)ss_config.SYNCSPY_BUFFER_MB << 20) / BLOCK_BYTES * BLOCK_BYTES;
 	for (; bytes >= ((size_t)1 << 20); bytes /= 2) {
-		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		size_t n = bytes / BLOCK_BYTES, link_bytes = n * sizeof(*links);
+		void *p = mmap(NULL, bytes + link_bytes, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p != MAP_FAILED) {
-			nblocks = (uint32_t)(bytes / BLOCK_BYTES);
+			nblocks = (uint32_t)n;
 			region = p;
+			links = (_Atomic uint32_t *)((char *)p + bytes);
 			return;
 		}
 	}
@@ -79,24 +85,48 @@ static uint32_t block_index(const struct ss_seg *seg)
 	return (uint32_t)(((const char *)seg - region) / BLOCK_BYTES);
 }
 
-/* Any thread, lock-free: a free block, or NULL when the cap is reached. */
+/* A lock-free stack of free blocks: tag << 32 | (index + 1) of its top block, 0 when empty.
+ * Two of them: the blocks given back (warm: their lines were just read) and the ones whose pages
+ * went back to the system (cold, ss_ring_trim). */
+static _Atomic uint64_t cold_top;
+
+/* Pops the top block, or NULL. Any thread: a stale link, read for a block another thread
+ * took first, fails the compare-and-swap through the tag. */
+static struct ss_seg *stack_pop(_Atomic uint64_t *stack)
+{
+	uint64_t top = atomic_load_explicit(stack, memory_order_acquire);
+	while ((uint32_t)top != 0) {
+		struct ss_seg *candidate = block_at((uint32_t)top - 1);
+		uint32_t next =
+		    atomic_load_explicit(&links[(uint32_t)top - 1], memory_order_relaxed);
+		if (atomic_compare_exchange_weak_explicit(
+			stack, &top, ((top >> 32) + 1) << 32 | next, memory_order_acquire,
+			memory_order_acquire))
+			return candidate;
+	}
+	return NULL;
+}
+
+static void stack_push(_Atomic uint64_t *stack, struct ss_seg *seg)
+{
+	uint32_t index = block_index(seg);
+	uint64_t top = atomic_load_explicit(stack, memory_order_relaxed);
+	do
+		atomic_store_explicit(&links[index], (uint32_t)top, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(stack, &top,
+						      ((top >> 32) + 1) << 32 | (index + 1),
+						      memory_order_release, memory_order_relaxed));
+}
+
+/* Any thread, lock-free: a free block (warm, then cold, then never used), or NULL when the cap
+ * is reached. */
 static struct ss_seg *block_take(void)
 {
 	if (region == NULL)
 		return NULL;
-	struct ss_seg *seg = NULL;
-	uint64_t top = atomic_load_explicit(&free_top, memory_order_acquire);
-	while ((uint32_t)top != 0) {
-		struct ss_seg *candidate = block_at((uint32_t)top - 1);
-		/* a stale read when another thread took it first: the tag then fails the CAS */
-		uint32_t next = atomic_load_explicit(&candidate->free_next, memory_order_relaxed);
-		uint64_t new_top = ((top >> 32) + 1) << 32 | next;
-		if (atomic_compare_exchange_weak_explicit(
-			&free_top, &top, new_top, memory_order_acquire, memory_order_acquire)) {
-			seg = candidate;
-			break;
-		}
-	}
+	struct ss_seg *seg = stack_pop(&free_top);
+	if (seg == NULL)
+		seg = stack_pop(&cold_top);
 	if (seg == NULL) {
 		if (atomic_load_explicit(&bump, memory_order_relaxed) >= nblocks)
 			return NULL;
@@ -119,13 +149,7 @@ static struct ss_seg *block_take(void)
 /* Writer (and a thread whose attach failed half-way): gives a block back. */
 static void block_give(struct ss_seg *seg)
 {
-	uint32_t index = block_index(seg);
-	uint64_t top = atomic_load_explicit(&free_top, memory_order_relaxed);
-	do
-		atomic_store_explicit(&seg->free_next, (uint32_t)top, memory_order_relaxed);
-	while (!atomic_compare_exchange_weak_explicit(&free_top, &top,
-						      ((top >> 32) + 1) << 32 | (index + 1),
-						      memory_order_release, memory_order_relaxed));
+	stack_push(&free_top, seg);
 	atomic_fetch_sub_explicit(&blocks_out, 1, memory_order_relaxed);
 	atomic_store_explicit(&trimmed, 0, memory_order_relaxed);
 }
@@ -135,39 +159,26 @@ size_t ss_ring_bytes_in_use(void)
 	return (size_t)atomic_load(&blocks_out) * BLOCK_BYTES;
 }
 
+uint64_t ss_ring_bytes_trimmed(void)
+{
+	return atomic_load(&trimmed_bytes);
+}
+
 size_t ss_ring_bytes_peak(void)
 {
 	return (size_t)atomic_load(&blocks_peak) * BLOCK_BYTES;
 }
 
-/* Puts a chain of free blocks, linked by free_next, back on the stack. */
-static void give_chain(struct ss_seg *first, struct ss_seg *last)
-{
-	uint64_t top = atomic_load(&free_top);
-	do
-		atomic_store_explicit(&last->free_next, (uint32_t)top, memory_order_relaxed);
-	while (!atomic_compare_exchange_weak(&free_top, &top,
-					     ((top >> 32) + 1) << 32 | (block_index(first) + 1)));
-}
-
+/* The warm blocks' pages go back to the system one block at a time, each moved to the cold
+ * stack: a thread that needs a block meanwhile finds one on either. */
 void ss_ring_trim(void)
 {
 	if (region == NULL || atomic_exchange(&trimmed, 1))
 		return;
-	/* take the whole stack (a thread that needs a block meanwhile takes a never-used one),
-	 * give its pages back, and put it back 64 blocks at a time */
-	uint64_t top = atomic_load(&free_top);
-	while (!atomic_compare_exchange_weak(&free_top, &top, ((top >> 32) + 1) << 32))
-		;
-	for (uint32_t link = (uint32_t)top; link != 0;) {
-		struct ss_seg *first = block_at(link - 1), *last = first;
-		for (int n = 0; link != 0 && n < 64; n++) {
-			last = block_at(link - 1);
-			link = atomic_load_explicit(&last->free_next, memory_order_relaxed);
-			madvise(last, BLOCK_BYTES, MADV_DONTNEED); /* reads zeros from now on */
-			atomic_store_explicit(&last->free_next, link, memory_order_relaxed);
-		}
-		give_chain(first, last);
+	for (struct ss_seg *seg; (seg = stack_pop(&free_top)) != NULL;) {
+		atomic_fetch_add_explicit(&trimmed_bytes, BLOCK_BYTES, memory_order_relaxed);
+		madvise(seg, BLOCK_BYTES, MADV_DONTNEED); /* reads zeros from now on */
+		stack_push(&cold_top, seg);
 	}
 }
 
@@ -314,9 +325,11 @@ void ss_ring_forget_all(void)
 		ring = next;
 	}
 	atomic_store(&free_top, 0);
+	atomic_store(&cold_top, 0);
 	atomic_store(&bump, 0);
 	atomic_store(&blocks_out, 0);
 	atomic_store(&blocks_peak, 0);
+	atomic_store(&trimmed_bytes, 0);
 	ss_tls.ring = NULL;
 	if (exit_key_once != PTHREAD_ONCE_INIT) /* the key's value would name a freed ring */
 		pthread_setspecific(exit_key, NULL);

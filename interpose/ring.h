@@ -20,8 +20,7 @@ struct ss_seg {
 	struct ss_seg *_Atomic next; /* set by the producer before it publishes a record past it */
 	uint64_t base;		     /* ring index of recs[0] */
 	uint64_t cap;		     /* records */
-	_Atomic uint32_t free_next;  /* free list link: the next free block's index + 1 */
-	char pad[36];
+	char pad[40];
 	struct ss_rec recs[]; /* 64-byte aligned: one record per cache line */
 };
 _Static_assert(sizeof(struct ss_seg) == 64, "records stay cache-line aligned");
@@ -82,7 +81,8 @@ extern _Atomic uint64_t ss_dropped_no_buffer_calls[SS_CLASS_COUNT];
 /* The bytes all rings hold now, and the most they held at once (blocks handed out). */
 size_t ss_ring_bytes_in_use(void);
 size_t ss_ring_bytes_peak(void);
-size_t ss_ring_region_bytes(void); /* the cap as mapped (0 before the first attach) */
+uint64_t ss_ring_bytes_trimmed(void); /* pages of free blocks given back to the system */
+size_t ss_ring_region_bytes(void);    /* the cap as mapped (0 before the first attach) */
 
 /* Producer, out of line: moves into a free block; 0 (counted) when there is none. */
 int ss_ring_next_segment(struct ss_ring *ring, const struct ss_rec *rec);

@@ -720,6 +720,7 @@ static void write_meta_progress(void)
 	ss_meta_text("dropped_calls_by_class", by_class);
 	ss_meta_int("buffer_bytes", (int64_t)ss_ring_bytes_in_use());
 	ss_meta_int("buffer_peak_bytes", (int64_t)ss_ring_bytes_peak());
+	ss_meta_int("buffer_trimmed_bytes", (int64_t)ss_ring_bytes_trimmed());
 	ss_meta_int("buffer_region_mb", (int64_t)(ss_ring_region_bytes() >> 20));
 	/* the writer's own CPU time: rows per CPU second is its throughput on one core
 	 * (bench/writer_throughput.sh) */
