@@ -16,7 +16,8 @@
  * 256 threads can record at once (262,144 under the default cap), a limit that scales with the
  * cap. A pthread key's destructor marks the ring orphaned when the thread exits; the writer
  * drains it and gives all its blocks back. When nothing has been recorded for a while the
- * writer gives the pages of the free blocks back to the system (MADV_DONTNEED).
+ * writer gives the pages of the free blocks back to the system (MADV_DONTNEED); while the
+ * rings grow it faults in the next never-used blocks ahead of the threads (ss_ring_prefault).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -167,6 +168,39 @@ uint64_t ss_ring_bytes_trimmed(void)
 size_t ss_ring_bytes_peak(void)
 {
 	return (size_t)atomic_load(&blocks_peak) * BLOCK_BYTES;
+}
+
+/* Never-used blocks the writer has faulted in ahead of the threads (MADV_POPULATE_WRITE: it
+ * maps the pages without writing them, so a thread may already be writing into one): a thread
+ * that moves into a fresh block then takes no page fault on its hot path. */
+#define PREFAULT_BLOCKS 1024u
+/* only for a ring system that grew by this much since the writer's last look: a program that
+ * makes a few calls gets no resident memory it does not write */
+#define PREFAULT_AFTER 16u
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+static uint32_t prefaulted; /* writer-private: blocks below this index were faulted in */
+static uint32_t bump_seen;  /* writer-private: bump at its last look */
+static int prefault_unsupported;
+
+void ss_ring_prefault(void)
+{
+	if (region == NULL || prefault_unsupported)
+		return;
+	uint32_t from = atomic_load_explicit(&bump, memory_order_relaxed);
+	uint32_t grew = from - bump_seen;
+	bump_seen = from;
+	if (from >= nblocks || grew < PREFAULT_AFTER)
+		return;
+	uint32_t to = nblocks - from > PREFAULT_BLOCKS ? from + PREFAULT_BLOCKS : nblocks;
+	if (prefaulted >= to)
+		return;
+	if (prefaulted > from)
+		from = prefaulted;
+	if (madvise(block_at(from), (size_t)(to - from) * BLOCK_BYTES, MADV_POPULATE_WRITE) != 0)
+		prefault_unsupported = errno == EINVAL; /* an older kernel */
+	prefaulted = to;
 }
 
 /* The warm blocks' pages go back to the system one block at a time, each moved to the cold
@@ -327,6 +361,7 @@ void ss_ring_forget_all(void)
 	atomic_store(&free_top, 0);
 	atomic_store(&cold_top, 0);
 	atomic_store(&bump, 0);
+	prefaulted = bump_seen = 0;
 	atomic_store(&blocks_out, 0);
 	atomic_store(&blocks_peak, 0);
 	atomic_store(&trimmed_bytes, 0);

@@ -69,6 +69,8 @@ struct ss_ring *ss_ring_list(void);
 /* Writer: the next record to consume (NULL when the ring is empty up to `head`); moving past
  * a block the producer has left gives it back to the free list. */
 const struct ss_rec *ss_ring_peek(struct ss_ring *ring, uint64_t tail, uint64_t head);
+/* Writer: faults in the next never-used blocks before a thread needs them. */
+void ss_ring_prefault(void);
 /* Writer, while nothing is being recorded: the pages of free blocks go back to the system. */
 void ss_ring_trim(void);
 /* Writer: gives the blocks of an orphaned, drained ring back. */

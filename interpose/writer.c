@@ -776,6 +776,7 @@ static void drain_all(void)
 		in_transaction = 1;
 	}
 	drained_last_pass = 0;
+	ss_ring_prefault();
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
 		drain_ring(ring);
 	ss_gpu_tables_store();
