@@ -245,17 +245,15 @@ static void bind_rows(sqlite3_stmt *st, const struct call_row *rows, int n, int 
 static void flush_calls(void)
 {
 	for (int done = 0; done < nbatch;) {
-		int left = nbatch - done, n = explicit_ids ? 1
-					      : left >= 64 ? 64
-					      : left >= 16 ? 16
-							   : 1;
 		int first = explicit_ids      ? SS_ST_CALL
 			    : batch[done].enq ? SS_ST_ENQ_1
 					      : SS_ST_CALL_1;
-		sqlite3_stmt *st = ss_statements[explicit_ids ? first
-						 : n == 64    ? first + 2
-						 : n == 16    ? first + 1
-							      : first];
+		/* 64 rows a statement where SQLite takes that many parameters (dbfile.c) */
+		int left = nbatch - done, n = explicit_ids			       ? 1
+					      : left >= 64 && ss_statements[first + 2] ? 64
+					      : left >= 16			       ? 16
+										       : 1;
+		sqlite3_stmt *st = ss_statements[n == 64 ? first + 2 : n == 16 ? first + 1 : first];
 		bind_rows(st, batch + done, n, explicit_ids ? 0 : 1);
 		int rc = ss_sq.sqlite3_step(st);
 		ss_sq.sqlite3_reset(st);
