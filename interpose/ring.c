@@ -46,8 +46,11 @@ static char *region; /* NULL until the first attach, or when it could not be map
  * pages went back to the system is not touched (and brought back) by the list it waits in. */
 static _Atomic uint32_t *links;
 static uint32_t nblocks;
-static _Atomic uint32_t bump;	    /* blocks from here on were never used */
-static _Atomic uint64_t free_top;   /* the warm free blocks (stack_pop, below) */
+static _Atomic uint32_t bump; /* blocks from here on were never used */
+/* Lock-free stacks of free blocks, each tag << 32 | (index + 1) of its top block, 0 when empty:
+ * the blocks given back (warm: their lines were just read) and the ones whose pages went back
+ * to the system (cold, ss_ring_trim). */
+static _Atomic uint64_t free_top, cold_top;
 static _Atomic uint64_t blocks_out; /* handed out to rings */
 static _Atomic uint64_t blocks_peak;
 static _Atomic uint64_t trimmed_bytes; /* pages given back to the system, in all */
@@ -85,11 +88,6 @@ static uint32_t block_index(const struct ss_seg *seg)
 {
 	return (uint32_t)(((const char *)seg - region) / BLOCK_BYTES);
 }
-
-/* A lock-free stack of free blocks: tag << 32 | (index + 1) of its top block, 0 when empty.
- * Two of them: the blocks given back (warm: their lines were just read) and the ones whose pages
- * went back to the system (cold, ss_ring_trim). */
-static _Atomic uint64_t cold_top;
 
 /* Pops the top block, or NULL. Any thread: a stale link, read for a block another thread
  * took first, fails the compare-and-swap through the tag. */
