@@ -233,15 +233,25 @@ static int64_t insert_native_site(uint64_t address)
 	return insert_site_row(address, module, offset, symbol, text);
 }
 
+/* The last address named: a burst of calls from one line asks for it again and again. */
+static uint64_t last_address;
+static int64_t last_site;
+
 int64_t ss_site_id(uint64_t address)
 {
 	if (address == 0)
 		return 0;
+	if (address == last_address)
+		return last_site;
 	int64_t *slot = id_map_slot(&sites, address);
 	if (!slot)
 		return 0;
 	if (*slot == 0)
 		*slot = insert_native_site(address);
+	if (*slot) {
+		last_address = address;
+		last_site = *slot;
+	}
 	return *slot;
 }
 
@@ -426,6 +436,8 @@ void ss_store_native_stack(const struct ss_rec *r, int64_t call_rowid)
 /* What this file remembers of the database it writes: its ids, by address, text and key. */
 static void forget_ids(void)
 {
+	last_address = 0;
+	last_site = 0;
 	id_map_free(&sites);
 	id_map_free(&text_sites);
 	id_map_free(&stacks);

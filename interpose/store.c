@@ -1,5 +1,7 @@
 /*
- * interpose/store.c: loading SQLite privately (see store.h for why).
+ * interpose/store.c: loading SQLite privately (see store.h for why). The private copy is
+ * configured for the one thread that uses it (the writer, SHIM-1): no mutexes, no memory
+ * statistics (global locks taken on every allocation of a shared copy).
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -10,7 +12,12 @@ int ss_sqlite_load(struct ss_sqlite *sq, char *err, size_t errlen)
 {
 	if (sq->library)
 		return 0;
-	void *library = dlopen("libsqlite3.so.0", RTLD_NOW | RTLD_LOCAL);
+	int private_copy = 1;
+	void *library = dlmopen(LM_ID_NEWLM, "libsqlite3.so.0", RTLD_NOW | RTLD_LOCAL);
+	if (library == NULL) {
+		private_copy = 0;
+		library = dlopen("libsqlite3.so.0", RTLD_NOW | RTLD_LOCAL);
+	}
 	if (library == NULL) {
 		snprintf(err, errlen, "cannot load libsqlite3.so.0: %s", dlerror());
 		return -1;
@@ -23,6 +30,13 @@ int ss_sqlite_load(struct ss_sqlite *sq, char *err, size_t errlen)
 	}
 	SS_SQLITE_FUNCS(SS_SQLITE_LOAD)
 #undef SS_SQLITE_LOAD
+	if (private_copy) {
+		/* Before the copy's first use (sqlite3_initialize): one thread, no statistics. Only
+		 * the writer thread calls it, and never across fork (writer.c holds its lock). */
+		sq->sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
+		sq->sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	}
+	sq->private_copy = private_copy;
 	sq->library = library;
 	return 0;
 }

@@ -18,6 +18,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +41,9 @@
 #include "writer.h"
 
 pthread_mutex_t ss_writer_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The writer's nice value where the process may raise a thread's priority. */
+#define WRITER_NICE (-10)
 
 static pthread_t writer_thread;
 static int writer_started;
@@ -145,36 +150,177 @@ static void note_thread(struct ss_ring *ring, struct ring_state *rs, uint64_t fi
 	rs->thread_known = 1;
 }
 
+/* ------------------------------------------------------------------ calls rows, batched */
+
+/* Rows of calls wait here and go in by 64, 16 or 1 per statement (dbfile.c): the writer
+ * numbers them itself, so that a row's id is known before it is inserted. Whatever updates a
+ * calls row (a stack attached, a polling loop completed) flushes the batch first. */
+#define BATCH_ROWS 64
+struct call_row {
+	sqlite3_int64 v[SS_CALL_COLUMNS]; /* id, tid, api_id, (class), start_ns, ... aux */
+	uint32_t null;			  /* bit c: column c is NULL */
+	uint8_t cls;
+	uint8_t enq; /* the shape of a plain enqueue (dbfile.c, SS_ST_ENQ_*) */
+};
+/* The columns an SS_ST_ENQ_* row binds, in order. */
+static const int enq_columns[] = {1, 2, 3, 4, 6, 7, 14, 16};
+#define ENQ_NULLS ((1u << 8) | (1u << 9) | (1u << 10) | (1u << 11) | (1u << 12))
+static struct call_row batch[BATCH_ROWS];
+static int nbatch;
+static int64_t next_call_id = 1;
+/* calls SQLite refused (a full disk...), per class: SHIM-5 */
+static uint64_t write_dropped_calls[SS_CLASS_COUNT];
+
+/* Calls rows inserted in the open transaction, per class: they count as written once it is
+ * committed, as lost if it is not (a full disk: SHIM-5). */
+static uint64_t txn_rows[SS_CLASS_COUNT];
+
+/* After a failed insert SQLite's numbering no longer follows the writer's count: from then on
+ * rows go in one by one with their ids given. */
+static int explicit_ids;
+
+static void transaction_lost(void)
+{
+	uint64_t lost = 0;
+	explicit_ids = 1; /* the rows rolled back leave the writer's count ahead of SQLite's */
+	for (int c = 0; c < SS_CLASS_COUNT; c++) {
+		write_dropped_calls[c] += txn_rows[c];
+		lost += txn_rows[c];
+		txn_rows[c] = 0;
+	}
+	ss_db_dropped_write += lost;
+}
+
+static void transaction_committed(void)
+{
+	for (int c = 0; c < SS_CLASS_COUNT; c++) {
+		rows_per_class[c] += txn_rows[c];
+		txn_rows[c] = 0;
+	}
+}
+
+/* After an error: SQLite may have rolled the whole transaction back (SQLITE_FULL, IOERR). The
+ * rows it held are lost; a new one starts, so that later rows have a chance. */
+static void check_transaction(void)
+{
+	if (in_transaction && ss_db && ss_sq.sqlite3_get_autocommit(ss_db)) {
+		transaction_lost();
+		in_transaction = ss_db_exec("BEGIN") == SQLITE_OK;
+	}
+}
+
+static void bind_value(sqlite3_stmt *st, int i, const struct call_row *row, int c)
+{
+	if (row->null & (1u << c))
+		ss_sq.sqlite3_bind_null(st, i);
+	else if (c == 3)
+		ss_sq.sqlite3_bind_text(st, i, ss_class_names[row->cls], 2, SQLITE_STATIC);
+	else
+		ss_sq.sqlite3_bind_int64(st, i, row->v[c]);
+}
+
+static void bind_rows(sqlite3_stmt *st, const struct call_row *rows, int n, int first_column)
+{
+	int i = 1;
+	if (rows[0].enq && first_column) {
+		for (int k = 0; k < n; k++)
+			for (size_t c = 0; c < sizeof(enq_columns) / sizeof(enq_columns[0]); c++)
+				bind_value(st, i++, &rows[k], enq_columns[c]);
+		return;
+	}
+	for (int k = 0; k < n; k++) {
+		const struct call_row *row = &rows[k];
+		for (int c = first_column; c < SS_CALL_COLUMNS; c++, i++) {
+			if (row->null & (1u << c))
+				ss_sq.sqlite3_bind_null(st, i);
+			else if (c == 3)
+				ss_sq.sqlite3_bind_text(st, i, ss_class_names[row->cls], 2,
+							SQLITE_STATIC);
+			else
+				ss_sq.sqlite3_bind_int64(st, i, row->v[c]);
+		}
+	}
+}
+
+static void flush_calls(void)
+{
+	for (int done = 0; done < nbatch;) {
+		int first = explicit_ids      ? SS_ST_CALL
+			    : batch[done].enq ? SS_ST_ENQ_1
+					      : SS_ST_CALL_1;
+		/* 64 rows a statement where SQLite takes that many parameters (dbfile.c) */
+		int left = nbatch - done, n = explicit_ids			       ? 1
+					      : left >= 64 && ss_statements[first + 2] ? 64
+					      : left >= 16			       ? 16
+										       : 1;
+		sqlite3_stmt *st = ss_statements[n == 64 ? first + 2 : n == 16 ? first + 1 : first];
+		bind_rows(st, batch + done, n, explicit_ids ? 0 : 1);
+		int rc = ss_sq.sqlite3_step(st);
+		ss_sq.sqlite3_reset(st);
+		for (int k = done; k < done + n; k++)
+			if (rc == SQLITE_DONE)
+				txn_rows[batch[k].cls]++;
+			else
+				write_dropped_calls[batch[k].cls]++;
+		if (rc != SQLITE_DONE) {
+			ss_db_note_write_error(rc, n);
+			explicit_ids = 1;
+			check_transaction();
+		}
+		done += n;
+	}
+	nbatch = 0;
+}
+
+static void set_column(struct call_row *row, int c, int present, uint64_t value)
+{
+	if (present)
+		row->v[c] = (sqlite3_int64)value;
+	else
+		row->null |= 1u << c;
+}
+
 static int64_t insert_call(struct ss_ring *ring, const struct ss_rec *r)
 {
-	sqlite3_stmt *st = ss_statements[SS_ST_CALL];
+	sqlite3_stmt *st;
 	int api = r->api;
 	int created_comm = r->cls == SS_N1 && is_comm_creation(api) && r->obj != 0;
 	int polling = r->cls == SS_S7; /* aux is the loop's query count (ring.c) */
-	uint64_t start_ns = ss_clock_to_ns(r->t_start), end_ns = ss_clock_to_ns(r->t_end);
-	ss_sq.sqlite3_bind_int64(st, 1, ring->tid);
-	ss_sq.sqlite3_bind_int64(st, 2, api);
-	ss_sq.sqlite3_bind_text(st, 3, ss_class_names[r->cls], -1, SQLITE_STATIC);
-	ss_sq.sqlite3_bind_int64(st, 4, (sqlite3_int64)start_ns);
-	ss_sq.sqlite3_bind_int64(st, 5, (sqlite3_int64)end_ns);
+	uint64_t start_ns = ss_clock_to_ns(r->t_start);
+	uint64_t end_ns = r->t_end == r->t_start ? start_ns : ss_clock_to_ns(r->t_end);
+	int64_t rowid = next_call_id++;
+	struct call_row *row = &batch[nbatch];
+	row->null = 0;
+	row->cls = r->cls;
+	row->v[0] = rowid;
+	row->v[1] = ring->tid;
+	row->v[2] = api;
+	row->v[4] = (sqlite3_int64)start_ns;
+	row->v[5] = (sqlite3_int64)end_ns;
 	/* N1 creation records carry the parent communicator in `stream` (nccl.c) */
-	ss_db_bind_u64_or_null(st, 6, r->stream != 0 && r->cls != SS_N1, r->stream);
-	ss_db_bind_u64_or_null(st, 7, obj_column[api] == OBJ_EVENT && r->obj, r->obj);
-	ss_db_bind_u64_or_null(st, 8, obj_column[api] == OBJ_COMM && r->obj, r->obj);
-	ss_db_bind_u64_or_null(st, 9, obj_column[api] == OBJ_PTR && r->obj, r->obj);
-	ss_db_bind_u64_or_null(st, 10, !created_comm && (r->bytes || r->dir), r->bytes);
-	ss_db_bind_u64_or_null(st, 11, r->dir, r->dir);
-	ss_db_bind_u64_or_null(st, 12, r->host_mem, r->host_mem);
-	ss_sq.sqlite3_bind_int64(st, 13, r->ret);
+	set_column(row, 6, r->stream != 0 && r->cls != SS_N1, r->stream);
+	set_column(row, 7, obj_column[api] == OBJ_EVENT && r->obj, r->obj);
+	set_column(row, 8, obj_column[api] == OBJ_COMM && r->obj, r->obj);
+	set_column(row, 9, obj_column[api] == OBJ_PTR && r->obj, r->obj);
+	set_column(row, 10, !created_comm && (r->bytes || r->dir), r->bytes);
+	set_column(row, 11, r->dir, r->dir);
+	set_column(row, 12, r->host_mem, r->host_mem);
+	row->v[13] = r->ret;
 	int64_t site = ss_site_id(r->caller);
-	ss_db_bind_u64_or_null(st, 14, site != 0, (uint64_t)site);
-	ss_sq.sqlite3_bind_int64(st, 15, polling ? (sqlite3_int64)r->aux : 1);
-	ss_db_bind_u64_or_null(st, 16, !created_comm && !polling && r->aux != UINT64_MAX, r->aux);
-	if (ss_db_step(st) != 0)
-		return 0;
-	int64_t rowid = ss_sq.sqlite3_last_insert_rowid(ss_db);
-	rows_per_class[r->cls]++;
+	set_column(row, 14, site != 0, (uint64_t)site);
+	row->v[15] = polling ? (sqlite3_int64)r->aux : 1;
+	set_column(row, 16, !created_comm && !polling && r->aux != UINT64_MAX, r->aux);
 	layers_seen |= 1u << ss_apis[api].layer;
+	row->enq = (row->null & ENQ_NULLS) == ENQ_NULLS && r->ret == 0 && row->v[15] == 1 &&
+		   start_ns == end_ns;
+	/* one statement holds rows of one shape: a batch of the other shape goes in first */
+	if (nbatch > 0 && batch[nbatch - 1].enq != row->enq) {
+		struct call_row pending = *row;
+		flush_calls();
+		batch[0] = pending;
+	}
+	if (++nbatch == BATCH_ROWS)
+		flush_calls();
 
 	if (created_comm) {
 		char id_hash[17];
@@ -213,6 +359,7 @@ static int64_t insert_call(struct ss_ring *ring, const struct ss_rec *r)
 
 static void update_loop_row(int64_t rowid, const struct ss_rec *loop)
 {
+	flush_calls(); /* the row may still wait in the batch */
 	sqlite3_stmt *st = ss_statements[SS_ST_POLL_UPDATE];
 	ss_sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)ss_clock_to_ns(loop->t_end));
 	ss_sq.sqlite3_bind_int64(st, 2, (sqlite3_int64)loop->aux);
@@ -239,7 +386,7 @@ static void store_loop(struct ss_ring *ring, struct ring_state *rs, const struct
 static void store_open_loop(struct ss_ring *ring, struct ring_state *rs)
 {
 	struct ss_rec loop;
-	if (ring->recs == NULL || !ss_ring_peek_poll(ring, &loop))
+	if (ring->released || !ss_ring_peek_poll(ring, &loop))
 		return;
 	if (loop.t_start == rs->last_loop_t_start && loop.api == rs->last_loop_api)
 		return; /* closed and stored already; the owner has not cleared the flag yet */
@@ -370,10 +517,12 @@ static void close_open_ranges(void)
 static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss_rec *r)
 {
 	if (r->api == SS_REC_NATIVE_STACK) {
+		flush_calls(); /* the stack is attached to the row just queued */
 		ss_store_native_stack(r, rs->last_call_rowid);
 		return;
 	}
 	if (r->api == SS_REC_PYSTACK) {
+		flush_calls();
 		/* Deferred frames (r->cls 1) belong to every call waiting for them, others to the
 		 * call just before. */
 		if (r->cls) {
@@ -411,9 +560,14 @@ static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss
 		rs->last_call_rowid = insert_call(ring, r);
 }
 
+/* Records drained by the last pass: the writer does not sleep while it is behind; after
+ * TRIM_AFTER_NS without any, it gives the pages of free blocks back (ring.c). */
+static uint64_t drained_last_pass, last_busy_ns;
+#define TRIM_AFTER_NS (100 * 1000000ull)
+
 static void drain_ring(struct ss_ring *ring)
 {
-	if (ring->recs == NULL)
+	if (ring->released)
 		return;
 	struct ring_state *rs = state_of(ring);
 	if (rs == NULL)
@@ -421,11 +575,19 @@ static void drain_ring(struct ss_ring *ring)
 	int orphaned = atomic_load_explicit(&ring->orphaned, memory_order_acquire);
 	uint64_t head = atomic_load_explicit(&ring->head, memory_order_acquire);
 	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
-	for (; tail != head; tail++)
-		process(ring, rs, &ring->recs[tail & ring->mask]);
+	const struct ss_rec *r;
+	while ((r = ss_ring_peek(ring, tail, head)) != NULL) {
+		process(ring, rs, r);
+		tail++;
+		/* the blocks consumed go back as the drain goes (ring.c) */
+		if (++drained_last_pass % 4096 == 0)
+			atomic_store_explicit(&ring->tail, tail, memory_order_release);
+	}
 	atomic_store_explicit(&ring->tail, tail, memory_order_release);
-	if (orphaned)
+	if (orphaned) {
+		flush_calls(); /* rows may name the thread's state below */
 		ss_ring_release(ring);
+	}
 }
 
 /* What taking stacks cost the program's threads (ss_stacks_attach), in ns: native, Python,
@@ -452,6 +614,22 @@ static uint64_t dropped_in_rings(void)
 	uint64_t total = 0;
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
 		total += atomic_load_explicit(&ring->dropped, memory_order_relaxed);
+	return total;
+}
+
+/* Calls lost, per class: full rings, threads without one, rows SQLite refused. */
+static uint64_t dropped_calls_per_class(uint64_t calls[SS_CLASS_COUNT])
+{
+	uint64_t total = 0;
+	for (int c = 0; c < SS_CLASS_COUNT; c++) {
+		calls[c] =
+		    atomic_load_explicit(&ss_dropped_no_buffer_calls[c], memory_order_relaxed) +
+		    write_dropped_calls[c];
+		for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+			calls[c] +=
+			    atomic_load_explicit(&ring->dropped_calls[c], memory_order_relaxed);
+		total += calls[c];
+	}
 	return total;
 }
 
@@ -527,6 +705,26 @@ static void write_meta_progress(void)
 	ss_meta_int("dropped_no_buffer", (int64_t)no_buffer);
 	ss_meta_int("dropped_write_error", (int64_t)ss_db_dropped_write);
 	ss_meta_int("dropped_events", (int64_t)(in_rings + no_buffer + ss_db_dropped_write));
+	/* The calls among them, per class (docs/schema.md): "E2:883295,S2:8833" */
+	uint64_t calls[SS_CLASS_COUNT];
+	uint64_t dropped_calls = dropped_calls_per_class(calls);
+	char by_class[SS_CLASS_COUNT * 24 + 1] = "";
+	for (int c = 0; c < SS_CLASS_COUNT; c++)
+		if (calls[c])
+			snprintf(by_class + strlen(by_class), sizeof(by_class) - strlen(by_class),
+				 "%s%s:%llu", *by_class ? "," : "", ss_class_names[c],
+				 (unsigned long long)calls[c]);
+	ss_meta_int("dropped_calls", (int64_t)dropped_calls);
+	ss_meta_text("dropped_calls_by_class", by_class);
+	ss_meta_int("buffer_bytes", (int64_t)ss_ring_bytes_in_use());
+	ss_meta_int("buffer_peak_bytes", (int64_t)ss_ring_bytes_peak());
+	ss_meta_int("buffer_trimmed_bytes", (int64_t)ss_ring_bytes_trimmed());
+	ss_meta_int("buffer_region_mb", (int64_t)(ss_ring_region_bytes() >> 20));
+	/* the writer's own CPU time: rows per CPU second is its throughput on one core
+	 * (bench/writer_throughput.sh) */
+	struct timespec cpu;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		ss_meta_int("writer_cpu_ns", (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec);
 	int threads = 0;
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
 		threads++;
@@ -554,9 +752,17 @@ static void commit(void)
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
 		if (ring->writer_state)
 			store_open_loop(ring, ring->writer_state);
+	flush_calls();
 	write_meta_progress();
-	if (in_transaction)
-		ss_db_exec("COMMIT");
+	if (in_transaction) {
+		if (ss_db_exec("COMMIT") == SQLITE_OK) {
+			transaction_committed();
+		} else {
+			transaction_lost();
+			if (!ss_sq.sqlite3_get_autocommit(ss_db))
+				ss_db_exec("ROLLBACK");
+		}
+	}
 	in_transaction = 0;
 	last_commit_ns = ss_mono_ns();
 }
@@ -567,15 +773,15 @@ static void drain_all(void)
 		ss_db_exec("BEGIN");
 		in_transaction = 1;
 	}
+	drained_last_pass = 0;
+	ss_ring_prefault();
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
 		drain_ring(ring);
 	ss_gpu_tables_store();
 }
 
-static void print_summary(void)
+static void print_summary(int self_contained)
 {
-	if (ss_config.SYNCSPY_QUIET)
-		return;
 	uint64_t sync_points = 0, enqueues = 0;
 #define SS_SUM(c, sync, desc) sync_points += sync ? rows_per_class[SS_##c] : 0;
 	SS_CLASSES(SS_SUM)
@@ -585,8 +791,34 @@ static void print_summary(void)
 	char rank[16] = "-";
 	if (atomic_load(&ss_process.rank) >= 0)
 		snprintf(rank, sizeof(rank), "%d", ss_process.rank);
+	if (ss_db_write_errors || !self_contained) {
+		/* not the success line: the file holds less than was recorded (SHIM-5) */
+		uint64_t calls[SS_CLASS_COUNT];
+		fprintf(stderr,
+			"syncspy: rank %s: write error (%s): %llu calls lost; what was committed "
+			"(%llu sync points, %llu enqueues) is readable in %s\n",
+			rank, *ss_db_first_error_text() ? ss_db_first_error_text() : "?",
+			(unsigned long long)dropped_calls_per_class(calls),
+			(unsigned long long)sync_points, (unsigned long long)enqueues,
+			ss_db_final_path());
+		return;
+	}
+	if (ss_config.SYNCSPY_QUIET)
+		return;
 	fprintf(stderr, "syncspy: rank %s: %llu sync points, %llu enqueues -> %s\n", rank,
 		(unsigned long long)sync_points, (unsigned long long)enqueues, ss_db_final_path());
+}
+
+/* What one database counted (a failed exec or a fork child starts another). */
+static void reset_counts(void)
+{
+	memset(rows_per_class, 0, sizeof(rows_per_class));
+	memset(txn_rows, 0, sizeof(txn_rows));
+	memset(write_dropped_calls, 0, sizeof(write_dropped_calls));
+	nbatch = 0;
+	next_call_id = 1;
+	explicit_ids = 0;
+	layers_seen = 0;
 }
 
 static void close_database(const char *reason)
@@ -600,8 +832,8 @@ static void close_database(const char *reason)
 	commit();
 	ss_sites_close();
 	ss_gpu_tables_close();
-	ss_db_close();
-	print_summary();
+	int self_contained = ss_db_close() == 0;
+	print_summary(self_contained);
 	/* Per-database writer state goes; the rings stay (a failed exec records on). */
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next) {
 		struct ring_state *rs = ring->writer_state;
@@ -610,8 +842,7 @@ static void close_database(const char *reason)
 		free(rs);
 		ring->writer_state = NULL;
 	}
-	memset(rows_per_class, 0, sizeof(rows_per_class));
-	layers_seen = 0;
+	reset_counts();
 }
 
 /* ------------------------------------------------------------------ the thread */
@@ -622,6 +853,12 @@ static void *writer_main(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL); /* SHIM-4 */
+	/* A program with more busy threads than cores would leave the writer a thread's share
+	 * of the CPU while its rings fill at the rate of all of them. Where the process may
+	 * (CAP_SYS_NICE, root), the writer runs ahead of the program's threads; it needs the CPU
+	 * only while there are records to write (docs/recording.md). */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), WRITER_NICE) != 0)
+		errno = 0;
 
 	char err[PATH_MAX + 128];
 	pthread_mutex_lock(&ss_writer_lock);
@@ -638,7 +875,8 @@ static void *writer_main(void *arg)
 
 	for (;;) {
 		struct pollfd pfd = {.fd = request_pipe[0], .events = POLLIN};
-		int timeout = (int)ss_config.SYNCSPY_DRAIN_MS;
+		/* behind (the last pass drained much): no sleep, but a look at the pipe */
+		int timeout = drained_last_pass >= 4096 ? 0 : (int)ss_config.SYNCSPY_DRAIN_MS;
 		int ready = poll(&pfd, 1, timeout);
 		char requests[16];
 		ssize_t n = 0;
@@ -653,6 +891,12 @@ static void *writer_main(void *arg)
 		if (opened) {
 			pthread_mutex_lock(&ss_writer_lock);
 			drain_all();
+			/* quiet for a while: the free blocks' pages go back to the system */
+			uint64_t now = ss_mono_ns();
+			if (drained_last_pass)
+				last_busy_ns = now;
+			else if (now - last_busy_ns >= TRIM_AFTER_NS)
+				ss_ring_trim();
 			if (flushes || ss_mono_ns() - last_commit_ns >=
 					   (uint64_t)ss_config.SYNCSPY_COMMIT_MS * 1000000u)
 				commit();
@@ -754,7 +998,6 @@ void ss_writer_fork_child(void)
 	free(started);
 	started = NULL;
 	nstarted = started_capacity = 0;
-	memset(rows_per_class, 0, sizeof(rows_per_class));
-	layers_seen = 0;
+	reset_counts();
 	in_transaction = 0;
 }

@@ -704,7 +704,13 @@ static int add_notes(struct ss_report *r)
 						  "period): every call is judged, a site with %d calls or "
 						  "more as repeating, its cost against the wall time",
 						  rk->path, SS_FALLBACK_MIN_CALLS));
-		if (code == SS_EXIT_OK && rk->dropped > 0)
+		if (code == SS_EXIT_OK && rk->dropped_calls > 0) /* calls, per class */
+			code = add_note(r, format("%s: %lld calls were dropped while recording (%s): "
+						  "its counts are lower bounds",
+						  rk->path, rk->dropped_calls,
+						  rk->dropped_by_class ? rk->dropped_by_class
+								       : "classes not recorded"));
+		else if (code == SS_EXIT_OK && rk->dropped > 0 && rk->dropped_calls < 0)
 			code = add_note(r, format("%s: %lld calls were dropped while recording: its "
 						  "counts are lower bounds",
 						  rk->path, rk->dropped));
@@ -839,6 +845,7 @@ void ss_report_free(struct ss_report *report)
 		free(report->ranks[i].calls_json);
 		free(report->ranks[i].cupti);
 		free(report->ranks[i].cupti_sample);
+		free(report->ranks[i].dropped_by_class);
 		free(report->ranks[i].steps_name);
 	}
 	for (size_t i = 0; i < report->nfindings; i++) {

@@ -57,6 +57,8 @@ struct ss_rank {
 	long long nccl_ns;	 /* host time in all N2 calls, group start/end included */
 	long long dropped;	 /* meta.dropped_events: non-zero makes the counts lower bounds */
 	long long backwards;	 /* calls with end_ns < start_ns: counted as 0 ns (a note) */
+	long long dropped_calls; /* meta.dropped_calls (calls, not records), -1 when absent */
+	char *dropped_by_class;	 /* meta.dropped_calls_by_class ("E2:12,S2:3"), or NULL */
 	unsigned deviates;	 /* enum ss_deviation bits */
 	long long start_mono_ns; /* for aligning ranks' clocks (SCHEMA-3) */
 	long long start_realtime_ns;

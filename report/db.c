@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,18 +68,42 @@ static int is_database_name(const struct dirent *entry)
 	return has_suffix(entry->d_name, ".sqlite") || has_suffix(entry->d_name, ".sqlite.partial");
 }
 
+/* A .partial found in a directory that is empty or holds no committed schema yet: a process that
+ * ended (an _exit(), a kill) before its first commit. Skipped with a note on stderr, so that the
+ * directory's other databases can be read; named on the command line it is an error as ever. */
+static int unfinished(const char *path)
+{
+	char why[512];
+	sqlite3 *db = NULL;
+	struct stat st;
+
+	if (stat(path, &st) == 0 && st.st_size == 0) {
+		fprintf(stderr,
+			"syncspy: note: skipped %s: empty (its process ended before its "
+			"first commit)\n",
+			path);
+		return 1;
+	}
+	if (ss_db_open(path, &db, why, sizeof(why)) == SS_EXIT_INPUT) {
+		fprintf(stderr, "syncspy: note: skipped %s: an unfinished recording (%s)\n", path,
+			why);
+		return 1;
+	}
+	sqlite3_close(db);
+	return 0;
+}
+
 static int expand_directory(const char *dir, struct ss_db_list *list, char *err, size_t errlen)
 {
 	struct dirent **entries;
 	int n, code = SS_EXIT_OK;
+	size_t skipped = 0;
 	int slash = has_suffix(dir, "/");
 
 	/* versionsort: rank2 comes before rank10, and the order does not depend on the locale. */
 	n = scandir(dir, &entries, is_database_name, versionsort);
 	if (n < 0)
 		return fail(err, errlen, SS_EXIT_INPUT, "%s: %s", dir, strerror(errno));
-	if (n == 0)
-		code = fail(err, errlen, SS_EXIT_INPUT, "no syncspy databases in %s", dir);
 	for (int i = 0; i < n; i++) {
 		char *path;
 
@@ -86,7 +111,10 @@ static int expand_directory(const char *dir, struct ss_db_list *list, char *err,
 			if (asprintf(&path, "%s%s%s", dir, slash ? "" : "/", entries[i]->d_name) <
 			    0)
 				path = NULL;
-			if (!path || list_append(list, path) != 0) {
+			if (path && has_suffix(path, ".sqlite.partial") && unfinished(path)) {
+				free(path);
+				skipped++;
+			} else if (!path || list_append(list, path) != 0) {
 				free(path);
 				code = fail(err, errlen, SS_EXIT_INTERNAL, "out of memory");
 			}
@@ -94,6 +122,8 @@ static int expand_directory(const char *dir, struct ss_db_list *list, char *err,
 		free(entries[i]);
 	}
 	free(entries);
+	if (code == SS_EXIT_OK && (n == 0 || (size_t)n == skipped))
+		code = fail(err, errlen, SS_EXIT_INPUT, "no syncspy databases in %s", dir);
 	return code;
 }
 

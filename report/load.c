@@ -62,7 +62,9 @@
 	" max(CASE key WHEN 'cupti_paused_ns' THEN value END),"                                    \
 	" max(CASE key WHEN 'cupti_sample' THEN value END),"                                       \
 	" max(CASE key WHEN 'cupti_windows' THEN value END),"                                      \
-	" max(CASE key WHEN 'cupti_traced_ns' THEN value END)"                                     \
+	" max(CASE key WHEN 'cupti_traced_ns' THEN value END),"                                    \
+	" max(CASE key WHEN 'dropped_calls' THEN value END),"                                      \
+	" max(CASE key WHEN 'dropped_calls_by_class' THEN value END)"                              \
 	" FROM meta"
 
 #define TOTALS_SQL                                                                                 \
@@ -143,8 +145,13 @@ int load_meta(struct loader *ld, struct db_state *st)
 	rk->cupti_sample = sample ? xstrdup(sample) : NULL;
 	rk->cupti_windows = column_or(stmt, 13, 0);
 	rk->cupti_traced_ns = column_or(stmt, 14, -1);
+	rk->dropped_calls = column_or(stmt, 15, -1);
+	const char *by_class = (const char *)sqlite3_column_text(stmt, 16);
+	int has_by_class = by_class && *by_class;
+	rk->dropped_by_class = has_by_class ? xstrdup(by_class) : NULL;
 	sqlite3_finalize(stmt);
-	if (!rk->host || (cupti && !rk->cupti) || (sample && !rk->cupti_sample))
+	if (!rk->host || (cupti && !rk->cupti) || (sample && !rk->cupti_sample) ||
+	    (has_by_class && !rk->dropped_by_class))
 		return out_of_memory(ld);
 
 	/* SCHEMA-3's clocks, in the range db.h allows for times: differences cannot overflow */

@@ -15,8 +15,9 @@
 	  "directory for the per-process databases (created if missing)")                          \
 	X(SYNCSPY_DISABLE, BOOL, "0", "1: pass every call straight through and record nothing")    \
 	X(SYNCSPY_QUIET, BOOL, "0", "1: no summary line on stderr at exit")                        \
-	X(SYNCSPY_BUFFER_MB, INT, "64",                                                            \
-	  "memory cap for all per-thread event buffers; events past it are counted as dropped")    \
+	X(SYNCSPY_BUFFER_MB, INT, "1024",                                                          \
+	  "memory cap for all per-thread event buffers (used only while records wait for the "     \
+	  "writer); events past it are counted as dropped")                                        \
 	X(SYNCSPY_DRAIN_MS, INT, "10", "how often the writer thread drains the buffers")           \
 	X(SYNCSPY_COMMIT_MS, INT, "500",                                                           \
 	  "longest time between commits (a killed process loses at most this much, max 1000)")     \

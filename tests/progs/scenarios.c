@@ -160,9 +160,9 @@ static int s6_implicit(void)
 	CHECK(cudaMalloc(&dev, 1 << 20));
 	CHECK(cudaMallocHost(&host, 1 << 20));
 	CHECK(cudaMallocManaged(&managed, 1 << 20, cudaMemAttachGlobal));
-	CHECK(cudaMemset(host, 0, 1 << 20));    /* S6: pinned */
+	CHECK(cudaMemset(host, 0, 1 << 20));	/* S6: pinned */
 	CHECK(cudaMemset(managed, 0, 1 << 20)); /* S6: managed */
-	CHECK(cudaMemset(dev, 0, 1 << 20));     /* E1: device */
+	CHECK(cudaMemset(dev, 0, 1 << 20));	/* E1: device */
 	CHECK(cudaMallocAsync(&async_mem, 1 << 20, s));
 	CHECK(cudaFreeAsync(async_mem, s));
 	CHECK(cudaStreamSynchronize(s));
@@ -253,8 +253,8 @@ static int errors(void)
 
 /* ------------------------------------------------------------------ threads */
 
-#define THREADS      16
-#define PER_THREAD   5000
+#define THREADS	   16
+#define PER_THREAD 5000
 
 static void *thread_body(void *arg)
 {
@@ -340,7 +340,7 @@ static int nccl_ranks(int nranks)
 	do {                                                                                       \
 		errno = 4242;                                                                      \
 		int result_ = (int)(call);                                                         \
-		printf("%-16s -> %d, errno %d\n", #call, result_, errno);                         \
+		printf("%-16s -> %d, errno %d\n", #call, result_, errno);                          \
 	} while (0)
 
 static int errno_kept(void)
@@ -454,6 +454,31 @@ static int flood(int calls)
 	return 0;
 }
 
+/* Children that use CUDA and leave at once with _exit(): no destructor, no final drain (t854).
+ * The parent records too, and waits for them all. */
+static int quick_exit_children(int children)
+{
+	CHECK(cudaDeviceSynchronize());
+	for (int i = 0; i < children; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			return 4;
+		if (pid == 0) {
+			cudaDeviceSynchronize();
+			_exit(0);
+		}
+	}
+	int failed = 0;
+	for (int i = 0; i < children; i++) {
+		int status;
+		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			failed++;
+	}
+	CHECK(cudaDeviceSynchronize());
+	printf("quick-exit %d children, %d failed\n", children, failed);
+	return failed != 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "";
@@ -501,9 +526,13 @@ int main(int argc, char **argv)
 		return sigint_handler();
 	if (!strcmp(name, "nocuda"))
 		return no_cuda();
+	if (!strcmp(name, "quick-exit"))
+		return quick_exit_children(argc > 2 ? atoi(argv[2]) : 8);
 	if (!strcmp(name, "flood"))
 		return flood(argc > 2 ? atoi(argv[2]) : 100000);
-	fprintf(stderr, "usage: scenarios s1|s2|s3|s4|s5|s6|s7|e123|ptsz|errors|threads|nccl [N]|"
-			"errno|fork|exec|sigterm|sigint|nocuda|flood [N]|legacy-blocking|legacy-nonblocking|legacy-records\n");
+	fprintf(stderr,
+		"usage: scenarios s1|s2|s3|s4|s5|s6|s7|e123|ptsz|errors|threads|nccl [N]|"
+		"errno|fork|exec|sigterm|sigint|nocuda|flood [N]|quick-exit [N]|legacy-blocking|"
+		"legacy-nonblocking|legacy-records\n");
 	return 2;
 }
