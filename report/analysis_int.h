@@ -118,9 +118,11 @@ struct interval {
 struct gpu_target {
 	long long correlation;
 	long long tid, api_ns;	     /* from gpu_api: tid -1 when no record */
+	long long api_end;	     /* the API record's end, -1 unknown */
 	long long call_id, site_id;  /* the host call: call_id -1 when none */
 	long long call_start;
 	int has_site;
+	int enclosed; /* the call started inside the API record (a static runtime's driver call) */
 	long long device; /* sync records: the device */
 	size_t index;	  /* copies: the index in gpu_rows.copies */
 };

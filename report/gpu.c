@@ -196,6 +196,8 @@ int join_targets(struct loader *ld, struct db_state *st, struct gpu_target *tg, 
 	for (size_t i = 0; i < n; i++) {
 		tg[i].tid = -1;
 		tg[i].call_id = -1;
+		tg[i].api_end = -1;
+		tg[i].enclosed = 0;
 	}
 	if (!n || !st->gpu_api)
 		return SS_EXIT_OK;
@@ -208,6 +210,7 @@ int join_targets(struct loader *ld, struct db_state *st, struct gpu_target *tg, 
 		if (first) {
 			tg[i].tid = first->tid;
 			tg[i].api_ns = first->start_ns;
+			tg[i].api_end = first->end_ns;
 		}
 	}
 	qsort(tg, n, sizeof(*tg), compare_targets_by_thread);
@@ -232,12 +235,28 @@ int join_targets(struct loader *ld, struct db_state *st, struct gpu_target *tg, 
 		}
 		for (size_t i = lo; i < n && tg[i].tid == tid && tg[i].api_ns - start <= GPU_JOIN_NS;
 		     i++)
-			if (tg[i].call_id < 0 || start > tg[i].call_start ||
-			    (start == tg[i].call_start && id > tg[i].call_id)) {
+			if (!tg[i].enclosed &&
+			    (tg[i].call_id < 0 || start > tg[i].call_start ||
+			     (start == tg[i].call_start && id > tg[i].call_id))) {
 				tg[i].call_id = id;
 				tg[i].call_start = start;
 				tg[i].site_id = site;
 				tg[i].has_site = has_site;
+			}
+		/* A call that started inside the API record is the record's own: a static runtime
+		 * reaches the shim through the driver, so the runtime's record (cudaMemcpyAsync)
+		 * starts before the call the shim recorded (cuMemcpyHtoDAsync), whose last call
+		 * before it is the previous one (the step's kernel launch). The earliest such call
+		 * wins over any before the record. */
+		for (size_t i = lo; i-- > 0 && tg[i].tid == tid && start - tg[i].api_ns <= GPU_JOIN_NS;)
+			if (tg[i].api_end >= start &&
+			    (!tg[i].enclosed || start < tg[i].call_start ||
+			     (start == tg[i].call_start && id < tg[i].call_id))) {
+				tg[i].call_id = id;
+				tg[i].call_start = start;
+				tg[i].site_id = site;
+				tg[i].has_site = has_site;
+				tg[i].enclosed = 1;
 			}
 	}
 	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
@@ -475,18 +494,19 @@ static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, si
 			return 0; /* the timeline was off in between: not measured (CUPTI-3) */
 		if (g->busy[k].s <= c->end || queued_at(w, nw, c->dev, c->end))
 			return 1;
+		/* GPU-IDLE-2: a wait on an event of an earlier step is a ring's or a double
+		 * buffer's flow control (or a result read a step late, as the advice says): it
+		 * waits on old work, not on the queue the host just filled */
+		if (c->earlier_event)
+			return 1;
 		*idle = g->busy[k].s - c->end;
 		/* GPU-IDLE-2: the sync waited for the GPU when work ran on the device during it. One
 		 * that found the device idle drained nothing: the GPU idled already, behind the host
-		 * (a host-bound step), and what the sync took from it is the call's own time; none
-		 * at all for a wait on an event of an earlier step that was complete (a ring's or
-		 * double buffer's flow control: the wait is the point of it). */
+		 * (a host-bound step), and what the sync took from it is the call's own time. */
 		if (k == 0 || g->busy[k - 1].device != c->dev || g->busy[k - 1].e < c->start) {
 			long long own_time = c->end - c->start;
 
-			if (c->earlier_event)
-				*idle = 0;
-			else if (*idle > own_time)
+			if (*idle > own_time)
 				*idle = own_time;
 		}
 		return 1;
