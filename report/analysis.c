@@ -490,6 +490,8 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	lap(&t, path, "aggregate");
 	if (code == SS_EXIT_OK)
 		code = run_site_rules(&ld, &st);
+	if (code == SS_EXIT_OK)
+		code = ss_alloc_regrowth(&ld, &st);
 	lap(&t, path, "site rules");
 	if (code == SS_EXIT_OK)
 		code = run_database_rules(&ld, &st);

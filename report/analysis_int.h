@@ -229,7 +229,11 @@ extern const struct ss_rule *const ss_rules[];
 extern const size_t ss_nrules;
 
 /* The rules other code names (it compares or amends their findings). */
-extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_without_overlap;
+extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_without_overlap,
+    ss_rule_alloc_in_loop;
+/* rules/alloc_in_loop.c: after the site rules, a caching allocator's steady allocations that
+ * only replace what its steady frees released are folded into the free's finding. */
+int ss_alloc_regrowth(struct loader *ld, struct db_state *st);
 
 /* ------------------------------------------------------------------ analysis.c */
 

@@ -1,9 +1,15 @@
 /*
  * report/rules/alloc_in_loop.c: the alloc-in-loop rule (docs/rules.md), a site rule on the
  * aggregate (SS_RULE_SITE): allocations and frees that synchronize the device (class S6 without
- * a direction), per call site, once the site recurs in the steady state (steps.h).
+ * a direction), per call site, once the site recurs in the steady state (steps.h). Then
+ * ss_alloc_regrowth: a caching allocator's allocations that only replace what a steady free of
+ * the same allocator released are that free's consequence (docs/rules.md).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "../analysis_int.h"
+#include "../commands.h"
 
 /* alloc-in-loop: a site with fewer calls is not reported even as `info` (one cudaMalloc per
  * buffer at setup is how programs start). Whether it costs per step is steps.h's question. */
@@ -24,3 +30,103 @@ const struct ss_rule ss_rule_alloc_in_loop = {
     .min_count = SS_LOOP_MIN_CALLS,
     .detail = detail,
 };
+
+/* Per site: whether its cudaMalloc and cudaFree calls came through torch's caching allocator
+ * (a native frame in libc10_cuda: the sites of Python programs are the script's lines). */
+#define REGROWTH_SQL                                                                               \
+	"SELECT coalesce(s.text, '" NO_SITE "'), max(a.name = 'cudaFree'),"                        \
+	" max(a.name = 'cudaMalloc'), max(coalesce(k.frames LIKE '%libc10_cuda%', 0))"             \
+	" FROM calls c JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"       \
+	" LEFT JOIN stacks k ON k.id = c.native_stack_id"                                          \
+	" WHERE a.name IN ('cudaMalloc', 'cudaFree') GROUP BY 1"
+
+struct regrowth_site {
+	char *site;
+	int frees, mallocs, allocator;
+};
+
+static struct ss_finding *steady_alloc_finding(struct ss_report *r, const char *site)
+{
+	for (size_t i = 0; i < r->nfindings; i++) {
+		struct ss_finding *f = &r->findings[i];
+
+		if (f->rule == ss_rule_alloc_in_loop.id && !f->cleared &&
+		    strcmp(f->phase, "steady") == 0 && strcmp(f->site, site) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+/* A caching allocator (torch's) asks the driver for memory only while it grows; in the steady
+ * state it grows again only after something released its cache: torch.cuda.empty_cache()
+ * every step frees (cudaFree through the allocator) and the next forward pass allocates it
+ * all again (cudaMalloc through the allocator, on the lines that happen to need memory first,
+ * on any thread). Those allocations are the free's cost, not a line to fix: their finding is
+ * `info`, naming the free's site, and their host time is added to the free's finding. */
+int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
+{
+	struct ss_report *r = ld->report;
+	struct regrowth_site *sites = NULL;
+	size_t n = 0, cap = 0;
+	struct ss_finding *cause = NULL;
+	sqlite3_stmt *stmt;
+	int rc, code = SS_EXIT_OK;
+
+	for (size_t i = 0; i < r->nfindings && !cause; i++)
+		cause = r->findings[i].rule == ss_rule_alloc_in_loop.id ? &r->findings[i] : NULL;
+	if (!cause)
+		return SS_EXIT_OK; /* no allocation finding: nothing to fold */
+	cause = NULL;
+	code = prepare(ld, st, REGROWTH_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct regrowth_site one = {xstrdup((const char *)sqlite3_column_text(stmt, 0)),
+					    sqlite3_column_int(stmt, 1), sqlite3_column_int(stmt, 2),
+					    sqlite3_column_int(stmt, 3)};
+
+		if (!one.site || !reserve(&sites, &cap, n, sizeof(*sites))) {
+			free(one.site);
+			code = out_of_memory(ld);
+			break;
+		}
+		sites[n++] = one;
+	}
+	code = end_rows(ld, st, stmt, rc, code);
+	/* the cause: the costliest steady free through the allocator */
+	for (size_t i = 0; code == SS_EXIT_OK && i < n; i++) {
+		struct ss_finding *f;
+
+		if (!sites[i].frees || !sites[i].allocator)
+			continue;
+		f = steady_alloc_finding(r, sites[i].site);
+		if (f && (!cause || f->blocked_ns > cause->blocked_ns))
+			cause = f;
+	}
+	for (size_t i = 0; code == SS_EXIT_OK && cause && i < n; i++) {
+		struct ss_finding *f;
+		char *detail;
+
+		if (sites[i].frees || !sites[i].mallocs || !sites[i].allocator)
+			continue;
+		f = steady_alloc_finding(r, sites[i].site);
+		if (!f || f == cause)
+			continue;
+		f->cleared = "the caching allocator allocating again what a free released every "
+			     "step: the free's finding carries this cost";
+		detail = format("%s; and %lld allocations (%.3f ms) the caching allocator made to grow "
+				"back, at %s",
+				cause->detail, f->count, ms(f->blocked_ns), f->site);
+		if (!detail) {
+			code = out_of_memory(ld);
+			break;
+		}
+		free(cause->detail);
+		cause->detail = detail;
+		cause->blocked_ns += f->blocked_ns;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(sites[i].site);
+	free(sites);
+	return code;
+}

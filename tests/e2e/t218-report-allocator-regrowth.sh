@@ -1,0 +1,54 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# t218: alloc-in-loop folds a caching allocator's regrowth into the free that caused it
+# (rules/alloc_in_loop.c ss_alloc_regrowth, docs/rules.md): 20 steps of a launch, a cudaFree
+# through torch's allocator (empty_cache: a native frame in libc10_cuda.so) and a cudaMalloc
+# through it on another line (the next forward pass growing back). The malloc's finding is
+# `info`, its time added to the free's, whose detail names it. The same calls without the
+# allocator's frames (a C program's malloc and free every step) stay two findings.
+. "$E2E_DIR/lib.sh"
+make_db() { # OUT FRAMES: the two allocation calls' native stack text
+	sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$1" || fail "make-db.sh"
+	"$SQLITE3" -batch -bail "$1" <<SQL || fail "rows"
+DELETE FROM calls;
+DELETE FROM sites;
+DELETE FROM stacks;
+INSERT OR IGNORE INTO apis(name, layer, class) VALUES ('cudaFree', 'runtime', 'S6');
+INSERT INTO sites(id, address, module, module_offset, symbol, text) VALUES
+ (1, 0, 'train.py', 10, 'main', 'train.py:10 in main'),
+ (2, 0, 'train.py', 20, 'main', 'train.py:20 in main'),
+ (3, 0, 'train.py', 30, 'main', 'train.py:30 in main');
+INSERT INTO stacks(id, kind, hash, depth, frames) VALUES (1, 'native', 1, 2, '$2');
+WITH RECURSIVE step(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM step WHERE k < 19)
+INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, ret, site_id, native_stack_id)
+ SELECT 4242, a.id, v.class, 1000010000000 + k * 1000000 + v.at, 1000010000000 + k * 1000000 + v.at + v.len,
+        v.stream, 0, v.site, v.stack
+ FROM step, (SELECT '__cudaLaunchKernel' AS api, 'E1' AS class, 0 AS at, 0 AS len, 7 AS stream, 1 AS site, NULL AS stack
+  UNION ALL SELECT 'cudaFree', 'S6', 100000, 200000, NULL, 2, 1
+  UNION ALL SELECT 'cudaMalloc', 'S6', 400000, 100000, NULL, 3, 1) v JOIN apis a ON a.name = v.api;
+SQL
+}
+findings() { # DB: rule|site|severity|detail mentions the regrowth
+	"$SYNCSPY" report --format json "$1" >"$tmp/r.json" 2>"$tmp/err" || fail "report exited $?: $(cat "$tmp/err")"
+	rq "SELECT json_extract(value, '\$.site'), json_extract(value, '\$.severity'),
+		json_extract(value, '\$.detail') LIKE '%grow back, at train.py:30 in main%',
+		json_extract(value, '\$.blocked_ns')
+		FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
+		WHERE json_extract(value, '\$.rule') = 'alloc-in-loop' ORDER BY 1"
+}
+make_db "$tmp/torch.sqlite" 'libc10_cuda.so+0x2f4cb
+_ZN2at6native2mmE+0x44 (libtorch_cuda.so)'
+findings "$tmp/torch.sqlite" >"$tmp/actual"
+cat >"$tmp/expected" <<'END'
+train.py:20 in main|high|1|5400000
+train.py:30 in main|info|0|1800000
+END
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "torch's allocator: regrowth folded into the free"
+make_db "$tmp/c.sqlite" 'prog+0x1234
+prog+0x5678'
+findings "$tmp/c.sqlite" >"$tmp/actual"
+cat >"$tmp/expected" <<'END'
+train.py:20 in main|high|0|3600000
+train.py:30 in main|medium|0|1800000
+END
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "no allocator: two findings"
