@@ -508,6 +508,8 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	for (size_t r = 0; code == SS_EXIT_OK && rk->gpu && r < ss_nrules; r++)
 		if (ss_rules[r]->confirm)
 			ss_rules[r]->confirm(&job->found);
+	if (code == SS_EXIT_OK)
+		code = ss_sync_same_operation(&ld, &st);
 	for (size_t i = 0; code == SS_EXIT_OK && i < job->found.nfindings; i++)
 		if (!judge_finding(&job->found.findings[i], rk))
 			code = out_of_memory(&ld);

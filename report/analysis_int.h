@@ -234,6 +234,9 @@ extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_w
 /* rules/alloc_in_loop.c: after the site rules, a caching allocator's steady allocations that
  * only replace what its steady frees released are folded into the free's finding. */
 int ss_alloc_regrowth(struct loader *ld, struct db_state *st);
+/* rules/host_sync.c: after the GPU figures, a steady sync without a user line that is the same
+ * operation (the same instruction in its native stack) as one with a user line is folded in. */
+int ss_sync_same_operation(struct loader *ld, struct db_state *st);
 
 /* ------------------------------------------------------------------ analysis.c */
 

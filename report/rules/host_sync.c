@@ -2,9 +2,14 @@
  * report/rules/host_sync.c: the host-sync rule (docs/rules.md), a site rule on the aggregate
  * (SS_RULE_SITE): device, stream and event synchronizations (classes S1, S2, S3) per call site.
  * With a GPU timeline, gpu.c sets the GPU idle time behind them (gpu_idle_ns), which becomes
- * their cost (SS_COST_GPU_IDLE: analysis.c, judge_finding).
+ * their cost (SS_COST_GPU_IDLE: analysis.c, judge_finding). Then ss_sync_same_operation: a
+ * sync with no user frame that is the same operation as a sync with one is folded into it.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "../analysis_int.h"
+#include "../commands.h"
 
 static char *detail(const struct db_state *st, const char *apis, long long worst, long long bytes,
 		    long long estimate, long long rows)
@@ -27,3 +32,73 @@ const struct ss_rule ss_rule_host_sync = {
     .min_count = 1,
     .detail = detail,
 };
+
+/* Sites of syncs (S1-S4) whose native stacks pass through the frame FRAME (a site's text) and
+ * that name a user line ("FILE:LINE in FUNCTION"), most calls first. */
+#define SAME_OPERATION_SQL                                                                         \
+	"SELECT s.text FROM calls c JOIN sites s ON s.id = c.site_id"                              \
+	" JOIN stacks k ON k.id = c.native_stack_id"                                               \
+	" WHERE c.class IN ('S1', 'S2', 'S3', 'S4') AND s.text != :frame"                          \
+	" AND s.text GLOB '*:[0-9]* in *' AND instr(k.frames, :frame) > 0"                         \
+	" GROUP BY s.text ORDER BY count(*) DESC"
+
+static int sync_rule(const struct ss_finding *f)
+{
+	return f->rule == ss_rule_host_sync.id || f->rule == ss_rule_sync_copy.id;
+}
+
+/* A sync inside a framework that no user frame reaches (torch's autograd thread runs the
+ * backward pass of `scores[mask]`, whose nonzero syncs as the forward's did, with no Python
+ * frame of its own) is the same operation as a sync whose native stack passes through the
+ * same instruction and that names a user line (the forward's): it is that line's cost. Its
+ * finding is `info`, and its figures are added to the user line's finding (docs/rules.md,
+ * host-sync). Runs after the GPU timeline's figures are in. */
+int ss_sync_same_operation(struct loader *ld, struct db_state *st)
+{
+	struct ss_report *r = ld->report;
+	int code = SS_EXIT_OK;
+
+	for (size_t i = 0; code == SS_EXIT_OK && i < r->nfindings; i++) {
+		struct ss_finding *f = &r->findings[i], *owner = NULL;
+		sqlite3_stmt *stmt;
+		int rc;
+
+		if (!sync_rule(f) || f->cleared || strcmp(f->phase, "steady") != 0 ||
+		    strcmp(f->site, NO_SITE) == 0 || strstr(f->site, " in ") != NULL)
+			continue; /* only steady syncs without a user line */
+		code = prepare(ld, st, SAME_OPERATION_SQL, &stmt);
+		if (code != SS_EXIT_OK)
+			break;
+		sqlite3_bind_text(stmt, sqlite3_bind_parameter_index(stmt, ":frame"), f->site, -1,
+				  SQLITE_TRANSIENT);
+		while (!owner && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+			const char *text = (const char *)sqlite3_column_text(stmt, 0);
+
+			for (size_t j = 0; text && j < r->nfindings && !owner; j++) {
+				struct ss_finding *g = &r->findings[j];
+
+				if (g != f && sync_rule(g) && !g->cleared &&
+				    strcmp(g->phase, "steady") == 0 && strcmp(g->site, text) == 0)
+					owner = g;
+			}
+		}
+		sqlite3_finalize(stmt);
+		if (!owner)
+			continue;
+		char *detail = format("%s; and %lld syncs (%.3f ms) of the same operation reached "
+				      "without a user frame (another thread: a backward pass), at %s",
+				      owner->detail, f->count, ms(f->blocked_ns), f->site);
+		if (!detail) {
+			code = out_of_memory(ld);
+			break;
+		}
+		free(owner->detail);
+		owner->detail = detail;
+		owner->blocked_ns += f->blocked_ns;
+		if (owner->gpu_idle_ns >= 0 && f->gpu_idle_ns >= 0)
+			owner->gpu_idle_ns += f->gpu_idle_ns;
+		f->cleared = "the same operation as a sync on a user line (its finding carries this "
+			     "cost)";
+	}
+	return code;
+}

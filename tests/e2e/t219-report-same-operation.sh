@@ -1,0 +1,55 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# t219: a steady sync without a user line that is the same operation as a sync with one (the
+# same instruction in its native stack: torch's autograd thread syncing in the backward pass of
+# a boolean-mask index, as the forward did on the script's line) is folded into the user line's
+# finding (rules/host_sync.c ss_sync_same_operation, docs/rules.md host-sync): 20 steps of a
+# launch, a stream sync on the main thread at train.py:30 whose stack passes through
+# nonzero+0x401 (libtorch_cuda.so), and one on thread 4250 sited at that frame. Without the
+# shared frame, two findings.
+. "$E2E_DIR/lib.sh"
+make_db() { # OUT FRAMES: the main thread's sync's native stack text
+	sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$1" || fail "make-db.sh"
+	"$SQLITE3" -batch -bail "$1" <<SQL || fail "rows"
+DELETE FROM calls;
+DELETE FROM sites;
+DELETE FROM stacks;
+INSERT INTO sites(id, address, module, module_offset, symbol, text) VALUES
+ (1, 0, 'train.py', 10, 'main', 'train.py:10 in main'),
+ (2, 0, 'train.py', 30, 'main', 'train.py:30 in main'),
+ (3, 140000000, 'libtorch_cuda.so', 1025, 'nonzero', 'nonzero+0x401 (libtorch_cuda.so)');
+INSERT INTO stacks(id, kind, hash, depth, frames) VALUES (1, 'native', 1, 2, '$2'),
+ (2, 'native', 2, 2, 'nonzero+0x401 (libtorch_cuda.so)
+backward+0x10 (libtorch_cuda.so)');
+WITH RECURSIVE step(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM step WHERE k < 19)
+INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, ret, site_id, native_stack_id)
+ SELECT v.tid, a.id, v.class, 1000010000000 + k * 1000000 + v.at, 1000010000000 + k * 1000000 + v.at + v.len,
+        7, 0, v.site, v.stack
+ FROM step, (SELECT 4242 AS tid, '__cudaLaunchKernel' AS api, 'E1' AS class, 0 AS at, 0 AS len, 1 AS site, NULL AS stack
+  UNION ALL SELECT 4242, 'cudaStreamSynchronize', 'S2', 100000, 200000, 2, 1
+  UNION ALL SELECT 4250, 'cudaStreamSynchronize', 'S2', 500000, 100000, 3, 2) v JOIN apis a ON a.name = v.api;
+SQL
+}
+findings() { # DB: site|severity|detail names the other site|blocked_ns
+	"$SYNCSPY" report --format json "$1" >"$tmp/r.json" 2>"$tmp/err" || fail "report exited $?: $(cat "$tmp/err")"
+	rq "SELECT json_extract(value, '\$.site'), json_extract(value, '\$.severity'),
+		json_extract(value, '\$.detail') LIKE '%same operation reached without a user frame%at nonzero+0x401%',
+		json_extract(value, '\$.blocked_ns')
+		FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
+		WHERE json_extract(value, '\$.rule') = 'host-sync' ORDER BY 1"
+}
+make_db "$tmp/same.sqlite" 'nonzero+0x401 (libtorch_cuda.so)
+_ZN2at4_ops5index4callE+0x20 (libtorch_cuda.so)'
+findings "$tmp/same.sqlite" >"$tmp/actual"
+cat >"$tmp/expected" <<'END'
+nonzero+0x401 (libtorch_cuda.so)|info|0|1800000
+train.py:30 in main|high|1|5400000
+END
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "the backward's sync folded into the forward's line"
+make_db "$tmp/other.sqlite" 'unique+0x99 (libtorch_cuda.so)'
+findings "$tmp/other.sqlite" >"$tmp/actual"
+cat >"$tmp/expected" <<'END'
+nonzero+0x401 (libtorch_cuda.so)|medium|0|1800000
+train.py:30 in main|high|0|3600000
+END
+diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "another operation: two findings"
