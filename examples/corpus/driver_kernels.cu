@@ -69,3 +69,35 @@ extern "C" __global__ void fill_hash(uint32_t *x, int n, int seed)
 	if (i < n)
 		x[i] = ((uint32_t)i * 2654435761u) ^ ((uint32_t)seed * 40503u);
 }
+
+/* d10: a lattice-gas step, streaming (a shifted read) then a local collision. */
+extern "C" __global__ void stream_shift(uint32_t *dst, const uint32_t *src, int n, int shift)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		dst[i] = src[(i + shift) % n] ^ (uint32_t)shift;
+}
+
+extern "C" __global__ void collide(uint32_t *x, int n, int rounds)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	uint32_t v = x[i];
+	for (int r = 0; r < rounds; r++)
+		v = ((v << 7) | (v >> 25)) * 2654435761u + (uint32_t)r;
+	x[i] = v;
+}
+
+/* d11: a three-point integer diffusion on a ring, with a hashed source term. */
+extern "C" __global__ void diffuse_ring(uint32_t *next, const uint32_t *cur, int n, int step, int rounds)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	uint32_t l = cur[(i + n - 1) % n], c = cur[i], r = cur[(i + 1) % n];
+	uint32_t src = (uint32_t)i ^ ((uint32_t)step * 0x9e3779b9u);
+	for (int k = 0; k < rounds; k++)
+		src = (src ^ (src >> 15)) * 2246822519u;
+	next[i] = ((l >> 2) + (c >> 1) + (r >> 2)) + (src & 255u);
+}
