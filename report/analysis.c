@@ -227,8 +227,9 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 
 		if (per < SS_GPU_BUSY_NS ||
 		    (rk->steady_steps > 0 && per * 1000 < rk->step_ns * SS_GPU_BUSY_PERMILLE))
-			f->cleared = "the GPU stayed busy behind these syncs (idle under 0.1% of the "
-				     "step): no throughput lost";
+			f->cleared =
+			    "the GPU stayed busy behind these syncs (idle under 0.1% of the "
+			    "step): no throughput lost";
 	}
 	if (f->cleared) {
 		f->severity = "info";
@@ -709,11 +710,12 @@ static int add_notes(struct ss_report *r)
 						  "more as repeating, its cost against the wall time",
 						  rk->path, SS_FALLBACK_MIN_CALLS));
 		if (code == SS_EXIT_OK && rk->dropped_calls > 0) /* calls, per class */
-			code = add_note(r, format("%s: %lld calls were dropped while recording (%s): "
-						  "its counts are lower bounds",
-						  rk->path, rk->dropped_calls,
-						  rk->dropped_by_class ? rk->dropped_by_class
-								       : "classes not recorded"));
+			code =
+			    add_note(r, format("%s: %lld calls were dropped while recording (%s): "
+					       "its counts are lower bounds",
+					       rk->path, rk->dropped_calls,
+					       rk->dropped_by_class ? rk->dropped_by_class
+								    : "classes not recorded"));
 		else if (code == SS_EXIT_OK && rk->dropped > 0 && rk->dropped_calls < 0)
 			code = add_note(r, format("%s: %lld calls were dropped while recording: its "
 						  "counts are lower bounds",

@@ -161,7 +161,7 @@ struct gpu_rows {
 	 * the GPU idle time behind a sync needs to know which work the sync itself issued */
 	struct work_row {
 		long long device, s, e, correlation;
-	} *work;
+	} * work;
 	size_t nwork, cap_work;
 };
 

@@ -53,7 +53,8 @@
 	" WHERE event IS NOT NULL AND class IN ('E2', 'S3'))"                                      \
 	" SELECT c.id, coalesce(s.text, '" NO_SITE "'), c.end_ns, c.start_ns, c.class = 'S4',"     \
 	" c.tid, c.class = 'S3', ev.recorded FROM calls c LEFT JOIN sites s ON s.id = c.site_id"   \
-	" LEFT JOIN ev ON ev.id = c.id WHERE c.class IN ('S1', 'S2', 'S3', 'S4') ORDER BY c.start_ns"
+	" LEFT JOIN ev ON ev.id = c.id WHERE c.class IN ('S1', 'S2', 'S3', 'S4') ORDER BY "        \
+	"c.start_ns"
 
 /* The join window: a gpu_api record belongs to the last call of its thread that started at
  * most this long before it (the wrapper's start precedes the runtime's own). */
@@ -160,7 +161,8 @@ int load_api_first(struct loader *ld, struct db_state *st)
 	if (code != SS_EXIT_OK)
 		return code;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		struct api_first first = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
+		struct api_first first = {sqlite3_column_int64(stmt, 0),
+					  sqlite3_column_int64(stmt, 1),
 					  sqlite3_column_int64(stmt, 2), column_or(stmt, 3, -1)};
 
 		if (!PUSH(st->api_first, st->napi_first, st->cap_api_first, first)) {
@@ -248,7 +250,8 @@ int join_targets(struct loader *ld, struct db_state *st, struct gpu_target *tg, 
 		 * starts before the call the shim recorded (cuMemcpyHtoDAsync), whose last call
 		 * before it is the previous one (the step's kernel launch). The earliest such call
 		 * wins over any before the record. */
-		for (size_t i = lo; i-- > 0 && tg[i].tid == tid && start - tg[i].api_ns <= GPU_JOIN_NS;)
+		for (size_t i = lo;
+		     i-- > 0 && tg[i].tid == tid && start - tg[i].api_ns <= GPU_JOIN_NS;)
 			if (tg[i].api_end >= start &&
 			    (!tg[i].enclosed || start < tg[i].call_start ||
 			     (start == tg[i].call_start && id < tg[i].call_id))) {
@@ -406,9 +409,9 @@ static int sync_device(const struct gpu_rows *g, long long only, long long call_
 
 /* host-sync and sync-copy: per site, the GPU idle time each sync (S1-S4) caused (idle_behind:
  * GPU-IDLE-1 to GPU-IDLE-3); a sync with nothing after it on its device, or with the timeline
- * off at some time before that activity (gpu_paused), is skipped. Sets gpu_idle_ns of this rank's host-sync and sync-copy findings:
- * the steady syncs' for a steady finding, all of them for an `info` one; and the rank's
- * steady_gpu_idle_ns. */
+ * off at some time before that activity (gpu_paused), is skipped. Sets gpu_idle_ns of this rank's
+ * host-sync and sync-copy findings: the steady syncs' for a steady finding, all of them for an
+ * `info` one; and the rank's steady_gpu_idle_ns. */
 /* A kernel, copy or memset, when its host call issued it (its API record's start; -1 unknown)
  * and on which thread, by (device, start): whether the GPU had work queued when a sync ended,
  * and which work a blocking copy issued itself. */
@@ -435,9 +438,9 @@ static struct issued_work *issued_work(const struct db_state *st, const struct g
 	for (size_t i = 0; i < g->nwork; i++) {
 		const struct api_first *a = api_first_of(st, g->work[i].correlation);
 
-		w[i] = (struct issued_work){g->work[i].device, g->work[i].s,	 g->work[i].e,
-					    a ? a->start_ns : -1,	 a ? a->end_ns : -1,
-					    a ? a->tid : -1};
+		w[i] =
+		    (struct issued_work){g->work[i].device,    g->work[i].s,	   g->work[i].e,
+					 a ? a->start_ns : -1, a ? a->end_ns : -1, a ? a->tid : -1};
 	}
 	qsort(w, g->nwork, sizeof(*w), compare_issued);
 	*n = g->nwork;
@@ -475,7 +478,7 @@ static int queued_at(const struct issued_work *w, size_t n, long long d, long lo
  * the device, or the timeline off in between), else 1 with *idle set. */
 struct sync_call {
 	long long dev, tid, start, end;
-	int copy;	    /* a blocking copy (S4): it issues work of its own */
+	int copy;	   /* a blocking copy (S4): it issues work of its own */
 	int earlier_event; /* an event sync (S3) on an event recorded in an earlier step */
 };
 
@@ -500,9 +503,10 @@ static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, si
 		if (c->earlier_event)
 			return 1;
 		*idle = g->busy[k].s - c->end;
-		/* GPU-IDLE-2: the sync waited for the GPU when work ran on the device during it. One
-		 * that found the device idle drained nothing: the GPU idled already, behind the host
-		 * (a host-bound step), and what the sync took from it is the call's own time. */
+		/* GPU-IDLE-2: the sync waited for the GPU when work ran on the device during it.
+		 * One that found the device idle drained nothing: the GPU idled already, behind the
+		 * host (a host-bound step), and what the sync took from it is the call's own time.
+		 */
 		if (k == 0 || g->busy[k - 1].device != c->dev || g->busy[k - 1].e < c->start) {
 			long long own_time = c->end - c->start;
 

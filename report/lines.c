@@ -43,6 +43,7 @@ static struct {
 	const char *(*line_comp_dir)(Dwfl_Line *);
 	Dwarf_Die *(*module_addrdie)(Dwfl_Module *, Dwarf_Addr, Dwarf_Addr *);
 	int (*getscopes)(Dwarf_Die *, Dwarf_Addr, Dwarf_Die **);
+	int (*getscopes_die)(Dwarf_Die *, Dwarf_Die **);
 	int (*tag)(Dwarf_Die *);
 	const char *(*diename)(Dwarf_Die *);
 	Dwarf_Attribute *(*attr_integrate)(Dwarf_Die *, unsigned int, Dwarf_Attribute *);
@@ -83,6 +84,7 @@ static void load_libdw_once(void)
 	FIND(line_comp_dir, "dwfl_line_comp_dir");
 	FIND(module_addrdie, "dwfl_module_addrdie");
 	FIND(getscopes, "dwarf_getscopes");
+	FIND(getscopes_die, "dwarf_getscopes_die");
 	FIND(tag, "dwarf_tag");
 	FIND(diename, "dwarf_diename");
 	FIND(attr_integrate, "dwarf_attr_integrate");
@@ -95,9 +97,10 @@ static void load_libdw_once(void)
 #undef FIND
 	dw.usable = dw.begin && dw.end && dw.report_begin && dw.report_end && dw.report_elf &&
 		    dw.module_info && dw.module_build_id && dw.module_getsrc && dw.lineinfo &&
-		    dw.module_addrname && dw.module_getsymtab && dw.module_getsym && dw.line_comp_dir && dw.module_addrdie && dw.getscopes &&
-		    dw.tag && dw.diename && dw.attr_integrate && dw.formudata && dw.diecu &&
-		    dw.getsrcfiles && dw.filesrc && dw.find_debuginfo && dw.section_address;
+		    dw.module_addrname && dw.module_getsymtab && dw.module_getsym &&
+		    dw.line_comp_dir && dw.module_addrdie && dw.getscopes && dw.getscopes_die && dw.tag && dw.diename &&
+		    dw.attr_integrate && dw.formudata && dw.diecu && dw.getsrcfiles && dw.filesrc &&
+		    dw.find_debuginfo && dw.section_address;
 	dw.callbacks = (Dwfl_Callbacks){.find_debuginfo = dw.find_debuginfo,
 					.section_address = dw.section_address,
 					.debuginfo_path = &dw.debuginfo_path};
@@ -221,6 +224,22 @@ static char *source_line(Dwfl_Module *mod, long long module_offset)
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dw.module_addrdie(mod, address, &bias), *scopes = NULL;
 	int nscopes = cu ? dw.getscopes(cu, address - bias, &scopes) : 0;
+	/* By address, the scopes of an inlined function continue with its abstract definition's
+	 * (its parents where it was declared), and an inlined chain can stop after its innermost
+	 * link (thrust's count_if: SyncStream, then the unit). The concrete tree around the
+	 * innermost instance has every link, each with its call site, up to the function it was
+	 * all inlined into (as eu-addr2line -i walks it). */
+	if (nscopes > 0 && dw.tag(&scopes[0]) == DW_TAG_inlined_subroutine) {
+		Dwarf_Die *chain = NULL;
+		int nchain = dw.getscopes_die(&scopes[0], &chain);
+
+		if (nchain > 0) {
+			free(scopes);
+			scopes = chain;
+			nscopes = nchain;
+		} else
+			free(chain);
+	}
 	for (int i = 0; i < nscopes && !function; i++) {
 		int tag = dw.tag(&scopes[i]);
 		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)

@@ -82,7 +82,8 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
 		return code;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct regrowth_site one = {xstrdup((const char *)sqlite3_column_text(stmt, 0)),
-					    sqlite3_column_int(stmt, 1), sqlite3_column_int(stmt, 2),
+					    sqlite3_column_int(stmt, 1),
+					    sqlite3_column_int(stmt, 2),
 					    sqlite3_column_int(stmt, 3)};
 
 		if (!one.site || !reserve(&sites, &cap, n, sizeof(*sites))) {
@@ -114,9 +115,10 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
 			continue;
 		f->cleared = "the caching allocator allocating again what a free released every "
 			     "step: the free's finding carries this cost";
-		detail = format("%s; and %lld allocations (%.3f ms) the caching allocator made to grow "
-				"back, at %s",
-				cause->detail, f->count, ms(f->blocked_ns), f->site);
+		detail =
+		    format("%s; and %lld allocations (%.3f ms) the caching allocator made to grow "
+			   "back, at %s",
+			   cause->detail, f->count, ms(f->blocked_ns), f->site);
 		if (!detail) {
 			code = out_of_memory(ld);
 			break;

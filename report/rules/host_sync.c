@@ -85,9 +85,10 @@ int ss_sync_same_operation(struct loader *ld, struct db_state *st)
 		sqlite3_finalize(stmt);
 		if (!owner)
 			continue;
-		char *detail = format("%s; and %lld syncs (%.3f ms) of the same operation reached "
-				      "without a user frame (another thread: a backward pass), at %s",
-				      owner->detail, f->count, ms(f->blocked_ns), f->site);
+		char *detail =
+		    format("%s; and %lld syncs (%.3f ms) of the same operation reached "
+			   "without a user frame (another thread: a backward pass), at %s",
+			   owner->detail, f->count, ms(f->blocked_ns), f->site);
 		if (!detail) {
 			code = out_of_memory(ld);
 			break;
@@ -97,8 +98,9 @@ int ss_sync_same_operation(struct loader *ld, struct db_state *st)
 		owner->blocked_ns += f->blocked_ns;
 		if (owner->gpu_idle_ns >= 0 && f->gpu_idle_ns >= 0)
 			owner->gpu_idle_ns += f->gpu_idle_ns;
-		f->cleared = "the same operation as a sync on a user line (its finding carries this "
-			     "cost)";
+		f->cleared =
+		    "the same operation as a sync on a user line (its finding carries this "
+		    "cost)";
 	}
 	return code;
 }

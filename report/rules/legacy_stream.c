@@ -22,8 +22,9 @@ const struct ss_rule ss_rule_legacy_stream = {
 	      "--default-stream per-thread: the legacy stream serializes with every blocking "
 	      "stream.",
     .phase = SS_RULE_SITE,
-    .sql = SITE_RULE_SQL("g.legacy AND :other_streams AND (g.class = 'E1' OR (g.class = 'E2' AND"
-			 " NOT EXISTS (SELECT 1 FROM temp.ss_agg w WHERE w.class = 'E1' AND w.legacy)))"),
+    .sql = SITE_RULE_SQL(
+	"g.legacy AND :other_streams AND (g.class = 'E1' OR (g.class = 'E2' AND"
+	" NOT EXISTS (SELECT 1 FROM temp.ss_agg w WHERE w.class = 'E1' AND w.legacy)))"),
     .min_count = 1,
     .detail = detail,
 };

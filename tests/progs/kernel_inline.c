@@ -12,7 +12,8 @@
 #include <cuda_runtime.h>
 
 /* the stubs: out of line, as nvcc emits them */
-__attribute__((noinline, used)) void count_live_stub(int *p) __asm__("_Z29__device_stub__Z10count_livePiPi");
+__attribute__((noinline, used)) void
+count_live_stub(int *p) __asm__("_Z29__device_stub__Z10count_livePiPi");
 __attribute__((noinline, used)) void count_live_stub(int *p)
 {
 	__asm__ volatile("" ::"r"(p) : "memory");
