@@ -34,14 +34,14 @@
 	  "clock_gettime(CLOCK_MONOTONIC)")                                                        \
 	X(SYNCSPY_CUPTI, BOOL, "1",                                                                \
 	  "0: host side only, no GPU-side activity through CUPTI (kernels, copies, memsets, "      \
-	  "syncs, events; docs/cupti.md, which gives its cost)")                                  \
-	X(SYNCSPY_CUPTI_KINDS, STR, "kernel,memcpy,memset,sync,event,api",                          \
-	  "what CUPTI records, a comma list: kernel, memcpy, memset, sync, event (with the GPU's "  \
-	  "time of each), api (ties GPU rows to host calls: runtime-api and driver-api, the two "   \
+	  "syncs, events; docs/cupti.md, which gives its cost)")                                   \
+	X(SYNCSPY_CUPTI_KINDS, STR, "kernel,memcpy,memset,sync,event,api",                         \
+	  "what CUPTI records, a comma list: kernel, memcpy, memset, sync, event (with the GPU's " \
+	  "time of each), api (ties GPU rows to host calls: runtime-api and driver-api, the two "  \
 	  "layers' records); fewer kinds cost less (docs/cupti.md)")                               \
 	X(SYNCSPY_CUPTI_SAMPLE, STR, "",                                                           \
-	  "ON/PERIOD in ms: trace the GPU timeline ON ms of every PERIOD ms, switching at sync "    \
-	  "points, for runs where tracing every kernel costs too much (docs/cupti.md); empty: "   \
+	  "ON/PERIOD in ms: trace the GPU timeline ON ms of every PERIOD ms, switching at sync "   \
+	  "points, for runs where tracing every kernel costs too much (docs/cupti.md); empty: "    \
 	  "the whole run")
 
 #endif
