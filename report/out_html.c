@@ -316,6 +316,9 @@ static const char gpu_tables_sql[] =
 static const char gpu_lanes_sql[] = GPU_CTES(GPU_NO_API_CTE)
     " SELECT device, stream_id, lane FROM gl ORDER BY lane";
 static const char gpu_strings_sql[] = GPU_CTES(GPU_NO_API_CTE) " SELECT n, v FROM gs ORDER BY n";
+/* Kernel names that demangle (libstdc++'s, report/lines.c): [index into gpu_strings, name]. */
+static const char gpu_demangled_sql[] = GPU_CTES(GPU_NO_API_CTE)
+    " SELECT n, ss_demangle(v) FROM gs WHERE ss_demangle(v) IS NOT v ORDER BY n";
 static const char gpu_count_sql[] = "SELECT count(*) FROM gpu_activity WHERE " GPU_ROW_OK;
 static const char gpu_items_sql[] = GPU_ITEMS_SQL(GPU_API_CTE);
 static const char gpu_items_no_api_sql[] = GPU_ITEMS_SQL(GPU_NO_API_CTE);
@@ -360,6 +363,9 @@ static int gpu_json(FILE *out, sqlite3 *db, int tables, long long cap, long long
 		return rc;
 	fputs(",\n\"gpu_strings\":", out);
 	if ((rc = rows_json(out, db, gpu_strings_sql, NULL, 0, err, errlen)))
+		return rc;
+	fputs(",\n\"gpu_demangled\":", out);
+	if ((rc = rows_json(out, db, gpu_demangled_sql, NULL, 0, err, errlen)))
 		return rc;
 	fputs(",\n\"gpu\":", out);
 	rc = prepare(db, tables & 2 ? gpu_items_sql : gpu_items_no_api_sql, params, 2, &stmt, err,
@@ -476,8 +482,10 @@ static int open_rank(const char *const *paths, size_t i, sqlite3 **db, char *err
 {
 	int rc = ss_db_open(paths[i], db, err, errlen);
 
-	if (rc == SS_EXIT_OK)
+	if (rc == SS_EXIT_OK) {
 		ss_lines_attach(*db); /* the same site texts as the findings */
+		ss_demangle_attach(*db); /* kernel names, gpu_demangled */
+	}
 	return rc;
 }
 
