@@ -489,7 +489,8 @@ static int open_rank(const char *const *paths, size_t i, sqlite3 **db, char *err
 	return rc;
 }
 
-static int timeline_json(FILE *out, const char *const *paths, size_t ndbs, long long cap, int *gpu,
+static int timeline_json(FILE *out, const char *const *paths, size_t ndbs,
+			 const long long *finding_ranks, size_t nfindings, long long cap, int *gpu,
 			 char *err, size_t errlen)
 {
 	sqlite3 *db = NULL;
@@ -519,6 +520,10 @@ static int timeline_json(FILE *out, const char *const *paths, size_t ndbs, long 
 		json_string(out, class_table[i].description);
 		putc(']', out);
 	}
+	/* Which rank (index in ranks) each of the report's findings is about. */
+	fputs("],\n\"finding_ranks\":[", out);
+	for (size_t i = 0; i < nfindings; i++)
+		fprintf(out, i ? ",%lld" : "%lld", finding_ranks ? finding_ranks[i] : -1);
 	fputs("],\n\"ranks\":[", out);
 	for (size_t i = 0; i < ndbs && !rc; i++) {
 		if (i)
@@ -559,7 +564,8 @@ static void write_js(FILE *out, int gpu)
 }
 
 int ss_html_write(FILE *out, const char *report_json, const char *const *paths, size_t ndbs,
-		  long max_calls, char *err, size_t errlen)
+		  const long long *finding_ranks, size_t nfindings, long max_calls, char *err,
+		  size_t errlen)
 {
 	const char *const contents[] = {ss_viewer_css, NULL, ss_viewer_js};
 	const char *at = ss_viewer_html;
@@ -589,7 +595,8 @@ int ss_html_write(FILE *out, const char *report_json, const char *const *paths, 
 		else
 			fputs("null", out);
 		fputs(",\n\"timeline\":", out);
-		rc = timeline_json(out, paths, ndbs, cap, &gpu, err, errlen);
+		rc = timeline_json(out, paths, ndbs, finding_ranks, nfindings, cap, &gpu, err,
+				   errlen);
 		fputs("}", out);
 		if (rc)
 			return rc;
