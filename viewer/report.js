@@ -91,9 +91,13 @@
 		return r === null || r === undefined ? "-" : String(r);
 	}
 
-	/* The command of a recording, short: the program's file name and the first arguments. */
+	/* The command of a recording, short: the program's file name (the script's, after an
+	   interpreter) and the first arguments. */
+	var INTERPRETER = /^(python[0-9.]*|pypy[0-9.]*|ba?sh|sh|node|perl|ruby)$/;
 	function shortCommand(cmdline) {
 		var words = String(cmdline || "").trim().split(/\s+/).filter(Boolean);
+		if (words.length > 1 && INTERPRETER.test(words[0].replace(/^.*\//, "")) && words[1][0] !== "-")
+			words.shift();
 		if (!words.length)
 			return "";
 		words[0] = words[0].replace(/^.*\//, "");
@@ -214,12 +218,10 @@
 				card.appendChild(el("div", "detail", f.detail));
 			if (f.advice && f.severity !== "info") /* once: nothing to fix per step */
 				card.appendChild(el("div", "advice", f.advice));
-			card.id = "card-finding-" + i; /* not the hash: focusFinding scrolls, not the browser */
 			if (ti >= 0) { /* its calls on its recording's timeline: focusFinding, on the hash */
 				var link = el("a", "goto", "show on the timeline \u2192");
 				link.href = "#finding-" + i;
 				card.appendChild(link);
-				card.classList.add("linked");
 				card.addEventListener("click", function (ev) {
 					if (ev.target === link || (window.getSelection && String(window.getSelection())))
 						return;
@@ -817,7 +819,9 @@
 		Array.prototype.forEach.call(document.querySelectorAll(".finding.focused"), function (c) {
 			c.classList.remove("focused");
 		});
-		var card = document.getElementById("card-finding-" + i);
+		/* the card by its place (no id: the hash names no element, so focusFinding scrolls,
+		   not the browser) */
+		var card = document.querySelectorAll("#findings .finding")[i];
 		if (card) {
 			card.classList.add("focused");
 			card.hidden = false;
