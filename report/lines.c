@@ -100,8 +100,8 @@ static void sql_demangle(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
 	(void)argc;
 	char *readable = sqlite3_value_type(argv[0]) == SQLITE_TEXT
-				 ? ss_demangle((const char *)sqlite3_value_text(argv[0]))
-				 : NULL;
+			     ? ss_demangle((const char *)sqlite3_value_text(argv[0]))
+			     : NULL;
 	if (readable)
 		sqlite3_result_text(ctx, readable, -1, free);
 	else

@@ -317,8 +317,8 @@ static const char gpu_lanes_sql[] = GPU_CTES(GPU_NO_API_CTE)
     " SELECT device, stream_id, lane FROM gl ORDER BY lane";
 static const char gpu_strings_sql[] = GPU_CTES(GPU_NO_API_CTE) " SELECT n, v FROM gs ORDER BY n";
 /* Kernel names that demangle (libstdc++'s, report/lines.c): [index into gpu_strings, name]. */
-static const char gpu_demangled_sql[] = GPU_CTES(GPU_NO_API_CTE)
-    " SELECT n, ss_demangle(v) FROM gs WHERE ss_demangle(v) IS NOT v ORDER BY n";
+static const char gpu_demangled_sql[] = GPU_CTES(
+    GPU_NO_API_CTE) " SELECT n, ss_demangle(v) FROM gs WHERE ss_demangle(v) IS NOT v ORDER BY n";
 static const char gpu_count_sql[] = "SELECT count(*) FROM gpu_activity WHERE " GPU_ROW_OK;
 static const char gpu_items_sql[] = GPU_ITEMS_SQL(GPU_API_CTE);
 static const char gpu_items_no_api_sql[] = GPU_ITEMS_SQL(GPU_NO_API_CTE);
