@@ -179,6 +179,7 @@ int add_finding(struct loader *ld, const struct ss_rule *rule, const struct ss_r
 	f->rule = rule->id;
 	f->advice = rule->advice;
 	f->rank = rank->rank;
+	f->path = rank->path;
 	f->severity = NULL; /* judge_findings, once the GPU figures are in */
 	f->phase = "steady";
 	f->steps = -1;

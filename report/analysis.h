@@ -115,6 +115,7 @@ struct ss_finding {
 	char *site;	       /* sites.text, "(no call site)", or what the rule groups by */
 	char *detail;	       /* one line: what was seen (APIs and counts, medians, ...) */
 	const char *advice;    /* one or two sentences: the fix */
+	const char *path;      /* the rank's database (owned by its ss_rank): which recording */
 };
 
 /* At most this many range names per rank are reported (those with the most sync points). */

@@ -61,13 +61,26 @@ static int print_html(FILE *out, const struct ss_report *r)
 		code = print_report(&ss_report_json_ops, mem, r);
 	if (mem)
 		fclose(mem);
+	long long *finding_ranks = calloc(r->nfindings ? r->nfindings : 1, sizeof(*finding_ranks));
+
+	if (!finding_ranks)
+		code = SS_EXIT_INTERNAL;
 	for (size_t i = 0; paths && i < r->nranks; i++)
 		paths[i] = r->ranks[i].path;
+	/* each finding's database, as an index in ranks[]: the page links it to its timeline */
+	for (size_t i = 0; finding_ranks && i < r->nfindings; i++) {
+		finding_ranks[i] = -1;
+		for (size_t k = 0; k < r->nranks; k++)
+			if (r->findings[i].path == r->ranks[k].path)
+				finding_ranks[i] = (long long)k;
+	}
 	if (code == SS_EXIT_OK) {
-		code = ss_html_write(out, json, paths, r->nranks, 0, err, sizeof(err));
+		code = ss_html_write(out, json, paths, r->nranks, finding_ranks, r->nfindings, 0,
+				     err, sizeof(err));
 		if (code != SS_EXIT_OK)
 			ss_error(code, "%s", err);
 	}
+	free(finding_ranks);
 	free(paths);
 	free(json);
 	return code;

@@ -30,6 +30,7 @@
 #include "commands.h"
 #include "db.h"
 #include "export.h"
+#include "lines.h"
 #include "text_safe.h"
 
 /*
@@ -82,7 +83,7 @@
 
 #define CUT_NAME  CUT_TEXT("name")
 #define CUT_SITE  CUT_TEXT("text")
-#define CUT_GNAME CUT_TEXT("g.name")
+#define CUT_GNAME CUT_TEXT("ss_demangle(g.name)")
 
 /* The texts the calls' events repeat, cut once per site and API rather than once per call. */
 #define TEXTS_SETUP_SQL                                                                            \
@@ -246,8 +247,8 @@
 #define GPU_LONG_TEXTS_SQL                                                                         \
 	"SELECT json_object('ph', 'M', 'name', 'syncspy_text', 'pid', ?1, 'tid', 0,"               \
 	" 'args', json_object('kernel', " CUT_NAME ", 'text', name))"                              \
-	" FROM (SELECT DISTINCT name FROM gpu_activity WHERE kind = 'kernel'"                      \
-	"  AND length(name) > " CHROME_TEXT_MAX ") ORDER BY name"
+	" FROM (SELECT DISTINCT ss_demangle(name) AS name FROM gpu_activity WHERE kind = 'kernel'" \
+	"  AND length(ss_demangle(name)) > " CHROME_TEXT_MAX ") ORDER BY name"
 
 /* The GPU work, one complete event each, sorted per track. */
 #define GPU_SLICES_SQL                                                                             \
@@ -256,7 +257,9 @@
 	" 'dur', (g.end_ns - g.start_ns) / 1000.0,"                                                \
 	" 'args', json_patch('{}', json_object('bytes', g.bytes, 'correlation_id',"                \
 	"  g.correlation_id, 'grid', g.grid, 'block', g.block, 'src_kind', g.src_kind,"            \
-	"  'dst_kind', g.dst_kind, 'device', g.device, 'stream_id', g.stream_id)))"                \
+	"  'dst_kind', g.dst_kind, 'device', g.device, 'stream_id', g.stream_id,"                  \
+	"  'symbol', CASE WHEN g.kind = 'kernel' AND ss_demangle(g.name) IS NOT g.name"            \
+	"  THEN g.name END)))"                                                                     \
 	" FROM gpu_activity g JOIN gpu_tracks t ON t.device = g.device"                            \
 	"  AND t.stream_id = g.stream_id WHERE g.kind IN " GPU_KINDS                               \
 	"  AND g.end_ns >= g.start_ns ORDER BY t.n, g.start_ns, g.id"
@@ -425,7 +428,10 @@ static int chrome_gpu(struct ss_export_out *out, const struct ss_export_db *d, c
 		return ss_db_failure(d->db, rc, d->path, err, errlen);
 	if (!activity)
 		return SS_EXIT_OK;
-	rc = sqlite3_exec(d->db, GPU_SETUP_SQL, NULL, NULL, NULL);
+	/* kernel names demangled (the symbol kept as args.symbol), by libstdc++'s demangler */
+	rc = ss_demangle_attach(d->db);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(d->db, GPU_SETUP_SQL, NULL, NULL, NULL);
 	if (rc == SQLITE_OK && api)
 		rc = sqlite3_exec(d->db, GPU_API_SETUP_SQL, NULL, NULL, NULL);
 	if (rc != SQLITE_OK)

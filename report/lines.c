@@ -63,6 +63,58 @@ static struct {
 	char *debuginfo_path;
 } dw;
 
+/* libstdc++'s __cxa_demangle, loaded once (libdw or not); NULL without libstdc++. */
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+static demangle_fn cxa_demangle;
+
+static void load_demangler_once(void)
+{
+	void *cxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+	if (cxx)
+		*(void **)&cxa_demangle = dlsym(cxx, "__cxa_demangle");
+}
+
+static demangle_fn demangler(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, load_demangler_once);
+	return cxa_demangle;
+}
+
+char *ss_demangle(const char *symbol)
+{
+	demangle_fn demangle = demangler();
+	int status = -1;
+	if (!symbol || !demangle || strncmp(symbol, "_Z", 2) != 0)
+		return NULL;
+	char *readable = demangle(symbol, NULL, NULL, &status);
+	if (status != 0) {
+		free(readable);
+		return NULL;
+	}
+	return readable;
+}
+
+/* SQL ss_demangle(x): the demangled name of a C++ symbol, else x unchanged. */
+static void sql_demangle(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	(void)argc;
+	char *readable = sqlite3_value_type(argv[0]) == SQLITE_TEXT
+			     ? ss_demangle((const char *)sqlite3_value_text(argv[0]))
+			     : NULL;
+	if (readable)
+		sqlite3_result_text(ctx, readable, -1, free);
+	else
+		sqlite3_result_value(ctx, argv[0]);
+}
+
+int ss_demangle_attach(sqlite3 *db)
+{
+	return sqlite3_create_function(db, "ss_demangle", 1,
+				       SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
+				       sql_demangle, NULL, NULL);
+}
+
 static void load_libdw_once(void)
 {
 	void *library = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -104,9 +156,7 @@ static void load_libdw_once(void)
 	dw.callbacks = (Dwfl_Callbacks){.find_debuginfo = dw.find_debuginfo,
 					.section_address = dw.section_address,
 					.debuginfo_path = &dw.debuginfo_path};
-	void *cxx = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
-	if (cxx)
-		*(void **)&dw.demangle = dlsym(cxx, "__cxa_demangle");
+	dw.demangle = demangler();
 }
 
 static void load_libdw(void) /* report jobs run on several threads */

@@ -22,4 +22,10 @@ int ss_lines_usable(void);
 int ss_lines_each(sqlite3 *db, int (*found)(void *context, long long site_id, char *text),
 		  void *context);
 
+/* The demangled name of a C++ symbol (`_Z...`) by libstdc++'s __cxa_demangle, malloc()ed; NULL
+ * when it is not one, cannot be demangled, or libstdc++ is not there. */
+char *ss_demangle(const char *symbol);
+/* Gives the connection the SQL function ss_demangle(x): ss_demangle's name, else x unchanged.
+ * Returns an SQLite result code. */
+int ss_demangle_attach(sqlite3 *db);
 #endif

@@ -316,6 +316,9 @@ static const char gpu_tables_sql[] =
 static const char gpu_lanes_sql[] = GPU_CTES(GPU_NO_API_CTE)
     " SELECT device, stream_id, lane FROM gl ORDER BY lane";
 static const char gpu_strings_sql[] = GPU_CTES(GPU_NO_API_CTE) " SELECT n, v FROM gs ORDER BY n";
+/* Kernel names that demangle (libstdc++'s, report/lines.c): [index into gpu_strings, name]. */
+static const char gpu_demangled_sql[] = GPU_CTES(
+    GPU_NO_API_CTE) " SELECT n, ss_demangle(v) FROM gs WHERE ss_demangle(v) IS NOT v ORDER BY n";
 static const char gpu_count_sql[] = "SELECT count(*) FROM gpu_activity WHERE " GPU_ROW_OK;
 static const char gpu_items_sql[] = GPU_ITEMS_SQL(GPU_API_CTE);
 static const char gpu_items_no_api_sql[] = GPU_ITEMS_SQL(GPU_NO_API_CTE);
@@ -360,6 +363,9 @@ static int gpu_json(FILE *out, sqlite3 *db, int tables, long long cap, long long
 		return rc;
 	fputs(",\n\"gpu_strings\":", out);
 	if ((rc = rows_json(out, db, gpu_strings_sql, NULL, 0, err, errlen)))
+		return rc;
+	fputs(",\n\"gpu_demangled\":", out);
+	if ((rc = rows_json(out, db, gpu_demangled_sql, NULL, 0, err, errlen)))
 		return rc;
 	fputs(",\n\"gpu\":", out);
 	rc = prepare(db, tables & 2 ? gpu_items_sql : gpu_items_no_api_sql, params, 2, &stmt, err,
@@ -476,12 +482,15 @@ static int open_rank(const char *const *paths, size_t i, sqlite3 **db, char *err
 {
 	int rc = ss_db_open(paths[i], db, err, errlen);
 
-	if (rc == SS_EXIT_OK)
+	if (rc == SS_EXIT_OK) {
 		ss_lines_attach(*db); /* the same site texts as the findings */
+		ss_demangle_attach(*db); /* kernel names, gpu_demangled */
+	}
 	return rc;
 }
 
-static int timeline_json(FILE *out, const char *const *paths, size_t ndbs, long long cap, int *gpu,
+static int timeline_json(FILE *out, const char *const *paths, size_t ndbs,
+			 const long long *finding_ranks, size_t nfindings, long long cap, int *gpu,
 			 char *err, size_t errlen)
 {
 	sqlite3 *db = NULL;
@@ -511,6 +520,10 @@ static int timeline_json(FILE *out, const char *const *paths, size_t ndbs, long 
 		json_string(out, class_table[i].description);
 		putc(']', out);
 	}
+	/* Which rank (index in ranks) each of the report's findings is about. */
+	fputs("],\n\"finding_ranks\":[", out);
+	for (size_t i = 0; i < nfindings; i++)
+		fprintf(out, i ? ",%lld" : "%lld", finding_ranks ? finding_ranks[i] : -1);
 	fputs("],\n\"ranks\":[", out);
 	for (size_t i = 0; i < ndbs && !rc; i++) {
 		if (i)
@@ -551,7 +564,8 @@ static void write_js(FILE *out, int gpu)
 }
 
 int ss_html_write(FILE *out, const char *report_json, const char *const *paths, size_t ndbs,
-		  long max_calls, char *err, size_t errlen)
+		  const long long *finding_ranks, size_t nfindings, long max_calls, char *err,
+		  size_t errlen)
 {
 	const char *const contents[] = {ss_viewer_css, NULL, ss_viewer_js};
 	const char *at = ss_viewer_html;
@@ -581,7 +595,8 @@ int ss_html_write(FILE *out, const char *report_json, const char *const *paths, 
 		else
 			fputs("null", out);
 		fputs(",\n\"timeline\":", out);
-		rc = timeline_json(out, paths, ndbs, cap, &gpu, err, errlen);
+		rc = timeline_json(out, paths, ndbs, finding_ranks, nfindings, cap, &gpu, err,
+				   errlen);
 		fputs("}", out);
 		if (rc)
 			return rc;

@@ -21,10 +21,13 @@
  * embedded as it is (NULL: the page shows the timeline and call sites only). paths are the
  * rank databases, in the order of the JSON's ranks[] (each opened for one pass at a time), for the
  * timeline and the call-site table; at most max_calls calls per rank go into the timeline, and as
- * many GPU items where the database has CUPTI's tables (0: SS_HTML_CALL_CAP each). Returns an
+ * many GPU items where the database has CUPTI's tables (0: SS_HTML_CALL_CAP each).
+ * finding_ranks[i] is the index in paths of the database of the JSON's findings[i] (-1: not
+ * known), so that the page links each finding to its timeline; NULL when there are none. Returns an
  * ss_exit code (commands.h); on failure err holds one message, "PATH: what is wrong".
  */
 int ss_html_write(FILE *out, const char *report_json, const char *const *paths, size_t ndbs,
-		  long max_calls, char *err, size_t errlen);
+		  const long long *finding_ranks, size_t nfindings, long max_calls, char *err,
+		  size_t errlen);
 
 #endif

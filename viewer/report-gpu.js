@@ -19,7 +19,7 @@
 	var host = {
 		preparePanel: preparePanel, laneLabel: laneLabel, drawPanel: drawPanel, hitTest: hitTest,
 		describe: describe, attachInteraction: attachInteraction, renderLegend: renderLegend,
-		renderTimelines: renderTimelines, renderNotes: renderNotes
+		renderTimelines: renderTimelines, renderNotes: renderNotes, panelSpan: panelSpan
 	};
 
 	/* fmtNs of a value rounded to 3 digits: fmtNs alone writes 999,500 ns as "1.00e+3 us". */
@@ -30,8 +30,10 @@
 	/* The rank's GPU lanes go under its host lanes (empty for the host drawing: it paints their
 	   background and label); its items are indexed per lane. */
 	preparePanel = function (r) {
-		var p = host.preparePanel(r), hostLanes = p.lanes.length, strings = {};
+		var p = host.preparePanel(r), hostLanes = p.lanes.length, strings = {}, demangled = {};
 		(r.gpu_strings || []).forEach(function (s) { strings[s[0]] = s[1]; });
+		/* kernel names demangled by report/out_html.c (libstdc++'s demangler), the symbol kept */
+		(r.gpu_demangled || []).forEach(function (s) { demangled[s[0]] = s[1]; });
 		(r.gpu_lanes || []).forEach(function (l) {
 			p.lanes.push({ info: ["gpu", l[0], l[1], hostLanes + l[2]], idx: [], gidx: [], maxDur: 0, gpu: true });
 		});
@@ -39,7 +41,8 @@
 			return {
 				gpuItem: true, t: a[0], dur: a[1], kind: a[2], lane: hostLanes + a[3],
 				tlane: a[4] === undefined ? -1 : a[4], launch: a[5] || 0, bytes: a[6] || 0,
-				name: strings[a[7]], src: strings[a[8]], dst: strings[a[9]], copyKind: a[10] || 0
+				name: demangled[a[7]] || strings[a[7]], symbol: demangled[a[7]] ? strings[a[7]] : undefined,
+				src: strings[a[8]], dst: strings[a[9]], copyKind: a[10] || 0
 			};
 		});
 		items.sort(function (a, b) { return a.t - b.t; });
@@ -64,22 +67,23 @@
 		return host.laneLabel(info);
 	};
 
-	/* The axis covers the GPU work too; the panel titles count it. */
+	/* The recording's axis covers its GPU work too. */
+	panelSpan = function (p) {
+		var span = host.panelSpan(p);
+		if (p.gpu.end >= p.gpu.start)
+			return [Math.min(span[0], p.gpu.start), Math.max(span[1], p.gpu.end)];
+		return span;
+	};
+
+	/* The panel titles count the GPU work. */
 	renderTimelines = function () {
 		host.renderTimelines();
 		panels.forEach(function (p) {
-			if (p.gpu.end >= p.gpu.start) {
-				view.min = Math.min(view.min, p.offset + p.gpu.start);
-				view.max = Math.max(view.max, (p.offset + p.gpu.end) * 1.01);
-			}
 			var r = p.r, title = p.canvas.parentNode.querySelector("h3");
 			if (title && r.gpu)
 				title.textContent += " \u00b7 " + fmtInt(r.gpu_shown) + " GPU items" +
 					(r.gpu_truncated ? " (first " + fmtInt(r.gpu_shown) + " of " + fmtInt(r.gpu_total) + ": see notes)" : "");
 		});
-		view.t0 = view.min;
-		view.t1 = view.max;
-		drawAll();
 	};
 
 	renderLegend = function () {
@@ -101,7 +105,7 @@
 		var list = document.getElementById("notes");
 		tlRanks.forEach(function (r) {
 			if (r.gpu_truncated)
-				list.appendChild(el("li", null, "rank " + rankLabel(r.rank) + " (" + (r.host || "?") + " pid " +
+				list.appendChild(el("li", null, recordingName(r) + " (" + (r.host || "?") + " pid " +
 					(r.pid || "?") + "): the GPU lanes show the first " + fmtInt(r.gpu_shown) + " of " +
 					fmtInt(r.gpu_total) + " kernels, copies and memsets."));
 		});
@@ -132,7 +136,7 @@
 	};
 
 	function drawGpuLane(g, p, lane, li, width, plotW, scale) {
-		var y = PAD_TOP + li * LANE_H;
+		var y = PAD_TOP + li * LANE_H, view = p.view;
 		g.fillStyle = li % 2 ? "#f8f7fd" : "#eeedf8";
 		g.fillRect(0, y, width, LANE_H);
 		if (li === p.gpu.firstLane) { /* a rule between the host lanes and the GPU lanes */
@@ -191,7 +195,7 @@
 	/* The hovered item's outline, its host call's outline and a thin line from the launch (the
 	   CUPTI API record's start, a dot on the thread's lane) to the item. */
 	function drawGpuLink(g, p, width, scale) {
-		var it = p.hover;
+		var it = p.hover, view = p.view;
 		if (!it)
 			return;
 		g.save();
@@ -231,7 +235,7 @@
 			return host.hitTest(p, x, y);
 		if (x < GUTTER || !p.geom)
 			return null;
-		var t = view.t0 + (x - GUTTER) / p.geom.scale, slack = 3 / p.geom.scale;
+		var t = p.view.t0 + (x - GUTTER) / p.geom.scale, slack = 3 / p.geom.scale;
 		var best = null, bestDist = Infinity;
 		for (var k = gpuFirstVisible(p, lane, t - slack); k < lane.gidx.length; k++) {
 			var it = p.gpu.items[lane.gidx[k]];
@@ -254,8 +258,11 @@
 		if (!it.gpuItem)
 			return host.describe(p, it);
 		var lines = [];
-		if (it.kind === 0)
+		if (it.kind === 0) {
 			lines.push("kernel   " + (it.name || "(no name)"));
+			if (it.symbol)
+				lines.push("symbol: " + it.symbol);
+		}
 		else if (it.kind === 1)
 			lines.push("memcpy " + (COPY_KINDS[it.copyKind] || "kind " + it.copyKind) + "   " +
 				fmtBytes(it.bytes) + " (" + fmtInt(it.bytes) + " bytes)",

@@ -91,6 +91,33 @@
 		return r === null || r === undefined ? "-" : String(r);
 	}
 
+	/* The command of a recording, short: the program's file name (the script's, after an
+	   interpreter) and the first arguments. */
+	var INTERPRETER = /^(python[0-9.]*|pypy[0-9.]*|ba?sh|sh|node|perl|ruby)$/;
+	function shortCommand(cmdline) {
+		var words = String(cmdline || "").trim().split(/\s+/).filter(Boolean);
+		if (words.length > 1 && INTERPRETER.test(words[0].replace(/^.*\//, "")) && words[1][0] !== "-")
+			words.shift();
+		if (!words.length)
+			return "";
+		words[0] = words[0].replace(/^.*\//, "");
+		var text = words.join(" ");
+		return text.length > 48 ? text.slice(0, 47) + "\u2026" : text;
+	}
+
+	/* A recording's name: its rank where known, else its command and pid (meta). t: its
+	   timeline payload (docs/viewer.md), r: its report rank, either may be empty. */
+	function recordingName(t, r) {
+		t = t || {};
+		r = r || {};
+		var rank = isNum(t.rank) ? t.rank : r.rank;
+		if (isNum(rank))
+			return "rank " + rank;
+		var pid = t.pid !== undefined ? t.pid : r.pid;
+		var cmd = shortCommand(t.cmdline);
+		return (cmd || "process") + (pid !== undefined && pid !== null ? " (pid " + pid + ")" : "");
+	}
+
 	function median(values) {
 		var v = values.filter(isNum).sort(function (a, b) { return a - b; });
 		if (!v.length)
@@ -168,7 +195,10 @@
 				(f.title || f.message ? ": " + (f.title || f.message) : "")));
 			card.appendChild(title);
 			var facts = [];
-			if (f.rank !== undefined)
+			var ti = findingRank(i, f);
+			if (ti >= 0)
+				facts.push(recordingName(tlRanks[ti], reportRankOf(ti)));
+			else if (f.rank !== undefined)
 				facts.push("rank " + rankLabel(f.rank));
 			if (isNum(f.count))
 				facts.push(fmtInt(f.count) + (f.count === 1 ? " call" : " calls"));
@@ -188,6 +218,19 @@
 				card.appendChild(el("div", "detail", f.detail));
 			if (f.advice && f.severity !== "info") /* once: nothing to fix per step */
 				card.appendChild(el("div", "advice", f.advice));
+			if (ti >= 0) { /* its calls on its recording's timeline: focusFinding, on the hash */
+				var link = el("a", "goto", "show on the timeline \u2192");
+				link.href = "#finding-" + i;
+				card.appendChild(link);
+				card.addEventListener("click", function (ev) {
+					if (ev.target === link || (window.getSelection && String(window.getSelection())))
+						return;
+					if (location.hash === "#finding-" + i)
+						focusFinding(i);
+					else
+						location.hash = "finding-" + i;
+				});
+			}
 			/* The top findings first; the rest one click away. */
 			if (i >= TOP_FINDINGS)
 				card.hidden = true;
@@ -201,6 +244,30 @@
 			});
 			box.appendChild(more);
 		}
+	}
+
+	/* The timeline rank (index in tlRanks) a finding is about: report/out_html.c says it
+	   (timeline.finding_ranks); else the one rank of that number; else -1. */
+	function findingRank(i, f) {
+		var known = (timeline.finding_ranks || [])[i];
+		if (isNum(known) && known >= 0 && known < tlRanks.length)
+			return known;
+		if (!isNum(f.rank))
+			return tlRanks.length === 1 ? 0 : -1;
+		var hits = [];
+		tlRanks.forEach(function (t, k) { if (t.rank === f.rank) hits.push(k); });
+		return hits.length === 1 ? hits[0] : -1;
+	}
+
+	/* The report rank of timeline rank k (the same order, docs/viewer.md; else by host and pid). */
+	function reportRankOf(k) {
+		var ranks = report.ranks || [], t = tlRanks[k] || {};
+		if (ranks[k] && ranks[k].pid === t.pid && ranks[k].host === t.host)
+			return ranks[k];
+		for (var i = 0; i < ranks.length; i++)
+			if (ranks[i].pid === t.pid && ranks[i].host === t.host)
+				return ranks[i];
+		return ranks[k] || {};
 	}
 
 	/* ------------------------------------------------------------ per-rank comparison */
@@ -220,6 +287,9 @@
 			var row = Object.assign({}, r);
 			row.threads = t.threads;
 			row.streams = t.streams;
+			row.name = recordingName(t, r);
+			row.command = t.cmdline;
+			row.panel = tlRanks.indexOf(t);
 			/* per-step figures (docs/report-json.md, ranks[].steps) */
 			var st = r.steps || {};
 			if (isNum(st.count)) {
@@ -234,10 +304,17 @@
 		if (!rows.length)
 			rows = tlRanks.map(function (t) {
 				return { rank: t.rank, host: t.host, pid: t.pid, threads: t.threads, streams: t.streams,
-					dropped_events: t.dropped_events };
+					dropped_events: t.dropped_events, name: recordingName(t), command: t.cmdline,
+					panel: tlRanks.indexOf(t) };
 			});
+		/* Always there: who (name, rank, host, pid, command) and the step figures; the others
+		   where some rank has them. */
+		var ALWAYS = { name: 1, rank: 1, host: 1, pid: 1, command: 1, steps: 1, step_ns: 1,
+			syncs_per_step: 1, blocked_per_step: 1 };
 		var cols = [
+			["name", "recording", "", String],
 			["rank", "rank", "num", rankLabel], ["host", "host", "", String], ["pid", "pid", "num", String],
+			["command", "command", "cmd mono", String],
 			["wall_ns", "recorded", "num", fmtNs], ["steps", "steady steps", "num", String],
 			["step_ns", "step", "num", fmtNs],
 			["syncs_per_step", "syncs/step", "num", function (v) { return v.toFixed(2); }],
@@ -249,7 +326,7 @@
 			["nccl_ns", "in NCCL calls", "num", fmtNs], ["threads", "threads", "num", fmtInt],
 			["streams", "streams", "num", fmtInt], ["dropped_events", "dropped", "num", fmtInt]
 		].filter(function (c) {
-			return rows.some(function (r) { return r[c[0]] !== undefined && r[c[0]] !== null; });
+			return ALWAYS[c[0]] || rows.some(function (r) { return r[c[0]] !== undefined && r[c[0]] !== null; });
 		});
 		var head = el("tr");
 		cols.forEach(function (c) { head.appendChild(el("th", c[2], c[1])); });
@@ -271,13 +348,24 @@
 			var tr = el("tr");
 			cols.forEach(function (c) {
 				var v = r[c[0]];
-				var td = el("td", c[2], v === undefined || v === null ? "-" : c[3](v));
+				var td = el("td", c[2], v === undefined || v === null || v === "" ? "-" : c[3](v));
+				if (c[0] === "command" && v)
+					td.title = String(v);
 				if (deviates(r, c[0])) {
 					td.classList.add("outlier");
 					td.title = "median of the ranks: " + c[3](medians[c[0]]);
 				}
 				tr.appendChild(td);
 			});
+			/* a click shows the recording's timeline */
+			if (r.panel >= 0) {
+				tr.classList.add("linked");
+				tr.addEventListener("click", function () {
+					var p = panels[r.panel];
+					if (p)
+						p.canvas.parentNode.scrollIntoView({ block: "start" });
+				});
+			}
 			table.appendChild(tr);
 		});
 	}
@@ -288,7 +376,9 @@
 	var C_T = 0, C_DUR = 1, C_API = 2, C_CLS = 3, C_TLANE = 4, C_SLANE = 5, C_SITE = 6, C_COUNT = 7,
 		C_BYTES = 8;
 	var panels = [];
-	var view = { t0: 0, t1: 1, min: 0, max: 1 };
+	/* Each recording has its own time axis (a view: shown [t0, t1], whole [min, max], its
+	   panels), shared only by the ranks of one job (sameJob). */
+	var views = [];
 	var tooltip = document.getElementById("tooltip");
 
 	/* Prepares one rank: calls sorted by start, the call indexes of each lane, lookup maps. */
@@ -330,39 +420,99 @@
 		});
 	}
 
+	/* What a panel holds, from its own first call: [start, end] ns (the GPU code widens it). */
+	function panelSpan(p) {
+		var end = 0;
+		p.calls.forEach(function (c) { end = Math.max(end, c[C_T] + c[C_DUR]); });
+		return [0, end];
+	}
+
+	/* Ranks of one job share an axis: both know their rank, of the same world size (above 1), ran
+	   the same command, at overlapping times, and no rank number twice. Anything else (runs of
+	   several commands, or of one command at other times) gets an axis of its own. */
+	function sameJob(v, p) {
+		var a = v.panels[0].r, b = p.r;
+		if (!isNum(a.rank) || !isNum(b.rank) || !isNum(a.world_size) || a.world_size < 2 ||
+				a.world_size !== b.world_size || a.cmdline !== b.cmdline)
+			return false;
+		if (v.panels.some(function (q) { return q.r.rank === b.rank; }))
+			return false;
+		return p.start <= v.end && p.end >= v.start;
+	}
+
 	function renderTimelines() {
 		var box = document.getElementById("timelines");
 		if (!tlRanks.length) {
 			box.appendChild(el("p", "note", "No timeline data in this file."));
 			return;
 		}
-		var max = 0;
-		tlRanks.forEach(function (r) {
+		tlRanks.forEach(function (r, i) {
 			var p = preparePanel(r);
-			p.calls.forEach(function (c) { max = Math.max(max, p.offset + c[C_T] + c[C_DUR]); });
+			p.index = i;
+			/* where it sits on the report's axis: wall clock (origin_ns), less the clock offset the
+			   report estimated for its host (ANALYSIS-4, docs/report-json.md clock_offset_ns) */
+			var rr = reportRankOf(i);
+			p.at = (r.origin_ns || 0) - (isNum(rr.clock_offset_ns) ? rr.clock_offset_ns : 0);
+			var span = panelSpan(p);
+			p.start = p.at + span[0];
+			p.end = p.at + span[1];
+			p.name = recordingName(r, rr);
+			var v = views.filter(function (w) { return sameJob(w, p); })[0];
+			if (!v) {
+				v = { panels: [], start: p.start, end: p.end };
+				views.push(v);
+			}
+			v.panels.push(p);
+			v.start = Math.min(v.start, p.start);
+			v.end = Math.max(v.end, p.end);
+			p.view = v;
+			panels.push(p);
+		});
+		/* Each axis from 0 at its first call to its last end: fit to the recording on open. */
+		views.forEach(function (v, k) {
+			v.index = k;
+			v.min = 0;
+			v.max = Math.max(v.end - v.start, 1) * 1.01;
+			v.t0 = v.min;
+			v.t1 = v.max;
+			v.panels.forEach(function (p) { p.offset = p.at - v.start; });
+		});
+		panels.forEach(function (p) {
+			var r = p.r, v = p.view;
 			var panel = el("div", "rank-panel");
-			var title = "rank " + rankLabel(r.rank) + " \u00b7 " + (r.host || "?") + " pid " + (r.pid || "?") +
-				" \u00b7 " + fmtInt(r.calls_shown) + " calls";
+			panel.id = "recording-" + p.index;
+			panel.dataset.name = p.name;
+			panel.dataset.axis = String(v.index);
+			panel.dataset.spanStart = String(p.start - v.start);
+			panel.dataset.spanEnd = String(p.end - v.start);
+			var head = el("h3");
+			head.appendChild(el("span", "rec-name", p.name));
+			var title = " \u00b7 " + (r.host || "?") + " pid " + (r.pid || "?") + " \u00b7 " +
+				fmtInt(r.calls_shown) + " calls";
 			if (r.truncated)
 				title += " (first " + fmtInt(r.calls_shown) + " of " + fmtInt(r.calls_total) + ": see notes)";
-			panel.appendChild(el("h3", null, title));
+			if (v.panels.length > 1)
+				title += " \u00b7 time axis shared with the " + (v.panels.length - 1) + " other rank" +
+					(v.panels.length > 2 ? "s" : "") + " of its job";
+			head.appendChild(document.createTextNode(title));
+			panel.appendChild(head);
 			p.canvas = el("canvas");
-			p.canvas.setAttribute("aria-label", "timeline of rank " + rankLabel(r.rank));
+			p.canvas.setAttribute("aria-label", "timeline of " + p.name);
 			panel.appendChild(p.canvas);
 			box.appendChild(panel);
 			attachInteraction(p);
-			panels.push(p);
 		});
-		view.min = 0;
-		view.max = max > 0 ? max * 1.01 : 1;
-		view.t0 = view.min;
-		view.t1 = view.max;
 		drawAll();
 		window.addEventListener("resize", drawAll);
 	}
 
 	function drawAll() {
 		panels.forEach(drawPanel);
+	}
+
+	/* Redraws the panels of one axis: zooming one recording leaves the others as they are. */
+	function drawView(v) {
+		v.panels.forEach(drawPanel);
 	}
 
 	/* First index in lane.idx whose call may still be visible at time t (calls sorted by start). */
@@ -379,7 +529,10 @@
 	}
 
 	function drawPanel(p) {
-		var canvas = p.canvas, dpr = window.devicePixelRatio || 1;
+		var canvas = p.canvas, dpr = window.devicePixelRatio || 1, view = p.view;
+		/* the shown span, for whoever inspects the page (the tests) */
+		canvas.parentNode.dataset.viewT0 = String(view.t0);
+		canvas.parentNode.dataset.viewT1 = String(view.t1);
 		var width = canvas.clientWidth || 800;
 		var height = PAD_TOP + p.lanes.length * LANE_H + AXIS_H;
 		canvas.style.height = height + "px";
@@ -431,7 +584,29 @@
 			}
 			g.restore();
 		});
-		drawAxis(g, PAD_TOP + p.lanes.length * LANE_H, plotW, scale, width);
+		drawFocus(g, p, width, scale);
+		drawAxis(g, view, PAD_TOP + p.lanes.length * LANE_H, plotW, scale, width);
+	}
+
+	/* The calls of the finding shown (focusFinding): outlined on their thread's lane. */
+	function drawFocus(g, p, width, scale) {
+		if (!p.focus)
+			return;
+		var view = p.view;
+		g.save();
+		g.beginPath();
+		g.rect(GUTTER, 0, width - GUTTER, PAD_TOP + p.lanes.length * LANE_H);
+		g.clip();
+		g.strokeStyle = "#1d4ed8";
+		g.lineWidth = 2;
+		p.focus.forEach(function (c) {
+			var x0 = GUTTER + (p.offset + c[C_T] - view.t0) * scale;
+			if (x0 > width || x0 + c[C_DUR] * scale < GUTTER)
+				return;
+			var y = PAD_TOP + c[C_TLANE] * LANE_H;
+			g.strokeRect(x0 - 2, y + 0.5, Math.max(c[C_DUR] * scale, 1) + 4, LANE_H - 1);
+		});
+		g.restore();
 	}
 
 	/*
@@ -458,7 +633,7 @@
 	}
 
 	/* Ticks at 1, 2 or 5 times a power of ten, about every 100 px. */
-	function drawAxis(g, y, plotW, scale, width) {
+	function drawAxis(g, view, y, plotW, scale, width) {
 		var span = view.t1 - view.t0;
 		var raw = span / Math.max(1, plotW / 100);
 		var pow = Math.pow(10, Math.floor(Math.log10(raw)));
@@ -486,7 +661,7 @@
 		var lane = p.lanes[li];
 		if (!lane || x < GUTTER || !p.geom)
 			return null;
-		var t = view.t0 + (x - GUTTER) / p.geom.scale, slack = 3 / p.geom.scale;
+		var t = p.view.t0 + (x - GUTTER) / p.geom.scale, slack = 3 / p.geom.scale;
 		var best = null, bestScore = Infinity;
 		for (var k = firstVisible(p, lane, t - slack); k < lane.idx.length; k++) {
 			var c = p.calls[lane.idx[k]];
@@ -528,7 +703,7 @@
 	}
 
 	function attachInteraction(p) {
-		var canvas = p.canvas, drag = null;
+		var canvas = p.canvas, drag = null, view = p.view;
 		canvas.addEventListener("wheel", function (ev) {
 			ev.preventDefault();
 			var rect = canvas.getBoundingClientRect();
@@ -540,8 +715,8 @@
 			var span = Math.min(view.max - view.min, Math.max(1000, (view.t1 - view.t0) * factor));
 			view.t0 = at - (at - view.t0) * span / (view.t1 - view.t0);
 			view.t1 = view.t0 + span;
-			clampView();
-			drawAll();
+			clampView(view);
+			drawView(view);
 		}, { passive: false });
 		canvas.addEventListener("mousedown", function (ev) {
 			drag = { x: ev.clientX, t0: view.t0, t1: view.t1 };
@@ -553,8 +728,8 @@
 				var dt = (ev.clientX - drag.x) / p.geom.scale;
 				view.t0 = drag.t0 - dt;
 				view.t1 = drag.t1 - dt;
-				clampView();
-				drawAll();
+				clampView(view);
+				drawView(view);
 			}
 		});
 		window.addEventListener("mouseup", function () {
@@ -564,7 +739,7 @@
 		canvas.addEventListener("dblclick", function () {
 			view.t0 = view.min;
 			view.t1 = view.max;
-			drawAll();
+			drawView(view);
 		});
 		canvas.addEventListener("mousemove", function (ev) {
 			var rect = canvas.getBoundingClientRect();
@@ -584,7 +759,7 @@
 		});
 	}
 
-	function clampView() {
+	function clampView(view) {
 		var span = view.t1 - view.t0;
 		if (view.t0 < view.min) {
 			view.t0 = view.min;
@@ -596,13 +771,83 @@
 		}
 	}
 
+	/* ------------------------------------------------------------ findings on the timeline */
+
+	/*
+	 * Shows finding i on its recording's timeline: the calls from its site (of its class, where
+	 * it names one; a finding whose site is no call site: the calls of its class) are outlined,
+	 * the view zooms to them, from the first to the last, and the panel is scrolled into sight.
+	 * Only that recording's axis moves.
+	 */
+	function focusFinding(i) {
+		var f = (report.findings || [])[i], ti = f ? findingRank(i, f) : -1;
+		var p = panels.filter(function (q) { return q.index === ti; })[0];
+		if (!p)
+			return false;
+		var ids = {};
+		(p.r.sites || []).forEach(function (s) { if (f.site && s[1] === f.site) ids[s[0]] = true; });
+		var ofClass = function (c) { return !f.class || (classes[c[C_CLS]] || [])[0] === f.class; };
+		var calls = p.calls.filter(function (c) { return ids[c[C_SITE]] && ofClass(c); });
+		if (!calls.length)
+			calls = p.calls.filter(function (c) { return ids[c[C_SITE]]; });
+		if (!calls.length && f.class)
+			calls = p.calls.filter(function (c) { return (classes[c[C_CLS]] || [])[0] === f.class; });
+		panels.forEach(function (q) {
+			if (q.focus && q !== p) {
+				q.focus = null;
+				drawPanel(q);
+			}
+		});
+		p.focus = calls;
+		var v = p.view;
+		if (calls.length) {
+			var s = Infinity, e = -Infinity;
+			calls.forEach(function (c) {
+				s = Math.min(s, p.offset + c[C_T]);
+				e = Math.max(e, p.offset + c[C_T] + c[C_DUR]);
+			});
+			var pad = Math.max((e - s) * 0.25, 1000); /* some context around them */
+			v.t0 = s - pad;
+			v.t1 = e + pad;
+			if (v.t1 - v.t0 > v.max - v.min) {
+				v.t0 = v.min;
+				v.t1 = v.max;
+			}
+			clampView(v);
+		}
+		drawView(v);
+		Array.prototype.forEach.call(document.querySelectorAll(".finding.focused"), function (c) {
+			c.classList.remove("focused");
+		});
+		/* the card by its place (no id: the hash names no element, so focusFinding scrolls,
+		   not the browser) */
+		var card = document.querySelectorAll("#findings .finding")[i];
+		if (card) {
+			card.classList.add("focused");
+			card.hidden = false;
+		}
+		var panel = p.canvas.parentNode;
+		panel.dataset.focusCalls = String(calls.length);
+		document.body.dataset.focus = String(i);
+		var box = panel.getBoundingClientRect();
+		if (box.top < 0 || box.bottom > window.innerHeight) /* in sight already: no jump */
+			panel.scrollIntoView({ block: "center" });
+		return true;
+	}
+
+	function focusFromHash() {
+		var m = /^#finding-(\d+)$/.exec(location.hash);
+		if (m)
+			focusFinding(Number(m[1]));
+	}
+
 	/* ------------------------------------------------------------ call sites */
 
 	var SITE_LIMIT = 2000;
 	var siteRows = [];
 	var siteSort = { key: "blocked", dir: -1 };
 	var SITE_COLS = [
-		["rank", "rank", "num"], ["site", "call site", "site"], ["kind", "kind", ""],
+		["name", "recording", ""], ["site", "call site", "site"], ["kind", "kind", ""],
 		["cls", "class", ""], ["calls", "calls", "num"], ["blocked", "time in calls", "num"]
 	];
 
@@ -615,7 +860,7 @@
 			(r.site_stats || []).forEach(function (st) {
 				var s = sites[st[0]];
 				siteRows.push({
-					rank: r.rank, site: s ? s[1] || "" : "(not attributed)", kind: s ? s[2] : "-",
+					rank: r.rank, name: recordingName(r, reportRankOf(tlRanks.indexOf(r))), site: s ? s[1] || "" : "(not attributed)", kind: s ? s[2] : "-",
 					cls: st[1], sync: !!syncClass[st[1]], calls: st[2], blocked: st[3]
 				});
 			});
@@ -650,7 +895,7 @@
 		var rows = siteRows.filter(function (r) {
 			if (syncOnly && !r.sync)
 				return false;
-			return !needle || [r.site, r.cls, r.kind, "rank " + rankLabel(r.rank)].join(" ")
+			return !needle || [r.site, r.cls, r.kind, r.name, "rank " + rankLabel(r.rank)].join(" ")
 				.toLowerCase().indexOf(needle) >= 0;
 		});
 		var key = siteSort.key, dir = siteSort.dir;
@@ -667,7 +912,7 @@
 		var body = el("tbody");
 		rows.slice(0, SITE_LIMIT).forEach(function (r) {
 			var tr = el("tr");
-			tr.appendChild(el("td", "num", rankLabel(r.rank)));
+			tr.appendChild(el("td", null, r.name));
 			tr.appendChild(el("td", "site mono", r.site));
 			tr.appendChild(el("td", null, r.kind));
 			tr.appendChild(el("td")).appendChild(classBadge(r.cls));
@@ -686,7 +931,7 @@
 		var list = document.getElementById("notes");
 		var notes = [];
 		tlRanks.forEach(function (r) {
-			var who = "rank " + rankLabel(r.rank) + " (" + (r.host || "?") + " pid " + (r.pid || "?") + ")";
+			var who = recordingName(r, reportRankOf(tlRanks.indexOf(r))) + " (" + (r.host || "?") + " pid " + (r.pid || "?") + ")";
 			if (r.truncated)
 				notes.push(who + ": the timeline shows " + fmtInt(r.calls_shown) + " of " + fmtInt(r.calls_total) +
 					" calls (sync points first, then the earliest others); the tables count all of them.");
@@ -709,5 +954,7 @@
 	renderTimelines();
 	renderSites();
 	renderNotes();
+	focusFromHash();
+	window.addEventListener("hashchange", focusFromHash);
 	document.body.dataset.rendered = "ok";
 })();

@@ -43,12 +43,16 @@ gpu_tids = {k[1] for k in tracks.values()}
 assert [e for e in gpu if e["tid"] not in gpu_tids and e.get("cat") != "gpu"] == plain
 x = [e for e in gpu if e["ph"] == "X" and (e["pid"], e["tid"]) in tracks.values()]
 s7 = [(e["name"], e["args"].get("bytes"), e["dur"]) for e in x if names[(e["pid"], e["tid"])] == "GPU 0 stream 7"]
-assert s7 == [("memcpy HtoD", 67108864, 500.0), ("_Z4gemmPfS_", None, 1200.0),
+assert s7 == [("memcpy HtoD", 67108864, 500.0), ("gemm(float*, float*)", None, 1200.0),
               ("memset", 1024, 100.0), ("memcpy DtoH", 4096, 1000.0)], s7
 s13 = [e["name"] for e in x if names[(e["pid"], e["tid"])] == "GPU 0 stream 13"]
 assert s13 == ["ncclDevKernel_AllReduce_Sum_f32_RING_LL"], s13
-kernel = [e for e in x if e["name"] == "_Z4gemmPfS_"][0]
+# kernel names demangled (libstdc++'s demangler), the symbol kept as an argument; a name that is
+# not a C++ symbol is as recorded, with no symbol argument
+kernel = [e for e in x if e["name"] == "gemm(float*, float*)"][0]
 assert kernel["args"]["grid"] == "64,1,1" and kernel["args"]["correlation_id"] == 201, kernel
+assert kernel["args"]["symbol"] == "_Z4gemmPfS_", kernel
+assert "symbol" not in [e for e in x if e["name"].startswith("nccl")][0]["args"]
 # times: the HtoD copy starts 1 ms after its host call (on the shared axis)
 copy = [e for e in x if e["name"] == "memcpy HtoD"][0]
 assert abs(copy["ts"] - [e for e in gpu if e["ph"] == "X" and e["tid"] == 4242 and e["cat"] == "S5"][0]["ts"] - 1000.0) < 1e-6

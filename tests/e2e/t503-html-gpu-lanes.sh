@@ -58,6 +58,10 @@ want = [
 got = [it[:7] + [strings.get(i, -1) if i >= 0 else -1 for i in it[7:10]] + it[10:] for it in items]
 assert got == want, got
 assert "\\u003c/script>" in html
+# kernel names that are C++ symbols also come demangled (the page shows these, the symbol in
+# the tooltip); the others are not repeated
+assert r["gpu_demangled"] == \
+    [[i, "gemm(float*, float*)"] for i, v in r["gpu_strings"] if v == "_Z4gemmPfS_"], r["gpu_demangled"]
 lanes = [l[0] for l in r["lanes"]]
 assert lanes[:2] == ["thread", "thread"], lanes
 # The viewer's GPU code is in this page, and in no page without GPU data.
