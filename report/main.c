@@ -104,7 +104,7 @@ static void print_usage(FILE *out)
 	fputs("\n"
 	      "Exit status:\n"
 	      "  0  success\n"
-	      "  1  `check` only: the workload went over its budget\n"
+	      "  1  `check`: over budget; `diff --fail-on-regression`: a regression\n"
 	      "  2  bad input or usage (the message on stderr says which)\n"
 	      "  3  internal error\n"
 	      "\n"
