@@ -33,12 +33,15 @@ enum ss_exit {
 	  "  --cupti-sample ON/PERIOD  set SYNCSPY_CUPTI_SAMPLE: trace the GPU timeline ON ms of "  \
 	  "every PERIOD ms\n"                                                                      \
 	  "  exit status: CMD's; 128+N when signal N ended it; 127 when CMD is not found\n")     \
-	X(check, "--budget FILE [--junit FILE] [--top N] DB|DIR...",                               \
+	X(check, "--budget FILE [--junit FILE] [--top N] DB|DIR... | --init [-o FILE] DB|DIR...",  \
 	  "exit 1 when recordings sync more than a budget allows, naming the call sites",         \
 	  "  --budget FILE  the JSON budget: limits per class, API, call site, rank\n"               \
 	  "  --junit FILE   also write a JUnit XML report (one testcase per limit and rank)\n"       \
 	  "  --top N        call sites listed per breach (default 5)\n"                               \
+	  "  --init         write a budget from a good run instead (docs/budget.md)\n"             \
+	  "  -o FILE        with --init: where the budget goes (default: standard output)\n"       \
 	  "  GITHUB_ACTIONS=true: each breach is also printed as an ::error:: annotation\n"          \
+	  "  GITHUB_STEP_SUMMARY=FILE: a Markdown table of the checks is appended to FILE\n"        \
 	  "  exit status: 0 within budget, 1 over budget, 2 bad budget, database or usage\n")        \
 	X(diff, "[--format text|json] [-o FILE] [--fail-on-regression] [--threshold PERCENT] "       \
 		"BEFORE AFTER",                                                                    \
