@@ -52,7 +52,7 @@ grep -Eq '^  #1 +17 -> 19 +1\.00 -> 3\.00 .*  REGRESSION$' undone.txt ||
 LOOP_SYNC=$(line loop-sync) "$PYTHON3" - <<'PY' || fail "JSON checks failed"
 import json, os
 c = json.load(open("changed.json"))
-assert c["version"] == 1 and c["regressions"] == 0, c
+assert c["version"] == 1 and c["threshold_percent"] == 20, c  # regressions: timing, not asserted
 assert c["summary"]["gone"] == 0 and c["summary"]["new"] == 0, c["summary"]
 assert c["summary"]["changed"] >= 3, c["summary"]
 sync = [f for f in c["findings"] if f["rule"] == "host-sync"
