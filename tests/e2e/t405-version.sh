@@ -5,6 +5,7 @@
 # report/Makefile.am's git_version.h) or "release", the schema version and the SQLite: one line
 # on stdout, exit 0. In a git checkout, the commit is the source tree's HEAD.
 . "$E2E_DIR/lib.sh"
+cd "$tmp" || fail "cd"
 "$SYNCSPY" --version >out 2>err || fail "exit $?"
 [ -s err ] && fail "stderr: $(cat err)"
 [ "$(wc -l <out)" -eq 1 ] || fail "not one line: $(cat out)"
