@@ -1441,11 +1441,11 @@ static int write_init_budget(struct check *ck, FILE *out)
 				max_ms = ms + INIT_BLOCKED_SLACK_MS;
 			fprintf(
 			    out,
-			    "%s    {\"name\": \"%s: %.10g sync points%s, %.10g ms blocked%s in the"
+			    "%s    {\"name\": \"%s: %.10g sync point%s%s, %.10g ms blocked%s in the"
 			    " recorded run\", \"class\": \"%s\"%s, \"max_count%s\": %.10g,"
 			    " \"max_blocked_ms%s\": %.10g}",
-			    first ? "" : ",\n", cls, round_up(calls, 2), unit, round_up(ms, 3),
-			    unit, cls, per_rank ? ", \"per_rank\": true" : "", suffix, max_calls,
+			    first ? "" : ",\n", cls, round_up(calls, 2),
+			    round_up(calls, 2) == 1.0 ? "" : "s", unit, round_up(ms, 3), unit, cls, per_rank ? ", \"per_rank\": true" : "", suffix, max_calls,
 			    suffix, round_up(max_ms, 3));
 		}
 		first = 0;
