@@ -41,6 +41,24 @@ grep -q '^FAIL limits\[3\] "no S3 in the steady state" class=S3: count per step 
 grep -q "steady.c:$(grep -n '@pipeline-wait ' "$src" | cut -d: -f1) in pipeline \[cudaEventSynchronize\]" out ||
 	fail "breach sites: $(cat out)"
 
+# without a repeating step (the fixture database): the same limits on the totals, counts rounded
+# up; two ranks: every limit per rank, from the larger rank
+mkdir ranks && sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" "$tmp/ranks/r0.sqlite" || fail "make-db.sh"
+"$SYNCSPY" check --init ranks/r0.sqlite >totals.json 2>err || fail "--init totals: exit $?"
+grep -q '^syncspy: check --init: 1 recording, no repeating step: limits on the totals$' err || fail "$(cat err)"
+grep -q '{"name": "sync: 46 sync points, 13.032 ms blocked in the recorded run", "class": "sync", "max_count": 58, "max_blocked_ms": 19.548}' totals.json ||
+	fail "totals: $(cat totals.json)"
+grep -q '{"name": "S1: 1 sync point, 5 ms blocked in the recorded run", "class": "S1", "max_count": 2, "max_blocked_ms": 7.5}' totals.json ||
+	fail "totals S1: $(cat totals.json)"
+"$SYNCSPY" check --budget totals.json ranks/r0.sqlite >/dev/null 2>&1 || fail "the fixture fails its own budget"
+cp ranks/r0.sqlite ranks/r1.sqlite && "$SQLITE3" ranks/r1.sqlite "UPDATE meta SET value = '1' WHERE key = 'rank'" ||
+	fail "rank 1"
+"$SYNCSPY" check --init ranks >per_rank.json 2>err || fail "--init ranks: exit $?"
+grep -q '^syncspy: check --init: 2 recordings, no repeating step: limits on the totals, per rank$' err || fail "$(cat err)"
+[ "$(grep -c '"per_rank": true' per_rank.json)" -eq 8 ] || fail "per rank: $(cat per_rank.json)"
+"$SYNCSPY" check --budget per_rank.json ranks >out 2>&1 || fail "the ranks fail their own budget: $(cat out)"
+grep -q '^syncspy check: 8 limits, 16 checks: 16 passed' out || fail "$(cat out)"
+
 n=0
 for budget in "$TOP_SRCDIR"/examples/budgets/*.json; do
 	name=$(basename "$budget" .json)
