@@ -9,7 +9,9 @@
 #     --fail-on-regression exits 1, without it 0;
 #   - plain -> marked (the same loop, 18 steady steps instead of 19): the loop's findings match
 #     by site and are `changed` (count 19 -> 18), none gone or new;
-#   - --format json carries the same, and usage errors exit 2.
+#   - --format json carries the same, and usage errors exit 2;
+#   - the committed H200 traces of examples/torch/08_item_per_step (bad -> fixed): the golden
+#     text below (the .item() sync of every step gone, syncs per step 1 -> 0.08).
 . "$E2E_DIR/lib.sh"
 [ -n "${PYTHON3:-}" ] || skip "no python3"
 src=$TOP_SRCDIR/tests/progs/steady.c
@@ -68,6 +70,28 @@ gone = [x for x in f["findings"] if x["status"] == "gone"]
 assert any(x["rule"] == "host-sync" and x["after"] is None for x in gone), gone
 assert f["ranks"][0]["after"]["sync_points_per_step"] == 1.0, f["ranks"]
 PY
+
+traces=$TOP_SRCDIR/examples/traces
+"$SYNCSPY" diff --fail-on-regression "$traces/08_item_per_step-bad-shared.sqlite" \
+	"$traces/08_item_per_step-fixed-shared.sqlite" >item.txt 2>err || fail "08: exit $?: $(cat err)"
+cat >expected <<'END'
+syncspy diff: 1 rank before, 1 after
+
+steps per rank (before -> after):
+  rank      steady steps    syncs/step        blocked ms/step       gpu idle ms/step
+  #1        59 -> 60        1.00 -> 0.08      0.069 -> 0.009        0.482 -> 0.000
+
+findings: 1 gone, 2 new, 0 changed, 3 same
+gone    host-sync high /work/main/examples/torch/08_item_per_step.py:43 in main
+          count 59, blocked 4.057 ms, cost/step 0.482 ms
+new     pageable-async-copy info /work/main/examples/torch/08_item_per_step.py:47 in main
+          count 1, blocked 0.071 ms, cost/step - ms
+new     host-sync info /work/main/examples/torch/08_item_per_step.py:47 in main
+          count 1, blocked 0.009 ms, cost/step - ms
+
+regressions: 0 (threshold 20%)
+END
+diff -u expected item.txt >&2 || fail "08 bad -> fixed differs from the golden text"
 
 for args in "plain" "plain pipeline marked" "--format html plain pipeline" "--threshold -1 plain pipeline" \
 	"plain nothing-here"; do
