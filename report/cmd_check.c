@@ -1445,8 +1445,9 @@ static int write_init_budget(struct check *ck, FILE *out)
 			    " recorded run\", \"class\": \"%s\"%s, \"max_count%s\": %.10g,"
 			    " \"max_blocked_ms%s\": %.10g}",
 			    first ? "" : ",\n", cls, round_up(calls, 2),
-			    round_up(calls, 2) == 1.0 ? "" : "s", unit, round_up(ms, 3), unit, cls, per_rank ? ", \"per_rank\": true" : "", suffix, max_calls,
-			    suffix, round_up(max_ms, 3));
+			    round_up(calls, 2) == 1.0 ? "" : "s", unit, round_up(ms, 3), unit, cls,
+			    per_rank ? ", \"per_rank\": true" : "", suffix, max_calls, suffix,
+			    round_up(max_ms, 3));
 		}
 		first = 0;
 	}

@@ -196,9 +196,9 @@ int main(int argc, char **argv)
 		return finish_output(cmd_help(1, argv + 1));
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
 		/* SS_GIT_VERSION: the commit of a git build, else "release" (report/Makefile.am) */
-		printf("syncspy %s (%s%s; database schema version %d, SQLite %s)\n", PACKAGE_VERSION,
-		       strcmp(SS_GIT_VERSION, "release") == 0 ? "" : "git ", SS_GIT_VERSION,
-		       SS_SCHEMA_VERSION, sqlite3_libversion());
+		printf("syncspy %s (%s%s; database schema version %d, SQLite %s)\n",
+		       PACKAGE_VERSION, strcmp(SS_GIT_VERSION, "release") == 0 ? "" : "git ",
+		       SS_GIT_VERSION, SS_SCHEMA_VERSION, sqlite3_libversion());
 		return finish_output(SS_EXIT_OK);
 	}
 	if (argv[1][0] == '-')
