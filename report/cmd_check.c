@@ -22,7 +22,11 @@
  * Outputs, all from the same results: one text line per check on stdout (PASS, FAIL or WARN
  * for a limit that could not be checked), the top sites of each breach, a summary line;
  * --junit FILE writes one JUnit testcase per check; when GITHUB_ACTIONS=true each breach also
- * becomes a GitHub workflow command (`::error file=F,line=L::...`).
+ * becomes a GitHub workflow command (`::error file=F,line=L::...`); with $GITHUB_STEP_SUMMARY
+ * set, a Markdown table of the checks is appended to that file.
+ *
+ * `check --init` reads a good run the same way (steady warm-up) and writes a budget from its
+ * figures per steady step, with the margin of INIT_COUNT_FACTOR and INIT_BLOCKED_FACTOR.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -221,6 +225,9 @@ struct check {
 	int github;	       /* GITHUB_ACTIONS=true: print workflow commands */
 	const char *workspace; /* $GITHUB_WORKSPACE, stripped from annotated file names */
 	FILE *junit;	       /* the testcases, gathered until the totals are known */
+	FILE *summary;	       /* $GITHUB_STEP_SUMMARY's table rows, gathered likewise */
+	char *summary_text;
+	size_t summary_len;
 	char *junit_text;
 	size_t junit_len;
 	int checks, passed, breached, unchecked;
@@ -429,6 +436,65 @@ static void describe_measure(char *buf, size_t len, const struct ss_budget_limit
 	}
 }
 
+/* ------------------------------------------------------------------ GitHub step summary */
+
+/* Writes text into a Markdown table cell: control characters and bytes that are not UTF-8 as
+ * \xNN (as the text output), Markdown's punctuation backslash-escaped (a site glob's `*` is
+ * not emphasis, a `|` does not end the cell), `&` as &amp;. */
+static void put_markdown(FILE *out, const char *text)
+{
+	char *owned = NULL;
+
+	for (const char *c = ss_printable(text ? text : "", &owned); *c; c++) {
+		if (*c == '&')
+			fputs("&amp;", out);
+		else if (strchr("\\`*_[]<>|#~!", *c))
+			fprintf(out, "\\%c", *c);
+		else
+			fputc(*c, out);
+	}
+	free(owned);
+}
+
+static void summary_row(struct check *ck, const char *name, const char *status, const char *message)
+{
+	if (!ck->summary)
+		return;
+	fprintf(ck->summary, "| %s | ", strcmp(status, "SKIP") == 0 ? "WARN" : status);
+	put_markdown(ck->summary, name);
+	fputs(" | ", ck->summary);
+	put_markdown(ck->summary, message);
+	fputs(" |\n", ck->summary);
+}
+
+/*
+ * With $GITHUB_STEP_SUMMARY set (GitHub Actions sets it to a file per step), appends a Markdown
+ * section: a heading naming the budget, one table row per check, the summary line. A file that
+ * cannot be written is a note on stderr: the step summary never changes the exit status.
+ */
+static void summary_write(struct check *ck, const char *path)
+{
+	FILE *out;
+
+	fflush(ck->summary);
+	out = fopen(path, "a");
+	if (!out) {
+		ss_error(SS_EXIT_OK, "note: check: $GITHUB_STEP_SUMMARY %s: %s: no summary written",
+			 path, strerror(errno));
+		return;
+	}
+	fputs("### syncspy check: ", out);
+	put_markdown(out, ck->budget_path);
+	fprintf(out, " %s\n\n| result | limit | measured |\n| --- | --- | --- |\n",
+		ck->breached ? "failed" : "passed");
+	fwrite(ck->summary_text, 1, ck->summary_len, out);
+	fprintf(out, "\n%zu limit%s, %d check%s: %d passed, %d breached, %d not checked\n\n",
+		ck->budget.limit_count, ck->budget.limit_count == 1 ? "" : "s", ck->checks,
+		ck->checks == 1 ? "" : "s", ck->passed, ck->breached, ck->unchecked);
+	if (fclose(out) != 0)
+		ss_error(SS_EXIT_OK, "note: check: $GITHUB_STEP_SUMMARY %s: write error", path);
+}
+
 /* ------------------------------------------------------------------ JUnit */
 
 static void junit_testcase(struct check *ck, const char *name, const char *status,
@@ -436,6 +502,7 @@ static void junit_testcase(struct check *ck, const char *name, const char *statu
 {
 	FILE *out = ck->junit;
 
+	summary_row(ck, name, status, message);
 	if (!out)
 		return;
 	fputs("    <testcase classname=\"syncspy.check\" name=\"", out);
@@ -1139,7 +1206,7 @@ static int check_range_group(struct check *ck, const struct ss_budget_limit *lim
 		fputs(": ", stdout);
 		ss_put_printable(stdout, line);
 		fputc('\n', stdout);
-		junit_testcase(ck, name, "PASS", NULL, NULL);
+		junit_testcase(ck, name, "PASS", line, NULL);
 	} else {
 		char headline[3000], *details;
 
@@ -1258,7 +1325,7 @@ static int check_limit(struct check *ck, const struct ss_budget_limit *limit)
 			fputs("PASS ", stdout);
 			ss_put_printable(stdout, name);
 			printf(": %s\n", measure);
-			junit_testcase(ck, name, "PASS", NULL, NULL);
+			junit_testcase(ck, name, "PASS", measure, NULL);
 		} else {
 			char *details;
 
@@ -1290,6 +1357,145 @@ static int check_limit(struct check *ck, const struct ss_budget_limit *limit)
 	return code;
 }
 
+/* ------------------------------------------------------------------ --init: a budget from a run */
+
+/* The margin `check --init` gives a good run (docs/budget.md, "A budget from a good run"): sync
+ * points per step times INIT_COUNT_FACTOR, blocked ms per step times INIT_BLOCKED_FACTOR and at
+ * least INIT_BLOCKED_SLACK_MS more (blocked time varies from run to run more than counts). */
+#define INIT_COUNT_FACTOR     1.25
+#define INIT_BLOCKED_FACTOR   1.5
+#define INIT_BLOCKED_SLACK_MS 0.5
+
+/* Per class (and 'sync' for S1-S7 together), the largest figure of any unit: calls and blocked
+ * ns outside the warm-up, per steady step (steps > 0) or in total. ?1: 1 to divide by steps. */
+#define INIT_FIGURES_SQL                                                                           \
+	"WITH u(unit, steps) AS (SELECT unit, sum(steady_steps) FROM recordings GROUP BY unit),"   \
+	" k(class) AS (VALUES('sync'),('S1'),('S2'),('S3'),('S4'),('S5'),('S6'),('S7')),"          \
+	" f(class, unit, calls, ns) AS (SELECT k.class, u.unit,"                                   \
+	"  coalesce(sum(c.calls), 0), coalesce(sum(c.blocked_ns), 0) FROM k CROSS JOIN u"          \
+	"  LEFT JOIN recordings r ON r.unit = u.unit LEFT JOIN contrib c ON c.recording = r.id"    \
+	"  AND NOT c.warmup AND (k.class = 'sync' OR c.class = k.class) GROUP BY k.class, u.unit)" \
+	" SELECT f.class, max(CASE WHEN ?1 THEN f.calls * 1.0 / u.steps ELSE f.calls END),"        \
+	"  max(CASE WHEN ?1 THEN f.ns / 1e6 / u.steps ELSE f.ns / 1e6 END)"                        \
+	" FROM f JOIN u ON u.unit = f.unit GROUP BY f.class"                                       \
+	" ORDER BY f.class <> 'sync', f.class"
+
+/* x rounded up at the given number of decimals, so that the limit is never below x. */
+static double round_up(double x, int decimals)
+{
+	double scale = decimals == 3 ? 1000.0 : 100.0;
+	double r = (double)(long long)(x * scale);
+
+	if (r < x * scale)
+		r += 1.0;
+	return r / scale;
+}
+
+static int write_init_budget(struct check *ck, FILE *out)
+{
+	sqlite3_stmt *stmt;
+	long long units = 0, stepless = 0, recordings = 0;
+	int rc, per_step, per_rank, first = 1;
+
+	rc = sqlite3_prepare_v2(
+	    ck->work,
+	    "SELECT count(*), count(*) FILTER (WHERE steps = 0),"
+	    " (SELECT count(*) FROM recordings) FROM"
+	    " (SELECT unit, sum(steady_steps) AS steps FROM recordings GROUP BY unit)",
+	    -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		return work_failure(ck);
+	if (sqlite3_step(stmt) == SQLITE_ROW) {
+		units = sqlite3_column_int64(stmt, 0);
+		stepless = sqlite3_column_int64(stmt, 1);
+		recordings = sqlite3_column_int64(stmt, 2);
+	}
+	sqlite3_finalize(stmt);
+	per_step = stepless == 0;
+	per_rank = units > 1;
+	if (sqlite3_prepare_v2(ck->work, INIT_FIGURES_SQL, -1, &stmt, NULL) != SQLITE_OK)
+		return work_failure(ck);
+	sqlite3_bind_int(stmt, 1, per_step);
+	fprintf(out, "{\n  \"version\": %d,\n  \"warmup\": {\"steady\": true},\n  \"limits\": [\n",
+		SS_BUDGET_VERSION);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *cls = (const char *)sqlite3_column_text(stmt, 0);
+		double calls = sqlite3_column_double(stmt, 1), ms = sqlite3_column_double(stmt, 2);
+		const char *unit = per_step ? " per step" : "";
+		const char *suffix = per_step ? "_per_step" : "";
+
+		if (strcmp(cls, "sync") != 0 && calls == 0) {
+			fprintf(
+			    out,
+			    "%s    {\"name\": \"no %s in the steady state\", \"class\": \"%s\"%s,"
+			    " \"max_count%s\": 0}",
+			    first ? "" : ",\n", cls, cls, per_rank ? ", \"per_rank\": true" : "",
+			    suffix);
+		} else {
+			double max_calls =
+			    per_step ? round_up(calls * INIT_COUNT_FACTOR, 2)
+				     : (double)(long long)(calls * INIT_COUNT_FACTOR + 0.999);
+			double max_ms = ms * INIT_BLOCKED_FACTOR;
+
+			if (max_ms < ms + INIT_BLOCKED_SLACK_MS)
+				max_ms = ms + INIT_BLOCKED_SLACK_MS;
+			fprintf(
+			    out,
+			    "%s    {\"name\": \"%s: %.10g sync point%s%s, %.10g ms blocked%s in the"
+			    " recorded run\", \"class\": \"%s\"%s, \"max_count%s\": %.10g,"
+			    " \"max_blocked_ms%s\": %.10g}",
+			    first ? "" : ",\n", cls, round_up(calls, 2),
+			    round_up(calls, 2) == 1.0 ? "" : "s", unit, round_up(ms, 3), unit, cls,
+			    per_rank ? ", \"per_rank\": true" : "", suffix, max_calls, suffix,
+			    round_up(max_ms, 3));
+		}
+		first = 0;
+	}
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE)
+		return work_failure(ck);
+	fputs("\n  ]\n}\n", out);
+	fprintf(stderr, "syncspy: check --init: %lld recording%s, %s%s\n", recordings,
+		recordings == 1 ? "" : "s",
+		per_step ? "limits per steady step" : "no repeating step: limits on the totals",
+		per_rank ? ", per rank" : "");
+	return SS_EXIT_OK;
+}
+
+/* `check --init`: the recordings read in steady mode, a budget written to output. */
+static int run_init(struct check *ck, int argc, char **argv, const char *output)
+{
+	struct ss_db_list list = {0};
+	struct ss_outfile file;
+	int code, closed;
+
+	if (sqlite3_open_v2(":memory:", &ck->work, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+		return ss_error(SS_EXIT_INTERNAL, "check: cannot open an in-memory database");
+	ck->budget.warmup_seconds = -1.0;
+	ck->budget.warmup_calls = -1;
+	ck->budget.warmup_steady = 1;
+	code = ss_db_expand(argc, argv, &list, ck->err, sizeof(ck->err));
+	if (code != SS_EXIT_OK) {
+		ss_db_list_free(&list);
+		return ss_error(code, "%s", ck->err);
+	}
+	ss_db_dedupe(&list);
+	code = work_exec(ck, WORK_SCHEMA_SQL);
+	if (code == SS_EXIT_OK)
+		code = read_recordings(ck, &list);
+	ss_db_list_free(&list);
+	if (code != SS_EXIT_OK)
+		return code;
+	code = ss_outfile_open(output ? output : "-", &file, ck->err, sizeof(ck->err));
+	if (code != SS_EXIT_OK)
+		return ss_error(code, "%s", ck->err);
+	code = write_init_budget(ck, file.file);
+	closed = ss_outfile_close(&file, code == SS_EXIT_OK, ck->err, sizeof(ck->err));
+	if (closed != SS_EXIT_OK && code == SS_EXIT_OK)
+		code = ss_error(closed, "%s", ck->err);
+	return code;
+}
+
 /* ------------------------------------------------------------------ the command */
 
 static int parse_top(const char *arg, int *top)
@@ -1308,6 +1514,7 @@ static int parse_top(const char *arg, int *top)
 
 static int run_check(struct check *ck, int argc, char **argv, const char *junit_path)
 {
+	const char *summary_path = getenv("GITHUB_STEP_SUMMARY");
 	struct ss_db_list list = {0};
 	int code;
 
@@ -1335,6 +1542,11 @@ static int run_check(struct check *ck, int argc, char **argv, const char *junit_
 		if (!ck->junit)
 			code = ss_error(SS_EXIT_INTERNAL, "check: out of memory");
 	}
+	if (code == SS_EXIT_OK && summary_path && *summary_path) {
+		ck->summary = open_memstream(&ck->summary_text, &ck->summary_len);
+		if (!ck->summary)
+			code = ss_error(SS_EXIT_INTERNAL, "check: out of memory");
+	}
 	if (code == SS_EXIT_OK)
 		code = print_header(ck);
 	for (size_t i = 0; i < ck->budget.limit_count && code == SS_EXIT_OK; i++)
@@ -1344,6 +1556,8 @@ static int run_check(struct check *ck, int argc, char **argv, const char *junit_
 	printf("syncspy check: %zu limit%s, %d check%s: %d passed, %d breached, %d not checked\n",
 	       ck->budget.limit_count, ck->budget.limit_count == 1 ? "" : "s", ck->checks,
 	       ck->checks == 1 ? "" : "s", ck->passed, ck->breached, ck->unchecked);
+	if (ck->summary)
+		summary_write(ck, summary_path);
 	if (junit_path) {
 		fflush(stdout);
 		code = junit_write(ck, junit_path);
@@ -1359,20 +1573,28 @@ int cmd_check(int argc, char **argv)
 	    {"budget", required_argument, NULL, 'b'},
 	    {"junit", required_argument, NULL, 'j'},
 	    {"top", required_argument, NULL, 't'},
+	    {"init", no_argument, NULL, 'i'},
+	    {"output", required_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct check ck = {0};
-	const char *junit_path = NULL, *github;
-	int ch, code;
+	const char *junit_path = NULL, *github, *output = NULL;
+	int ch, code, init = 0;
 
 	ck.top_sites = DEFAULT_TOP_SITES;
 	opterr = 0;
 	optind = 0; /* glibc: start a fresh scan */
-	while ((ch = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":o:h", options, NULL)) != -1) {
 		switch (ch) {
 		case 'b':
 			ck.budget_path = optarg;
+			break;
+		case 'i':
+			init = 1;
+			break;
+		case 'o':
+			output = optarg;
 			break;
 		case 'j':
 			junit_path = optarg;
@@ -1386,12 +1608,24 @@ int cmd_check(int argc, char **argv)
 			ss_command_usage(stdout, "check");
 			return SS_EXIT_OK;
 		case ':':
-			/* every option of check is long: getopt's optopt would name a letter */
+			/* the word getopt consumed: "--budget", "-o" */
 			return ss_error(SS_EXIT_INPUT, "check: option %s needs an argument",
 					argv[optind - 1]);
 		default:
 			return ss_bad_option("check", ch, argv);
 		}
+	}
+	if (init && (ck.budget_path || junit_path))
+		return ss_error(SS_EXIT_INPUT,
+				"check: --init writes a budget: not with --budget or --junit");
+	if (!init && output)
+		return ss_error(SS_EXIT_INPUT, "check: -o FILE goes with --init");
+	if (init && optind == argc)
+		return ss_error(SS_EXIT_INPUT, "check: --init: name the recordings of a good run");
+	if (init) {
+		code = run_init(&ck, argc - optind, argv + optind, output);
+		sqlite3_close(ck.work);
+		return code;
 	}
 	if (!ck.budget_path)
 		return ss_error(SS_EXIT_INPUT,
@@ -1408,6 +1642,9 @@ int cmd_check(int argc, char **argv)
 	if (ck.junit)
 		fclose(ck.junit);
 	free(ck.junit_text);
+	if (ck.summary)
+		fclose(ck.summary);
+	free(ck.summary_text);
 	ss_budget_free(&ck.budget);
 	sqlite3_close(ck.work);
 	if (ferror(stdout))

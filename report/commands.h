@@ -13,7 +13,7 @@
 /* Exit codes of every subcommand; docs/cli.md and `syncspy help` document them. */
 enum ss_exit {
 	SS_EXIT_OK = 0,
-	SS_EXIT_OVER_BUDGET = 1, /* only `syncspy check`: the workload synced more than allowed */
+	SS_EXIT_OVER_BUDGET = 1, /* `check`: over budget; `diff --fail-on-regression`: regressed */
 	SS_EXIT_INPUT = 2,	 /* bad input or usage: the message says what to fix */
 	SS_EXIT_INTERNAL = 3,	 /* a bug, out of memory, a write error */
 };
@@ -33,13 +33,25 @@ enum ss_exit {
 	  "  --cupti-sample ON/PERIOD  set SYNCSPY_CUPTI_SAMPLE: trace the GPU timeline ON ms of "  \
 	  "every PERIOD ms\n"                                                                      \
 	  "  exit status: CMD's; 128+N when signal N ended it; 127 when CMD is not found\n")     \
-	X(check, "--budget FILE [--junit FILE] [--top N] DB|DIR...",                               \
+	X(check, "--budget FILE [--junit FILE] [--top N] DB|DIR... | --init [-o FILE] DB|DIR...",  \
 	  "exit 1 when recordings sync more than a budget allows, naming the call sites",         \
 	  "  --budget FILE  the JSON budget: limits per class, API, call site, rank\n"               \
 	  "  --junit FILE   also write a JUnit XML report (one testcase per limit and rank)\n"       \
 	  "  --top N        call sites listed per breach (default 5)\n"                               \
+	  "  --init         write a budget from a good run instead (docs/budget.md)\n"             \
+	  "  -o FILE        with --init: where the budget goes (default: standard output)\n"       \
 	  "  GITHUB_ACTIONS=true: each breach is also printed as an ::error:: annotation\n"          \
+	  "  GITHUB_STEP_SUMMARY=FILE: a Markdown table of the checks is appended to FILE\n"        \
 	  "  exit status: 0 within budget, 1 over budget, 2 bad budget, database or usage\n")        \
+	X(diff, "[--format text|json] [-o FILE] [--fail-on-regression] [--threshold PERCENT] "       \
+		"BEFORE AFTER",                                                                    \
+	  "compare two recordings: findings gone, new and changed, and each rank's step figures",  \
+	  "  --format F            text (default) or json (docs/diff.md)\n"                       \
+	  "  -o FILE               write the diff to FILE instead of standard output\n"           \
+	  "  --fail-on-regression  exit 1 when AFTER regressed (docs/diff.md)\n"                  \
+	  "  --threshold PERCENT   a cost or syncs per step up by more is a regression (default "   \
+	  "20)\n"                                                                                  \
+	  "  exit status: 0 done, 1 regression (with --fail-on-regression), 2 bad input\n")       \
 	X(dump, "[--table T] [--format tsv|csv|json] [--where SQL] DB|DIR...",                     \
 	  "print the rows of one table of each database, for scripts",                             \
 	  "  --table T    api_calls (default), calls, meta, sites, threads, comms, streams,\n"    \

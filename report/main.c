@@ -19,6 +19,7 @@
 #include "syncspy/env.h"
 #include "syncspy/schema.h"
 #include "commands.h"
+#include "git_version.h"
 #include "text_safe.h"
 
 struct ss_command {
@@ -104,7 +105,7 @@ static void print_usage(FILE *out)
 	fputs("\n"
 	      "Exit status:\n"
 	      "  0  success\n"
-	      "  1  `check` only: the workload went over its budget\n"
+	      "  1  `check`: over budget; `diff --fail-on-regression`: a regression\n"
 	      "  2  bad input or usage (the message on stderr says which)\n"
 	      "  3  internal error\n"
 	      "\n"
@@ -194,8 +195,10 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
 		return finish_output(cmd_help(1, argv + 1));
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
-		printf("syncspy %s (database schema version %d, SQLite %s)\n", PACKAGE_VERSION,
-		       SS_SCHEMA_VERSION, sqlite3_libversion());
+		/* SS_GIT_VERSION: the commit of a git build, else "release" (report/Makefile.am) */
+		printf("syncspy %s (%s%s; database schema version %d, SQLite %s)\n",
+		       PACKAGE_VERSION, strcmp(SS_GIT_VERSION, "release") == 0 ? "" : "git ",
+		       SS_GIT_VERSION, SS_SCHEMA_VERSION, sqlite3_libversion());
 		return finish_output(SS_EXIT_OK);
 	}
 	if (argv[1][0] == '-')
