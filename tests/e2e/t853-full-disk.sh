@@ -14,7 +14,7 @@ unshare -m sh -c "mount -t tmpfs -o size=2m tmpfs '$tmp/small'" 2>/dev/null ||
 # files out before it ends.
 unshare -m sh -c "
 	mount -t tmpfs -o size=2m tmpfs '$tmp/small' || exit 90
-	env LD_PRELOAD='$SHIM' SYNCSPY_OUTPUT='$tmp/small/out' '$PROGS/burst' 1 300000 100 \
+	env LD_PRELOAD='$SHIM_PRELOAD' SYNCSPY_OUTPUT='$tmp/small/out' '$PROGS/burst' 1 300000 100 \
 		>'$tmp/stdout' 2>'$tmp/stderr' || exit 91
 	mkdir '$out' && cp -a '$tmp/small/out/.' '$out/'
 " || fail "run on the small tmpfs failed ($?): $(cat "$tmp/stderr" 2>/dev/null)"
