@@ -8,8 +8,10 @@
 
 #include <cuda_runtime.h>
 
-namespace fakecuda {
-namespace detail {
+namespace fakecuda
+{
+namespace detail
+{
 
 template <typename T> inline __attribute__((always_inline)) cudaError_t sync_stream(T stream)
 {
