@@ -10,8 +10,10 @@
 # Usage: demo.sh OUTDIR, with SHIM (libsyncspy.so), SYNCSPY (the command), SCENARIOS
 # (tests/progs/scenarios), STEADY (tests/progs/steady) and STANDIN_DIR (tests/standin) set to built files. DEMO_GPU=0 skips
 # the GPU workload even where a GPU and nvcc are found (the test's output must not depend on
-# the machine).
+# the machine). SANITIZER_PRELOAD, set by a sanitizer build's tests (tests/sanitize.sh), is
+# preloaded before the shim.
 set -u
+preload=${SANITIZER_PRELOAD:+$SANITIZER_PRELOAD:}$SHIM
 out=${1:?usage: demo.sh OUTDIR}
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 trace=examples/traces/08_item_per_step-bad-shared.sqlite
@@ -61,7 +63,7 @@ echo "$workloads" | while read -r name what; do
 	printf '   %-5s %s\n' "$name" "$what"
 	# The workload's own output goes to a log; the shim's one line per process is shown.
 	LD_LIBRARY_PATH=$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} SYNCSPY_OUTPUT=$out \
-		SYNCSPY_CUPTI=0 LD_PRELOAD=$SHIM "$SCENARIOS" "$name" >"$out/$name.log" 2>&1
+		SYNCSPY_CUPTI=0 LD_PRELOAD=$preload "$SCENARIOS" "$name" >"$out/$name.log" 2>&1
 	status=$?
 	sed -n 's/^syncspy: /         syncspy: /p' "$out/$name.log"
 	[ "$status" -eq 0 ] || {
@@ -73,7 +75,7 @@ done || exit 1
 # A loop: what the report is about (its steady state, docs/rules.md).
 echo "   steady a training-like loop: setup, 20 steps that each wait for their kernel, a final read"
 LD_LIBRARY_PATH=$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} SYNCSPY_OUTPUT=$out \
-	SYNCSPY_CUPTI=0 LD_PRELOAD=$SHIM "$STEADY" >"$out/steady.log" 2>&1 || {
+	SYNCSPY_CUPTI=0 LD_PRELOAD=$preload "$STEADY" >"$out/steady.log" 2>&1 || {
 	cat "$out/steady.log" >&2
 	echo "demo: workload steady failed" >&2
 	exit 1
@@ -82,7 +84,7 @@ sed -n 's/^syncspy: /         syncspy: /p' "$out/steady.log"
 if [ "$gpu" = yes ]; then
 	echo "   copies_syncs (examples/cuda/copies_syncs.cu, on the GPU, CUPTI on)"
 	nvcc -O2 -arch=sm_90 -cudart shared -o "$out/copies_syncs" "$srcdir/examples/cuda/copies_syncs.cu" &&
-		SYNCSPY_OUTPUT=$out LD_PRELOAD=$SHIM "$out/copies_syncs" >"$out/copies_syncs.log" 2>&1 || {
+		SYNCSPY_OUTPUT=$out LD_PRELOAD=$preload "$out/copies_syncs" >"$out/copies_syncs.log" 2>&1 || {
 		cat "$out/copies_syncs.log" >&2
 		echo "demo: examples/cuda/copies_syncs failed" >&2
 		exit 1

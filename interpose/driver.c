@@ -26,6 +26,11 @@
  *             dlopen(NULL) search the preloaded shim first) answers as it would without the
  *             shim where it can: NULL when no loaded library defines the name (a program that
  *             probes for the driver must not believe one is loaded), else the wrapper.
+ *   DRIVER-5  In a sanitizer build (configure --enable-sanitizers), dlsym is safe to call before
+ *             the shim's constructors ran: ASan's start-up looks its interceptors' real
+ *             functions up through the exported dlsym before its shadow memory exists. Until
+ *             then dlsym, ss_dlsym and the real dlsym's lookup are not instrumented and pass
+ *             every lookup through unwrapped (t856).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -57,7 +62,30 @@
 typedef void *(*dlsym_fn)(void *, const char *);
 static dlsym_fn _Atomic real_dlsym;
 
-static dlsym_fn load_real_dlsym(void)
+/* DRIVER-5: what may run before a sanitizer runtime is initialized is not instrumented, and
+ * lookups pass through until the shim's constructors ran (before_init). Without sanitizers
+ * neither applies: a lookup made by a library's constructor is handed out as any other. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+#define SS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define SS_SANITIZED 1
+#endif
+#endif
+#ifdef SS_SANITIZED
+#define SS_PRE_INIT __attribute__((no_sanitize("address", "undefined")))
+static volatile int constructors_ran;
+__attribute__((constructor)) static void note_constructors_ran(void)
+{
+	constructors_ran = 1;
+}
+#define before_init() (!constructors_ran)
+#else
+#define SS_PRE_INIT
+#define before_init() 0
+#endif
+
+SS_PRE_INIT static dlsym_fn load_real_dlsym(void)
 {
 	dlsym_fn fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
 	if (!fn)
@@ -66,7 +94,7 @@ static dlsym_fn load_real_dlsym(void)
 	return fn;
 }
 
-void *ss_dlsym(void *handle, const char *name) /* DRIVER-2 */
+SS_PRE_INIT void *ss_dlsym(void *handle, const char *name) /* DRIVER-2 */
 {
 	dlsym_fn fn = atomic_load_explicit(&real_dlsym, memory_order_relaxed);
 	if (ss_unlikely(!fn))
@@ -296,13 +324,13 @@ static void *hand_out(const char *name, void *found, const void *caller)
 }
 
 /* DRIVER-1 rests on the tail call below: asked for even where the build is not optimized. */
-__attribute__((optimize("O2"))) SS_EXPORT void *dlsym(void *handle, const char *name)
+__attribute__((optimize("O2"))) SS_PRE_INIT SS_EXPORT void *dlsym(void *handle, const char *name)
 {
 	dlsym_fn fn = atomic_load_explicit(&real_dlsym, memory_order_relaxed);
 	if (ss_unlikely(!fn))
 		fn = load_real_dlsym();
-	if (handle == RTLD_NEXT)
-		return fn(handle, name); /* DRIVER-1: a tail call */
+	if (handle == RTLD_NEXT || before_init())
+		return fn(handle, name); /* DRIVER-1: a tail call; DRIVER-5 */
 	return hand_out(name, fn(handle, name), __builtin_return_address(0));
 }
 

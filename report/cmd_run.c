@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
+
 #include "commands.h"
 #include "db.h"
 #include "text_safe.h"
@@ -120,23 +122,26 @@ static int list_contains(const char *list, const char *item)
 	return 0;
 }
 
-/* The shim first (it must see the calls before any other preload does), the caller's after. */
+/* The shim first (it must see the calls before any other preload does), the caller's after. A
+ * sanitizer build's shim (configure --enable-sanitizers) needs the sanitizer runtime loaded
+ * before it in a program not built with it: that runtime goes first. */
 static int set_preload(const char *shim)
 {
 	const char *old = getenv("LD_PRELOAD");
+#ifdef SS_SANITIZER_PRELOAD
+	const char *first = SS_SANITIZER_PRELOAD ":";
+#else
+	const char *first = "";
+#endif
 	char *value;
 	int rc;
 
 	if (old && *old && list_contains(old, shim))
 		return 0;
-	if (old && *old) {
-		if (asprintf(&value, "%s:%s", shim, old) < 0)
-			return -1;
-	} else {
-		value = strdup(shim);
-		if (!value)
-			return -1;
-	}
+	if (!old)
+		old = "";
+	if (asprintf(&value, "%s%s%s%s", first, shim, *old ? ":" : "", old) < 0)
+		return -1;
 	rc = setenv("LD_PRELOAD", value, 1);
 	free(value);
 	return rc;

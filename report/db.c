@@ -397,6 +397,8 @@ static int check_file(const char *path, char *err, size_t errlen)
  * Reads meta.schema_version (SCHEMA-1: written with the tables). Its value may have been bound
  * as an integer or as text; anything but a whole number means this is not our database.
  */
+static int check_objects(sqlite3 *db, const char *path, char *err, size_t errlen);
+
 static int check_version(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
 	sqlite3_stmt *stmt;
@@ -405,6 +407,12 @@ static int check_version(sqlite3 *db, const char *path, char *err, size_t errlen
 
 	rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1,
 				&stmt, NULL);
+	if (rc != SQLITE_OK && (rc & 0xff) == SQLITE_ERROR) {
+		/* a meta table without its columns (key or value renamed away) is bad input,
+		 * named as check_objects names any table with other columns (t800) */
+		code = check_objects(db, path, err, errlen);
+		return code != SS_EXIT_OK ? code : ss_db_failure(db, rc, path, err, errlen);
+	}
 	if (rc != SQLITE_OK)
 		return ss_db_failure(db, rc, path, err, errlen);
 	rc = sqlite3_step(stmt);

@@ -28,8 +28,12 @@ skip() {
 	exit 77
 }
 
+# What LD_PRELOAD names to load the shim: in a sanitizer build (configure --enable-sanitizers,
+# tests/sanitize.sh) the sanitizer runtime first, as a program not built with it needs.
+SHIM_PRELOAD=${SANITIZER_PRELOAD:+$SANITIZER_PRELOAD:}$SHIM
+
 under_shim() {
-	env LD_PRELOAD="$SHIM" SYNCSPY_OUTPUT="$out" "$@"
+	env LD_PRELOAD="$SHIM_PRELOAD" SYNCSPY_OUTPUT="$out" "$@"
 }
 
 one_db() {

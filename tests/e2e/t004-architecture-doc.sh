@@ -10,7 +10,7 @@ doc=$TOP_SRCDIR/docs/architecture.md
 families='SHIM|SCHEMA|CUPTI|DRIVER|ANALYSIS|STEPS|EXPORT|HTML|VIEW|DUMP|RUN'
 
 # The sources and docs (by suffix: the build's own outputs and logs are not sources).
-find "$TOP_SRCDIR" \( -name .git -o -name autom4te.cache -o -name demo-out -o -name results \) -prune -o \
+find "$TOP_SRCDIR" \( -name .git -o -name autom4te.cache -o -name demo-out -o -name results -o -name build-asan -o -name sanitize-build \) -prune -o \
 	-type f \( -name '*.[ch]' -o -name '*.cc' -o -name '*.cu' -o -name '*.js' -o -name '*.sh' -o \
 	-name '*.py' -o -name '*.md' -o -name '*.am' -o -name '*.map' -o -name '*.expect' -o \
 	-name '*.html' -o -name '*.css' -o -name run \) -print | grep -v '/docs/architecture.md$' |

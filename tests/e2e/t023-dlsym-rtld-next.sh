@@ -9,8 +9,8 @@ import os
 print("pid ok" if os.getpid() > 0 else "pid bad")
 PY
 [ -n "${PYTHON3:-}" ] || skip "no python3"
-env LD_PRELOAD="$SHIM $PROGS/next_preload.so" SYNCSPY_OUTPUT="$out" "$PYTHON3" "$tmp/pid.py" >"$tmp/stdout" 2>&1 ||
+env LD_PRELOAD="$SHIM_PRELOAD $PROGS/next_preload.so" SYNCSPY_OUTPUT="$out" "$PYTHON3" "$tmp/pid.py" >"$tmp/stdout" 2>&1 ||
 	fail "crashed: $(cat "$tmp/stdout")"
 grep -q 'pid ok' "$tmp/stdout" || fail "wrong output: $(cat "$tmp/stdout")"
-env LD_PRELOAD="$SHIM $PROGS/next_preload.so" SYNCSPY_OUTPUT="$out" "$PROGS/scenarios" s1 >/dev/null 2>&1 ||
+env LD_PRELOAD="$SHIM_PRELOAD $PROGS/next_preload.so" SYNCSPY_OUTPUT="$out" "$PROGS/scenarios" s1 >/dev/null 2>&1 ||
 	fail "a CUDA program crashed with a second preload library"

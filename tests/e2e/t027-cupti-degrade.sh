@@ -40,19 +40,19 @@ grep -v '^syncspy:' "$tmp/kinds.all" | diff -u "$tmp/plain" - >&2 || fail "outpu
 	fail "expected one warning per unknown kind: $(cat "$tmp/kinds.all")"
 # The API records' names, both layers' and each one's, are known: no warning.
 SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_KINDS="api,runtime-api,driver-api" SYNCSPY_OUTPUT="$tmp/api-kinds" \
-	LD_PRELOAD="$SHIM" "$PROGS/scenarios" s4 >"$tmp/kinds.api" 2>&1 || fail "scenario failed with the api kinds"
+	LD_PRELOAD="$SHIM_PRELOAD" "$PROGS/scenarios" s4 >"$tmp/kinds.api" 2>&1 || fail "scenario failed with the api kinds"
 grep "ignoring" "$tmp/kinds.api" && fail "an API kind was not known"
 
 # SYNCSPY_CUPTI_SAMPLE (CUPTI-4): anything but ON/PERIOD ms with 0 < ON < PERIOD is ignored
 # with one warning, and the program runs unchanged; a good value draws none.
 for bad in abc 100/100 0/10 5/10x 2000/1000; do
-	SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=$bad SYNCSPY_OUTPUT="$tmp/sample" LD_PRELOAD="$SHIM" \
+	SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=$bad SYNCSPY_OUTPUT="$tmp/sample" LD_PRELOAD="$SHIM_PRELOAD" \
 		"$PROGS/scenarios" s4 >"$tmp/sample.all" 2>&1 || fail "scenario failed with SYNCSPY_CUPTI_SAMPLE=$bad"
 	grep -v '^syncspy:' "$tmp/sample.all" | diff -u "$tmp/plain" - >&2 || fail "output differs with SYNCSPY_CUPTI_SAMPLE=$bad"
 	[ "$(grep -c "^syncspy: ignoring SYNCSPY_CUPTI_SAMPLE='$bad' (ON/PERIOD in ms, 0 < ON < PERIOD): tracing the whole run" "$tmp/sample.all")" = 1 ] ||
 		fail "SYNCSPY_CUPTI_SAMPLE=$bad: $(cat "$tmp/sample.all")"
 done
-SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=100/1000 SYNCSPY_OUTPUT="$tmp/sample" LD_PRELOAD="$SHIM" \
+SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=100/1000 SYNCSPY_OUTPUT="$tmp/sample" LD_PRELOAD="$SHIM_PRELOAD" \
 	"$PROGS/scenarios" s4 >"$tmp/sample.all" 2>&1 || fail "scenario failed with SYNCSPY_CUPTI_SAMPLE=100/1000"
 grep "SYNCSPY_CUPTI_SAMPLE" "$tmp/sample.all" && fail "SYNCSPY_CUPTI_SAMPLE=100/1000 warned"
 one_db

@@ -42,7 +42,9 @@ import ctypes
 rt = ctypes.CDLL("libcudart.so.13")
 print("syncs:", [rt.cudaDeviceSynchronize() for _ in range(3)])
 PY
-"$PYTHON3" "$tmp/ct.py" >"$tmp/plain" || fail "ctypes program failed without the shim"
+# (a sanitizer build's stand-ins need the sanitizer runtime in python3 too: tests/sanitize.sh)
+env ${SANITIZER_PRELOAD:+LD_PRELOAD=$SANITIZER_PRELOAD} "$PYTHON3" "$tmp/ct.py" >"$tmp/plain" ||
+	fail "ctypes program failed without the shim"
 under_shim "$PYTHON3" "$tmp/ct.py" >"$tmp/stdout" || fail "ctypes program failed under the shim"
 diff -u "$tmp/plain" "$tmp/stdout" >&2 || fail "the shim changed what the ctypes program saw"
 one_db

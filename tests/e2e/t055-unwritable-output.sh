@@ -4,7 +4,7 @@
 # off, and the program runs on with its own output and exit code.
 . "$E2E_DIR/lib.sh"
 touch "$tmp/file"
-env LD_PRELOAD="$SHIM" SYNCSPY_OUTPUT="$tmp/file/sub" "$PROGS/scenarios" s4 >"$tmp/stdout" 2>"$tmp/stderr"
+env LD_PRELOAD="$SHIM_PRELOAD" SYNCSPY_OUTPUT="$tmp/file/sub" "$PROGS/scenarios" s4 >"$tmp/stdout" 2>"$tmp/stderr"
 [ $? -eq 0 ] || fail "the program failed"
 grep -q 'roundtrip ok' "$tmp/stdout" || fail "program output changed"
 [ "$(grep -c '^syncspy: ' "$tmp/stderr")" -eq 1 ] || fail "expected one message: $(cat "$tmp/stderr")"

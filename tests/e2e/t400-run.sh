@@ -39,8 +39,8 @@ echo "sample=\${SYNCSPY_CUPTI_SAMPLE-unset}"
 cd "$tmp/elsewhere" && "$PROGS/scenarios" s2 >/dev/null
 END
 chmod +x "$tmp/job.sh"
-LD_PRELOAD=libc.so.6 "$SYNCSPY" run -o script-out --cupti --cupti-sample 100/1000 "$tmp/job.sh" >"$tmp/stdout" 2>"$tmp/err" || fail "script run exited $?: $(cat "$tmp/err")"
-grep -q "^preload=$SHIM:libc.so.6\$" "$tmp/stdout" || grep -q "^preload=.*/libsyncspy.so:libc.so.6\$" "$tmp/stdout" || fail "LD_PRELOAD: $(cat "$tmp/stdout")"
+LD_PRELOAD=${SANITIZER_PRELOAD:+$SANITIZER_PRELOAD:}libc.so.6 "$SYNCSPY" run -o script-out --cupti --cupti-sample 100/1000 "$tmp/job.sh" >"$tmp/stdout" 2>"$tmp/err" || fail "script run exited $?: $(cat "$tmp/err")"
+grep -q "^preload=$SHIM:libc.so.6\$" "$tmp/stdout" || grep -q "^preload=.*/libsyncspy.so:${SANITIZER_PRELOAD:+$SANITIZER_PRELOAD:}libc.so.6\$" "$tmp/stdout" || fail "LD_PRELOAD: $(cat "$tmp/stdout")"
 grep -q "^output=$tmp/script-out\$" "$tmp/stdout" || fail "SYNCSPY_OUTPUT: $(cat "$tmp/stdout")"
 grep -q "^cupti=1\$" "$tmp/stdout" || fail "SYNCSPY_CUPTI: $(cat "$tmp/stdout")"
 grep -q "^sample=100/1000\$" "$tmp/stdout" || fail "SYNCSPY_CUPTI_SAMPLE: $(cat "$tmp/stdout")"

@@ -8,7 +8,7 @@
 [ -n "${PYTHON3:-}" ] || skip "no python3"
 under_shim "$PROGS/scenarios" nccl 4 >/dev/null 2>&1 || fail "scenario nccl failed"
 mkdir "$tmp/e123" || exit 1
-env LD_PRELOAD="$SHIM" SYNCSPY_OUTPUT="$tmp/e123" "$PROGS/scenarios" e123 >/dev/null 2>&1 || fail "scenario e123 failed"
+env LD_PRELOAD="$SHIM_PRELOAD" SYNCSPY_OUTPUT="$tmp/e123" "$PROGS/scenarios" e123 >/dev/null 2>&1 || fail "scenario e123 failed"
 
 "$SYNCSPY" export --format chrome -o "$tmp/ranks.json" "$out" 2>"$tmp/err" || fail "export exited $?: $(cat "$tmp/err")"
 grep -q '^syncspy: export: 4 databases, ' "$tmp/err" || fail "message: $(cat "$tmp/err")"

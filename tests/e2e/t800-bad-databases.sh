@@ -8,7 +8,10 @@
 #   - a BLOB in calls.bytes (report and export must agree);
 #   - a page of garbage in the middle of the calls table;
 #   - a copy cut inside its last page (SQLite reads the missing end as zeros: rows went
-#     missing without a word), and one cut at a page boundary.
+#     missing without a word), and one cut at a page boundary;
+#   - generated, at least 100 more: every table and view dropped, every column renamed away
+#     (a meta column gave exit 3 "SQLite error: no such column" before report/db.c named it),
+#     and copies cut inside and at the end of every page.
 #
 # env: SYNCSPY, SQLITE3 (set by tests/Makefile.am). Exit 0 pass, 1 fail, 77 skip.
 
@@ -93,6 +96,39 @@ head -c $((size - 1000)) "$tmp/good.sqlite" >"$tmp/cut.sqlite"
 expect cut.sqlite "corrupt or truncated database ($((size - 1000)) bytes; its header says" $all
 head -c $((size - 4096)) "$tmp/good.sqlite" >"$tmp/cutpage.sqlite"
 expect cutpage.sqlite "corrupt or truncated database" $all
+
+# Generated (issue 18's suite: at least 100 bad databases through every command): every table
+# and view of the schema dropped, every column of every table renamed away (the views keep
+# their SQL: legacy_alter_table), and copies cut inside and at the end of every page. Each is
+# exit 2 and one line naming the file, from every command.
+generated=0
+bad() { # bad NAME SQL: a copy of the good database damaged by SQL, through every command
+	cp "$tmp/good.sqlite" "$tmp/$1.sqlite"
+	"$SQLITE3" "$tmp/$1.sqlite" "$2" || { echo "FAIL: could not make $1: $2"; failures=$((failures + 1)); }
+	expect "$1.sqlite" "" $all
+	rm -f "$tmp/$1.sqlite"
+	generated=$((generated + 1))
+}
+for object in $("$SQLITE3" "$tmp/good.sqlite" "SELECT type || ':' || name FROM sqlite_master
+		WHERE type IN ('table', 'view') AND name NOT GLOB 'sqlite_*' ORDER BY name"); do
+	bad "drop-${object#*:}" "DROP ${object%%:*} ${object#*:};"
+done
+for column in $("$SQLITE3" "$tmp/good.sqlite" "SELECT m.name || '.' || p.name FROM sqlite_master m,
+		pragma_table_info(m.name) p WHERE m.type = 'table' ORDER BY m.name, p.cid"); do
+	bad "rename-$column" "PRAGMA legacy_alter_table = 1;
+		ALTER TABLE ${column%.*} RENAME COLUMN ${column#*.} TO gone_${column#*.};"
+done
+pages=$(($(wc -c <"$tmp/good.sqlite") / 4096))
+for page in $(seq 1 $((pages - 1))); do
+	for cut in $((page * 4096 - 3000)) $((page * 4096)); do
+		head -c "$cut" "$tmp/good.sqlite" >"$tmp/cut-$cut.sqlite"
+		expect "cut-$cut.sqlite" "" $all
+		rm -f "$tmp/cut-$cut.sqlite"
+		generated=$((generated + 1))
+	done
+done
+[ "$generated" -ge 100 ] || { echo "FAIL: only $generated generated databases"; failures=$((failures + 1)); }
+echo "generated: $generated bad databases x $(echo $all | wc -w) commands"
 
 # And the good one reads with every command (the checks above were not vacuous).
 for command in $all; do

@@ -5,7 +5,9 @@
 # (SQLite's "LIKE or GLOB pattern too complex", exit 3, before), a NUL inside a string ("x\u0000*"
 # was silently cut to "x"): each a bad budget, exit 2, one line. 16,000 limits are checked in
 # seconds (each limit parsed from its own text, not the whole document again), and 1e308 ms
-# prints as 1e+308, not as 309 digits.
+# prints as 1e+308, not as 309 digits. Generated, at least 60 more: every key of a limit, of
+# "warmup" and of the top level with a value of a wrong type or out of range, each refused with
+# its JSON path.
 #
 # env: SYNCSPY, SQLITE3, PYTHON3 (set by tests/Makefile.am). Exit 0 pass, 1 fail, 77 skip.
 
@@ -72,6 +74,51 @@ status=$?
 [ $status = 1 ] || bad "16000 limits: exit $status (want 1: the small maxima are breached)"
 grep -qF "syncspy check: 16000 limits, 16000 checks: 15954 passed, 46 breached" "$tmp/out" ||
 	bad "16000 limits: $(tail -1 "$tmp/out")"
+
+# Generated (issue 18's suite: at least 60 budget files): every key of a limit, of "warmup" and
+# the top level given each value of a wrong type or out of range. Each is a bad budget: exit 2,
+# one line naming the key's JSON path.
+generated=0
+wrong() { # wrong PATH JSON: the budget JSON is bad at PATH
+	generated=$((generated + 1))
+	printf '%s\n' "$2" >"$tmp/gen-$generated.json"
+	expect 2 "gen-$generated.json: $1" "$tmp/gen-$generated.json"
+}
+for key in name api site range class; do
+	for value in 1 true null '[]' '{}' '""'; do
+		wrong "\$.limits[0].$key" "{\"version\": 1, \"limits\": [{\"$key\": $value, \"max_count\": 1}]}"
+	done
+done
+for value in '"0"' 1.5 true null '[]' '{}'; do
+	wrong '$.limits[0].rank' "{\"version\": 1, \"limits\": [{\"rank\": $value, \"max_count\": 1}]}"
+done
+for value in 1 '"true"' null '[]' '{}'; do
+	wrong '$.limits[0].per_rank' "{\"version\": 1, \"limits\": [{\"per_rank\": $value, \"max_count\": 1}]}"
+done
+for key in max_count max_count_per_range max_blocked_ms max_blocked_ms_per_range; do
+	for value in -1 '"1"' true null '[]' '{}'; do
+		wrong "\$.limits[0].$key" "{\"version\": 1, \"limits\": [{\"$key\": $value}]}"
+	done
+done
+for key in max_count_per_step max_blocked_ms_per_step; do
+	for value in -1 '"1"' true null '[]' '{}'; do
+		wrong "\$.limits[0].$key" "{\"version\": 1, \"warmup\": {\"steady\": true}, \"limits\": [{\"$key\": $value}]}"
+	done
+done
+for value in '"1"' 0 2 1.5 null true '[]' '{}'; do
+	wrong '$.version' "{\"version\": $value, \"limits\": [{\"max_count\": 1}]}"
+done
+for warmup in '{"seconds": -1}' '{"seconds": "1"}' '{"calls": 1.5}' '{"calls": -2}' '{"steady": 1}' \
+	'{"seconds": 1, "calls": 2}' '{}' '{"minutes": 1}' '[]' 1; do
+	wrong '$.warmup' "{\"version\": 1, \"warmup\": $warmup, \"limits\": [{\"max_count\": 1}]}"
+done
+for allow in '"*"' '[1]' '[null]' '[""]' '{}'; do
+	wrong '$.allow' "{\"version\": 1, \"allow\": $allow, \"limits\": [{\"max_count\": 1}]}"
+done
+wrong '$.limits[0].max_cost' '{"version": 1, "limits": [{"max_cost": 1}]}'
+wrong '$.extra' '{"version": 1, "extra": 1, "limits": [{"max_count": 1}]}'
+[ "$generated" -ge 60 ] || bad "only $generated generated budgets"
+echo "generated: $generated bad budget files"
 
 [ $failures = 0 ] || exit 1
 echo "PASS"

@@ -498,8 +498,11 @@ void stream_submit(struct stream *s, struct op *op, uint64_t *seq_out)
 		dep_add_tail(&op->deps, &op->ndeps, &cap, g_legacy);
 	}
 	pthread_mutex_lock(&s->mu);
-	op->seq = atomic_load(&s->enq_seq) + 1;
-	atomic_store(&s->enq_seq, op->seq);
+	/* read before the unlock: once queued, the stream's worker may run and free op (found
+	 * by the sanitizer build, tests/sanitize.sh: a heap-use-after-free under cudaMemcpy) */
+	uint64_t seq = atomic_load(&s->enq_seq) + 1;
+	op->seq = seq;
+	atomic_store(&s->enq_seq, seq);
 	op->next = NULL;
 	if (s->tail)
 		s->tail->next = op;
@@ -510,7 +513,7 @@ void stream_submit(struct stream *s, struct op *op, uint64_t *seq_out)
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_unlock(&g_order_lock);
 	if (seq_out)
-		*seq_out = op->seq;
+		*seq_out = seq;
 }
 
 bool stream_is_capturing(struct stream *s)

@@ -1,0 +1,1 @@
+DROP VIEW api_calls; DROP TABLE calls;

@@ -1,0 +1,1 @@
+UPDATE calls SET bytes = x'00ff00ff';

@@ -1,0 +1,1 @@
+UPDATE calls SET start_ns = 'soon', end_ns = 'later';

@@ -1,0 +1,1 @@
+UPDATE calls SET end_ns = 9223372036854775807;

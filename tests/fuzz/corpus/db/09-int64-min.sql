@@ -1,0 +1,1 @@
+UPDATE calls SET start_ns = -9223372036854775808;

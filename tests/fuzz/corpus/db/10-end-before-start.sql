@@ -1,0 +1,1 @@
+UPDATE calls SET end_ns = start_ns - 71000000000;

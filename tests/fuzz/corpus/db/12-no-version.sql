@@ -1,0 +1,1 @@
+DELETE FROM meta WHERE key = 'schema_version';

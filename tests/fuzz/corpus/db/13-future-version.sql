@@ -1,0 +1,1 @@
+UPDATE meta SET value = '99' WHERE key = 'schema_version';

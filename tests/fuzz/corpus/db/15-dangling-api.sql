@@ -1,0 +1,1 @@
+UPDATE calls SET api_id = 100000;

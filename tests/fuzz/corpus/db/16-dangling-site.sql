@@ -1,0 +1,1 @@
+UPDATE calls SET site_id = -1;

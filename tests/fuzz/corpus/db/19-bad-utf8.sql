@@ -1,0 +1,1 @@
+UPDATE sites SET text = CAST(x'c328ff' AS TEXT);

@@ -1,0 +1,1 @@
+UPDATE calls SET tid = 1.5, stream = 1e308;

@@ -1,0 +1,1 @@
+UPDATE comms SET rank = -5, nranks = 0;

@@ -1,0 +1,1 @@
+UPDATE ranges SET end_ns = NULL, depth = -1;

@@ -1,0 +1,1 @@
+INSERT INTO calls SELECT * FROM calls WHERE 0; UPDATE apis SET id = 1;

@@ -1,0 +1,1 @@
+WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 2000) INSERT INTO calls(tid, api_id, class, start_ns, end_ns, ret) SELECT 1, (SELECT min(id) FROM apis), 'S1', i * 1000, i * 1000 + 10, 0 FROM k;
