@@ -16,7 +16,7 @@ src=$TOP_SRCDIR/tests/progs/steady.c
 for mode in plain pipeline; do
 	arg=$mode
 	[ $mode = plain ] && arg=
-	SYNCSPY_OUTPUT=$tmp/$mode LD_PRELOAD="$SHIM" "$PROGS/steady" $arg >/dev/null 2>&1 ||
+	SYNCSPY_OUTPUT=$tmp/$mode LD_PRELOAD="$SHIM_PRELOAD" "$PROGS/steady" $arg >/dev/null 2>&1 ||
 		fail "steady $mode exited $?"
 done
 cd "$tmp" || fail "cd"

@@ -21,7 +21,7 @@ export LD_LIBRARY_PATH SYNCSPY_CUPTI
 for mode in plain pipeline marked; do
 	arg=$mode
 	[ $mode = plain ] && arg=
-	SYNCSPY_OUTPUT=$tmp/$mode LD_PRELOAD="$SHIM" "$PROGS/steady" $arg >/dev/null 2>&1 ||
+	SYNCSPY_OUTPUT=$tmp/$mode LD_PRELOAD="$SHIM_PRELOAD" "$PROGS/steady" $arg >/dev/null 2>&1 ||
 		fail "steady $mode exited $?"
 done
 cd "$tmp" || fail "cd"
