@@ -265,6 +265,27 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 	return 1;
 }
 
+/* Folds finding part into owner, the line whose fix removes it (ss_alloc_regrowth,
+ * ss_sync_same_operation): owner's detail names it ("; and N NOUN (X ms) WHAT, at SITE"), its
+ * host time and GPU idle time (where both have one) join owner's, and part becomes `info` with
+ * the reason cleared. */
+int fold_finding(struct loader *ld, struct ss_finding *owner, struct ss_finding *part,
+		 const char *noun, const char *what, const char *cleared)
+{
+	char *detail = format("%s; and %lld %s (%.3f ms)%s, at %s", owner->detail, part->count, noun,
+			      ms(part->blocked_ns), what, part->site);
+
+	if (!detail)
+		return out_of_memory(ld);
+	free(owner->detail);
+	owner->detail = detail;
+	owner->blocked_ns += part->blocked_ns;
+	if (owner->gpu_idle_ns >= 0 && part->gpu_idle_ns >= 0)
+		owner->gpu_idle_ns += part->gpu_idle_ns;
+	part->cleared = cleared;
+	return SS_EXIT_OK;
+}
+
 /* A finding's phase (steps.h): its figures are the steady state's, or the whole run's. */
 void set_phase(struct ss_finding *f, const struct ss_steps *steps, int steady, long long nsteps)
 {

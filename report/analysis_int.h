@@ -233,6 +233,8 @@ extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_w
     ss_rule_alloc_in_loop;
 /* rules/alloc_in_loop.c: after the site rules, a caching allocator's steady allocations that
  * only replace what its steady frees released are folded into the free's finding. */
+int fold_finding(struct loader *ld, struct ss_finding *owner, struct ss_finding *part,
+		 const char *noun, const char *what, const char *cleared);
 int ss_alloc_regrowth(struct loader *ld, struct db_state *st);
 /* rules/host_sync.c: after the GPU figures, a steady sync without a user line that is the same
  * operation (the same instruction in its native stack) as one with a user line is folded in. */

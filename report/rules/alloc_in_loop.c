@@ -72,11 +72,12 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
 	sqlite3_stmt *stmt;
 	int rc, code = SS_EXIT_OK;
 
-	for (size_t i = 0; i < r->nfindings && !cause; i++)
-		cause = r->findings[i].rule == ss_rule_alloc_in_loop.id ? &r->findings[i] : NULL;
-	if (!cause)
+	size_t any = 0;
+
+	while (any < r->nfindings && r->findings[any].rule != ss_rule_alloc_in_loop.id)
+		any++;
+	if (any == r->nfindings)
 		return SS_EXIT_OK; /* no allocation finding: nothing to fold */
-	cause = NULL;
 	code = prepare(ld, st, REGROWTH_SQL, &stmt);
 	if (code != SS_EXIT_OK)
 		return code;
@@ -106,26 +107,15 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
 	}
 	for (size_t i = 0; code == SS_EXIT_OK && cause && i < n; i++) {
 		struct ss_finding *f;
-		char *detail;
 
 		if (sites[i].frees || !sites[i].mallocs || !sites[i].allocator)
 			continue;
 		f = steady_alloc_finding(r, sites[i].site);
-		if (!f || f == cause)
-			continue;
-		f->cleared = "the caching allocator allocating again what a free released every "
-			     "step: the free's finding carries this cost";
-		detail =
-		    format("%s; and %lld allocations (%.3f ms) the caching allocator made to grow "
-			   "back, at %s",
-			   cause->detail, f->count, ms(f->blocked_ns), f->site);
-		if (!detail) {
-			code = out_of_memory(ld);
-			break;
-		}
-		free(cause->detail);
-		cause->detail = detail;
-		cause->blocked_ns += f->blocked_ns;
+		if (f && f != cause)
+			code = fold_finding(ld, cause, f, "allocations",
+					    " the caching allocator made to grow back",
+					    "the caching allocator allocating again what a free "
+					    "released every step: the free's finding carries this cost");
 	}
 	for (size_t i = 0; i < n; i++)
 		free(sites[i].site);

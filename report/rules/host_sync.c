@@ -56,22 +56,21 @@ static int sync_rule(const struct ss_finding *f)
 int ss_sync_same_operation(struct loader *ld, struct db_state *st)
 {
 	struct ss_report *r = ld->report;
+	sqlite3_stmt *stmt = NULL;
 	int code = SS_EXIT_OK;
 
 	for (size_t i = 0; code == SS_EXIT_OK && i < r->nfindings; i++) {
 		struct ss_finding *f = &r->findings[i], *owner = NULL;
-		sqlite3_stmt *stmt;
-		int rc;
 
 		if (!sync_rule(f) || f->cleared || strcmp(f->phase, "steady") != 0 ||
 		    strcmp(f->site, NO_SITE) == 0 || strstr(f->site, " in ") != NULL)
 			continue; /* only steady syncs without a user line */
-		code = prepare(ld, st, SAME_OPERATION_SQL, &stmt);
-		if (code != SS_EXIT_OK)
+		if (!stmt && (code = prepare(ld, st, SAME_OPERATION_SQL, &stmt)) != SS_EXIT_OK)
 			break;
+		sqlite3_reset(stmt);
 		sqlite3_bind_text(stmt, sqlite3_bind_parameter_index(stmt, ":frame"), f->site, -1,
 				  SQLITE_TRANSIENT);
-		while (!owner && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		while (!owner && sqlite3_step(stmt) == SQLITE_ROW) {
 			const char *text = (const char *)sqlite3_column_text(stmt, 0);
 
 			for (size_t j = 0; text && j < r->nfindings && !owner; j++) {
@@ -82,25 +81,13 @@ int ss_sync_same_operation(struct loader *ld, struct db_state *st)
 					owner = g;
 			}
 		}
-		sqlite3_finalize(stmt);
-		if (!owner)
-			continue;
-		char *detail =
-		    format("%s; and %lld syncs (%.3f ms) of the same operation reached "
-			   "without a user frame (another thread: a backward pass), at %s",
-			   owner->detail, f->count, ms(f->blocked_ns), f->site);
-		if (!detail) {
-			code = out_of_memory(ld);
-			break;
-		}
-		free(owner->detail);
-		owner->detail = detail;
-		owner->blocked_ns += f->blocked_ns;
-		if (owner->gpu_idle_ns >= 0 && f->gpu_idle_ns >= 0)
-			owner->gpu_idle_ns += f->gpu_idle_ns;
-		f->cleared =
-		    "the same operation as a sync on a user line (its finding carries this "
-		    "cost)";
+		if (owner)
+			code = fold_finding(ld, owner, f, "syncs",
+					    " of the same operation reached without a user frame "
+					    "(another thread: a backward pass)",
+					    "the same operation as a sync on a user line (its finding "
+					    "carries this cost)");
 	}
+	sqlite3_finalize(stmt);
 	return code;
 }

@@ -10,6 +10,9 @@
 #   q SQL                 runs SQL on $db
 #   golden SQL <<EOF      compares q SQL's output with the here-document (the expected output)
 #   fail MESSAGE          fails the test
+#   bad MESSAGE           records a failure and goes on (tests of many cases); finish ends
+#                         the test: failed if any bad was recorded
+#   $make_db              tests/fixtures/make-db.sh (a hand-built database)
 #   skip MESSAGE          skips it (exit 77: counted as skipped, never as passed)
 set -u
 
@@ -27,6 +30,20 @@ skip() {
 	echo "SKIP: $*" >&2
 	exit 77
 }
+
+failures=0
+bad() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+
+finish() {
+	[ "$failures" = 0 ] || exit 1
+	echo "PASS"
+	exit 0
+}
+
+make_db=$TOP_SRCDIR/tests/fixtures/make-db.sh
 
 # What LD_PRELOAD names to load the shim: in a sanitizer build (configure --enable-sanitizers,
 # tests/sanitize.sh) the sanitizer runtime first, as a program not built with it needs.

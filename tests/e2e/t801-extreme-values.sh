@@ -8,23 +8,9 @@
 #   - an empty calls table: a report with no findings (qsort of nothing);
 #   - a call with end_ns < start_ns: 0 ns, never a negative blocked time, and a note.
 #
-# env: SYNCSPY, SQLITE3 (set by tests/Makefile.am). Exit 0 pass, 1 fail, 77 skip.
+# env: as tests/e2e/lib.sh says. Exit 0 pass, 1 fail.
 
-SYNCSPY=${SYNCSPY:-../report/syncspy}
-SQLITE3=${SQLITE3:-sqlite3}
-export SYNCSPY SQLITE3
-make_db="$(dirname "$0")/../fixtures/make-db.sh"
-
-command -v "$SQLITE3" >/dev/null 2>&1 || { echo "SKIP: no $SQLITE3 command"; exit 77; }
-[ -x "$SYNCSPY" ] || { echo "FAIL: $SYNCSPY is not built"; exit 1; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/t801.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-bad() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
+. "$E2E_DIR/lib.sh"
 
 sh "$make_db" "$tmp/good.sqlite" || { echo "FAIL: make-db.sh"; exit 1; }
 mk() { # mk NAME SQL: a copy of the good database changed by SQL
@@ -96,6 +82,4 @@ grep -q '"dur":-' "$tmp/back.trace" && bad "a negative duration in the trace"
 "$SYNCSPY" report "$tmp/good.sqlite" >"$tmp/good.txt" || bad "report of the good database"
 grep -q "end_ns < start_ns" "$tmp/good.txt" && bad "a note on the good database"
 
-[ $failures = 0 ] || exit 1
-echo "PASS"
-exit 0
+finish

@@ -7,23 +7,9 @@
 # stays a device: export used to rename a regular file over it); a directory or a dangling
 # symlink is refused (exit 2).
 #
-# env: SYNCSPY, SQLITE3 (set by tests/Makefile.am). Exit 0 pass, 1 fail, 77 skip.
+# env: as tests/e2e/lib.sh says. Exit 0 pass, 1 fail.
 
-SYNCSPY=${SYNCSPY:-../report/syncspy}
-SQLITE3=${SQLITE3:-sqlite3}
-export SYNCSPY SQLITE3
-make_db="$(dirname "$0")/../fixtures/make-db.sh"
-
-command -v "$SQLITE3" >/dev/null 2>&1 || { echo "SKIP: no $SQLITE3 command"; exit 77; }
-[ -x "$SYNCSPY" ] || { echo "FAIL: $SYNCSPY is not built"; exit 1; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/t803.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-bad() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
+. "$E2E_DIR/lib.sh"
 sh "$make_db" "$tmp/good.sqlite" || { echo "FAIL: make-db.sh"; exit 1; }
 echo '{"version": 1, "limits": [{"max_count": 1000}]}' >"$tmp/budget.json"
 
@@ -89,6 +75,4 @@ echo old >"$tmp/kept.txt"
 "$SYNCSPY" report -o "$tmp/kept.txt" "$tmp/empty.sqlite" >/dev/null 2>&1
 grep -q '^old$' "$tmp/kept.txt" || bad "a failed report changed its output file"
 
-[ $failures = 0 ] || exit 1
-echo "PASS"
-exit 0
+finish

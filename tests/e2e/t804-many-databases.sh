@@ -5,23 +5,9 @@
 # (report, check, export; a note on stderr), and 1,030 databases under `ulimit -n 1024` report
 # as text and HTML, export and check (no "Too many open files": one file open per pass).
 #
-# env: SYNCSPY, SQLITE3 (set by tests/Makefile.am). Exit 0 pass, 1 fail, 77 skip.
+# env: as tests/e2e/lib.sh says. Exit 0 pass, 1 fail.
 
-SYNCSPY=${SYNCSPY:-../report/syncspy}
-SQLITE3=${SQLITE3:-sqlite3}
-export SYNCSPY SQLITE3
-make_db="$(dirname "$0")/../fixtures/make-db.sh"
-
-command -v "$SQLITE3" >/dev/null 2>&1 || { echo "SKIP: no $SQLITE3 command"; exit 77; }
-[ -x "$SYNCSPY" ] || { echo "FAIL: $SYNCSPY is not built"; exit 1; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/t804.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-bad() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
+. "$E2E_DIR/lib.sh"
 mkdir "$tmp/run"
 sh "$make_db" "$tmp/run/r0.sqlite" || { echo "FAIL: make-db.sh"; exit 1; }
 ln -s r0.sqlite "$tmp/run/link.sqlite"
@@ -59,6 +45,4 @@ done
 ) >"$tmp/many.out"
 [ -s "$tmp/many.out" ] && bad "1030 databases under ulimit -n 1024: $(cat "$tmp/many.out")"
 
-[ $failures = 0 ] || exit 1
-echo "PASS"
-exit 0
+finish
