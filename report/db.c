@@ -348,6 +348,12 @@ int ss_db_failure(sqlite3 *db, int rc, const char *path, char *err, size_t errle
 		/* sum() of values each in range, too many or too large together */
 		int overflow = db && strcmp(sqlite3_errmsg(db), "integer overflow") == 0;
 
+		/* a header whose schema format SQLite does not know: a damaged file (t807's
+		 * fuzzer found it) */
+		if (db && strcmp(sqlite3_errmsg(db), "unsupported file format") == 0)
+			return fail(err, errlen, SS_EXIT_INPUT,
+				    "%s: corrupt database (its header names an unknown file format)",
+				    path);
 		if (db && ss_db_diagnose(db, path, err, errlen) != SS_EXIT_OK)
 			code = SS_EXIT_INPUT;
 		else if (overflow)

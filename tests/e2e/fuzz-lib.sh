@@ -2,9 +2,11 @@
 # tests/e2e/fuzz-lib.sh: what t807 and t808 share. Sourced after lib.sh, never run.
 #
 #   fuzz TARGET   runs the fuzz target TARGET of tests/fuzz/targets.c from its committed corpus
-#                 (tests/fuzz/corpus/TARGET): with libFuzzer (FUZZ_MODE=libfuzzer) for
-#                 SYNCSPY_FUZZ_SECONDS (default 20) seconds, else (no clang) replaying the
-#                 corpus once. A crash, a sanitizer report or an abort fails the test, with the
+#                 (tests/fuzz/corpus/TARGET): with libFuzzer (FUZZ_MODE=libfuzzer), seed 1,
+#                 SYNCSPY_FUZZ_RUNS inputs (default 400: the same inputs on every machine, so
+#                 that CI does not fail on what a faster machine happened to reach) within
+#                 SYNCSPY_FUZZ_SECONDS (default 20, a cap), else (no clang) replaying the
+#                 corpus once. Longer fuzzing: SYNCSPY_FUZZ_RUNS=-1 and more seconds. A crash, a sanitizer report or an abort fails the test, with the
 #                 input that did it kept in tests/fuzz-artifacts/ of the build directory.
 fuzz() {
 	[ -x "${FUZZ:-}" ] || fail "no fuzz program (FUZZ=${FUZZ:-}): make check builds it"
@@ -20,6 +22,7 @@ fuzz() {
 	libfuzzer)
 		# -error_exitcode: libFuzzer's default, 77, would read as a skip
 		"$FUZZ" \
+			-seed=1 -runs="${SYNCSPY_FUZZ_RUNS:-400}" \
 			-max_total_time="${SYNCSPY_FUZZ_SECONDS:-20}" -timeout=20 -rss_limit_mb=2048 \
 			-error_exitcode=1 -timeout_exitcode=1 -print_final_stats=1 \
 			-artifact_prefix="$artifacts/" "$tmp/corpus" "$seeds" >"$tmp/log" 2>&1
