@@ -25,6 +25,7 @@
 #include "ring.h"
 #include "shim.h"
 #include "cupti/cupti.h"
+#include "syncspy/syncspy.h" /* the exported functions below, as the program sees them */
 
 static __thread int push_depth __attribute__((tls_model("initial-exec")));
 static _Atomic uint64_t next_range_id = 1;

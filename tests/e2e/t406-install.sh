@@ -17,7 +17,7 @@ p=$dest/usr/local
 for f in bin/syncspy lib/libsyncspy.so share/man/man1/syncspy.1 \
 	share/bash-completion/completions/syncspy share/doc/syncspy/cli.md share/doc/syncspy/budget.md \
 	share/doc/syncspy/diff.md share/doc/syncspy/rules.md share/doc/syncspy/report-json.md \
-	share/doc/syncspy/README.md share/doc/syncspy/LICENSE share/syncspy/budgets/README.md; do
+	share/doc/syncspy/README.md share/doc/syncspy/LICENSE share/syncspy/budgets/README.md include/syncspy/syncspy.h; do
 	[ -f "$p/$f" ] || fail "not installed: $f ($(cd "$dest" && find . -type f | sort | head -50))"
 done
 n=0
@@ -26,6 +26,17 @@ for b in "$TOP_SRCDIR"/examples/budgets/*.json; do
 	n=$((n + 1))
 done
 [ $n -ge 13 ] || fail "only $n example budgets"
+cmp -s "$TOP_SRCDIR/include/syncspy/syncspy.h" "$p/include/syncspy/syncspy.h" || fail "header differs"
+# the installed header is usable as is, from C and C++, and names only what the shim exports
+printf '#include <syncspy/syncspy.h>\nint main(void) { syncspy_step("s"); return syncspy_gpu_trace(1); }\n' >"$tmp/use.c"
+${CC:-cc} -I"$p/include" -c -o "$tmp/use.o" "$tmp/use.c" 2>"$tmp/cc.err" || fail "header does not compile: $(cat "$tmp/cc.err")"
+if command -v c++ >/dev/null 2>&1; then
+	c++ -x c++ -I"$p/include" -c -o "$tmp/use2.o" "$tmp/use.c" 2>"$tmp/cxx.err" || fail "header does not compile as C++: $(cat "$tmp/cxx.err")"
+fi
+sed -n 's/^[a-z].* \**\(syncspy_[a-z_]*\)(.*/\1/p' "$p/include/syncspy/syncspy.h" >"$tmp/declared"
+[ -s "$tmp/declared" ] || fail "no function found in syncspy.h"
+nm -D --defined-only "$p/lib/libsyncspy.so" | awk '{print $3}' >"$tmp/exported"
+while read -r f; do grep -qx "$f" "$tmp/exported" || fail "syncspy.h declares $f, libsyncspy.so does not export it"; done <"$tmp/declared"
 cmp -s "$TOP_SRCDIR/docs/syncspy.1" "$p/share/man/man1/syncspy.1" || fail "man page differs"
 "$p/bin/syncspy" --version >/dev/null || fail "the installed syncspy does not run"
 
