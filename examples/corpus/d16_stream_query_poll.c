@@ -61,7 +61,8 @@ int main(int argc, char **argv)
 		DCHECK(q);
 	}
 
-	DCHECK(cuMemcpyDtoH(&acc, d_acc, sizeof acc)); // SYNCSPY-CLEAN: final read
+	DCHECK(cuMemcpyDtoHAsync(&acc, d_acc, sizeof acc, s)); // SYNCSPY-CLEAN: final read
+	DCHECK(cuStreamSynchronize(s)); // SYNCSPY-CLEAN: final read
 	DCHECK(cuMemFree(d_a)); // SYNCSPY-CLEAN: teardown
 	DCHECK(cuMemFree(d_b)); // SYNCSPY-CLEAN: teardown
 	DCHECK(cuMemFree(d_acc)); // SYNCSPY-CLEAN: teardown
