@@ -22,7 +22,8 @@
 # PIN=CPU runs every configuration on that core (taskset), which takes the scheduler's moves
 # out of a launch-bound loop's step time. Then once more: the shim with CUPTI on while torch.profiler runs (CUPTI has one
 # activity client: one of the two gets it), to show the program still runs and what meta.cupti
-# records. Exit 0 when shim+cupti is within 3% on every size, 1 otherwise, 2 when it cannot run.
+# records. PARTIAL=FILE keeps the raw lines so far in FILE after every process (a run cut short
+# by a time limit keeps what it measured). Exit 0 when shim+cupti is within 3% on every size, 1 otherwise, 2 when it cannot run.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 shim=${SYNCSPY_SHIM:-$root/.carry/lib/libsyncspy.so}
@@ -76,6 +77,9 @@ for path in glob.glob(sys.argv[1] + "/*.sqlite"):
              meta.get("cupti_auto_permille", "-"), traced, wall))
 PY
 		fi
+		rm -rf "$tmp/db-$config-$round" # only its meta was needed
+		# PARTIAL=FILE: the rounds so far, for a run cut short
+		[ -z "${PARTIAL:-}" ] || cat "$tmp/results" "$tmp/meta" >"$PARTIAL" 2>/dev/null
 	done
 done
 # the conflict: both clients at once
