@@ -484,6 +484,16 @@ struct sync_call {
 	int earlier_event; /* an event sync (S3) on an event recorded in an earlier step */
 };
 
+/* Whether work X is the call's own: issued inside the call, or by a runtime call around it (a
+ * static runtime's copy reaches the shim as the driver call inside cudaMemcpy: its API record,
+ * the runtime's, starts before the call the shim recorded and ends after it). */
+static int issued_by(const struct issued_work *x, const struct sync_call *c)
+{
+	return x->tid == c->tid && x->issued >= 0 &&
+	       ((x->issued >= c->start && x->issued <= c->end) ||
+		(x->issued <= c->start && x->issue_end >= c->end));
+}
+
 static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, size_t nw,
 		       const struct sync_call *c, long long *idle)
 {
@@ -523,20 +533,19 @@ static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, si
 	 * copy would overlap) counts, and so does the gap after the call until the first work
 	 * the call did not issue, less the copy's own time in that gap; nothing counts when
 	 * other work was running at the call's end or the next work was queued before it. */
-	if (g->busy[k].s <= c->end && g->busy[k].s < c->start)
-		return 1; /* busy since before the call, through its end: earlier work */
 	long long own_in = 0, own_after = 0;
 	size_t i = first_starting_at(w, nw, c->dev, c->start);
+	/* earlier work running through the call's end (a union of busy intervals also holds the
+	 * call's own copy, whose GPU end may pass the call's by the clocks' skew: not that) */
+	if (g->busy[k].s <= c->end && g->busy[k].s < c->start)
+		for (size_t j = i; j-- > 0 && w[j].device == c->dev && w[j].e > g->busy[k].s;)
+			if (w[j].e > c->end && !issued_by(&w[j], c))
+				return 1;
 	const struct issued_work *next = NULL;
 
 	for (; i < nw && w[i].device == c->dev && !next; i++) {
 		const struct issued_work *x = &w[i];
-		/* issued inside the call, or by a runtime call around it (a static runtime's copy
-		 * reaches the shim as the driver call inside cudaMemcpy: its API record, the
-		 * runtime's, starts before the call the shim recorded and ends after it) */
-		int own = x->tid == c->tid && x->issued >= 0 &&
-			  ((x->issued >= c->start && x->issued <= c->end) ||
-			   (x->issued <= c->start && x->issue_end >= c->end));
+		int own = issued_by(x, c);
 
 		if (own) {
 			long long a = x->s > c->start ? x->s : c->start;

@@ -74,7 +74,7 @@ int main(void)
 	unsigned int *d_bad, h_bad = 0;
 	long long info_sum = 0;
 
-	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaStreamCreate(&s)); /* blocking: the legacy-stream cudaMemcpy below waits for it */
 	CHECK_SOLVER(cusolverDnCreate(&solver)); // SYNCSPY-CLEAN: setup, the library handle (allocates once)
 	CHECK_SOLVER(cusolverDnSetStream(solver, s));
 	CHECK(cudaMalloc(&d_a, (size_t)N * N * sizeof(double))); // SYNCSPY-CLEAN: setup allocation
