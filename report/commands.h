@@ -22,11 +22,15 @@ enum ss_exit {
 
 /*
  * X(name, arguments, summary, options): options is the text `syncspy help NAME` prints under
- * the synopsis, one "  --opt  meaning\n" line per option (empty for none).
+ * the synopsis, one "  --opt  meaning\n" line per option (empty for none). In both, the
+ * formats of formats.h's table that the command offers stand for @FORMATS@ (text|json|html)
+ * and @FORMAT_CHOICES@ (text (default), json or html).
  */
 #define SS_COMMANDS(X)                                                                             \
-	X(help, "[COMMAND | env]",                                                                 \
-	  "print this help, a command's help, or the SYNCSPY_* environment variables", "")         \
+	X(help, "[COMMAND | env | formats]",                                                       \
+	  "print this help, a command's help, the SYNCSPY_* environment variables or the output "  \
+	  "formats",                                                                               \
+	  "")                                                                                      \
 	X(run, "[-o DIR] [--cupti|--no-cupti] [--cupti-sample ON/PERIOD] [--] CMD [ARGS...]",      \
 	  "run CMD (and its children) with libsyncspy.so preloaded, then summarize the recording", \
 	  "  -o DIR      where the databases go (default " SS_DEFAULT_OUTPUT_DIR                   \
@@ -47,10 +51,10 @@ enum ss_exit {
 	  "  GITHUB_STEP_SUMMARY=FILE: a Markdown table of the checks is appended to FILE\n"       \
 	  "  exit status: 0 within budget, 1 over budget, 2 bad budget, database or usage\n")      \
 	X(diff,                                                                                    \
-	  "[--format text|json] [-o FILE] [--fail-on-regression] [--threshold PERCENT] "           \
+	  "[--format @FORMATS@] [-o FILE] [--fail-on-regression] [--threshold PERCENT] "           \
 	  "BEFORE AFTER",                                                                          \
 	  "compare two recordings: findings gone, new and changed, and each rank's step figures",  \
-	  "  --format F            text (default) or json (docs/diff.md)\n"                        \
+	  "  --format F            @FORMAT_CHOICES@: docs/diff.md\n"                               \
 	  "  -o FILE               write the diff to FILE instead of standard output\n"            \
 	  "  --fail-on-regression  exit 1 when AFTER regressed (docs/diff.md)\n"                   \
 	  "  --threshold PERCENT   a cost or syncs per step up by more is a regression (default "  \
@@ -62,19 +66,19 @@ enum ss_exit {
 	  "               stacks, ranges\n"                                                        \
 	  "  --format F   tsv (default: '# PATH' line, header line), csv, json (one array)\n"      \
 	  "  --where SQL  only rows where the SQL expression holds (read-only connection)\n")      \
-	X(export, "[--format chrome] -o FILE DB|DIR...",                                           \
+	X(export, "[--format @FORMATS@] -o FILE DB|DIR...",                                        \
 	  "write one trace of all databases for a timeline viewer (Perfetto, chrome://tracing)",   \
-	  "  --format chrome  Chrome trace-event JSON (the default; docs/export.md)\n"             \
-	  "  -o FILE          the trace file, written whole or not at all; - for standard "        \
+	  "  --format F   @FORMAT_CHOICES@: docs/export.md\n"                                      \
+	  "  -o FILE      the trace file, written whole or not at all; - for standard "            \
 	  "output\n")                                                                              \
 	X(info, "[--json] [--check] DB|DIR...",                                                    \
 	  "print each database's metadata, calls per API and class, and dropped events",           \
 	  "  --json   one JSON array with one object per database\n"                               \
 	  "  --check  read every page first (PRAGMA quick_check): slower, finds all damage\n"      \
 	  "  DIR      stands for the *.sqlite and *.sqlite.partial files inside it\n")             \
-	X(report, "[--format text|json|html] [-o FILE] [--progress] DB|DIR...",                    \
+	X(report, "[--format @FORMATS@] [-o FILE] [--progress] DB|DIR...",                         \
 	  "merge rank databases into one report: per-rank totals and findings with fix advice",    \
-	  "  --format F   text (default), json (docs/report-json.md) or html\n"                    \
+	  "  --format F   @FORMAT_CHOICES@: docs/report-json.md, docs/viewer.md\n"                 \
 	  "  -o FILE      write the report to FILE instead of standard output\n"                   \
 	  "  --progress   one line on stderr per database loaded (default when stderr is a "       \
 	  "TTY)\n")                                                                                \

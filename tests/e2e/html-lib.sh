@@ -6,6 +6,12 @@
 #                         a copy as rank 1 whose syncs took four times as long and whose first
 #                         call site is $HOSTILE (markup that would run script if unescaped)
 #   html_report OUT IN... runs `syncspy report --format html -o OUT IN...`
+#   make_diff_inputs      writes $tmp/diff/before.sqlite, the committed H200 trace of
+#                         examples/torch/08_item_per_step (bad), and after.sqlite, a copy whose
+#                         per-step .item() sync takes 2 ms longer (changed, a regression) and
+#                         whose libc10_cuda.so allocation site reads $HOSTILE (one finding gone,
+#                         one new): every status of `syncspy diff`, figures that are the same
+#                         on every machine
 #   need_chromium         sets $chromium to Debian's chromium, or skips the test
 #   chromium_run ARGS...  headless Chromium as CI runs it (as root, no network, fresh profile);
 #                         its log goes to $tmp/chromium.log
@@ -34,6 +40,19 @@ html_report() {
 	shift
 	"$SYNCSPY" report --format html -o "$report_out" "$@" >"$tmp/report.stdout" \
 		2>"$tmp/report.stderr" || fail "syncspy report --format html failed: $(cat "$tmp/report.stderr")"
+}
+
+make_diff_inputs() {
+	mkdir -p "$tmp/diff"
+	cp "$TOP_SRCDIR/examples/traces/08_item_per_step-bad-shared.sqlite" "$tmp/diff/before.sqlite" ||
+		fail "no 08_item_per_step trace"
+	cp "$tmp/diff/before.sqlite" "$tmp/diff/after.sqlite"
+	chmod u+w "$tmp/diff/before.sqlite" "$tmp/diff/after.sqlite"
+	"$SQLITE3" -batch "$tmp/diff/after.sqlite" "
+		UPDATE sites SET text = '$HOSTILE' WHERE text = 'libc10_cuda.so+0x2f4cb';
+		UPDATE calls SET end_ns = end_ns + 2000000 WHERE class LIKE 'S%' AND site_id =
+			(SELECT id FROM sites WHERE text LIKE '%08_item_per_step.py:43 in main');" ||
+		fail "cannot edit after.sqlite"
 }
 
 need_chromium() {
