@@ -17,6 +17,9 @@
 #                         its log goes to $tmp/chromium.log
 #   no_console_messages   fails the test if the page logged anything to the console (an
 #                         uncaught error, a refused fetch): the page itself logs nothing
+#   shot_is_page PNG N WHAT  fails the test unless PNG is a 1280x900 picture of a page (png.py:
+#                         many colors, neither blank nor solid) with more than N pixels of the
+#                         viewer's red (--hot, #c0392b), WHAT saying where it should be
 
 # If it ever runs, it marks the body; the tests look for that mark.
 HOSTILE='</script><img src=x onerror="document.body.dataset.pwned=1"><!--'
@@ -71,4 +74,16 @@ no_console_messages() {
 	if grep -E ':CONSOLE[:(]|Uncaught|Refused to' "$tmp/chromium.log" >&2; then
 		fail "the page logged to the console (above)"
 	fi
+}
+
+shot_is_page() {
+	"$PYTHON3" - "$1" "$2" "$3" <<'PY' || fail "the screenshot is not a picture of the page"
+import os, sys
+sys.path.insert(0, os.environ["E2E_DIR"])
+import png
+assert os.path.getsize(sys.argv[1]) > 20000, "only %d bytes" % os.path.getsize(sys.argv[1])
+colors, nonwhite, red = png.screenshot(sys.argv[1], (1280, 900), (0xc0, 0x39, 0x2b))
+assert red > int(sys.argv[2]), "no red %s (%d pixels)" % (sys.argv[3], red)
+print("1280x900, %d colors, %.1f%% non-white, %d red pixels" % (colors, 100 * nonwhite, red))
+PY
 }

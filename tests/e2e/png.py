@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # tests/e2e/png.py: reads a screenshot of headless Chromium (8-bit RGB or RGBA PNG) with
 # Python's standard library only, for the tests that look at pages (t502, t506): its size and
-# its pixels, the PNG scanline filters undone (RFC 2083, 6.1). Imported, never run.
+# its pixels, the PNG scanline filters undone (RFC 2083, 6.1), and what says it is a picture of
+# a page (its colors, its share of white, its pixels of one color). Imported, never run.
 import struct
 import zlib
 
@@ -48,3 +49,15 @@ def read(path):
 def near(pixel, rgb, tolerance=12):
     """Whether pixel is within tolerance of rgb on each channel."""
     return all(abs(p - q) < tolerance for p, q in zip(pixel, rgb))
+
+
+def screenshot(path, size, rgb):
+    """Checks that the PNG at path is a picture of a page of size (width, height): many colors,
+    neither blank nor solid; returns (colors, non-white share, pixels near rgb)."""
+    width, height, pixels = read(path)
+    assert (width, height) == size, (width, height)
+    colors = len(set(pixels))
+    nonwhite = 1 - sum(1 for p in pixels if p == (255, 255, 255)) / len(pixels)
+    assert colors > 50, "only %d colors" % colors
+    assert 0.03 < nonwhite < 0.9, "non-white share %.3f" % nonwhite
+    return colors, nonwhite, sum(1 for p in pixels if near(p, rgb))

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # t505: `syncspy diff --format html` writes one self-contained page (report/diff_html.c,
-# docs/diff.md "HTML"): the report's CSS and viewer/diff.js inlined verbatim, nothing outside
-# it referred to, exactly the template's two script elements, and one data block that parses
+# docs/diff.md "HTML"): the report's CSS and viewer/diff.js inlined verbatim, the report's
+# Content-Security-Policy, nothing outside it referred to, exactly the template's two script elements, and one data block that parses
 # and holds BEFORE and AFTER as given and the very document `--format json` prints (the same
 # content as the text and JSON); a hostile call-site text cannot end the data block. -o FILE
 # and standard output get the same bytes; the exit status is the text format's (0, or 1 with
@@ -35,6 +35,10 @@ import json, re, sys
 html = open(sys.argv[1], encoding="utf-8").read()
 for name in ("report.css", "diff.js"):
     assert open(sys.argv[3] + "/" + name, encoding="utf-8").read() in html, name + " is not inlined verbatim"
+# the report's Content-Security-Policy (no fetch at all), word for word
+csp = lambda text: re.findall(r'<meta http-equiv="Content-Security-Policy" content="[^"]*">', text)
+assert csp(html) == csp(open(sys.argv[3] + "/report.html", encoding="utf-8").read()) and \
+    "default-src 'none'" in csp(html)[0], csp(html)
 blocks = re.findall(r'<script type="application/json" id="syncspy-data">(.*?)</script>', html, re.S)
 assert len(blocks) == 1, "data blocks: %d" % len(blocks)
 assert "<" not in blocks[0], "a '<' in the data block"
