@@ -10,7 +10,9 @@
 #   disabled    LD_PRELOAD=libsyncspy.so, SYNCSPY_DISABLE=1 (interposition alone, nothing recorded)
 #   nostack     LD_PRELOAD=libsyncspy.so, SYNCSPY_STACK_DEPTH=0 (host side, no stacks)
 #   shim        LD_PRELOAD=libsyncspy.so, SYNCSPY_CUPTI=0 (host side only)
-#   shim+cupti  LD_PRELOAD=libsyncspy.so, SYNCSPY_CUPTI=1
+#   shim+cupti  LD_PRELOAD=libsyncspy.so, SYNCSPY_CUPTI=1: the default, SYNCSPY_CUPTI_SAMPLE=auto
+#               (CUPTI-5); meta says per round whether it sampled and how much it traced
+#   all         shim+cupti with SYNCSPY_CUPTI_SAMPLE=all (every call traced, continuously)
 #   profiler    no shim, torch.profiler with CPU and CUDA activities around the timed steps
 #   cupti:LIST  shim+cupti with SYNCSPY_CUPTI_KINDS=LIST (what each CUPTI kind costs; CONFIGS
 #               names them, e.g. CONFIGS="plain shim+cupti cupti:kernel cupti:kernel,api")
@@ -20,7 +22,8 @@
 # PIN=CPU runs every configuration on that core (taskset), which takes the scheduler's moves
 # out of a launch-bound loop's step time. Then once more: the shim with CUPTI on while torch.profiler runs (CUPTI has one
 # activity client: one of the two gets it), to show the program still runs and what meta.cupti
-# records. Exit 0 when shim+cupti is within 3% on every size, 1 otherwise, 2 when it cannot run.
+# records. PARTIAL=FILE keeps the raw lines so far in FILE after every process (a run cut short
+# by a time limit keeps what it measured). Exit 0 when shim+cupti is within 3% on every size, 1 otherwise, 2 when it cannot run.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 shim=${SYNCSPY_SHIM:-$root/.carry/lib/libsyncspy.so}
@@ -44,6 +47,8 @@ run_config() { # CONFIG ROUND
 		LD_PRELOAD=$shim "${cmd[@]}" ;;
 	shim) SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
 	shim+cupti) SYNCSPY_CUPTI=1 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
+	all) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=all SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db \
+		LD_PRELOAD=$shim "${cmd[@]}" ;;
 	profiler) "${cmd[@]}" --profiler ;;
 	cupti:*) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_KINDS=${config#cupti:} SYNCSPY_QUIET=1 \
 		SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
@@ -52,13 +57,29 @@ run_config() { # CONFIG ROUND
 
 for config in ${CONFIGS:-}; do
 	case $config in
-	plain | disabled | nostack | shim | shim+cupti | profiler | cupti:?*) ;;
+	plain | disabled | nostack | shim | shim+cupti | all | profiler | cupti:?*) ;;
 	*) echo "cupti_overhead.sh: unknown configuration $config (see the top of this file)" >&2; exit 2 ;;
 	esac
 done
 for round in $(seq "$rounds"); do
 	for config in ${CONFIGS:-plain disabled nostack shim shim+cupti profiler}; do
 		run_config "$config" "$round" >>"$tmp/results"
+		# what the default's sampler did (CUPTI-5): one line per round
+		if [ "$config" = shim+cupti ]; then
+			python3 - "$tmp/db-$config-$round" "$round" >>"$tmp/meta" 2>&1 <<'PY'
+import glob, sqlite3, sys
+for path in glob.glob(sys.argv[1] + "/*.sqlite"):
+    meta = dict(sqlite3.connect(path).execute("SELECT key, value FROM meta"))
+    wall = (int(meta.get("end_mono_ns", 0)) - int(meta.get("start_mono_ns", 0))) / 1e9
+    traced = int(meta.get("cupti_traced_ns", 0)) / 1e9 if "cupti_traced_ns" in meta else wall
+    print("round %s: cupti_sample=%s windows=%s estimate=%s permille traced %.2f s of %.2f s"
+          % (sys.argv[2], meta.get("cupti_sample", "-"), meta.get("cupti_windows", "-"),
+             meta.get("cupti_auto_permille", "-"), traced, wall))
+PY
+		fi
+		rm -rf "$tmp/db-$config-$round" # only its meta was needed
+		# PARTIAL=FILE: the rounds so far, for a run cut short
+		[ -z "${PARTIAL:-}" ] || cat "$tmp/results" "$tmp/meta" >"$PARTIAL" 2>/dev/null
 	done
 done
 # the conflict: both clients at once
@@ -109,6 +130,8 @@ sys.exit(1 if fail else 0)
 PY
 	status=$?
 	echo
+	echo "# the default's sampler (shim+cupti, SYNCSPY_CUPTI_SAMPLE=auto) per round:"
+	sed 's/^/#   /' "$tmp/meta" 2>/dev/null
 	echo "both at once (shim with CUPTI on, torch.profiler on): exit $both_rc, $(grep -c '^step_us' "$tmp/both.out") sizes timed; meta.cupti: ${both_meta:-no database}"
 	grep -v '^step_us' "$tmp/stderr" "$tmp/both.err" 2>/dev/null | sort | uniq -c | sort -rn | head -n 8 | sed 's/^/# stderr: /'
 	exit $status

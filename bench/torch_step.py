@@ -5,7 +5,9 @@
 The loop of examples/torch/item_loop.py (an MLP step: forward, MSE loss, backward, SGD, and the
 loss read back with `.item()` every step), at two sizes: "small" is item_loop's own model
 (batch 512, hidden 128: launch-bound, so every microsecond the host spends per call shows) and
-"large" (batch 8192, hidden 4096: the GPU's work dominates, as in real training).
+"large" (batch 8192, hidden 4096: the GPU's work dominates, as in real training); "mlp8" is
+issue 17's launch-bound loop (8 layers 512 wide, batch 256, SGD: about 60 launches and 2 ms a
+step on the H200).
 
   [SIZES="small large"] torch_step.py [--profiler] [STEPS]
   torch_step.py --ab cupti|profiler [BLOCKS] [STEPS]
@@ -29,17 +31,21 @@ import time
 import torch
 import torch.nn.functional as F
 
-SIZES = {"small": (512, 64, 128, 8), "large": (8192, 1024, 4096, 1024)}
+# batch, input, hidden, output width, hidden layers
+SIZES = {"small": (512, 64, 128, 8, 1), "large": (8192, 1024, 4096, 1024, 1),
+         "mlp8": (256, 512, 512, 512, 7)}
 
 
 def make_step(size):
     """The reference loop's step at SIZE: forward, MSE loss, backward, SGD, `.item()`."""
-    batch, d_in, hidden, d_out = SIZES[size]
+    batch, d_in, hidden, d_out, layers = SIZES[size]
     torch.manual_seed(0)
     x = torch.randn(batch, d_in, device="cuda")
     y = torch.randn(batch, d_out, device="cuda")
-    model = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
-                                torch.nn.Linear(hidden, d_out)).cuda()
+    stack = [torch.nn.Linear(d_in, hidden), torch.nn.ReLU()]
+    for _ in range(layers - 1):
+        stack += [torch.nn.Linear(hidden, hidden), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*stack, torch.nn.Linear(hidden, d_out)).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 
     def step():

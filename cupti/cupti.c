@@ -33,6 +33,16 @@
  *            saw finish. It pauses as CUPTI-3 does (the same kinds, the same meta, counted
  *            together: the GPU timeline is on when neither the program nor the sampler has
  *            paused it); meta.cupti_sample and meta.cupti_windows say it sampled.
+ *   CUPTI-5  SYNCSPY_CUPTI_SAMPLE=auto, the default, keeps CUPTI's cost near a budget
+ *            (AUTO_BUDGET_PERMILLE of the run time) by itself: the writer tells the sampler
+ *            how many records it drained (ss_cupti_calls_drained); every AUTO_EVAL_NS the
+ *            sampler estimates what tracing the calls behind them costs (AUTO_NS_PER_CALL
+ *            each: docs/architecture.md F14) and, above the budget, traces windows of
+ *            AUTO_ON_NS with a duty cycle of budget / estimate (CUPTI-4's windows, switched
+ *            at sync points the same way); below two thirds of the budget it traces
+ *            continuously again. A program that makes few calls is traced whole; `all`
+ *            traces every run whole. The report scales what it measured in the windows to
+ *            the steps it did not see (report/gpu.c, GPU-IDLE-4).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -88,6 +98,16 @@ static size_t noff_intervals, off_intervals_capacity;
 static uint64_t sample_on_ns, sample_off_ns;
 static _Atomic uint64_t sample_next_ns;
 static unsigned sample_windows;
+/* CUPTI-5 (auto): on, sampling now, the last evaluation (time, records drained by then) and
+ * the estimate it made (permille of the run time that tracing every call would cost). */
+#define AUTO_EVAL_NS	     (100 * 1000000ull)
+#define AUTO_ON_NS	     (50 * 1000000ull)
+#define AUTO_MAX_OFF_NS	     (10000 * 1000000ull)
+#define AUTO_BUDGET_PERMILLE 15
+#define AUTO_NS_PER_CALL     3000
+static int sample_auto, auto_sampling;
+static uint64_t auto_eval_ns, auto_eval_records;
+static unsigned auto_estimate_permille, auto_peak_permille;
 static unsigned enabled_kinds; /* KIND_* of SYNCSPY_CUPTI_KINDS, once started */
 static char status_text[256];
 
@@ -239,17 +259,23 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_
 static void parse_sample(const char *text)
 {
 	unsigned long long on = 0, period = 0;
-	if (!text || !text[0])
+	switch (ss_parse_sample(text, &on, &period)) {
+	case SS_SAMPLE_ALL:
 		return;
-	if (!ss_parse_sample(text, &on, &period)) {
+	case SS_SAMPLE_WINDOWS:
+		sample_on_ns = on * 1000000ull;
+		sample_off_ns = (period - on) * 1000000ull;
+		return;
+	case SS_SAMPLE_BAD:
 		fprintf(stderr,
 			"syncspy: ignoring SYNCSPY_CUPTI_SAMPLE='%s' (" SS_SAMPLE_SYNTAX
-			"): tracing the whole run\n",
+			"): sampling as 'auto' does\n",
 			text);
+		/* fall through */
+	case SS_SAMPLE_AUTO:
+		sample_auto = 1;
 		return;
 	}
-	sample_on_ns = on * 1000000ull;
-	sample_off_ns = (period - on) * 1000000ull;
 }
 
 static void start_locked(unsigned wanted);
@@ -622,10 +648,66 @@ void ss_cupti_sample_tick(void)
 		sample_windows += !sample_off;
 		follow_pauses_locked(was_off);
 		uint64_t phase = sample_off ? sample_off_ns : sample_on_ns;
-		atomic_store_explicit(&sample_next_ns, started ? now + phase : 0,
+		/* CUPTI-5: back on after auto stopped sampling, it stays on */
+		int again = started && (!sample_auto || auto_sampling);
+		atomic_store_explicit(&sample_next_ns, again ? now + phase : 0,
 				      memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&owner_lock);
+}
+
+void ss_cupti_calls_drained(uint64_t records)
+{
+	if (!sample_auto)
+		return;
+	uint64_t now = now_ns();
+	pthread_mutex_lock(&owner_lock);
+	if (!started) {
+		pthread_mutex_unlock(&owner_lock);
+		return;
+	}
+	if (!auto_eval_ns || records < auto_eval_records) { /* the first call, or after a fork */
+		auto_eval_ns = now;
+		auto_eval_records = records;
+	} else if (now - auto_eval_ns >= AUTO_EVAL_NS) {
+		/* records per second x AUTO_NS_PER_CALL, as permille of the time */
+		uint64_t permille = (records - auto_eval_records) * AUTO_NS_PER_CALL * 1000 /
+				    (now - auto_eval_ns);
+		auto_eval_ns = now;
+		auto_eval_records = records;
+		auto_estimate_permille = permille > 100000 ? 100000 : (unsigned)permille;
+		if (auto_estimate_permille > auto_peak_permille)
+			auto_peak_permille = auto_estimate_permille;
+		if (auto_estimate_permille > AUTO_BUDGET_PERMILLE) {
+			/* duty = budget / estimate: off = on x (estimate / budget - 1) */
+			uint64_t off = AUTO_ON_NS * (auto_estimate_permille - AUTO_BUDGET_PERMILLE) /
+				       AUTO_BUDGET_PERMILLE;
+			sample_on_ns = AUTO_ON_NS;
+			sample_off_ns = off > AUTO_MAX_OFF_NS ? AUTO_MAX_OFF_NS : off;
+			if (!auto_sampling) { /* the next sync point ends the continuous trace */
+				auto_sampling = 1;
+				if (!sample_windows) /* the continuous trace was the first window */
+					sample_windows = 1;
+				atomic_store_explicit(&sample_next_ns, now, memory_order_relaxed);
+			}
+		} else if (auto_sampling && auto_estimate_permille * 3 < AUTO_BUDGET_PERMILLE * 2) {
+			auto_sampling = 0;
+			/* off now: the next sync point turns the timeline on for good; on: it stays */
+			atomic_store_explicit(&sample_next_ns, sample_off ? now : 0,
+					      memory_order_relaxed);
+		}
+	}
+	pthread_mutex_unlock(&owner_lock);
+}
+
+unsigned ss_cupti_auto_peak(void)
+{
+	return sample_auto ? auto_peak_permille : 0;
+}
+
+const char *ss_cupti_sample_text(void)
+{
+	return sample_auto ? "auto" : sample_setting;
 }
 
 void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows, uint64_t *traced_ns)
@@ -683,6 +765,7 @@ void ss_cupti_fork_child(void)
 	pthread_mutex_init(&queue_lock, NULL);
 	free(queue); /* the parent's records, the parent stores them */
 	atomic_store_explicit(&sample_next_ns, 0, memory_order_relaxed);
+	auto_sampling = 0; /* CUPTI-5: the child is not traced (below) */
 	noff_intervals = 0; /* the parent's timeline */
 	queue = NULL;
 	queued = queue_capacity = 0;

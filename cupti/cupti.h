@@ -56,6 +56,15 @@ int ss_cupti_trace(int on);
 /* App thread, at the end of a sync point (S1-S6): switches SYNCSPY_CUPTI_SAMPLE's window when
  * its time has come (CUPTI-4); one relaxed load when not sampling. */
 void ss_cupti_sample_tick(void);
+/* Writer, after each drain: how many ring records it has drained since the start, from which
+ * SYNCSPY_CUPTI_SAMPLE=auto estimates what tracing costs and samples above its budget
+ * (CUPTI-5). */
+void ss_cupti_calls_drained(uint64_t records);
+/* Writer, for meta (auto only, else 0): the highest estimate auto made of what tracing every
+ * call would cost, in permille of the run time (CUPTI-5). */
+unsigned ss_cupti_auto_peak(void);
+/* Writer, for meta.cupti_sample: "auto", or the SYNCSPY_CUPTI_SAMPLE windows it was given. */
+const char *ss_cupti_sample_text(void);
 /* Writer, for meta: how long the timeline was paused in all, by the program or the sampler
  * (an open pause counts to now, in ns), how many pauses there were, how many windows the
  * sampler traced, and how long the timeline was on (from CUPTI's start). */

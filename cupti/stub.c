@@ -38,6 +38,21 @@ void ss_cupti_sample_tick(void)
 {
 }
 
+void ss_cupti_calls_drained(uint64_t records)
+{
+	(void)records;
+}
+
+unsigned ss_cupti_auto_peak(void)
+{
+	return 0;
+}
+
+const char *ss_cupti_sample_text(void)
+{
+	return "";
+}
+
 void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows, uint64_t *traced_ns)
 {
 	*paused_ns = *traced_ns = 0;

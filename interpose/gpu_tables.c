@@ -194,9 +194,11 @@ void ss_gpu_tables_meta(void)
 		ss_meta_int("cupti_traced_ns", (int64_t)traced_ns);
 		store_gpu_paused();
 	}
-	if (windows && cupti_on) { /* CUPTI-4 */
-		ss_meta_text("cupti_sample", ss_config.SYNCSPY_CUPTI_SAMPLE);
+	if (windows && cupti_on) { /* CUPTI-4, CUPTI-5 */
+		ss_meta_text("cupti_sample", ss_cupti_sample_text());
 		ss_meta_int("cupti_windows", windows);
+		if (ss_cupti_auto_peak())
+			ss_meta_int("cupti_auto_permille", ss_cupti_auto_peak());
 	}
 }
 

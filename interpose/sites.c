@@ -348,7 +348,12 @@ int ss_framework_module(const char *path)
 					       "libtorch",   "libc10",	  "libpython",	"python",
 					       "libcublas",  "libcudnn",  "libc.so",	"_C.",
 					       "libcupti",   "ld-linux",  "libffi",	"_ctypes",
-					       "libstdc++",  "libgcc_s",  "libcublasLt"};
+					       "libstdc++",  "libgcc_s",  "libcublasLt",
+					       /* the toolkit's other libraries: the user's call into
+						* them is the site, not where they allocate or sync */
+					       "libcufft",   "libcusolver", "libcusparse", "libcurand",
+					       "libnpp",     "libnvjpeg",   "libcutensor", "libnvrtc",
+					       "libnvJitLink", "libnvblas", "libcudss"};
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)

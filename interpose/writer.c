@@ -39,6 +39,7 @@
 #include "shim.h"
 #include "sites.h"
 #include "writer.h"
+#include "cupti/cupti.h" /* ss_cupti_calls_drained (CUPTI-5) */
 
 pthread_mutex_t ss_writer_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -563,6 +564,7 @@ static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss
 /* Records drained by the last pass: the writer does not sleep while it is behind; after
  * TRIM_AFTER_NS without any, it gives the pages of free blocks back (ring.c). */
 static uint64_t drained_last_pass, last_busy_ns;
+static uint64_t drained_total; /* since the start: SYNCSPY_CUPTI_SAMPLE=auto's rate (CUPTI-5) */
 #define TRIM_AFTER_NS (100 * 1000000ull)
 
 static void drain_ring(struct ss_ring *ring)
@@ -777,6 +779,8 @@ static void drain_all(void)
 	ss_ring_prefault();
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
 		drain_ring(ring);
+	drained_total += drained_last_pass;
+	ss_cupti_calls_drained(drained_total); /* CUPTI-5: what tracing them costs */
 	ss_gpu_tables_store();
 }
 

@@ -699,7 +699,18 @@ static int add_notes(struct ss_report *r)
 		else if (rk->cupti && strncmp(rk->cupti, "on: only", 8) == 0)
 			code = add_note(r, format("%s: GPU timeline limited to what was asked: %s",
 						  rk->path, rk->cupti));
-		if (code == SS_EXIT_OK && rk->cupti_sample)
+		if (code == SS_EXIT_OK && rk->cupti_sample && strcmp(rk->cupti_sample, "auto") == 0)
+			code = add_note(
+			    r, format("%s: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=auto: tracing every "
+				      "call would have cost about %.1f%% of the run): %lld windows, %.3f s "
+				      "of %.3f s traced: GPU figures are scaled from the traced steps "
+				      "(SYNCSPY_CUPTI_SAMPLE=all traces the whole run)",
+				      rk->path, rk->cupti_auto_permille / 10.0, rk->cupti_windows,
+				      (rk->cupti_traced_ns >= 0 ? rk->cupti_traced_ns
+							       : rk->wall_ns - rk->cupti_paused_ns) /
+					  1e9,
+				      rk->wall_ns / 1e9));
+		else if (code == SS_EXIT_OK && rk->cupti_sample)
 			code = add_note(
 			    r, format("%s: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=%s ms): %lld "
 				      "windows, %.3f s of %.3f s traced: GPU figures cover the traced part "

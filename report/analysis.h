@@ -74,6 +74,8 @@ struct ss_rank {
 	long long cupti_paused_ns; /* meta.cupti_paused_ns: how long the timeline was paused */
 	char *cupti_sample;	   /* meta.cupti_sample: SYNCSPY_CUPTI_SAMPLE (CUPTI-4); NULL */
 	long long cupti_windows;   /* meta.cupti_windows: the windows it traced; 0 */
+	long long cupti_auto_permille; /* meta.cupti_auto_permille (CUPTI-5): what tracing every
+					* call would have cost, permille of the run; 0 */
 	long long cupti_traced_ns; /* meta.cupti_traced_ns: how long the timeline was on; -1 */
 	long long comm_ns;	   /* union of the NCCL kernels' intervals */
 	double comm_overlap;	   /* compute during communication / comm_ns, 0..1; -1 unknown */

@@ -171,7 +171,8 @@ struct gpu_site {
 	char *site;
 	int kind;
 	long long n, ns, worst, bytes, h2d, d2h;
-	struct ss_tally tally; /* steady and whole-run (steps.h) */
+	struct ss_tally tally;	   /* steady and whole-run (steps.h) */
+	struct ss_tally off_tally; /* the syncs the GPU timeline missed (GPU-IDLE-4) */
 };
 
 /* ------------------------------------------------------------------ rules */
@@ -294,6 +295,13 @@ struct gpu_site *gpu_site(struct gpu_site **sites, size_t *n, size_t *cap, const
 void gpu_sites_free(struct gpu_site *sites, size_t n);
 int compare_gpu_sites(const void *a, const void *b);
 long long compute_stream_of(const struct gpu_rows *g, long long device);
+/* Whether the GPU timeline was off at some time in (from, to] (gpu_paused: CUPTI-3..5). */
+int timeline_off_between(const struct gpu_rows *g, long long from, long long to);
+/* GPU-IDLE-4: VALUE measured over N items, scaled to TOTAL items. */
+long long scale_to(long long value, long long n, long long total);
+/* GPU-IDLE-4: the steady steps the timeline saw whole (all of them without pauses), and
+ * which (traced[i] for steady step i from first_steady; malloc'd, NULL without pauses). */
+size_t traced_steps(const struct db_state *st, const struct gpu_rows *g, unsigned char **traced);
 const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, long long device,
 					       long long stream, long long t);
 

@@ -1,5 +1,5 @@
 /*
- * report/cmd_run.c: `syncspy run [-o DIR] [--cupti|--no-cupti] [--cupti-sample ON/PERIOD] --
+ * report/cmd_run.c: `syncspy run [-o DIR] [--cupti|--no-cupti] [--cupti-sample auto|all|ON/PERIOD] --
  * CMD ARGS...`, recording a program (a launcher such as torchrun or mpirun, or a shell script,
  * and all their children) without writing LD_PRELOAD by hand.
  *

@@ -31,14 +31,15 @@ enum ss_exit {
 	  "print this help, a command's help, the SYNCSPY_* environment variables or the output "  \
 	  "formats",                                                                               \
 	  "")                                                                                      \
-	X(run, "[-o DIR] [--cupti|--no-cupti] [--cupti-sample ON/PERIOD] [--] CMD [ARGS...]",      \
+	X(run, "[-o DIR] [--cupti|--no-cupti] [--cupti-sample MODE] [--] CMD [ARGS...]",           \
 	  "run CMD (and its children) with libsyncspy.so preloaded, then summarize the recording", \
 	  "  -o DIR      where the databases go (default " SS_DEFAULT_OUTPUT_DIR                   \
 	  "; made absolute)\n"                                                                     \
 	  "  --cupti     set SYNCSPY_CUPTI=1, the default (GPU-side activity through CUPTI)\n"     \
 	  "  --no-cupti  set SYNCSPY_CUPTI=0 (host side only)\n"                                   \
-	  "  --cupti-sample ON/PERIOD  set SYNCSPY_CUPTI_SAMPLE: trace the GPU timeline ON ms of " \
-	  "every PERIOD ms\n"                                                                      \
+	  "  --cupti-sample MODE  set SYNCSPY_CUPTI_SAMPLE: auto (the default: windows when "      \
+	  "tracing every call costs too much), all (the whole run), or ON/PERIOD (ON ms of every " \
+	  "PERIOD ms)\n"                                                                           \
 	  "  exit status: CMD's; 128+N when signal N ended it; 127 when CMD is not found\n")       \
 	X(check, "--budget FILE [--junit FILE] [--top N] DB|DIR... | --init [-o FILE] DB|DIR...",  \
 	  "exit 1 when recordings sync more than a budget allows, naming the call sites",          \

@@ -4,6 +4,7 @@
  * behind host syncs (host-sync, sync-copy: gpu_idle_ns), the step time with the GPU's work in
  * it, then the GPU-timeline rules of rules/registry.c (SS_RULE_GPU) over what it read.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -357,7 +358,7 @@ static int load_gpu_rows(struct loader *ld, struct db_state *st, struct gpu_rows
 /* Whether the timeline was off at some time in (from, to]: then GPU activity in between may
  * have gone unrecorded, and "idle" cannot be told from "not recorded". Off intervals are
  * disjoint and in time order, so their ends are too: the first ending after FROM decides. */
-static int timeline_off_between(const struct gpu_rows *g, long long from, long long to)
+int timeline_off_between(const struct gpu_rows *g, long long from, long long to)
 {
 	size_t lo = 0, hi = g->noff;
 
@@ -382,6 +383,7 @@ struct gpu_site *gpu_site(struct gpu_site **sites, size_t *n, size_t *cap, const
 		return NULL;
 	(*sites)[*n] = (struct gpu_site){.site = strdup(text), .kind = kind};
 	ss_tally_init(&(*sites)[*n].tally);
+	ss_tally_init(&(*sites)[*n].off_tally);
 	return (*sites)[*n].site ? &(*sites)[(*n)++] : NULL;
 }
 
@@ -474,13 +476,23 @@ static int queued_at(const struct issued_work *w, size_t n, long long d, long lo
 }
 
 /* A sync of the host thread tid over [start, end] on device dev, and the GPU idle time it
- * caused (GPU-IDLE-1 to GPU-IDLE-3); returns 0 when it cannot be measured (nothing after it on
- * the device, or the timeline off in between), else 1 with *idle set. */
+ * caused (GPU-IDLE-1 to GPU-IDLE-3); returns 1 with *idle set, 0 when it cannot be measured
+ * (nothing after it on the device), -1 when the timeline was off in between (GPU-IDLE-4). */
 struct sync_call {
 	long long dev, tid, start, end;
 	int copy;	   /* a blocking copy (S4): it issues work of its own */
 	int earlier_event; /* an event sync (S3) on an event recorded in an earlier step */
 };
+
+/* Whether work X is the call's own: issued inside the call, or by a runtime call around it (a
+ * static runtime's copy reaches the shim as the driver call inside cudaMemcpy: its API record,
+ * the runtime's, starts before the call the shim recorded and ends after it). */
+static int issued_by(const struct issued_work *x, const struct sync_call *c)
+{
+	return x->tid == c->tid && x->issued >= 0 &&
+	       ((x->issued >= c->start && x->issued <= c->end) ||
+		(x->issued <= c->start && x->issue_end >= c->end));
+}
 
 static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, size_t nw,
 		       const struct sync_call *c, long long *idle)
@@ -488,13 +500,13 @@ static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, si
 	size_t k = first_ending_after(g->busy, g->nbusy, c->dev, c->end);
 
 	*idle = 0;
-	if (k == g->nbusy)
-		return 0; /* nothing ran on the device after it */
+	if (k == g->nbusy) /* nothing ran on the device after it, or nothing was recorded */
+		return timeline_off_between(g, c->end, LLONG_MAX) ? -1 : 0;
 	if (!c->copy) {
 		/* GPU-IDLE-1: busy when the sync ended (a pipeline's wait), or the next work was
 		 * queued before its end: the GPU was not waiting for the host */
 		if (timeline_off_between(g, c->end, g->busy[k].s))
-			return 0; /* the timeline was off in between: not measured (CUPTI-3) */
+			return -1; /* the timeline was off in between: not measured (CUPTI-3) */
 		if (g->busy[k].s <= c->end || queued_at(w, nw, c->dev, c->end))
 			return 1;
 		/* GPU-IDLE-2: a wait on an event of an earlier step is a ring's or a double
@@ -521,20 +533,19 @@ static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, si
 	 * copy would overlap) counts, and so does the gap after the call until the first work
 	 * the call did not issue, less the copy's own time in that gap; nothing counts when
 	 * other work was running at the call's end or the next work was queued before it. */
-	if (g->busy[k].s <= c->end && g->busy[k].s < c->start)
-		return 1; /* busy since before the call, through its end: earlier work */
 	long long own_in = 0, own_after = 0;
 	size_t i = first_starting_at(w, nw, c->dev, c->start);
+	/* earlier work running through the call's end (a union of busy intervals also holds the
+	 * call's own copy, whose GPU end may pass the call's by the clocks' skew: not that) */
+	if (g->busy[k].s <= c->end && g->busy[k].s < c->start)
+		for (size_t j = i; j-- > 0 && w[j].device == c->dev && w[j].e > g->busy[k].s;)
+			if (w[j].e > c->end && !issued_by(&w[j], c))
+				return 1;
 	const struct issued_work *next = NULL;
 
 	for (; i < nw && w[i].device == c->dev && !next; i++) {
 		const struct issued_work *x = &w[i];
-		/* issued inside the call, or by a runtime call around it (a static runtime's copy
-		 * reaches the shim as the driver call inside cudaMemcpy: its API record, the
-		 * runtime's, starts before the call the shim recorded and ends after it) */
-		int own = x->tid == c->tid && x->issued >= 0 &&
-			  ((x->issued >= c->start && x->issued <= c->end) ||
-			   (x->issued <= c->start && x->issue_end >= c->end));
+		int own = issued_by(x, c);
 
 		if (own) {
 			long long a = x->s > c->start ? x->s : c->start;
@@ -550,15 +561,43 @@ static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, si
 			next = x;
 	}
 	if (!next)
-		return 0;
+		return timeline_off_between(g, c->end, LLONG_MAX) ? -1 : 0;
 	if (timeline_off_between(g, c->end, next->s))
-		return 0;
+		return -1;
 	if (next->issued >= 0 && next->issued < c->end)
 		return 1; /* queued before the call ended */
 	long long gap = next->s - c->end - own_after;
 
 	*idle = own_in + (gap > 0 ? gap : 0);
 	return 1;
+}
+
+size_t traced_steps(const struct db_state *st, const struct gpu_rows *g, unsigned char **traced)
+{
+	size_t steady = ss_steps_steady(&st->steps), n = 0;
+
+	*traced = NULL;
+	if (!g->noff || !steady)
+		return steady;
+	*traced = calloc(steady, 1);
+	if (!*traced)
+		return 0;
+	for (size_t i = 0; i < steady; i++) {
+		size_t step = st->steps.first_steady + i;
+
+		(*traced)[i] = !timeline_off_between(g, st->steps.start[step] - 1,
+						     st->steps.start[step + 1]);
+		n += (*traced)[i];
+	}
+	return n;
+}
+
+/* GPU-IDLE-4: what N measured items came to, scaled to TOTAL of them (no overflow: 128 bits). */
+long long scale_to(long long value, long long n, long long total)
+{
+	if (n <= 0 || total == n)
+		return value;
+	return (long long)((__int128)value * total / n);
 }
 
 static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows *g)
@@ -569,6 +608,7 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 	size_t nsites = 0, cap = 0;
 	long long only = g->nbusy ? g->busy[0].device : -1;
 	sqlite3_stmt *stmt;
+	long long steady_measured = 0, steady_off = 0; /* steady syncs seen, and missed (off) */
 	int rc, code;
 
 	for (size_t i = 1; i < g->nbusy; i++)
@@ -617,19 +657,34 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 					     (pr != SS_PHASE_STEADY || record_step < sync_step);
 		}
 
-		if (!idle_behind(g, work, nwork, &call, &idle))
+		int measured = idle_behind(g, work, nwork, &call, &idle);
+		if (!measured)
 			continue;
 		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE, copy);
 		if (!site) {
 			code = out_of_memory(ld);
 			break;
 		}
+		int steady = ss_steps_phase(&st->steps, start, &step) == SS_PHASE_STEADY;
+		if (measured < 0) { /* GPU-IDLE-4: counted, to scale the others to it */
+			ss_tally_add(&site->off_tally, &st->steps, start, 0, 1);
+			steady_off += steady;
+			continue;
+		}
 		site->n++;
 		site->ns += idle;
 		ss_tally_add(&site->tally, &st->steps, start, idle, 1);
-		if (ss_steps_phase(&st->steps, start, &step) == SS_PHASE_STEADY)
+		if (steady) {
 			st->rank->steady_gpu_idle_ns += idle;
+			steady_measured++;
+		}
 	}
+	/* GPU-IDLE-4: the steady syncs the timeline missed idled as the ones it saw, on average */
+	if (steady_off && steady_measured)
+		st->rank->steady_gpu_idle_ns = scale_to(st->rank->steady_gpu_idle_ns, steady_measured,
+							steady_measured + steady_off);
+	else if (steady_off)
+		st->rank->steady_gpu_idle_ns = -1; /* none measured: unknown, not 0 */
 	code = end_rows(ld, st, stmt, rc, code);
 	for (size_t i = 0; code == SS_EXIT_OK && i < ld->report->nfindings; i++) {
 		struct ss_finding *f = &ld->report->findings[i];
@@ -644,16 +699,40 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 		for (size_t j = 0; j < nsites && !hit; j++)
 			if (sites[j].kind == copy && strcmp(sites[j].site, f->site) == 0)
 				hit = &sites[j];
-		if (hit && (steady ? hit->tally.n : hit->tally.all_n) == 0)
+		long long seen = 0, missed = 0; /* GPU-IDLE-4 */
+		if (hit) {
+			seen = steady ? hit->tally.n : hit->tally.all_n;
+			missed = steady ? hit->off_tally.n : hit->off_tally.all_n;
+		}
+		if (hit && seen == 0) {
+			if (missed && !copy) {
+				detail = format("%s; GPU idle behind it: not measured (the GPU "
+						"timeline was off behind all %lld of these syncs)",
+						f->detail, missed);
+				if (!detail) {
+					code = out_of_memory(ld);
+					break;
+				}
+				free(f->detail);
+				f->detail = detail;
+				continue;
+			}
 			hit = NULL; /* none measured in this phase */
+		}
 		if (hit)
-			f->gpu_idle_ns = idle = steady ? hit->tally.ns : hit->tally.all_ns;
+			f->gpu_idle_ns = idle =
+			    scale_to(steady ? hit->tally.ns : hit->tally.all_ns, seen, seen + missed);
 		if (copy && !hit)
 			continue; /* a blocking copy says nothing when nothing is measured */
-		detail = hit ? format("%s; GPU idle behind it: %.3f ms", f->detail, ms(idle))
-			     : format("%s; GPU idle behind it: not measurable (no GPU activity "
-				      "after these syncs)",
-				      f->detail);
+		if (hit && missed)
+			detail = format("%s; GPU idle behind it: %.3f ms (measured behind %lld of "
+					"these %lld syncs while the GPU timeline was on, scaled to all)",
+					f->detail, ms(idle), seen, seen + missed);
+		else
+			detail = hit ? format("%s; GPU idle behind it: %.3f ms", f->detail, ms(idle))
+				     : format("%s; GPU idle behind it: not measurable (no GPU "
+					      "activity after these syncs)",
+					      f->detail);
 		if (!detail) {
 			code = out_of_memory(ld);
 			break;

@@ -64,7 +64,8 @@
 	" max(CASE key WHEN 'cupti_windows' THEN value END),"                                      \
 	" max(CASE key WHEN 'cupti_traced_ns' THEN value END),"                                    \
 	" max(CASE key WHEN 'dropped_calls' THEN value END),"                                      \
-	" max(CASE key WHEN 'dropped_calls_by_class' THEN value END)"                              \
+	" max(CASE key WHEN 'dropped_calls_by_class' THEN value END),"                             \
+	" max(CASE key WHEN 'cupti_auto_permille' THEN value END)"                                 \
 	" FROM meta"
 
 #define TOTALS_SQL                                                                                 \
@@ -146,6 +147,7 @@ int load_meta(struct loader *ld, struct db_state *st)
 	rk->cupti_windows = column_or(stmt, 13, 0);
 	rk->cupti_traced_ns = column_or(stmt, 14, -1);
 	rk->dropped_calls = column_or(stmt, 15, -1);
+	rk->cupti_auto_permille = column_or(stmt, 17, 0);
 	const char *by_class = (const char *)sqlite3_column_text(stmt, 16);
 	int has_by_class = by_class && *by_class;
 	rk->dropped_by_class = has_by_class ? xstrdup(by_class) : NULL;

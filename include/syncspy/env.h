@@ -43,9 +43,9 @@
 	  "what CUPTI records, a comma list: kernel, memcpy, memset, sync, event (with the GPU's " \
 	  "time of each), api (ties GPU rows to host calls: runtime-api and driver-api, the two "  \
 	  "layers' records); fewer kinds cost less (docs/cupti.md)")                               \
-	X(SYNCSPY_CUPTI_SAMPLE, STR, "",                                                           \
-	  "ON/PERIOD in ms: trace the GPU timeline ON ms of every PERIOD ms, switching at sync "   \
-	  "points, for runs where tracing every kernel costs too much (docs/cupti.md); empty: "    \
-	  "the whole run")
+	X(SYNCSPY_CUPTI_SAMPLE, STR, "auto",                                                       \
+	  "auto: trace the whole run while that is cheap, else windows sized to keep CUPTI's "     \
+	  "cost near 1.5% of the run; all: the whole run; ON/PERIOD in ms: trace ON ms of every "  \
+	  "PERIOD ms; windows switch at sync points (docs/cupti.md)")
 
 #endif

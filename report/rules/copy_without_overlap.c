@@ -3,6 +3,7 @@
  * GPU-timeline rule (SS_RULE_GPU): copies of the steady state that ran while the compute they
  * fed waited behind them on the same stream; the cost is what an overlap could win back.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "../analysis_int.h"
@@ -41,9 +42,15 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 	size_t ntg = 0, cap_tg = 0, nsites = 0, cap_sites = 0;
 	sqlite3_stmt *lookup = NULL;
 	int code = load_api_first(ld, st);
+	/* GPU-IDLE-4: with the timeline paused or sampled, the steady steps it saw whole stand
+	 * for all of them: copies of the others are left out, the rest scaled up */
+	unsigned char *traced = NULL;
+	size_t steady = ss_steps_steady(&st->steps), seen = traced_steps(st, g, &traced);
 
-	if (code != SS_EXIT_OK)
+	if (code != SS_EXIT_OK || (g->noff && !seen)) {
+		free(traced);
 		return code;
+	}
 	for (size_t i = 0; i < g->ncopies; i++) {
 		const struct copy_row *c = &g->copies[i];
 		size_t k = first_ending_after(g->kernels, g->nkernels, c->device, c->s);
@@ -53,6 +60,8 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 		if (ss_steps_phase(&st->steps, copy_issued(st, c), &step) != SS_PHASE_STEADY ||
 		    (k < g->nkernels && g->kernels[k].s < c->e))
 			continue; /* not in the steady state, or a kernel ran beside it */
+		if (traced && !traced[step - st->steps.first_steady])
+			continue; /* a step the timeline saw in part */
 		if (first_ending_after(g->kernels, g->nkernels, c->device, steady_ns) == g->nkernels)
 			continue; /* the device computes nothing in the steady state */
 		if (c->bytes < COPY_OVERLAP_MIN_BYTES)
@@ -64,9 +73,11 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 			continue; /* no compute was waiting behind it */
 		if (!PUSH(tg, ntg, cap_tg, t)) {
 			free(tg);
+			free(traced);
 			return out_of_memory(ld);
 		}
 	}
+	free(traced);
 	if (!ntg)
 		return SS_EXIT_OK;
 	code = join_targets(ld, st, tg, ntg);
@@ -105,9 +116,24 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 		qsort(sites, nsites, sizeof(*sites), compare_gpu_sites);
 	/* An overlap wins back at most the copies' time and at most the compute that could run
 	 * beside them: a copy-bound program (copies 10 ms, kernels 0.3 ms) gains 0.3 ms. */
-	long long compute_ns = union_length(g->kernels, g->nkernels);
+	long long compute_ns = scale_to(union_length(g->kernels, g->nkernels), (long long)seen,
+					(long long)steady);
+	char scaled[128] = "";
+	if (seen < steady)
+		snprintf(scaled, sizeof(scaled),
+			 " (scaled from the %zu of %zu steady steps the GPU timeline saw whole)", seen,
+			 steady);
 	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
-		const struct gpu_site *s = &sites[i];
+		struct gpu_site *s = &sites[i];
+
+		if (seen < steady) { /* GPU-IDLE-4 */
+			s->n = scale_to(s->n, (long long)seen, (long long)steady);
+			s->ns = scale_to(s->ns, (long long)seen, (long long)steady);
+			s->bytes = scale_to(s->bytes, (long long)seen, (long long)steady);
+			s->h2d = scale_to(s->h2d, (long long)seen, (long long)steady);
+			s->d2h = scale_to(s->d2h, (long long)seen, (long long)steady);
+			s->tally.steps = scale_to(s->tally.steps, (long long)seen, (long long)steady);
+		}
 		/* not every step's (the first steps' or a few): `info` */
 		int steady = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
 		long long gain = s->ns < compute_ns ? s->ns : compute_ns;
@@ -118,8 +144,8 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 		    format("%lld H2D and %lld D2H copies (%lld bytes) ran %.3f ms on the copy engine "
 			   "while no kernel ran on their device, each with the next kernel of its "
 			   "stream already launched and waiting behind it; blocked_ns is that GPU copy "
-			   "time; an overlap wins back at most %.3f ms (the kernels ran %.3f ms)",
-			   s->h2d, s->d2h, s->bytes, ms(s->ns), ms(gain), ms(compute_ns)));
+			   "time; an overlap wins back at most %.3f ms (the kernels ran %.3f ms)%s",
+			   s->h2d, s->d2h, s->bytes, ms(s->ns), ms(gain), ms(compute_ns), scaled));
 		if (code == SS_EXIT_OK)
 			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps, steady,
 				  s->tally.steps);

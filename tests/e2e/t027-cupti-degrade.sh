@@ -43,18 +43,22 @@ SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_KINDS="api,runtime-api,driver-api" SYNCSPY_OUTPUT=
 	LD_PRELOAD="$SHIM_PRELOAD" "$PROGS/scenarios" s4 >"$tmp/kinds.api" 2>&1 || fail "scenario failed with the api kinds"
 grep "ignoring" "$tmp/kinds.api" && fail "an API kind was not known"
 
-# SYNCSPY_CUPTI_SAMPLE (CUPTI-4): anything but ON/PERIOD ms with 0 < ON < PERIOD is ignored
-# with one warning, and the program runs unchanged; a good value draws none.
+# SYNCSPY_CUPTI_SAMPLE (CUPTI-4, CUPTI-5): anything but auto, all or ON/PERIOD ms with
+# 0 < ON < PERIOD is ignored with one warning (sampling as the default, auto, does), and the
+# program runs unchanged; a good value draws none.
 for bad in abc 100/100 0/10 5/10x 2000/1000; do
 	SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=$bad SYNCSPY_OUTPUT="$tmp/sample" LD_PRELOAD="$SHIM_PRELOAD" \
 		"$PROGS/scenarios" s4 >"$tmp/sample.all" 2>&1 || fail "scenario failed with SYNCSPY_CUPTI_SAMPLE=$bad"
 	grep -v '^syncspy:' "$tmp/sample.all" | diff -u "$tmp/plain" - >&2 || fail "output differs with SYNCSPY_CUPTI_SAMPLE=$bad"
-	[ "$(grep -c "^syncspy: ignoring SYNCSPY_CUPTI_SAMPLE='$bad' (ON/PERIOD in ms, 0 < ON < PERIOD): tracing the whole run" "$tmp/sample.all")" = 1 ] ||
+	[ "$(grep -c "^syncspy: ignoring SYNCSPY_CUPTI_SAMPLE='$bad' (auto, all, or ON/PERIOD in ms with 0 < ON < PERIOD): sampling as 'auto' does" "$tmp/sample.all")" = 1 ] ||
 		fail "SYNCSPY_CUPTI_SAMPLE=$bad: $(cat "$tmp/sample.all")"
 done
-SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=100/1000 SYNCSPY_OUTPUT="$tmp/sample" LD_PRELOAD="$SHIM_PRELOAD" \
-	"$PROGS/scenarios" s4 >"$tmp/sample.all" 2>&1 || fail "scenario failed with SYNCSPY_CUPTI_SAMPLE=100/1000"
-grep "SYNCSPY_CUPTI_SAMPLE" "$tmp/sample.all" && fail "SYNCSPY_CUPTI_SAMPLE=100/1000 warned"
+for good in auto all 100/1000; do # the last one's database is checked below
+	rm -rf "$tmp/sample"
+	SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=$good SYNCSPY_OUTPUT="$tmp/sample" LD_PRELOAD="$SHIM_PRELOAD" \
+		"$PROGS/scenarios" s4 >"$tmp/sample.all" 2>&1 || fail "scenario failed with SYNCSPY_CUPTI_SAMPLE=$good"
+	grep "SYNCSPY_CUPTI_SAMPLE" "$tmp/sample.all" && fail "SYNCSPY_CUPTI_SAMPLE=$good warned"
+done
 one_db
 golden "SELECT value FROM meta WHERE key = 'cupti'" <<'END'
 off: SYNCSPY_CUPTI_KINDS names no kind; host data only

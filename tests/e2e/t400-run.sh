@@ -48,13 +48,13 @@ grep -q "^sample=100/1000\$" "$tmp/stdout" || fail "SYNCSPY_CUPTI_SAMPLE: $(cat 
 grep -q '^syncspy: run: 2 databases in ' "$tmp/err" || fail "summary: $(cat "$tmp/err")"
 [ -z "$(ls "$tmp/elsewhere")" ] || fail "a child wrote into its own directory"
 
-# --cupti-sample with anything but ON/PERIOD (0 < ON < PERIOD): exit 2, one message, and the
+# --cupti-sample with anything but auto, all or ON/PERIOD (0 < ON < PERIOD): exit 2, one message, and the
 # command does not run.
 for bad in 100 0/10 10/10 1/2x; do
 	"$SYNCSPY" run -o bad-sample-out --cupti-sample "$bad" "$tmp/job.sh" >"$tmp/stdout" 2>"$tmp/err"
 	rc=$?
 	[ $rc -eq 2 ] || fail "--cupti-sample $bad: exit $rc"
-	[ "$(cat "$tmp/err")" = "syncspy: run: --cupti-sample $bad: not ON/PERIOD in ms, 0 < ON < PERIOD" ] ||
+	[ "$(cat "$tmp/err")" = "syncspy: run: --cupti-sample $bad: not auto, all, or ON/PERIOD in ms with 0 < ON < PERIOD" ] ||
 		fail "--cupti-sample $bad: $(cat "$tmp/err")"
 	[ ! -s "$tmp/stdout" ] && [ ! -e "$tmp/bad-sample-out" ] || fail "--cupti-sample $bad: the command ran"
 done

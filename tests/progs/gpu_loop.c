@@ -4,11 +4,14 @@
  * launches two kernels on a stream (host functions of the CPU stand-in that sleep KERNEL_US)
  * and waits for them with cudaStreamSynchronize; every tenth step also syncs the device.
  *
- *   gpu_loop STEPS [pause]
+ *   gpu_loop STEPS [pause|burst]
  *
  * pause: the middle third of the steps runs with the GPU timeline paused
  * (syncspy_gpu_trace(0), looked up at run time so the program also runs without the shim), and
  * the program prints "paused START_NS END_NS" (CLOCK_MONOTONIC, the databases' time axis).
+ * burst: each step launches BURST_KERNELS kernels that do nothing (a launch-bound loop, for
+ * SYNCSPY_CUPTI_SAMPLE=auto: t221) and syncs the stream, with a pause of BURST_SLEEP_US
+ * between steps so that the run lasts long enough for the sampler to decide.
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -23,6 +26,8 @@
 #include "progs.h"
 
 #define KERNEL_US 500
+#define BURST_KERNELS 40
+#define BURST_SLEEP_US 1000
 
 static unsigned long long now_ns(void)
 {
@@ -35,10 +40,11 @@ int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 30;
 	int pause = argc > 2 && strcmp(argv[2], "pause") == 0;
+	int burst = argc > 2 && strcmp(argv[2], "burst") == 0;
 	int (*gpu_trace)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "syncspy_gpu_trace");
 	const dim3 one = {1, 1, 1};
 	void *param = (void *)(uintptr_t)KERNEL_US;
-	void *args[] = {&param};
+	void *args[] = {&param}, *no_param = NULL, *no_args[] = {&no_param};
 	unsigned long long paused_at = 0;
 	cudaStream_t stream;
 
@@ -51,6 +57,14 @@ int main(int argc, char **argv)
 		if (pause && gpu_trace && step == 2 * steps / 3) {
 			printf("paused %llu %llu\n", paused_at, now_ns());
 			gpu_trace(1);
+		}
+		if (burst) {
+			for (int k = 0; k < BURST_KERNELS; k++)
+				CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, no_args, 0,
+						       stream));
+			CHECK(cudaStreamSynchronize(stream));
+			usleep(BURST_SLEEP_US);
+			continue;
 		}
 		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
 		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));

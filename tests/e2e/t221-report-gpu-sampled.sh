@@ -1,0 +1,127 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# t221: a sampled GPU timeline gives the findings of a whole one (GPU-IDLE-4, docs/rules.md,
+# host-sync). A hand-made loop of 40 steps of 1 ms (times in ms from the first step at
+# 1000001000 ms; thread 4242, stream 7), each step:
+#   +0.000  cudaMemcpyAsync H2D 1 MiB [0, 0.005], its copy on the GPU [0.010, 0.040)
+#   +0.006  __cudaLaunchKernel [0.006, 0.009], its kernel [0.045, 0.500), waiting behind the copy
+#   +0.100  cudaStreamSynchronize [0.100, 0.510]: the GPU idles from 0.510 until the next
+#           step's copy at 1.010, issued after the sync: 0.5 ms behind every sync
+# so every steady step costs 0.5 ms of GPU idle at the sync's line and a 30 us copy the kernel
+# waited for (copy-without-overlap). The same loop recorded with the timeline off in two spans
+# (its GPU rows there dropped, as CUPTI records none, and the spans in gpu_paused): the syncs the
+# report could measure stand for the others, so the sampled database's gpu_idle_ns, its GPU
+# idle per step and the copies' count and time equal the whole one's; before GPU-IDLE-4 they
+# were summed over what was seen (about half).
+#
+# Then end to end on the stand-ins (CUPTI-5): a loop that launches fast enough that tracing
+# every call would cost more than 1.5% (by AUTO_NS_PER_CALL) is sampled by default
+# (meta.cupti_sample 'auto', windows, fewer kernels recorded than launched, the report's note),
+# SYNCSPY_CUPTI_SAMPLE=all traces it whole, and a slow loop is traced whole by default.
+. "$E2E_DIR/lib.sh"
+
+whole=$tmp/whole.sqlite
+sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" --gpu-tables "$whole" || fail "make-db.sh"
+"$SQLITE3" -batch -bail "$whole" <<'SQL' || fail "rows"
+DELETE FROM calls;
+DELETE FROM sites;
+DELETE FROM threads WHERE tid <> 4242;
+INSERT INTO sites(id, address, module, module_offset, symbol, text) VALUES
+ (1, 0, 'loop.cu', 10, 'main', 'loop.cu:10 in main'), (2, 0, 'loop.cu', 11, 'main', 'loop.cu:11 in main'),
+ (3, 0, 'loop.cu', 12, 'main', 'loop.cu:12 in main');
+CREATE TEMP TABLE step(k INTEGER PRIMARY KEY, b INTEGER);
+WITH RECURSIVE s(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM s WHERE k < 39)
+ INSERT INTO step SELECT k, 1000001000000000 / 1000 + k * 1000000 FROM s;
+INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, bytes, dir, host_mem, ret, site_id)
+ SELECT 4242, 6, 'E1', b, b + 5000, 7, 1048576, 1, 2, 0, 1 FROM step
+ UNION ALL SELECT 4242, 9, 'E1', b + 6000, b + 9000, 7, NULL, NULL, NULL, 0, 2 FROM step
+ UNION ALL SELECT 4242, 2, 'S2', b + 100000, b + 510000, 7, NULL, NULL, NULL, 0, 3 FROM step
+ ORDER BY 4;
+INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, bytes, copy_kind, name)
+ SELECT 'memcpy', b + 10000, b + 40000, 0, 7, 2 * k + 1, 1048576, 1, NULL FROM step
+ UNION ALL SELECT 'kernel', b + 45000, b + 500000, 0, 7, 2 * k + 2, NULL, NULL, 'step_kernel' FROM step;
+INSERT INTO gpu_api(correlation_id, layer, cbid, tid, start_ns, end_ns)
+ SELECT 2 * k + 1, 'runtime', 41, 4242, b + 1000, b + 4000 FROM step
+ UNION ALL SELECT 2 * k + 2, 'runtime', 211, 4242, b + 7000, b + 8000 FROM step;
+SQL
+sampled=$tmp/sampled.sqlite
+cp "$whole" "$sampled"
+# off from just after the syncs of steps 8 and 23 to the starts of steps 17 and 30: as the
+# sampler leaves it (CUPTI-4: it switches at the end of a sync point)
+"$SQLITE3" -batch -bail "$sampled" <<'SQL' || fail "sampled rows"
+CREATE TABLE IF NOT EXISTS gpu_paused(start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);
+INSERT INTO gpu_paused VALUES (1000009520000, 1000018000500), (1000024520000, 1000031000500);
+DELETE FROM gpu_activity WHERE EXISTS (SELECT 1 FROM gpu_paused p WHERE gpu_activity.start_ns >= p.start_ns AND gpu_activity.start_ns < p.end_ns);
+DELETE FROM gpu_api WHERE EXISTS (SELECT 1 FROM gpu_paused p WHERE gpu_api.start_ns >= p.start_ns AND gpu_api.start_ns < p.end_ns);
+INSERT INTO meta VALUES ('cupti_pauses', 2), ('cupti_paused_ns', 15481000), ('cupti_traced_ns', 84519000),
+ ('cupti_sample', 'auto'), ('cupti_windows', 3), ('cupti_auto_permille', 120);
+SQL
+[ "$("$SQLITE3" "$sampled" "SELECT count(*) FROM gpu_activity WHERE kind = 'kernel'")" -eq 26 ] || fail "the sampled fixture kept other than 26 kernels"
+
+for name in whole sampled; do
+	"$SYNCSPY" report --format json "$tmp/$name.sqlite" >"$tmp/$name.json" 2>"$tmp/err" ||
+		fail "report $name exited $?: $(cat "$tmp/err")"
+done
+# per finding: rule, site, phase, count, gpu_idle_ns, blocked_ns, cost_per_step_ns
+findings() {
+	rq "SELECT json_extract(value, '\$.rule'), json_extract(value, '\$.site'), json_extract(value, '\$.phase'),
+		json_extract(value, '\$.count'), json_extract(value, '\$.gpu_idle_ns'), json_extract(value, '\$.blocked_ns'),
+		json_extract(value, '\$.cost_per_step_ns')
+		FROM json_each(json_extract(readfile('$tmp/$1.json'), '\$.findings'))
+		WHERE json_extract(value, '\$.rule') IN ('host-sync', 'copy-without-overlap') ORDER BY 1, 2"
+}
+findings whole >"$tmp/whole.findings"
+findings sampled >"$tmp/sampled.findings"
+grep -q '^host-sync|loop.cu:12 in main|steady|' "$tmp/whole.findings" || fail "no steady host-sync finding: $(cat "$tmp/whole.findings")"
+grep -q '^copy-without-overlap|loop.cu:10 in main|steady|' "$tmp/whole.findings" ||
+	fail "no steady copy-without-overlap finding: $(cat "$tmp/whole.findings")"
+diff -u "$tmp/whole.findings" "$tmp/sampled.findings" >&2 || fail "the sampled timeline's findings differ from the whole one's"
+step_idle() {
+	rq "SELECT json_extract(value, '\$.steps.gpu_idle_ns_per_step') FROM json_each(json_extract(readfile('$tmp/$1.json'), '\$.ranks'))"
+}
+# 38 of the 39 steady syncs idle 0.5 ms (the last one has nothing after it): 487179 ns per step
+[ "$(step_idle whole)" = 487179 ] || fail "whole: GPU idle per step $(step_idle whole), not 487179"
+[ "$(step_idle sampled)" = 487179 ] || fail "sampled: GPU idle per step $(step_idle sampled), not 487179"
+# the details say what was scaled, and the note that the timeline was sampled
+rq "SELECT json_extract(value, '\$.detail') FROM json_each(json_extract(readfile('$tmp/sampled.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.rule') IN ('host-sync', 'copy-without-overlap') ORDER BY json_extract(value, '\$.rule')" >"$tmp/details"
+grep -q 'scaled from the [0-9]* of 39 steady steps the GPU timeline saw whole' "$tmp/details" || fail "copy detail: $(cat "$tmp/details")"
+grep -q 'measured behind [0-9]* of these [0-9]* syncs while the GPU timeline was on, scaled to all' "$tmp/details" ||
+	fail "sync detail: $(cat "$tmp/details")"
+"$SYNCSPY" report "$sampled" >"$tmp/sampled.txt" 2>&1 || fail "text report of the sampled database"
+grep -q 'GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=auto: tracing every call would have cost about 12.0% of the run): 3 windows' "$tmp/sampled.txt" ||
+	fail "no auto note: $(cat "$tmp/sampled.txt")"
+
+# CUPTI-5 on the stand-ins: gpu_loop's burst mode launches BURST tiny kernels a step.
+LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH # the stand-in CUPTI first, as t211
+export LD_LIBRARY_PATH
+launched=$((300 * 40))
+SYNCSPY_CUPTI=1 under_shim "$PROGS/gpu_loop" 300 burst >"$tmp/auto.out" 2>&1 || fail "gpu_loop burst failed: $(cat "$tmp/auto.out")"
+one_db
+auto=$db
+golden "SELECT value FROM meta WHERE key = 'cupti_sample'" <<'END'
+auto
+END
+kernels=$(q "SELECT count(*) FROM gpu_activity WHERE kind = 'kernel'")
+windows=$(q "SELECT value FROM meta WHERE key = 'cupti_windows'")
+permille=$(q "SELECT value FROM meta WHERE key = 'cupti_auto_permille'")
+[ "$kernels" -gt 0 ] && [ "$kernels" -lt "$launched" ] || fail "auto: $kernels kernels recorded of $launched launched"
+[ "$windows" -ge 1 ] && [ "$permille" -gt 15 ] || fail "auto: $windows windows, estimate $permille permille"
+[ "$(q "SELECT count(*) FROM gpu_paused")" -ge 1 ] || fail "auto: no gpu_paused row"
+"$SYNCSPY" report "$auto" | grep -q "GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=auto: " || fail "auto: no note in the report"
+rm -rf "$out"
+SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=all under_shim "$PROGS/gpu_loop" 300 burst >"$tmp/all.out" 2>&1 || fail "gpu_loop burst (all) failed"
+one_db
+[ "$(q "SELECT count(*) FROM gpu_activity WHERE kind = 'kernel'")" = "$launched" ] || fail "all: not every kernel recorded"
+golden "SELECT count(*) FROM meta WHERE key IN ('cupti_sample', 'cupti_pauses')" <<'END'
+0
+END
+rm -rf "$out"
+# the slow loop: two 500 us kernels a step, a few calls per ms: traced whole by default
+SYNCSPY_CUPTI=1 under_shim "$PROGS/gpu_loop" 60 >"$tmp/slow.out" 2>&1 || fail "gpu_loop failed"
+one_db
+[ "$(q "SELECT count(*) FROM gpu_activity WHERE kind = 'kernel'")" = 120 ] || fail "slow: not every kernel recorded"
+golden "SELECT count(*) FROM meta WHERE key IN ('cupti_sample', 'cupti_pauses')" <<'END'
+0
+END
+finish

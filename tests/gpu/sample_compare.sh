@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/gpu/sample_compare.sh [RESULT_FILE]: what the default GPU timeline (SYNCSPY_CUPTI_SAMPLE
+# =auto, CUPTI-5) finds beside continuous tracing (=all), per workload, on a GPU machine
+# (issue 17 item 1: GPU idle time per sync site and copy/compute overlap within 10%).
+#
+# Each workload (the reference workloads of examples/, bad variants, and bench/torch_step.py's
+# launch-bound loop) runs three times, interleaved: all, auto, all again (the second `all` run
+# shows how much two continuous runs differ by themselves). For each run, from
+# `syncspy report --format json`: per host-sync / sync-copy site, gpu_idle_ns per steady step;
+# per copy-without-overlap site, its cost per step; the rank's GPU idle per step and whether
+# the timeline was sampled. Prints them side by side and, per value, auto / all - 1 and
+# all2 / all - 1. Exit 0 always when it ran (it measures; tests/gpu/README.md explains).
+#
+# Expects the build carried in .carry/ (tests/gpu/carry.sh); nvcc and torch on the machine.
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 2
+out=${1:-/dev/stdout}
+shim=$root/.carry/lib/libsyncspy.so
+syncspy=$root/.carry/bin/syncspy
+export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+[ -f "$shim" ] && [ -x "$syncspy" ] || { echo "sample_compare.sh: no carried build (.carry)" >&2; exit 2; }
+
+workloads=()
+for n in 01_memcpy_in_loop 02_async_pageable 03_copy_compute_overlap 04_stream_sync_vs_wait_event \
+	05_malloc_in_loop 06_legacy_stream 07_event_query_polling; do
+	nvcc -O2 -g -arch=sm_90 -cudart shared -o "$work/$n" "examples/cuda/$n.cu" >"$work/$n.build" 2>&1 &&
+		workloads+=("$n|$work/$n")
+done
+for n in 08_item_per_step 09_nonblocking_pageable 10_print_tensor 11_synchronize_per_step \
+	12_stream_prefetcher 13_data_dependent_shapes; do
+	workloads+=("$n|python3 examples/torch/$n.py bad")
+done
+workloads+=("torch_step-mlp8|env SIZES=mlp8 python3 bench/torch_step.py 1500")
+
+summary() { # JSON -> lines: KEY VALUE (per steady step), and sampled=...
+	python3 - "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+steps = {}
+for rk in r.get("ranks", []):
+    s = rk.get("steps") or {}
+    n = s.get("steady") or 0
+    steps[rk.get("rank")] = n
+    print("rank-gpu-idle-per-step", s.get("gpu_idle_ns_per_step"))
+for f in r.get("findings", []):
+    if f.get("rule") in ("host-sync", "sync-copy") and f.get("gpu_idle_ns") is not None \
+            and f.get("phase") == "steady":
+        n = steps.get(f.get("rank")) or f.get("count") or 1
+        print("idle/step %s %s" % (f["rule"], f["site"].split(" ")[0]), f["gpu_idle_ns"] // n)
+    if f.get("rule") == "copy-without-overlap" and f.get("phase") == "steady":
+        print("overlap-gain/step %s" % f["site"].split(" ")[0], f.get("cost_per_step_ns"))
+print("sampled", "yes" if "SYNCSPY_CUPTI_SAMPLE=auto" in json.dumps(r) else "no")
+PY
+}
+
+for w in "${workloads[@]}"; do
+	name=${w%%|*} cmd=${w#*|}
+	for mode in all auto all2; do
+		sample=$mode
+		[ "$mode" = all2 ] && sample=all
+		dir=$work/db-$name-$mode
+		# shellcheck disable=SC2086 # cmd is a word list
+		SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=$sample SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$dir \
+			LD_PRELOAD=$shim timeout 120 $cmd >"$work/$name-$mode.out" 2>&1 ||
+			echo "run failed: $name $mode (exit $?)" >>"$work/errors"
+		"$syncspy" report --format json "$dir" >"$work/$name-$mode.json" 2>>"$work/errors" &&
+			summary "$work/$name-$mode.json" >"$work/$name-$mode.sum"
+	done
+done
+
+{
+	echo "# tests/gpu/sample_compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
+	echo "# commit $(cat .carry/COMMIT 2>/dev/null); per steady step, ns; auto vs all and all2 vs all"
+	python3 - "$work" "${workloads[@]%%|*}" <<'PY'
+import os, sys
+work, names = sys.argv[1], sys.argv[2:]
+def read(name, mode):
+    d = {}
+    try:
+        for line in open(os.path.join(work, "%s-%s.sum" % (name, mode))):
+            key, _, value = line.rstrip("\n").rpartition(" ")
+            d[key] = value
+    except OSError:
+        pass
+    return d
+def rel(a, b):
+    try:
+        a, b = float(a), float(b)
+    except (TypeError, ValueError):
+        return "   -   "
+    if b == 0:
+        return "  0.0%" if a == 0 else "   inf "
+    return "%+6.1f%%" % ((a / b - 1) * 100)
+print("%-26s %-52s %12s %12s %12s %8s %8s" % ("workload", "figure", "all", "auto", "all2", "auto/all", "all2/all"))
+for name in names:
+    a, s, a2 = read(name, "all"), read(name, "auto"), read(name, "all2")
+    for key in sorted(set(a) | set(s) | set(a2)):
+        print("%-26s %-52s %12s %12s %12s %8s %8s" % (name, key[:52], a.get(key, "-"), s.get(key, "-"),
+              a2.get(key, "-"), rel(s.get(key), a.get(key)), rel(a2.get(key), a.get(key))))
+PY
+	echo
+	echo "# errors:"
+	sed 's/^/#   /' "$work/errors" 2>/dev/null | head -40
+} >"$out"
+exit 0
