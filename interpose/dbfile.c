@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "syncspy/mkdir_p.h"
 #include "syncspy/schema.h"
 
 #include "clock.h"
@@ -246,23 +247,6 @@ static void fill_lookup_tables(void)
 
 /* ------------------------------------------------------------------ files */
 
-static int make_dirs(const char *path)
-{
-	char buf[PATH_MAX];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 static void host_name(char *out, size_t len)
 {
 	if (gethostname(out, len) != 0)
@@ -321,7 +305,7 @@ static int create_init(char *err, size_t errlen)
 	const char *dir = ss_config.SYNCSPY_OUTPUT;
 	char host[128];
 	host_name(host, sizeof(host));
-	if (make_dirs(dir) != 0) {
+	if (ss_mkdir_p(dir) != 0) {
 		snprintf(err, errlen, "cannot create SYNCSPY_OUTPUT=%s: %s", dir, strerror(errno));
 		return -1;
 	}

@@ -256,88 +256,6 @@ static void format_ms(char *buf, size_t len, double ms)
 }
 
 /*
- * Writes text escaped for XML attribute values and character data. Strings from a recording
- * can hold anything: control characters XML 1.0 cannot carry become \xNN, bytes that are not
- * UTF-8 become U+FFFD, so that the file always parses.
- */
-static void put_xml(FILE *out, const char *text)
-{
-	const unsigned char *c = (const unsigned char *)text;
-
-	while (*c) {
-		unsigned int cp;
-		int len = ss_utf8_sequence(c, &cp);
-
-		/* not UTF-8, or one of the two non-characters XML refuses */
-		if (len == 0 || cp == 0xfffe || cp == 0xffff) {
-			fputs("\xef\xbf\xbd", out);
-			c++;
-			continue;
-		}
-		switch (*c) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		case '\'':
-			fputs("&apos;", out);
-			break;
-		case '\t':
-		case '\n':
-			fputc(*c, out);
-			break;
-		default:
-			if (*c < 0x20 || *c == 0x7f)
-				fprintf(out, "\\x%02x", *c);
-			else
-				fwrite(c, 1, (size_t)len, out);
-		}
-		c += len;
-	}
-}
-
-/*
- * Writes text escaped for a GitHub workflow command: '%', CR and LF always (the message),
- * ':' and ',' too in a property (file=, title=), where they would end the value; other
- * control characters and bytes that are not UTF-8 as \xNN, as in the text output.
- */
-static void put_github(FILE *out, const char *text, int property)
-{
-	for (const char *c = text; *c; c++) {
-		const unsigned char *u = (const unsigned char *)c;
-		unsigned int cp = *u;
-		int len = *u < 0x80 ? 1 : ss_utf8_sequence(u, &cp);
-
-		if (len == 0 || (len > 1 && cp < 0xa0)) /* not UTF-8, or C1: byte by byte */
-			fprintf(out, "\\x%02x", *u);
-		else if (len > 1)
-			fwrite(c, 1, (size_t)len, out), c += len - 1;
-		else if (*c == '%')
-			fputs("%25", out);
-		else if (*c == '\r')
-			fputs("%0D", out);
-		else if (*c == '\n')
-			fputs("%0A", out);
-		else if (property && *c == ':')
-			fputs("%3A", out);
-		else if (property && *c == ',')
-			fputs("%2C", out);
-		else if (*u < 0x20 || *u == 0x7f)
-			fprintf(out, "\\x%02x", *u);
-		else
-			fputc(*c, out);
-	}
-}
-
-/*
  * Finds "FILE:LINE" at the start of a site's text (the form of Python frames, "train.py:42 in
  * step"): file gets FILE (a copy the caller frees), *line LINE. Native sites ("symbol+0x1c
  * (module)") have none; neither do C++ names, whose "::" is not followed by digits alone.
@@ -438,32 +356,14 @@ static void describe_measure(char *buf, size_t len, const struct ss_budget_limit
 
 /* ------------------------------------------------------------------ GitHub step summary */
 
-/* Writes text into a Markdown table cell: control characters and bytes that are not UTF-8 as
- * \xNN (as the text output), Markdown's punctuation backslash-escaped (a site glob's `*` is
- * not emphasis, a `|` does not end the cell), `&` as &amp;. */
-static void put_markdown(FILE *out, const char *text)
-{
-	char *owned = NULL;
-
-	for (const char *c = ss_printable(text ? text : "", &owned); *c; c++) {
-		if (*c == '&')
-			fputs("&amp;", out);
-		else if (strchr("\\`*_[]<>|#~!", *c))
-			fprintf(out, "\\%c", *c);
-		else
-			fputc(*c, out);
-	}
-	free(owned);
-}
-
 static void summary_row(struct check *ck, const char *name, const char *status, const char *message)
 {
 	if (!ck->summary)
 		return;
 	fprintf(ck->summary, "| %s | ", strcmp(status, "SKIP") == 0 ? "WARN" : status);
-	put_markdown(ck->summary, name);
+	ss_put_markdown(ck->summary, name);
 	fputs(" | ", ck->summary);
-	put_markdown(ck->summary, message);
+	ss_put_markdown(ck->summary, message);
 	fputs(" |\n", ck->summary);
 }
 
@@ -484,7 +384,7 @@ static void summary_write(struct check *ck, const char *path)
 		return;
 	}
 	fputs("### syncspy check: ", out);
-	put_markdown(out, ck->budget_path);
+	ss_put_markdown(out, ck->budget_path);
 	fprintf(out, " %s\n\n| result | limit | measured |\n| --- | --- | --- |\n",
 		ck->breached ? "failed" : "passed");
 	fwrite(ck->summary_text, 1, ck->summary_len, out);
@@ -506,7 +406,7 @@ static void junit_testcase(struct check *ck, const char *name, const char *statu
 	if (!out)
 		return;
 	fputs("    <testcase classname=\"syncspy.check\" name=\"", out);
-	put_xml(out, name);
+	ss_put_xml(out, name);
 	fputs("\" time=\"0\"", out);
 	if (strcmp(status, "PASS") == 0) {
 		fputs("/>\n", out);
@@ -515,13 +415,13 @@ static void junit_testcase(struct check *ck, const char *name, const char *statu
 	fputs(">\n", out);
 	if (strcmp(status, "FAIL") == 0) {
 		fputs("      <failure type=\"over budget\" message=\"", out);
-		put_xml(out, message);
+		ss_put_xml(out, message);
 		fputs("\">", out);
-		put_xml(out, details ? details : message);
+		ss_put_xml(out, details ? details : message);
 		fputs("</failure>\n", out);
 	} else {
 		fputs("      <skipped message=\"", out);
-		put_xml(out, message);
+		ss_put_xml(out, message);
 		fputs("\"/>\n", out);
 	}
 	fputs("    </testcase>\n", out);
@@ -547,7 +447,7 @@ static int junit_write(struct check *ck, const char *path)
 		"<testsuites name=\"syncspy check\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n",
 		ck->checks, ck->breached, ck->unchecked);
 	fputs("  <testsuite name=\"syncspy check ", out);
-	put_xml(out, ck->budget_path);
+	ss_put_xml(out, ck->budget_path);
 	fprintf(out, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"0\">\n",
 		ck->checks, ck->breached, ck->unchecked);
 	fwrite(ck->junit_text, 1, ck->junit_len, out);
@@ -1012,12 +912,12 @@ static void github_error(struct check *ck, FILE *out, const char *site, const ch
 		if (ws && strncmp(file, ck->workspace, ws) == 0 && file[ws] == '/')
 			shown = file + ws + 1;
 		fputs("file=", out);
-		put_github(out, shown, 1);
+		ss_put_github(out, shown, 1);
 		fprintf(out, ",line=%ld,", line);
 	}
 	free(file);
 	fputs("title=syncspy check::", out);
-	put_github(out, message, 0);
+	ss_put_github(out, message, 0);
 	fputc('\n', out);
 }
 

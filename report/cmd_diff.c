@@ -1,7 +1,9 @@
 /*
- * report/cmd_diff.c: `syncspy diff [--format text|json] [-o FILE] [--fail-on-regression]
+ * report/cmd_diff.c: `syncspy diff [--format text|json|html] [-o FILE] [--fail-on-regression]
  * [--threshold PERCENT] BEFORE AFTER`: what a change did to a workload, from a recording
  * before and one after it (each a database or a directory of rank databases; docs/diff.md).
+ * The comparison is diff.h's model; its text and JSON writers are here, the HTML page in
+ * diff_html.c, all three picked through the table of formats.h.
  *
  * Each side is analyzed on its own with the model of analysis.h, as `syncspy report` would
  * (BEFORE and AFTER are never merged as ranks of one run). Findings are matched by (rule, rank,
@@ -22,6 +24,8 @@
 #include "analysis.h"
 #include "commands.h"
 #include "db.h"
+#include "diff.h"
+#include "formats.h"
 #include "outfile.h"
 #include "text_safe.h"
 
@@ -32,25 +36,7 @@
 /* The default --threshold: a rise of more than this many percent is a regression. */
 #define DIFF_THRESHOLD_PERCENT 20.0
 
-enum diff_status { DIFF_GONE, DIFF_NEW, DIFF_CHANGED, DIFF_SAME };
-static const char *const status_names[] = {"gone", "new", "changed", "same"};
-
-struct diff_item {
-	enum diff_status status;
-	const struct ss_finding *before, *after; /* NULL on the side it is missing from */
-	int regression;
-};
-
-struct diff {
-	struct ss_report before, after;
-	struct diff_item *items;
-	size_t nitems;
-	size_t counts[4];
-	size_t regressions;
-	int *rank_regression; /* per pair of ranks: syncs per step rose */
-	size_t npairs;
-	double threshold;
-};
+const char *const ss_diff_status_names[4] = {"gone", "new", "changed", "same"};
 
 static int same_key(const struct ss_finding *a, const struct ss_finding *b)
 {
@@ -65,15 +51,15 @@ static double rise_percent(double a, double b)
 	return (b - a) * 100.0 / a;
 }
 
-static int push(struct diff *d, enum diff_status status, const struct ss_finding *before,
+static int push(struct ss_diff *d, enum ss_diff_status status, const struct ss_finding *before,
 		const struct ss_finding *after)
 {
-	struct diff_item *items = realloc(d->items, (d->nitems + 1) * sizeof(*items));
+	struct ss_diff_item *items = realloc(d->items, (d->nitems + 1) * sizeof(*items));
 
 	if (!items)
 		return -1;
 	d->items = items;
-	items[d->nitems++] = (struct diff_item){status, before, after, 0};
+	items[d->nitems++] = (struct ss_diff_item){status, before, after, 0};
 	d->counts[status]++;
 	return 0;
 }
@@ -83,14 +69,14 @@ static int steady(const struct ss_finding *f)
 	return f && strcmp(f->severity, "info") != 0;
 }
 
-static int compare(struct diff *d)
+static int compare(struct ss_diff *d)
 {
 	const struct ss_report *b = &d->before, *a = &d->after;
 
 	/* AFTER's order (ANALYSIS-1) for what it has, then what is gone in BEFORE's order. */
 	for (size_t i = 0; i < a->nfindings; i++) {
 		const struct ss_finding *fa = &a->findings[i], *fb = NULL;
-		enum diff_status status = DIFF_NEW;
+		enum ss_diff_status status = SS_DIFF_NEW;
 
 		for (size_t j = 0; j < b->nfindings && !fb; j++)
 			if (same_key(&b->findings[j], fa))
@@ -106,13 +92,13 @@ static int compare(struct diff *d)
 			status = fa->count != fb->count ||
 					 strcmp(fa->severity, fb->severity) != 0 ||
 					 moved > DIFF_CHANGE_PERCENT
-				     ? DIFF_CHANGED
-				     : DIFF_SAME;
+				     ? SS_DIFF_CHANGED
+				     : SS_DIFF_SAME;
 		}
 		if (push(d, status, fb, fa) != 0)
 			return -1;
-		struct diff_item *it = &d->items[d->nitems - 1];
-		if (status == DIFF_NEW && steady(fa))
+		struct ss_diff_item *it = &d->items[d->nitems - 1];
+		if (status == SS_DIFF_NEW && steady(fa))
 			it->regression = 1;
 		if (fb && steady(fa) && fa->cost_per_step_ns >= 0 && fb->cost_per_step_ns >= 0 &&
 		    fa->cost_per_step_ns - fb->cost_per_step_ns > DIFF_NOISE_NS &&
@@ -126,7 +112,7 @@ static int compare(struct diff *d)
 
 		for (size_t i = 0; i < a->nfindings && !found; i++)
 			found = same_key(&b->findings[j], &a->findings[i]);
-		if (!found && push(d, DIFF_GONE, &b->findings[j], NULL) != 0)
+		if (!found && push(d, SS_DIFF_GONE, &b->findings[j], NULL) != 0)
 			return -1;
 	}
 	d->npairs = b->nranks > a->nranks ? b->nranks : a->nranks;
@@ -202,7 +188,7 @@ static void text_numbers(FILE *out, const struct ss_finding *f)
 	fputs(" ms", out);
 }
 
-static void print_text(FILE *out, const struct diff *d)
+static int print_text(FILE *out, const struct ss_diff *d)
 {
 	fprintf(out,
 		"syncspy diff: %zu rank%s before, %zu after\n\nsteps per rank (before -> after):\n",
@@ -222,22 +208,23 @@ static void print_text(FILE *out, const struct diff *d)
 		fprintf(out, "  %-8s  %-14s  %-16s  %-20s  %s%s\n", label, cell[0], cell[1],
 			cell[2], cell[3], d->rank_regression[i] ? "  REGRESSION" : "");
 	}
-	fprintf(out, "\nfindings: %zu gone, %zu new, %zu changed, %zu same\n", d->counts[DIFF_GONE],
-		d->counts[DIFF_NEW], d->counts[DIFF_CHANGED], d->counts[DIFF_SAME]);
-	for (int pass = DIFF_GONE; pass <= DIFF_CHANGED; pass++) {
+	fprintf(out, "\nfindings: %zu gone, %zu new, %zu changed, %zu same\n",
+		d->counts[SS_DIFF_GONE], d->counts[SS_DIFF_NEW], d->counts[SS_DIFF_CHANGED],
+		d->counts[SS_DIFF_SAME]);
+	for (int pass = SS_DIFF_GONE; pass <= SS_DIFF_CHANGED; pass++) {
 		for (size_t i = 0; i < d->nitems; i++) {
-			const struct diff_item *it = &d->items[i];
+			const struct ss_diff_item *it = &d->items[i];
 			char label[16];
 
 			if ((int)it->status != pass)
 				continue;
-			snprintf(label, sizeof(label), "%-8s", status_names[it->status]);
-			if (it->status == DIFF_GONE) {
+			snprintf(label, sizeof(label), "%-8s", ss_diff_status_names[it->status]);
+			if (it->status == SS_DIFF_GONE) {
 				text_finding(out, label, it->before);
 				fputs(it->regression ? "  REGRESSION\n          " : "\n          ",
 				      out);
 				text_numbers(out, it->before);
-			} else if (it->status == DIFF_NEW) {
+			} else if (it->status == SS_DIFF_NEW) {
 				text_finding(out, label, it->after);
 				fputs(it->regression ? "  REGRESSION\n          " : "\n          ",
 				      out);
@@ -263,7 +250,10 @@ static void print_text(FILE *out, const struct diff *d)
 		}
 	}
 	fprintf(out, "\nregressions: %zu (threshold %g%%)\n", d->regressions, d->threshold);
+	return SS_EXIT_OK;
 }
+
+const struct ss_diff_ops ss_diff_text_ops = {.write = print_text};
 
 /* ---- JSON (docs/diff.md) ---- */
 
@@ -319,14 +309,14 @@ static void json_side(FILE *out, const struct ss_finding *f)
 	fputc('}', out);
 }
 
-static void print_json(FILE *out, const struct diff *d)
+static int print_json(FILE *out, const struct ss_diff *d)
 {
 	fprintf(out, "{\"version\": 1, \"threshold_percent\": %g, \"regressions\": %zu,\n",
 		d->threshold, d->regressions);
 	fprintf(out,
 		" \"summary\": {\"gone\": %zu, \"new\": %zu, \"changed\": %zu, \"same\": %zu},\n",
-		d->counts[DIFF_GONE], d->counts[DIFF_NEW], d->counts[DIFF_CHANGED],
-		d->counts[DIFF_SAME]);
+		d->counts[SS_DIFF_GONE], d->counts[SS_DIFF_NEW], d->counts[SS_DIFF_CHANGED],
+		d->counts[SS_DIFF_SAME]);
 	fputs(" \"ranks\": [", out);
 	for (size_t i = 0; i < d->npairs; i++) {
 		const struct ss_rank *rb = i < d->before.nranks ? &d->before.ranks[i] : NULL;
@@ -343,11 +333,11 @@ static void print_json(FILE *out, const struct diff *d)
 	}
 	fputs("],\n \"findings\": [", out);
 	for (size_t i = 0; i < d->nitems; i++) {
-		const struct diff_item *it = &d->items[i];
+		const struct ss_diff_item *it = &d->items[i];
 		const struct ss_finding *f = it->after ? it->after : it->before;
 
 		fputs(i ? ",\n  {\"status\": " : "\n  {\"status\": ", out);
-		ss_put_json_string(out, status_names[it->status], 0);
+		ss_put_json_string(out, ss_diff_status_names[it->status], 0);
 		fputs(", \"rule\": ", out);
 		ss_put_json_string(out, f->rule, 0);
 		fputs(", \"rank\": ", out);
@@ -361,7 +351,10 @@ static void print_json(FILE *out, const struct diff *d)
 		fprintf(out, ", \"regression\": %s}", it->regression ? "true" : "false");
 	}
 	fputs("]}\n", out);
+	return SS_EXIT_OK;
 }
+
+const struct ss_diff_ops ss_diff_json_ops = {.write = print_json};
 
 /* Analyzes one side (a database or a directory) into *report. */
 static int load_side(const char *arg, struct ss_report *report)
@@ -392,9 +385,10 @@ int cmd_diff(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *format = "text", *output = "-";
-	struct diff d = {.threshold = DIFF_THRESHOLD_PERCENT};
-	int ch, code, closed, fail_on_regression = 0, json;
+	const struct ss_format *format = ss_format_default(SS_FORMAT_DIFF);
+	const char *output = "-";
+	struct ss_diff d = {.threshold = DIFF_THRESHOLD_PERCENT};
+	int ch, code, closed, fail_on_regression = 0;
 	struct ss_outfile file;
 	char err[1024], *end;
 
@@ -403,7 +397,9 @@ int cmd_diff(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, ":f:o:h", options, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
-			format = optarg;
+			format = ss_format_option(SS_FORMAT_DIFF, optarg);
+			if (!format)
+				return SS_EXIT_INPUT;
 			break;
 		case 'o':
 			output = optarg;
@@ -426,11 +422,10 @@ int cmd_diff(int argc, char **argv)
 			return ss_bad_option("diff", ch, argv);
 		}
 	}
-	json = strcmp(format, "json") == 0;
-	if (!json && strcmp(format, "text") != 0)
-		return ss_error(SS_EXIT_INPUT, "diff: unknown format '%s' (text or json)", format);
 	if (argc - optind != 2)
 		return ss_error(SS_EXIT_INPUT, "diff: name two recordings: BEFORE AFTER");
+	d.before_arg = argv[optind];
+	d.after_arg = argv[optind + 1];
 	code = load_side(argv[optind], &d.before);
 	if (code == SS_EXIT_OK) {
 		code = load_side(argv[optind + 1], &d.after);
@@ -448,12 +443,9 @@ int cmd_diff(int argc, char **argv)
 		if (code != SS_EXIT_OK) {
 			ss_error(code, "%s", err);
 		} else {
-			if (json)
-				print_json(file.file, &d);
-			else
-				print_text(file.file, &d);
-			closed = ss_outfile_close(&file, 1, err, sizeof(err));
-			if (closed != SS_EXIT_OK)
+			code = format->diff->write(file.file, &d);
+			closed = ss_outfile_close(&file, code == SS_EXIT_OK, err, sizeof(err));
+			if (closed != SS_EXIT_OK && code == SS_EXIT_OK)
 				code = ss_error(closed, "%s", err);
 		}
 	}

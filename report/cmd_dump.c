@@ -55,51 +55,12 @@ static int read_only_authorizer(void *unused, int action, const char *a, const c
 	}
 }
 
-/* TSV: tab, newline and backslash inside a value as \t, \n, \\ (one row stays one line). */
-static void put_tsv(const char *text, FILE *out)
-{
-	for (; *text; text++) {
-		switch (*text) {
-		case '\t':
-			fputs("\\t", out);
-			break;
-		case '\n':
-			fputs("\\n", out);
-			break;
-		case '\r':
-			fputs("\\r", out);
-			break;
-		case '\\':
-			fputs("\\\\", out);
-			break;
-		default:
-			fputc(*text, out);
-		}
-	}
-}
-
-/* CSV (RFC 4180): quoted when it holds a comma, quote or line break; quotes doubled. */
-static void put_csv(const char *text, FILE *out)
-{
-	if (!text[strcspn(text, ",\"\r\n")]) {
-		fputs(text, out);
-		return;
-	}
-	fputc('"', out);
-	for (; *text; text++) {
-		if (*text == '"')
-			fputc('"', out);
-		fputc(*text, out);
-	}
-	fputc('"', out);
-}
-
 static void put_cell(enum dump_format format, const char *text, FILE *out)
 {
 	if (format == FORMAT_CSV)
-		put_csv(text, out);
+		ss_put_csv(out, text);
 	else
-		put_tsv(text, out);
+		ss_put_tsv(out, text);
 }
 
 /* A failed or refused read, worded by db.c: the diagnosis reads the schema, which the

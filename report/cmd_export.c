@@ -4,8 +4,9 @@
  *
  * What every format needs is done here (export.h): check each database, find its rank, pid and
  * host, put all of them on one time axis (EXPORT-1) and give each one a distinct process id
- * (EXPORT-2); the backend named by --format writes the rows. The file is written beside its
- * final name and renamed when complete, so a viewer never opens half a trace.
+ * (EXPORT-2); the backend named by --format (formats.h's table) writes the rows. The file is
+ * written beside its final name and renamed when complete, so a viewer never opens half a
+ * trace.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,15 +20,9 @@
 #include "db.h"
 #include "lines.h"
 #include "export.h"
+#include "formats.h"
 #include "outfile.h"
 #include "text_safe.h"
-
-static const struct ss_export_ops *const formats[] = {
-#define SS_EXPORT_ENTRY(name) &ss_export_##name,
-    SS_EXPORT_FORMATS(SS_EXPORT_ENTRY)
-#undef SS_EXPORT_ENTRY
-};
-#define N_FORMATS (sizeof(formats) / sizeof(formats[0]))
 
 /* What alignment and naming need from one database; the first call's wall-clock time in ns
  * (NULL when there are no calls) places it on the axis. */
@@ -135,7 +130,7 @@ int cmd_export(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const struct ss_export_ops *ops = formats[0];
+	const struct ss_export_ops *ops = ss_format_default(SS_FORMAT_EXPORT)->export;
 	const char *output = NULL;
 	struct ss_db_list list = {0};
 	struct placed_db *dbs = NULL;
@@ -151,15 +146,14 @@ int cmd_export(int argc, char **argv)
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, ":f:o:h", options, NULL)) != -1) {
 		switch (ch) {
-		case 'f':
-			ops = NULL;
-			for (size_t i = 0; i < N_FORMATS; i++)
-				if (strcmp(optarg, formats[i]->name) == 0)
-					ops = formats[i];
-			if (!ops)
-				return ss_error(SS_EXIT_INPUT,
-						"export: unknown format '%s' (chrome)", optarg);
+		case 'f': {
+			const struct ss_format *format = ss_format_option(SS_FORMAT_EXPORT, optarg);
+
+			if (!format)
+				return SS_EXIT_INPUT;
+			ops = format->export;
 			break;
+		}
 		case 'o':
 			output = optarg;
 			break;

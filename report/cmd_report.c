@@ -2,9 +2,10 @@
  * report/cmd_report.c: `syncspy report DB|DIR... [--format text|json|html] [-o FILE]`, the
  * findings of one or many rank databases merged into one report.
  *
- * The analysis (analysis.c) builds the model; one backend of output.h prints it. docs/rules.md
- * explains the findings, docs/report-json.md the JSON. A bad database stops the report with exit
- * 2: a merge of a run with one rank missing would compare the wrong things.
+ * The analysis (analysis.c) builds the model; one backend of output.h, picked by --format in
+ * formats.h's table, prints it. docs/rules.md explains the findings, docs/report-json.md the
+ * JSON, docs/viewer.md the HTML page. A bad database stops the report with exit 2: a merge of a
+ * run with one rank missing would compare the wrong things.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,22 +18,9 @@
 #include "commands.h"
 #include "db.h"
 #include "lines.h"
-#include "out_html.h"
+#include "formats.h"
 #include "outfile.h"
 #include "output.h"
-
-/* The HTML backend (report/out_html.c, with viewer/) takes the JSON document and the open rank
- * databases; it is linked in when it is built, and `--format html` says so until then. */
-#pragma weak ss_html_write
-
-static const struct ss_report_ops *find_backend(const char *format)
-{
-	if (strcmp(format, "text") == 0)
-		return &ss_report_text_ops;
-	if (strcmp(format, "json") == 0)
-		return &ss_report_json_ops;
-	return NULL;
-}
 
 static int print_report(const struct ss_report_ops *ops, FILE *out, const struct ss_report *r)
 {
@@ -47,45 +35,6 @@ static int print_report(const struct ss_report_ops *ops, FILE *out, const struct
 	return code;
 }
 
-/* HTML: the JSON document, rendered into memory, plus the databases in the order of ranks[]
- * (out_html.c opens one at a time). */
-static int print_html(FILE *out, const struct ss_report *r)
-{
-	const char **paths = calloc(r->nranks ? r->nranks : 1, sizeof(*paths));
-	char err[1024], *json = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&json, &len);
-	int code = paths && mem ? SS_EXIT_OK : SS_EXIT_INTERNAL;
-
-	if (code == SS_EXIT_OK)
-		code = print_report(&ss_report_json_ops, mem, r);
-	if (mem)
-		fclose(mem);
-	long long *finding_ranks = calloc(r->nfindings ? r->nfindings : 1, sizeof(*finding_ranks));
-
-	if (!finding_ranks)
-		code = SS_EXIT_INTERNAL;
-	for (size_t i = 0; paths && i < r->nranks; i++)
-		paths[i] = r->ranks[i].path;
-	/* each finding's database, as an index in ranks[]: the page links it to its timeline */
-	for (size_t i = 0; finding_ranks && i < r->nfindings; i++) {
-		finding_ranks[i] = -1;
-		for (size_t k = 0; k < r->nranks; k++)
-			if (r->findings[i].path == r->ranks[k].path)
-				finding_ranks[i] = (long long)k;
-	}
-	if (code == SS_EXIT_OK) {
-		code = ss_html_write(out, json, paths, r->nranks, finding_ranks, r->nfindings, 0,
-				     err, sizeof(err));
-		if (code != SS_EXIT_OK)
-			ss_error(code, "%s", err);
-	}
-	free(finding_ranks);
-	free(paths);
-	free(json);
-	return code;
-}
-
 int cmd_report(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -96,8 +45,8 @@ int cmd_report(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct ss_analysis_options analysis = {.progress = isatty(STDERR_FILENO)};
-	const struct ss_report_ops *ops;
-	const char *format = "text", *output = NULL;
+	const struct ss_format *format = ss_format_default(SS_FORMAT_REPORT);
+	const char *output = NULL;
 	struct ss_db_list list = {0};
 	struct ss_report report;
 	struct ss_outfile file;
@@ -109,7 +58,9 @@ int cmd_report(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, ":f:o:h", options, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
-			format = optarg;
+			format = ss_format_option(SS_FORMAT_REPORT, optarg);
+			if (!format)
+				return SS_EXIT_INPUT;
 			break;
 		case 'o':
 			output = optarg;
@@ -124,13 +75,6 @@ int cmd_report(int argc, char **argv)
 			return ss_bad_option("report", ch, argv);
 		}
 	}
-	if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0 &&
-	    strcmp(format, "html") != 0)
-		return ss_error(SS_EXIT_INPUT, "report: unknown format '%s' (text, json or html)",
-				format);
-	ops = find_backend(format);
-	if (!ops && !ss_html_write)
-		return ss_error(SS_EXIT_INPUT, "report: html output is not built yet");
 	if (optind == argc)
 		return ss_error(SS_EXIT_INPUT, "report: name at least one database or directory");
 	code = ss_db_expand(argc - optind, argv + optind, &list, err, sizeof(err));
@@ -152,7 +96,7 @@ int cmd_report(int argc, char **argv)
 		ss_report_free(&report);
 		return ss_error(code, "%s", err);
 	}
-	code = ops ? print_report(ops, file.file, &report) : print_html(file.file, &report);
+	code = print_report(format->report, file.file, &report);
 	ss_report_free(&report);
 	closed = ss_outfile_close(&file, code == SS_EXIT_OK, err, sizeof(err));
 	if (closed != SS_EXIT_OK && code == SS_EXIT_OK)

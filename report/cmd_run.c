@@ -36,10 +36,11 @@
 #include "commands.h"
 #include "db.h"
 #include "text_safe.h"
+#include "syncspy/env.h"
+#include "syncspy/mkdir_p.h"
 #include "syncspy/sample.h"
 
 #define SHIM_NAME	    "libsyncspy.so"
-#define DEFAULT_OUTPUT	    "./syncspy-out"
 #define SHELL_NOT_FOUND	    127 /* what sh exits with when it cannot find a command */
 #define SHELL_NOT_RUNNABLE  126 /* found, but not executable */
 #define FILE_CLOCK_SLACK_NS 50000000L
@@ -147,34 +148,12 @@ static int set_preload(const char *shim)
 	return rc;
 }
 
-/* mkdir -p: each missing component of path, like the shim would make them. */
-static int make_directories(const char *path)
-{
-	char *copy = strdup(path);
-	int rc = 0;
-
-	if (!copy)
-		return -1;
-	for (char *p = copy + 1; *p && rc == 0; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(copy, 0777) != 0 && errno != EEXIST)
-			rc = -1;
-		*p = '/';
-	}
-	if (rc == 0 && mkdir(copy, 0777) != 0 && errno != EEXIST)
-		rc = -1;
-	free(copy);
-	return rc;
-}
-
 /* The output directory, created and made absolute. Returns a malloc'd path, or NULL (errno). */
 static char *prepare_output(const char *dir)
 {
 	char *absolute;
 
-	if (make_directories(dir) != 0)
+	if (ss_mkdir_p(dir) != 0)
 		return NULL;
 	absolute = realpath(dir, NULL);
 	if (absolute && access(absolute, W_OK | X_OK) != 0) {
@@ -335,7 +314,7 @@ int cmd_run(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *output = DEFAULT_OUTPUT, *cupti = NULL, *sample = NULL;
+	const char *output = SS_DEFAULT_OUTPUT_DIR, *cupti = NULL, *sample = NULL;
 	unsigned long long on_ms, period_ms;
 	char tried[2 * PATH_MAX + 64], *shim, *dir;
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, old_sigchld;

@@ -1,7 +1,7 @@
 /*
  * report/export.h: the output backends of `syncspy export`, one per trace format, behind one
  * ops struct, so that another format (Perfetto's protobuf, say) is one more export_NAME.c and
- * one line in SS_EXPORT_FORMATS.
+ * one row in formats.h's table of output formats.
  *
  * cmd_export.c does what every format needs: it opens and checks the databases, puts all of
  * them on one time axis and gives each one a process id in the trace; a backend only turns a
@@ -48,19 +48,13 @@ struct ss_export_out {
  * returns an ss_exit code and, on failure, leaves one message in err ("PATH: what is wrong").
  */
 struct ss_export_ops {
-	const char *name;
-	const char *description;
 	int (*begin)(struct ss_export_out *out, char *err, size_t errlen);
 	int (*database)(struct ss_export_out *out, const struct ss_export_db *db, char *err,
 			size_t errlen);
 	int (*end)(struct ss_export_out *out, char *err, size_t errlen);
 };
 
-/* The formats: X(name); each export_NAME.c defines ss_export_NAME. */
-#define SS_EXPORT_FORMATS(X) X(chrome)
-
-#define SS_EXPORT_DECLARE(name) extern const struct ss_export_ops ss_export_##name;
-SS_EXPORT_FORMATS(SS_EXPORT_DECLARE)
-#undef SS_EXPORT_DECLARE
+/* The formats, each in its export_NAME.c, each a row of formats.h's table. */
+extern const struct ss_export_ops ss_export_chrome;
 
 #endif

@@ -513,8 +513,6 @@ static int chrome_end(struct ss_export_out *out, char *err, size_t errlen)
 }
 
 const struct ss_export_ops ss_export_chrome = {
-    .name = "chrome",
-    .description = "Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev)",
     .begin = chrome_begin,
     .database = chrome_database,
     .end = chrome_end,

@@ -2,8 +2,8 @@
  * report/main.c: the `syncspy` command's dispatcher and its help.
  *
  * It finds the subcommand in SS_COMMANDS (commands.h) and runs it; everything else a subcommand
- * needs lives in its own cmd_NAME.c. `help` is here because it describes the table itself and
- * the SYNCSPY_* variables of include/syncspy/env.h.
+ * needs lives in its own cmd_NAME.c. `help` is here because it describes the table itself, the
+ * SYNCSPY_* variables of include/syncspy/env.h and the output formats of formats.h.
  */
 #include "config.h"
 
@@ -19,6 +19,7 @@
 #include "syncspy/env.h"
 #include "syncspy/schema.h"
 #include "commands.h"
+#include "formats.h"
 #include "git_version.h"
 #include "text_safe.h"
 
@@ -79,15 +80,50 @@ int ss_bad_option(const char *command, int ch, char **argv)
 			argv[optind - 1], command);
 }
 
+/* The placeholders of SS_COMMANDS' texts for the formats a command offers (formats.h). */
+#define FORMATS_MARK	    "@FORMATS@"
+#define FORMAT_CHOICES_MARK "@FORMAT_CHOICES@"
+
+/* Writes text with the placeholders replaced by the formats command offers (formats.h). */
+static void put_help_text(FILE *out, const char *text, int command)
+{
+	const char *at;
+
+	while ((at = strchr(text, '@')) != NULL) {
+		int formats = strncmp(at, FORMATS_MARK, strlen(FORMATS_MARK)) == 0;
+		int choices = strncmp(at, FORMAT_CHOICES_MARK, strlen(FORMAT_CHOICES_MARK)) == 0;
+
+		fwrite(text, 1, (size_t)(at - text), out);
+		if (command < 0 || (!formats && !choices)) {
+			fputc('@', out);
+			text = at + 1;
+			continue;
+		}
+		if (formats)
+			ss_format_names(out, (enum ss_format_command)command, "|", "|", "");
+		else
+			ss_format_names(out, (enum ss_format_command)command, ", ", " or ",
+					" (default)");
+		text = at + strlen(formats ? FORMATS_MARK : FORMAT_CHOICES_MARK);
+	}
+	fputs(text, out);
+}
+
 void ss_command_usage(FILE *out, const char *name)
 {
 	const struct ss_command *cmd = find_command(name);
+	int command;
 
 	if (!cmd)
 		return;
-	fprintf(out, "usage: syncspy %s %s\n\n%s.\n", cmd->name, cmd->args, cmd->summary);
-	if (cmd->options[0])
-		fprintf(out, "\n%s", cmd->options);
+	command = ss_format_command_named(cmd->name);
+	fprintf(out, "usage: syncspy %s ", cmd->name);
+	put_help_text(out, cmd->args, command);
+	fprintf(out, "\n\n%s.\n", cmd->summary);
+	if (cmd->options[0]) {
+		fputc('\n', out);
+		put_help_text(out, cmd->options, command);
+	}
 }
 
 static void print_usage(FILE *out)
@@ -110,7 +146,8 @@ static void print_usage(FILE *out)
 	      "  3  internal error\n"
 	      "\n"
 	      "'syncspy help COMMAND' describes one command, 'syncspy help env' the SYNCSPY_*\n"
-	      "environment variables of the recording library.\n",
+	      "environment variables of the recording library, 'syncspy help formats' the output\n"
+	      "formats.\n",
 	      out);
 }
 
@@ -159,9 +196,14 @@ int cmd_help(int argc, char **argv)
 		return SS_EXIT_OK;
 	}
 	if (argc > 2)
-		return ss_error(SS_EXIT_INPUT, "help: one topic at most (a command or 'env')");
+		return ss_error(SS_EXIT_INPUT,
+				"help: one topic at most (a command, 'env' or 'formats')");
 	if (strcmp(argv[1], "env") == 0) {
 		print_env_help(stdout);
+		return SS_EXIT_OK;
+	}
+	if (strcmp(argv[1], "formats") == 0) {
+		ss_formats_help(stdout);
 		return SS_EXIT_OK;
 	}
 	if (!find_command(argv[1]))

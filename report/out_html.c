@@ -36,6 +36,7 @@
 #include "db.h"
 #include "lines.h"
 #include "out_html.h"
+#include "output.h"
 #include "text_safe.h"
 #include "viewer_assets.h"
 
@@ -563,48 +564,186 @@ static void write_js(FILE *out, int gpu)
 	fputs(at, out);
 }
 
-int ss_html_write(FILE *out, const char *report_json, const char *const *paths, size_t ndbs,
-		  const long long *finding_ranks, size_t nfindings, long max_calls, char *err,
-		  size_t errlen)
+/* What replaces one marker of a template: a text compiled in, or what write() writes. */
+struct page_part {
+	const char *text;
+	int (*write)(FILE *out, void *arg, char *err, size_t errlen);
+};
+
+/*
+ * Writes template with its markers (markers[], in that order) replaced by parts[] (one each),
+ * what the page is for naming it in a message. The one way a page of the viewer is written:
+ * the report's and the diff's.
+ */
+static int write_page(FILE *out, const char *template, const struct page_part *parts, void *arg,
+		      const char *what, char *err, size_t errlen)
 {
-	const char *const contents[] = {ss_viewer_css, NULL, ss_viewer_js};
-	const char *at = ss_viewer_html;
-	long long cap = max_calls > 0 ? max_calls : SS_HTML_CALL_CAP;
-	int rc = SS_EXIT_OK, gpu = 0;
+	const char *at = template;
+	int rc;
 
 	for (size_t m = 0; m < sizeof(markers) / sizeof(markers[0]); m++) {
 		const char *hit = strstr(at, markers[m]);
 
-		if (!hit) { /* viewer/report.html lost a marker: a build bug */
+		if (!hit) { /* a template of viewer/ lost a marker: a build bug */
 			snprintf(err, errlen, "viewer template has no %s", markers[m]);
 			return SS_EXIT_INTERNAL;
 		}
 		fwrite(at, 1, (size_t)(hit - at), out);
 		at = hit + strlen(markers[m]);
-		if (contents[m] == ss_viewer_js) {
-			write_js(out, gpu);
-			continue;
-		}
-		if (contents[m]) {
-			fputs(contents[m], out);
-			continue;
-		}
-		fputs("{\"report\":", out);
-		if (report_json && *report_json)
-			json_verbatim(out, report_json);
-		else
-			fputs("null", out);
-		fputs(",\n\"timeline\":", out);
-		rc = timeline_json(out, paths, ndbs, finding_ranks, nfindings, cap, &gpu, err,
-				   errlen);
-		fputs("}", out);
-		if (rc)
+		if (parts[m].text)
+			fputs(parts[m].text, out);
+		else if ((rc = parts[m].write(out, arg, err, errlen)) != SS_EXIT_OK)
 			return rc;
 	}
 	fputs(at, out);
 	if (fflush(out) != 0 || ferror(out)) {
-		snprintf(err, errlen, "cannot write the HTML report");
+		snprintf(err, errlen, "cannot write the HTML %s", what);
 		return SS_EXIT_INTERNAL;
 	}
 	return SS_EXIT_OK;
 }
+
+/* The report's page: its data, then its JS (with the GPU code where the data has GPU lanes). */
+struct report_page {
+	const char *report_json;
+	const char *const *paths;
+	size_t ndbs;
+	const long long *finding_ranks;
+	size_t nfindings;
+	long long cap;
+	int gpu;
+};
+
+static int report_data(FILE *out, void *arg, char *err, size_t errlen)
+{
+	struct report_page *page = arg;
+	int rc;
+
+	fputs("{\"report\":", out);
+	if (page->report_json && *page->report_json)
+		json_verbatim(out, page->report_json);
+	else
+		fputs("null", out);
+	fputs(",\n\"timeline\":", out);
+	rc = timeline_json(out, page->paths, page->ndbs, page->finding_ranks, page->nfindings,
+			   page->cap, &page->gpu, err, errlen);
+	fputs("}", out);
+	return rc;
+}
+
+static int report_js(FILE *out, void *arg, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	write_js(out, ((struct report_page *)arg)->gpu);
+	return SS_EXIT_OK;
+}
+
+int ss_html_write(FILE *out, const char *report_json, const char *const *paths, size_t ndbs,
+		  const long long *finding_ranks, size_t nfindings, long max_calls, char *err,
+		  size_t errlen)
+{
+	struct report_page page = {
+	    .report_json = report_json,
+	    .paths = paths,
+	    .ndbs = ndbs,
+	    .finding_ranks = finding_ranks,
+	    .nfindings = nfindings,
+	    .cap = max_calls > 0 ? max_calls : SS_HTML_CALL_CAP,
+	};
+	const struct page_part parts[] = {
+	    {ss_viewer_css, NULL}, {NULL, report_data}, {NULL, report_js}};
+
+	return write_page(out, ss_viewer_html, parts, &page, "report", err, errlen);
+}
+
+/* The diff's page: its data as given, '<' escaped (HTML-2). */
+static int diff_data(FILE *out, void *arg, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	json_verbatim(out, arg);
+	return SS_EXIT_OK;
+}
+
+int ss_html_diff_write(FILE *out, const char *data_json, char *err, size_t errlen)
+{
+	const struct page_part parts[] = {
+	    {ss_viewer_css, NULL}, {NULL, diff_data}, {ss_viewer_diff_js, NULL}};
+
+	return write_page(out, ss_viewer_diff_html, parts, (void *)data_json, "diff", err, errlen);
+}
+
+/* ------------------------------------------------------------------ the report backend */
+
+/* The JSON backend's document, written into memory as the report is printed, then the page
+ * around it (ss_report_html_ops: output.h). */
+static FILE *json_doc;
+static char *json_text;
+static size_t json_len;
+
+static int out_of_memory(void)
+{
+	return ss_error(SS_EXIT_INTERNAL, "out of memory");
+}
+
+static int html_begin(FILE *out, const struct ss_report *report)
+{
+	(void)out;
+	json_doc = open_memstream(&json_text, &json_len);
+	if (!json_doc)
+		return out_of_memory();
+	return ss_report_json_ops.begin(json_doc, report);
+}
+
+static int html_rank(FILE *out, const struct ss_report *report, const struct ss_rank *rank)
+{
+	(void)out;
+	return ss_report_json_ops.rank(json_doc, report, rank);
+}
+
+static int html_finding(FILE *out, const struct ss_report *report, const struct ss_finding *finding)
+{
+	(void)out;
+	return ss_report_json_ops.finding(json_doc, report, finding);
+}
+
+/* The page: the JSON document, and the databases in the order of ranks[] (opened one at a
+ * time), each finding tied to its database's index so that the page links it to its timeline. */
+static int html_end(FILE *out, const struct ss_report *r)
+{
+	const char **paths = calloc(r->nranks ? r->nranks : 1, sizeof(*paths));
+	long long *finding_ranks = calloc(r->nfindings ? r->nfindings : 1, sizeof(*finding_ranks));
+	int code = ss_report_json_ops.end(json_doc, r);
+	char err[1024];
+
+	if (fclose(json_doc) != 0 && code == SS_EXIT_OK)
+		code = out_of_memory();
+	json_doc = NULL;
+	if (code == SS_EXIT_OK && (!paths || !finding_ranks))
+		code = out_of_memory();
+	for (size_t i = 0; code == SS_EXIT_OK && i < r->nranks; i++)
+		paths[i] = r->ranks[i].path;
+	for (size_t i = 0; code == SS_EXIT_OK && i < r->nfindings; i++) {
+		finding_ranks[i] = -1;
+		for (size_t k = 0; k < r->nranks; k++)
+			if (r->findings[i].path == r->ranks[k].path)
+				finding_ranks[i] = (long long)k;
+	}
+	if (code == SS_EXIT_OK) {
+		code = ss_html_write(out, json_text, paths, r->nranks, finding_ranks, r->nfindings,
+				     0, err, sizeof(err));
+		if (code != SS_EXIT_OK)
+			ss_error(code, "%s", err);
+	}
+	free(finding_ranks);
+	free(paths);
+	free(json_text);
+	json_text = NULL;
+	return code;
+}
+
+const struct ss_report_ops ss_report_html_ops = {
+    .begin = html_begin,
+    .rank = html_rank,
+    .finding = html_finding,
+    .end = html_end,
+};

@@ -1,7 +1,9 @@
 /*
- * report/out_html.h: the HTML backend of `syncspy report`: one self-contained file (the viewer
- * of viewer/, inlined at build time) with the report's JSON and a timeline read from the rank
- * databases. docs/viewer.md describes the page and the data it embeds.
+ * report/out_html.h: the pages of the viewer: the HTML backend of `syncspy report`, one
+ * self-contained file (the viewer of viewer/, inlined at build time) with the report's JSON and
+ * a timeline read from the rank databases (docs/viewer.md describes the page and the data it
+ * embeds), and the page of `syncspy diff --format html` (diff_html.c, docs/diff.md), written
+ * the same way.
  */
 #ifndef SYNCSPY_REPORT_OUT_HTML_H
 #define SYNCSPY_REPORT_OUT_HTML_H
@@ -29,5 +31,13 @@
 int ss_html_write(FILE *out, const char *report_json, const char *const *paths, size_t ndbs,
 		  const long long *finding_ranks, size_t nfindings, long max_calls, char *err,
 		  size_t errlen);
+
+/*
+ * Writes the HTML page of `syncspy diff` to out: viewer/diff.html with the viewer's CSS (the
+ * report's look), data_json (the page's data, docs/diff.md: "HTML") embedded as the report's
+ * is (HTML-1, HTML-2) and viewer/diff.js, which draws it. Returns an ss_exit code; on failure
+ * err holds one message.
+ */
+int ss_html_diff_write(FILE *out, const char *data_json, char *err, size_t errlen);
 
 #endif

@@ -263,7 +263,6 @@ static int json_end(FILE *out, const struct ss_report *report)
 }
 
 const struct ss_report_ops ss_report_json_ops = {
-    .format = "json",
     .begin = json_begin,
     .rank = json_rank,
     .finding = json_finding,

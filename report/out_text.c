@@ -249,7 +249,6 @@ static int text_end(FILE *out, const struct ss_report *report)
 }
 
 const struct ss_report_ops ss_report_text_ops = {
-    .format = "text",
     .begin = text_begin,
     .rank = text_rank,
     .finding = text_finding,

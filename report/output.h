@@ -1,8 +1,9 @@
 /*
  * report/output.h: the output backends of `syncspy report`, one per format, behind one ops
- * struct (as uftrace's dump backends). cmd_report.c calls begin, then rank for every rank (in
- * rank order), then finding for every finding (ANALYSIS-1 order), then end. A backend keeps its
- * state in its own file; every callback returns an ss_exit code.
+ * struct (as uftrace's dump backends); formats.h's table names them. cmd_report.c calls begin,
+ * then rank for every rank (in rank order), then finding for every finding (ANALYSIS-1 order),
+ * then end. A backend keeps its state in its own file; every callback returns an ss_exit code,
+ * having printed its message.
  */
 #ifndef SYNCSPY_REPORT_OUTPUT_H
 #define SYNCSPY_REPORT_OUTPUT_H
@@ -12,7 +13,6 @@
 #include "analysis.h"
 
 struct ss_report_ops {
-	const char *format; /* the --format name */
 	int (*begin)(FILE *out, const struct ss_report *report);
 	int (*rank)(FILE *out, const struct ss_report *report, const struct ss_rank *rank);
 	int (*finding)(FILE *out, const struct ss_report *report, const struct ss_finding *finding);
@@ -21,6 +21,7 @@ struct ss_report_ops {
 
 extern const struct ss_report_ops ss_report_text_ops;
 extern const struct ss_report_ops ss_report_json_ops;
+extern const struct ss_report_ops ss_report_html_ops; /* out_html.c: the JSON document in a page */
 
 /* The JSON document's own version (docs/report-json.md): fields are only added within a major
  * version. */

@@ -1,7 +1,8 @@
 /*
- * report/text_safe.c: strings from a database made safe for JSON and for a terminal
- * (text_safe.h says which writer uses what). One implementation of the UTF-8 check for all of
- * them: check's JUnit XML (put_xml in cmd_check.c) uses it too.
+ * report/text_safe.c: strings from a database made safe for what each command writes them
+ * into: JSON, a terminal, XML, GitHub's workflow commands and Markdown, TSV and CSV (text_safe.h
+ * says which writer uses what). The one module that escapes text for an output format, with
+ * one implementation of the UTF-8 check for all of them.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -222,4 +223,133 @@ const char *ss_printable(const char *text, char **owned)
 		return text; /* nothing escaped: the same bytes */
 	*owned = ss_printable_dup(text);
 	return *owned ? *owned : "(unprintable text)";
+}
+
+/* XML (check --junit): text_safe.h. */
+void ss_put_xml(FILE *out, const char *text)
+{
+	const unsigned char *c = (const unsigned char *)text;
+
+	while (*c) {
+		unsigned int cp;
+		int len = ss_utf8_sequence(c, &cp);
+
+		/* not UTF-8, or one of the two non-characters XML refuses */
+		if (len == 0 || cp == 0xfffe || cp == 0xffff) {
+			fputs(SS_REPLACEMENT_UTF8, out);
+			c++;
+			continue;
+		}
+		switch (*c) {
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		case '\'':
+			fputs("&apos;", out);
+			break;
+		case '\t':
+		case '\n':
+			fputc(*c, out);
+			break;
+		default:
+			if (*c < 0x20 || *c == 0x7f)
+				fprintf(out, "\\x%02x", *c);
+			else
+				fwrite(c, 1, (size_t)len, out);
+		}
+		c += len;
+	}
+}
+
+/* GitHub workflow commands (check under GITHUB_ACTIONS): text_safe.h. */
+void ss_put_github(FILE *out, const char *text, int property)
+{
+	for (const char *c = text; *c; c++) {
+		const unsigned char *u = (const unsigned char *)c;
+		unsigned int cp = *u;
+		int len = *u < 0x80 ? 1 : ss_utf8_sequence(u, &cp);
+
+		if (len == 0 || (len > 1 && cp < 0xa0)) /* not UTF-8, or C1: byte by byte */
+			fprintf(out, "\\x%02x", *u);
+		else if (len > 1)
+			fwrite(c, 1, (size_t)len, out), c += len - 1;
+		else if (*c == '%')
+			fputs("%25", out);
+		else if (*c == '\r')
+			fputs("%0D", out);
+		else if (*c == '\n')
+			fputs("%0A", out);
+		else if (property && *c == ':')
+			fputs("%3A", out);
+		else if (property && *c == ',')
+			fputs("%2C", out);
+		else if (*u < 0x20 || *u == 0x7f)
+			fprintf(out, "\\x%02x", *u);
+		else
+			fputc(*c, out);
+	}
+}
+
+/* A GitHub Markdown table cell (check's GITHUB_STEP_SUMMARY): text_safe.h. */
+void ss_put_markdown(FILE *out, const char *text)
+{
+	char *owned = NULL;
+
+	for (const char *c = ss_printable(text ? text : "", &owned); *c; c++) {
+		if (*c == '&')
+			fputs("&amp;", out);
+		else if (strchr("\\`*_[]<>|#~!", *c))
+			fprintf(out, "\\%c", *c);
+		else
+			fputc(*c, out);
+	}
+	free(owned);
+}
+
+/* TSV (dump): text_safe.h. */
+void ss_put_tsv(FILE *out, const char *text)
+{
+	for (; *text; text++) {
+		switch (*text) {
+		case '\t':
+			fputs("\\t", out);
+			break;
+		case '\n':
+			fputs("\\n", out);
+			break;
+		case '\r':
+			fputs("\\r", out);
+			break;
+		case '\\':
+			fputs("\\\\", out);
+			break;
+		default:
+			fputc(*text, out);
+		}
+	}
+}
+
+/* CSV (dump): text_safe.h. */
+void ss_put_csv(FILE *out, const char *text)
+{
+	if (!text[strcspn(text, ",\"\r\n")]) {
+		fputs(text, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *text; text++) {
+		if (*text == '"')
+			fputc('"', out);
+		fputc(*text, out);
+	}
+	fputc('"', out);
 }

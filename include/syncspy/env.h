@@ -10,8 +10,12 @@
 #ifndef SYNCSPY_ENV_H
 #define SYNCSPY_ENV_H
 
+/* Where the databases go unless SYNCSPY_OUTPUT says otherwise: the shim's default (below) and
+ * `syncspy run`'s default -o (report/cmd_run.c), one definition for both halves. */
+#define SS_DEFAULT_OUTPUT_DIR "./syncspy-out"
+
 #define SS_ENV_VARS(X)                                                                             \
-	X(SYNCSPY_OUTPUT, STR, "./syncspy-out",                                                    \
+	X(SYNCSPY_OUTPUT, STR, SS_DEFAULT_OUTPUT_DIR,                                              \
 	  "directory for the per-process databases (created if missing)")                          \
 	X(SYNCSPY_DISABLE, BOOL, "0", "1: pass every call straight through and record nothing")    \
 	X(SYNCSPY_QUIET, BOOL, "0", "1: no summary line on stderr at exit")                        \

@@ -93,7 +93,7 @@ regressions: 0 (threshold 20%)
 END
 diff -u expected item.txt >&2 || fail "08 bad -> fixed differs from the golden text"
 
-for args in "plain" "plain pipeline marked" "--format html plain pipeline" "--threshold -1 plain pipeline" \
+for args in "plain" "plain pipeline marked" "--format chrome plain pipeline" "--threshold -1 plain pipeline" \
 	"plain nothing-here"; do
 	"$SYNCSPY" diff $args >/dev/null 2>err
 	code=$?

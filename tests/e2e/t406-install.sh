@@ -65,7 +65,7 @@ if command -v man >/dev/null 2>&1; then
 	MANWIDTH=100 man -l "$p/share/man/man1/syncspy.1" >"$tmp/man.txt" 2>"$tmp/man.err" ||
 		fail "man -l failed: $(cat "$tmp/man.err")"
 	grep -q '^SYNCSPY(1)' "$tmp/man.txt" || fail "man -l: $(head -5 "$tmp/man.txt")"
-	grep -Eq '^ +diff +\[--format +text\|json\]' "$tmp/man.txt" || fail "man -l: no diff entry"
+	grep -Eq '^ +diff +\[--format +text\|json\|html\]' "$tmp/man.txt" || fail "man -l: no diff entry"
 elif command -v groff >/dev/null 2>&1; then
 	groff -man -ww -z "$man" 2>"$tmp/groff.err" || fail "groff: $(cat "$tmp/groff.err")"
 	[ -s "$tmp/groff.err" ] && fail "groff warnings: $(cat "$tmp/groff.err")"
