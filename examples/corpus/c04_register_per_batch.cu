@@ -48,7 +48,7 @@ int main(void)
 	for (int b = 0; b < STEPS; b++) {
 		decode(host, BATCH, b);
 		CHECK(cudaHostRegister(host, BATCH * sizeof(uint32_t), cudaHostRegisterDefault)); // SYNCSPY-PROBLEM: pinning the batch buffer every step
-		CHECK(cudaMemcpyAsync(d_in, host, BATCH * sizeof(uint32_t), cudaMemcpyHostToDevice, s)); // SYNCSPY-PROBLEM: the upload on the kernel's own stream (as c08): the kernel waits behind it, nothing overlaps it
+		CHECK(cudaMemcpyAsync(d_in, host, BATCH * sizeof(uint32_t), cudaMemcpyHostToDevice, s)); // (no marker: a consequence of the registration: README.md)
 		consume<<<128, THREADS, 0, s>>>(d_in, BATCH, d_acc);
 		CHECK_LAUNCH();
 		CHECK(cudaHostUnregister(host)); // SYNCSPY-PROBLEM: unpinning every step

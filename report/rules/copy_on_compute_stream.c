@@ -230,7 +230,10 @@ out:
 
 /* copy-on-compute-stream is a host-side guess; with a GPU timeline copy-without-overlap
  * measures the same thing. When the GPU rule flagged no copy of the rank, no copy held compute
- * up (the copies were small, or nothing waited behind them): the guess is cleared. */
+ * up (the copies were small, or nothing waited behind them): the guess is cleared. When it
+ * flagged these very copies (the same rank and site), the two are one problem, which the GPU
+ * rule has measured: the guess is cleared as said there (ANALYSIS-2's spirit: one finding per
+ * problem at a line). */
 static void confirm_on_gpu(struct ss_report *found)
 {
 	for (size_t i = 0; i < found->nfindings; i++) {
@@ -245,9 +248,20 @@ static void confirm_on_gpu(struct ss_report *found)
 			confirmed = strcmp(found->findings[j].rule,
 					   ss_rule_copy_without_overlap.id) == 0 &&
 				    strcmp(found->findings[j].phase, "steady") == 0;
-		if (!confirmed)
+		if (!confirmed) {
 			f->cleared = "the GPU timeline shows no compute waiting behind these copies "
 				     "(copy-without-overlap did not flag them)";
+			continue;
+		}
+		for (size_t j = 0; j < found->nfindings; j++) {
+			const struct ss_finding *g = &found->findings[j];
+
+			if (strcmp(g->rule, ss_rule_copy_without_overlap.id) == 0 &&
+			    strcmp(g->phase, "steady") == 0 && g->rank == f->rank && g->path == f->path &&
+			    strcmp(g->site, f->site) == 0)
+				f->cleared = "the GPU timeline measured these copies holding compute up: "
+					     "copy-without-overlap at the same line gives their cost";
+		}
 	}
 }
 

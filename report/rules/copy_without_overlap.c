@@ -3,6 +3,7 @@
  * GPU-timeline rule (SS_RULE_GPU): copies of the steady state that ran while the compute they
  * fed waited behind them on the same stream; the cost is what an overlap could win back.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -21,6 +22,32 @@
  */
 #define COPY_OVERLAP_MIN_BYTES (64 * 1024) /* below: a latency-bound read of a result */
 #define GPU_SITE_SQL	       "SELECT text FROM sites WHERE id = ?"
+/* A sync point (S1-S6) of the thread ending in [?2, ?3]: the host drained the GPU there. */
+#define DRAINED_SQL                                                                                \
+	"SELECT 1 FROM calls WHERE tid = ?1 AND class IN ('S1', 'S2', 'S3', 'S4', 'S5', 'S6')"    \
+	" AND end_ns BETWEEN ?2 AND ?3 LIMIT 1"
+
+/* Whether the device sat idle before copy C because its host thread had just drained it: the
+ * last work before the copy ended, then a sync of that thread ended, then the copy was issued.
+ * The copy then had no earlier work to overlap with, and what it costs is the sync's (its
+ * finding gives it: a per-step allocation that synchronizes, d12 of examples/corpus); a copy
+ * queued behind running work (c08) is not. Returns 0 or 1, or -1 on a database error. */
+static int drained_before(const struct gpu_rows *g, const struct api_first *a,
+			  const struct copy_row *c, sqlite3_stmt *drained)
+{
+	size_t k = first_ending_after(g->busy, g->nbusy, c->device, c->s);
+	long long idle_since;
+
+	if (!a || k == g->nbusy || g->busy[k].s < c->s)
+		return 0; /* unknown issuer, or work ran right up to the copy */
+	idle_since = k > 0 && g->busy[k - 1].device == c->device ? g->busy[k - 1].e : LLONG_MIN;
+	sqlite3_bind_int64(drained, 1, a->tid);
+	sqlite3_bind_int64(drained, 2, idle_since);
+	sqlite3_bind_int64(drained, 3, a->start_ns);
+	int rc = sqlite3_step(drained);
+	sqlite3_reset(drained);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
 
 /* When a copy was issued: its API record's start (the host call, on the recording's clock),
  * else its own start. The host runs ahead of the GPU, so a step's copies may run on the GPU
@@ -40,13 +67,15 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 	struct gpu_target *tg = NULL;
 	struct gpu_site *sites = NULL;
 	size_t ntg = 0, cap_tg = 0, nsites = 0, cap_sites = 0;
-	sqlite3_stmt *lookup = NULL;
+	sqlite3_stmt *lookup = NULL, *drained = NULL;
 	int code = load_api_first(ld, st);
 	/* GPU-IDLE-4: with the timeline paused or sampled, the steady steps it saw whole stand
 	 * for all of them: copies of the others are left out, the rest scaled up */
 	unsigned char *traced = NULL;
 	size_t steady = ss_steps_steady(&st->steps), seen = traced_steps(st, g, &traced);
 
+	if (code == SS_EXIT_OK && !(g->noff && !seen))
+		code = prepare(ld, st, DRAINED_SQL, &drained);
 	if (code != SS_EXIT_OK || (g->noff && !seen)) {
 		free(traced);
 		return code;
@@ -71,15 +100,27 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 		const struct kernel_row *next = next_kernel_on_stream(g, c->device, c->stream, c->e);
 		if (!next || next->launch_ns < 0 || next->launch_ns >= c->e)
 			continue; /* no compute was waiting behind it */
+		int drained_by_sync = drained_before(g, api_first_of(st, c->correlation), c, drained);
+		if (drained_by_sync < 0) {
+			code = end_rows(ld, st, drained, SQLITE_ERROR, SS_EXIT_OK);
+			drained = NULL; /* finalized there */
+			break;
+		}
+		if (drained_by_sync)
+			continue; /* the host had just emptied the GPU: nothing to overlap with */
 		if (!PUSH(tg, ntg, cap_tg, t)) {
 			free(tg);
 			free(traced);
+			sqlite3_finalize(drained);
 			return out_of_memory(ld);
 		}
 	}
 	free(traced);
-	if (!ntg)
-		return SS_EXIT_OK;
+	sqlite3_finalize(drained);
+	if (code != SS_EXIT_OK || !ntg) {
+		free(tg);
+		return code;
+	}
 	code = join_targets(ld, st, tg, ntg);
 	if (code == SS_EXIT_OK)
 		code = prepare(ld, st, GPU_SITE_SQL, &lookup);

@@ -5,8 +5,10 @@
 # 1000001000 ms; thread 4242, stream 7), each step:
 #   +0.000  cudaMemcpyAsync H2D 1 MiB [0, 0.005], its copy on the GPU [0.010, 0.040)
 #   +0.006  __cudaLaunchKernel [0.006, 0.009], its kernel [0.045, 0.500), waiting behind the copy
-#   +0.100  cudaStreamSynchronize [0.100, 0.510]: the GPU idles from 0.510 until the next
-#           step's copy at 1.010, issued after the sync: 0.5 ms behind every sync
+#   +0.100  cudaStreamSynchronize [0.100, 0.510] on a second thread (4243, a watchdog: had
+#           the uploading thread synced, the copy would have had nothing to overlap, and
+#           copy-without-overlap would leave it to the sync), the GPU idle from 0.510 until
+#           the next step's copy at 1.010, issued after the sync: 0.5 ms behind every sync
 # so every steady step costs 0.5 ms of GPU idle at the sync's line and a 30 us copy the kernel
 # waited for (copy-without-overlap). The same loop recorded with the timeline off in two spans
 # (its GPU rows there dropped, as CUPTI records none, and the spans in gpu_paused): the syncs the
@@ -14,6 +16,9 @@
 # idle per step and the copies' count and time equal the whole one's; before GPU-IDLE-4 they
 # were summed over what was seen (about half).
 #
+# A guess of the host side at the copy's line (copy-on-compute-stream) is cleared in favour of
+# the GPU rule; with the sync moved to the uploading thread, the copy follows a sync that
+# drained the GPU, and copy-without-overlap leaves it to the sync's finding.
 # Then end to end on the stand-ins (CUPTI-5): a loop that launches fast enough that tracing
 # every call would cost more than 1.5% (by AUTO_NS_PER_CALL) is sampled by default
 # (meta.cupti_sample 'auto', windows, fewer kernels recorded than launched, the report's note),
@@ -25,7 +30,7 @@ sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" --gpu-tables "$whole" || fail "make-d
 "$SQLITE3" -batch -bail "$whole" <<'SQL' || fail "rows"
 DELETE FROM calls;
 DELETE FROM sites;
-DELETE FROM threads WHERE tid <> 4242;
+DELETE FROM threads WHERE tid NOT IN (4242, 4243);
 INSERT INTO sites(id, address, module, module_offset, symbol, text) VALUES
  (1, 0, 'loop.cu', 10, 'main', 'loop.cu:10 in main'), (2, 0, 'loop.cu', 11, 'main', 'loop.cu:11 in main'),
  (3, 0, 'loop.cu', 12, 'main', 'loop.cu:12 in main');
@@ -35,7 +40,7 @@ WITH RECURSIVE s(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM s WHERE k < 39)
 INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, bytes, dir, host_mem, ret, site_id)
  SELECT 4242, 6, 'E1', b, b + 5000, 7, 1048576, 1, 2, 0, 1 FROM step
  UNION ALL SELECT 4242, 9, 'E1', b + 6000, b + 9000, 7, NULL, NULL, NULL, 0, 2 FROM step
- UNION ALL SELECT 4242, 2, 'S2', b + 100000, b + 510000, 7, NULL, NULL, NULL, 0, 3 FROM step
+ UNION ALL SELECT 4243, 2, 'S2', b + 100000, b + 510000, 7, NULL, NULL, NULL, 0, 3 FROM step
  ORDER BY 4;
 INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, bytes, copy_kind, name)
  SELECT 'memcpy', b + 10000, b + 40000, 0, 7, 2 * k + 1, 1048576, 1, NULL FROM step
@@ -91,6 +96,25 @@ grep -q 'measured behind [0-9]* of these [0-9]* syncs while the GPU timeline was
 "$SYNCSPY" report "$sampled" >"$tmp/sampled.txt" 2>&1 || fail "text report of the sampled database"
 grep -q 'GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=auto: tracing every call would have cost about 12.0% of the run): 3 windows' "$tmp/sampled.txt" ||
 	fail "no auto note: $(cat "$tmp/sampled.txt")"
+
+# copy-on-compute-stream, the host-side guess at the same line, is the same problem: cleared,
+# pointing at the GPU rule's figure
+rq "SELECT json_extract(value, '\$.severity'), json_extract(value, '\$.site') FROM json_each(json_extract(readfile('$tmp/whole.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.rule') = 'copy-on-compute-stream'" >"$tmp/guess"
+[ "$(cat "$tmp/guess")" = "info|loop.cu:10 in main" ] || fail "copy-on-compute-stream beside copy-without-overlap: $(cat "$tmp/guess")"
+grep -q 'copy-without-overlap at the same line gives their cost' "$tmp/whole.json" || fail "no reason for the cleared guess"
+
+# The same loop with the sync on the uploading thread: the sync drains the GPU before every
+# upload, so the copy has no earlier work to overlap; the sync's finding carries the cost and
+# copy-without-overlap says nothing (examples/corpus d12, d14)
+drained=$tmp/drained.sqlite
+cp "$whole" "$drained"
+"$SQLITE3" -batch -bail "$drained" "UPDATE calls SET tid = 4242 WHERE tid = 4243" || fail "drained rows"
+"$SYNCSPY" report --format json "$drained" >"$tmp/drained.json" 2>"$tmp/err" || fail "report drained exited $?: $(cat "$tmp/err")"
+[ "$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/drained.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.rule') = 'copy-without-overlap'")" = 0 ] || fail "copy-without-overlap behind a draining sync"
+[ "$(rq "SELECT json_extract(value, '\$.severity') <> 'info' FROM json_each(json_extract(readfile('$tmp/drained.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.rule') = 'host-sync'")" = 1 ] || fail "the draining sync is no finding"
 
 # CUPTI-5 on the stand-ins: gpu_loop's burst mode launches BURST tiny kernels a step.
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH # the stand-in CUPTI first, as t211
