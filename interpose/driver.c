@@ -115,6 +115,35 @@ SS_PRE_INIT void *ss_dlsym(void *handle, const char *name) /* DRIVER-2 */
 	ss_describe_copy(&rec, (const void *)(uintptr_t)(dst), (const void *)(uintptr_t)(src),     \
 			 (n), cudaMemcpyDefault, async);
 #define MEMSET(ptr, n, async) ss_describe_memset(&rec, (const void *)(uintptr_t)(ptr), (n), async);
+#define COPY_2D(p, async)     describe_copy2d(&rec, p, async);
+
+/* The host side of a CUDA_MEMCPY2D's source or destination: its host pointer for host memory,
+ * the address for unified memory (the ranges tell its kind), none for device memory or arrays. */
+static const void *copy2d_host(CUmemorytype type, const void *host, CUdeviceptr device)
+{
+	return type == CU_MEMORYTYPE_HOST	 ? host
+	       : type == CU_MEMORYTYPE_UNIFIED ? (const void *)(uintptr_t)device
+					       : NULL;
+}
+
+/* cuMemcpy2D's direction from its memory types (unified: inferred from the pointers, as
+ * cudaMemcpyDefault), its bytes WidthInBytes x Height. */
+static void describe_copy2d(struct ss_rec *rec, const CUDA_MEMCPY2D *p, int async)
+{
+	if (p == NULL)
+		return;
+	int src_host = p->srcMemoryType == CU_MEMORYTYPE_HOST;
+	int dst_host = p->dstMemoryType == CU_MEMORYTYPE_HOST;
+	int kind = p->srcMemoryType == CU_MEMORYTYPE_UNIFIED ||
+			   p->dstMemoryType == CU_MEMORYTYPE_UNIFIED
+		       ? cudaMemcpyDefault
+		   : src_host ? (dst_host ? cudaMemcpyHostToHost : cudaMemcpyHostToDevice)
+		   : dst_host ? cudaMemcpyDeviceToHost
+			      : cudaMemcpyDeviceToDevice;
+	ss_describe_copy(rec, copy2d_host(p->dstMemoryType, p->dstHost, p->dstDevice),
+			 copy2d_host(p->srcMemoryType, p->srcHost, p->srcDevice),
+			 (uint64_t)p->WidthInBytes * p->Height, kind, async);
+}
 
 /* ------------------------------------------------------------------ the wrappers */
 

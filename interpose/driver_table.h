@@ -10,7 +10,8 @@
  * this table and the real pointer for everything else.
  *
  * Vocabulary (driver.c): STREAM(s) EVENT(e) BYTES(n) AUX(x); COPY_HTOD(src, n, async),
- * COPY_DTOH(dst, n, async), COPY_DTOD(n), COPY_ANY(dst, src, n, async); MEMSET(ptr, n, async);
+ * COPY_DTOH(dst, n, async), COPY_DTOD(n), COPY_ANY(dst, src, n, async), COPY_2D(CUDA_MEMCPY2D *,
+ * async); MEMSET(ptr, n, async);
  * FREE(ptr); post: ALLOC(ptr, n, kind), CREATED_STREAM(s, flags, priority),
  * CREATED_EVENT(e, flags).
  */
@@ -76,6 +77,10 @@
 	X(cuMemcpyAsync, PTSZ, E1,                                                                 \
 	  (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),                  \
 	  (dst, src, ByteCount, hStream), STREAM(hStream) COPY_ANY(dst, src, ByteCount, 1), )      \
+	X(cuMemcpy2D_v2, PTDS, S4, (const CUDA_MEMCPY2D *pCopy), (pCopy),                          \
+	  STREAM(0) COPY_2D(pCopy, 0), )                                                           \
+	X(cuMemcpy2DAsync_v2, PTSZ, E1, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),            \
+	  (pCopy, hStream), STREAM(hStream) COPY_2D(pCopy, 1), )                                   \
 	X(cuMemsetD8_v2, PTDS, E1, (CUdeviceptr dstDevice, unsigned char uc, size_t N),            \
 	  (dstDevice, uc, N), STREAM(0) MEMSET(dstDevice, N, 0), )                                 \
 	X(cuMemsetD32_v2, PTDS, E1, (CUdeviceptr dstDevice, unsigned int ui, size_t N),            \

@@ -52,6 +52,26 @@ static int linked(void)
 	CHECK(cuStreamSynchronize(s));
 	memset(host, 0, sizeof(host));
 	CHECK(cuMemcpyDtoH(host, dev, sizeof(host)));
+	/* the same 4096 bytes as 64 rows of 64: down blocking, up asynchronously (pageable: S5) */
+	CUDA_MEMCPY2D down = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+			      .srcDevice = dev,
+			      .srcPitch = 64,
+			      .dstMemoryType = CU_MEMORYTYPE_HOST,
+			      .dstHost = host,
+			      .dstPitch = 64,
+			      .WidthInBytes = 64,
+			      .Height = 64};
+	CUDA_MEMCPY2D up = {.srcMemoryType = CU_MEMORYTYPE_HOST,
+			    .srcHost = host,
+			    .srcPitch = 64,
+			    .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+			    .dstDevice = dev,
+			    .dstPitch = 64,
+			    .WidthInBytes = 64,
+			    .Height = 64};
+	CHECK(cuMemcpy2D(&down));
+	CHECK(cuMemcpy2DAsync(&up, s));
+	CHECK(cuStreamSynchronize(s));
 	CHECK(cuMemFree(dev));
 	CHECK(cuStreamDestroy(s));
 	CHECK(cuCtxSynchronize());
