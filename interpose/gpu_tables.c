@@ -194,7 +194,10 @@ void ss_gpu_tables_meta(void)
 		ss_meta_int("cupti_traced_ns", (int64_t)traced_ns);
 		store_gpu_paused();
 	}
-	if (windows && cupti_on) { /* CUPTI-4, CUPTI-5 */
+	/* CUPTI-4, CUPTI-5 (auto: only when it did pause; it may have decided to sample and
+	 * changed its mind before the next sync point) */
+	int sampled = windows && (pauses || strcmp(ss_cupti_sample_text(), "auto") != 0);
+	if (sampled && cupti_on) {
 		ss_meta_text("cupti_sample", ss_cupti_sample_text());
 		ss_meta_int("cupti_windows", windows);
 		if (ss_cupti_auto_peak())
