@@ -95,7 +95,7 @@ int cmd_report(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct ss_analysis_options analysis = {.progress = isatty(STDERR_FILENO)};
+	struct ss_analysis_options analysis = {.progress = isatty(STDERR_FILENO), .fold_ranks = 1};
 	const struct ss_report_ops *ops;
 	const char *format = "text", *output = NULL;
 	struct ss_db_list list = {0};

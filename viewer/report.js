@@ -91,6 +91,19 @@
 		return r === null || r === undefined ? "-" : String(r);
 	}
 
+	/* A folded finding's ranks (ascending) as runs, "0-7,9,12-15", at most 8 runs then "...". */
+	function rankRuns(ranks) {
+		var runs = [];
+		for (var i = 0; i < ranks.length && runs.length <= 8; ) {
+			var j = i;
+			while (j + 1 < ranks.length && ranks[j + 1] === ranks[j] + 1)
+				j++;
+			runs.push(runs.length === 8 ? "..." : j > i ? ranks[i] + "-" + ranks[j] : String(ranks[i]));
+			i = j + 1;
+		}
+		return runs.join(",");
+	}
+
 	/* The command of a recording, short: the program's file name (the script's, after an
 	   interpreter) and the first arguments. */
 	var INTERPRETER = /^(python[0-9.]*|pypy[0-9.]*|ba?sh|sh|node|perl|ruby)$/;
@@ -196,7 +209,10 @@
 			card.appendChild(title);
 			var facts = [];
 			var ti = findingRank(i, f);
-			if (ti >= 0)
+			if (Array.isArray(f.ranks) && f.ranks.length > 1) /* folded (ANALYSIS-5) */
+				facts.push("ranks " + rankRuns(f.ranks) + " (" + f.ranks.length + ", worst rank " +
+					rankLabel(f.rank) + ")");
+			else if (ti >= 0)
 				facts.push(recordingName(tlRanks[ti], reportRankOf(ti)));
 			else if (f.rank !== undefined)
 				facts.push("rank " + rankLabel(f.rank));
@@ -216,6 +232,12 @@
 				card.appendChild(el("div", "site mono", f.site));
 			if (f.detail)
 				card.appendChild(el("div", "detail", f.detail));
+			var sp = f.spread || {};
+			if (isNum(sp.cost_per_step_ns_max))
+				card.appendChild(el("div", "spread", "across the ranks: cost per step min " +
+					fmtNs(sp.cost_per_step_ns_min) + ", median " + fmtNs(sp.cost_per_step_ns_median) +
+					", max " + fmtNs(sp.cost_per_step_ns_max) + "; the figures above are rank " +
+					rankLabel(sp.worst_rank) + "'s"));
 			if (f.advice && f.severity !== "info") /* once: nothing to fix per step */
 				card.appendChild(el("div", "advice", f.advice));
 			if (ti >= 0) { /* its calls on its recording's timeline: focusFinding, on the hash */
