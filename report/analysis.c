@@ -807,8 +807,37 @@ static int compare_range_stats(const void *a, const void *b)
 	return c ? c : strcmp(x->kind, y->kind);
 }
 
+/* The kinds of per-database notes add_notes writes, for the count of those left out. */
+static const char *const note_kinds[] = {"GPU timeline not recorded",
+					 "GPU timeline partial",
+					 "GPU timeline limited to what was asked",
+					 "GPU timeline sampled",
+					 "GPU timeline paused by the program",
+					 "no GPU timeline",
+					 "no repeating step found",
+					 "calls dropped while recording",
+					 "calls with end_ns < start_ns",
+					 "unfinished recording"};
+#define NOTE_KINDS (sizeof(note_kinds) / sizeof(note_kinds[0]))
+
+/* A job of thousands of ranks would list one note per rank: at most this many of one kind name
+ * their database, then one note counts the others (docs/cli.md). */
+#define SS_NOTES_PER_KIND 10
+
+/* add_note for a note about one database, of the kind *count counts. */
+static int add_rank_note(struct ss_report *r, size_t *count, char *note)
+{
+	if ((*count)++ < SS_NOTES_PER_KIND)
+		return add_note(r, note);
+	if (!note)
+		return SS_EXIT_INTERNAL;
+	free(note);
+	return SS_EXIT_OK;
+}
+
 static int add_notes(struct ss_report *r)
 {
+	size_t more[NOTE_KINDS] = {0};
 	int hosts_differ = 0, code = SS_EXIT_OK;
 	size_t wall_clock = 0;
 	long long spread = 0;
@@ -825,69 +854,92 @@ static int add_notes(struct ss_report *r)
 
 		/* Why a rank has no GPU timeline, or only part of one (meta.cupti, docs/cupti.md) */
 		if (rk->cupti && strncmp(rk->cupti, "off", 3) == 0)
-			code = add_note(r, format("%s: GPU timeline not recorded: %s", rk->path,
-						  rk->cupti));
+			code = add_rank_note(
+			    r, &more[0],
+			    format("%s: GPU timeline not recorded: %s", rk->path, rk->cupti));
 		else if (rk->cupti && strncmp(rk->cupti, "yielded", 7) == 0)
-			code = add_note(r, format("%s: GPU timeline partial: %s", rk->path,
-						  rk->cupti));
+			code = add_rank_note(
+			    r, &more[1],
+			    format("%s: GPU timeline partial: %s", rk->path, rk->cupti));
 		else if (rk->cupti && strncmp(rk->cupti, "on: only", 8) == 0)
-			code = add_note(r, format("%s: GPU timeline limited to what was asked: %s",
-						  rk->path, rk->cupti));
+			code =
+			    add_rank_note(r, &more[2],
+					  format("%s: GPU timeline limited to what was asked: %s",
+						 rk->path, rk->cupti));
 		if (code == SS_EXIT_OK && rk->cupti_sample)
-			code = add_note(
-			    r, format("%s: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=%s ms): %lld "
-				      "windows, %.3f s of %.3f s traced: GPU figures cover the traced part "
-				      "only",
-				      rk->path, rk->cupti_sample, rk->cupti_windows,
-				      (rk->cupti_traced_ns >= 0 ? rk->cupti_traced_ns
-							       : rk->wall_ns - rk->cupti_paused_ns) /
-					  1e9,
-				      rk->wall_ns / 1e9));
+			code = add_rank_note(
+			    r, &more[3],
+			    format("%s: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=%s ms): %lld "
+				   "windows, %.3f s of %.3f s traced: GPU figures cover the traced "
+				   "part "
+				   "only",
+				   rk->path, rk->cupti_sample, rk->cupti_windows,
+				   (rk->cupti_traced_ns >= 0 ? rk->cupti_traced_ns
+							     : rk->wall_ns - rk->cupti_paused_ns) /
+				       1e9,
+				   rk->wall_ns / 1e9));
 		else if (code == SS_EXIT_OK && rk->cupti_pauses > 0)
-			code = add_note(
-			    r, format("%s: GPU timeline paused by the program (syncspy_gpu_trace) %lld "
-				      "times, %.3f s of %.3f s: GPU figures cover the traced part only",
-				      rk->path, rk->cupti_pauses, rk->cupti_paused_ns / 1e9,
-				      rk->wall_ns / 1e9));
+			code = add_rank_note(
+			    r, &more[4],
+			    format(
+				"%s: GPU timeline paused by the program (syncspy_gpu_trace) %lld "
+				"times, %.3f s of %.3f s: GPU figures cover the traced part only",
+				rk->path, rk->cupti_pauses, rk->cupti_paused_ns / 1e9,
+				rk->wall_ns / 1e9));
 		if (code != SS_EXIT_OK)
 			break;
 		if (r->gpu_ranks && !rk->gpu)
-			code = add_note(r, format("%s: no GPU timeline (recorded without CUPTI): GPU "
-						  "idle time, communication/compute overlap and "
-						  "copy-without-overlap not measurable for it",
-						  rk->path));
+			code = add_rank_note(
+			    r, &more[5],
+			    format("%s: no GPU timeline (recorded without CUPTI): GPU "
+				   "idle time, communication/compute overlap and "
+				   "copy-without-overlap not measurable for it",
+				   rk->path));
 		if (code != SS_EXIT_OK)
 			break;
 
 		if (rk->steps == 0)
-			code = add_note(r, format("%s: no repeating step found (no syncspy_step or NVTX "
-						  "step ranges, and no call that recurs at a regular "
-						  "period): every call is judged, a site with %d calls or "
-						  "more as repeating, its cost against the wall time",
-						  rk->path, SS_FALLBACK_MIN_CALLS));
+			code = add_rank_note(
+			    r, &more[6],
+			    format("%s: no repeating step found (no syncspy_step or NVTX "
+				   "step ranges, and no call that recurs at a regular "
+				   "period): every call is judged, a site with %d calls or "
+				   "more as repeating, its cost against the wall time",
+				   rk->path, SS_FALLBACK_MIN_CALLS));
 		if (code == SS_EXIT_OK && rk->dropped_calls > 0) /* calls, per class */
-			code =
-			    add_note(r, format("%s: %lld calls were dropped while recording (%s): "
-					       "its counts are lower bounds",
-					       rk->path, rk->dropped_calls,
-					       rk->dropped_by_class ? rk->dropped_by_class
-								    : "classes not recorded"));
+			code = add_rank_note(
+			    r, &more[7],
+			    format("%s: %lld calls were dropped while recording (%s): "
+				   "its counts are lower bounds",
+				   rk->path, rk->dropped_calls,
+				   rk->dropped_by_class ? rk->dropped_by_class
+							: "classes not recorded"));
 		else if (code == SS_EXIT_OK && rk->dropped > 0 && rk->dropped_calls < 0)
-			code = add_note(r, format("%s: %lld calls were dropped while recording: its "
-						  "counts are lower bounds",
-						  rk->path, rk->dropped));
+			code =
+			    add_rank_note(r, &more[7],
+					  format("%s: %lld calls were dropped while recording: its "
+						 "counts are lower bounds",
+						 rk->path, rk->dropped));
 		if (code == SS_EXIT_OK && rk->backwards > 0)
-			code = add_note(
-			    r, format("%s: %lld call%s with end_ns < start_ns (a clock "
-				      "that went back, or a damaged file): counted as 0 ns",
-				      rk->path, rk->backwards, rk->backwards == 1 ? "" : "s"));
+			code = add_rank_note(
+			    r, &more[8],
+			    format("%s: %lld call%s with end_ns < start_ns (a clock "
+				   "that went back, or a damaged file): counted as 0 ns",
+				   rk->path, rk->backwards, rk->backwards == 1 ? "" : "s"));
 		if (code == SS_EXIT_OK && !rk->finished)
-			code = add_note(r, format("%s: unfinished recording (still running, or "
-						  "killed): read up to its last commit",
-						  rk->path));
+			code = add_rank_note(r, &more[9],
+					     format("%s: unfinished recording (still running, or "
+						    "killed): read up to its last commit",
+						    rk->path));
 		if (strcmp(rk->host, r->ranks[0].host) != 0)
 			hosts_differ = 1;
 	}
+	for (size_t k = 0; code == SS_EXIT_OK && k < NOTE_KINDS; k++)
+		if (more[k] > SS_NOTES_PER_KIND)
+			code = add_note(
+			    r,
+			    format("%zu more databases: %s (the first %d are named above)",
+				   more[k] - SS_NOTES_PER_KIND, note_kinds[k], SS_NOTES_PER_KIND));
 	for (size_t i = 0; i < r->nranks; i++) {
 		const struct ss_rank *rk = &r->ranks[i];
 

@@ -284,6 +284,8 @@
 	/* The report rank of timeline rank k (the same order, docs/viewer.md; else by host and pid). */
 	function reportRankOf(k) {
 		var ranks = report.ranks || [], t = tlRanks[k] || {};
+		if (Array.isArray(timeline.ranks_shown)) /* many ranks: said, not searched */
+			return ranks[timeline.ranks_shown[k]] || {};
 		if (ranks[k] && ranks[k].pid === t.pid && ranks[k].host === t.host)
 			return ranks[k];
 		for (var i = 0; i < ranks.length; i++)
@@ -294,8 +296,16 @@
 
 	/* ------------------------------------------------------------ per-rank comparison */
 
+	/* Many ranks (docs/viewer.md): the timelines of some ranks only, timeline.ranks_shown[k]
+	   the report rank of timeline rank k. */
+	var shownOf = {};
+	(timeline.ranks_shown || []).forEach(function (i, k) { shownOf[i] = k; });
+	var RANK_ROWS = 64;
+
 	/* The timeline payload of a report rank: the same pid on the same host, else the same place. */
 	function timelineOf(r, i) {
+		if (Array.isArray(timeline.ranks_shown))
+			return shownOf[i] !== undefined ? tlRanks[shownOf[i]] : {};
 		for (var k = 0; k < tlRanks.length; k++)
 			if (tlRanks[k].pid === r.pid && tlRanks[k].host === r.host)
 				return tlRanks[k];
@@ -366,7 +376,27 @@
 			return rows.length > 1 && (key === "sync_points" || key === "blocked_ns") && isNum(v) &&
 				v > m * 1.25 && v - m > (key === "blocked_ns" ? 1e6 : 1);
 		}
-		rows.forEach(function (r) {
+		/* Beyond RANK_ROWS ranks, the rows of the ranks with a timeline and those that deviate
+		   first (up to RANK_ROWS, in rank order), the others one click away. */
+		var later = [];
+		if (rows.length > RANK_ROWS) {
+			var first = rows.filter(function (r) {
+				return r.panel >= 0 || (Array.isArray(r.deviates) && r.deviates.length);
+			}).slice(0, RANK_ROWS);
+			later = rows.filter(function (r) { return first.indexOf(r) < 0; });
+			rows = first;
+		}
+		rows.forEach(addRow);
+		if (later.length) {
+			var all = el("button", "more", "show the other " + later.length + " of " +
+				(rows.length + later.length) + " ranks (those above have a timeline or a total off the median)");
+			all.addEventListener("click", function () {
+				later.forEach(addRow);
+				all.remove();
+			});
+			table.parentNode.insertBefore(all, table.nextSibling);
+		}
+		function addRow(r) {
 			var tr = el("tr");
 			cols.forEach(function (c) {
 				var v = r[c[0]];
@@ -389,7 +419,7 @@
 				});
 			}
 			table.appendChild(tr);
-		});
+		}
 	}
 
 	/* ------------------------------------------------------------ timeline */
