@@ -20,7 +20,8 @@
 # MIX (worst or realistic), WORK (where the databases go; default a fresh temporary directory,
 # removed at exit), CURVE=1: also time `report` as text, JSON and HTML and `check`, each with its
 # peak RSS (GNU time), for the curve over job sizes (bench/report-scale-curve.sh runs it at 64,
-# 256, 1,024 and 10,000 ranks). The result is appended to RESULT_FILE.
+# 256, 1,024 and 10,000 ranks). The result is appended to RESULT_FILE. GENERATE_ONLY=1: build the
+# databases in WORK and stop (exit 0): the documented generator of synthetic ranks for tests.
 # Exit: 0 within target, 1 over it, 2 the benchmark could not run.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -150,6 +151,12 @@ rm -f "$work"/syncspy-bench-*.sqlite
 "$SQLITE3" -batch -bail "$template" <"$work/ranks.sql" >/dev/null || exit 2
 rm -f "$template" "$work/ranks.sql"
 build_end=$(now)
+# GENERATE_ONLY=1: the databases are the result (tests/e2e/t230, t231 generate ranks this way)
+if [ "${GENERATE_ONLY:-0}" = 1 ]; then
+	trap - EXIT
+	echo "report-scale: $RANKS databases in $work"
+	exit 0
+fi
 
 # One command, timed with its peak memory (GNU time's "Maximum resident set size", KiB): prints
 # "SECONDS KIB"; the command's output goes to $work/out.NAME.
