@@ -18,7 +18,10 @@
 #
 # env: SYNCSPY (default <repo>/report/syncspy), SQLITE3 (default sqlite3), RANKS, CALLS,
 # MIX (worst or realistic), WORK (where the databases go; default a fresh temporary directory,
-# removed at exit).
+# removed at exit), CURVE=1: also time `report` as text, JSON and HTML and `check`, each with its
+# peak RSS (GNU time), for the curve over job sizes (bench/report-scale-curve.sh runs it at 64,
+# 256, 1,024 and 10,000 ranks). The result is appended to RESULT_FILE. GENERATE_ONLY=1: build the
+# databases in WORK and stop (exit 0): the documented generator of synthetic ranks for tests.
 # Exit: 0 within target, 1 over it, 2 the benchmark could not run.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -86,11 +89,13 @@ schema=$("$SYNCSPY" schema --lookups) || exit 2
 now() { date +%s.%N; }
 
 build_start=$(now)
-for r in $(seq 0 $((RANKS - 1))); do
-	db=$work/syncspy-bench-$((1000 + r))-r$r.sqlite
-	rm -f "$db"
-	# Rank r's step is r * 1 us slower, and its allreduce starts r * 0.5 ms later: one straggler.
-	"$SQLITE3" -batch -bail "$db" >/dev/null <<SQL || exit 2
+# Rank 0 is built with SQL; every other rank is a copy of it (VACUUM INTO, one sqlite3 process for
+# all of them) with its rank and pid, its stream syncs r * 1 us slower and its allreduces
+# r * 0.5 ms later: one straggler. 10,000 ranks build in minutes, not hours.
+r=0
+template=$work/template.sqlite
+rm -f "$template"
+"$SQLITE3" -batch -bail "$template" >/dev/null <<SQL || exit 2
 PRAGMA journal_mode = OFF;
 PRAGMA synchronous = OFF;
 BEGIN;
@@ -130,24 +135,73 @@ FROM (SELECT n, 1000000000000 + (n / $step) * $step_ns + p * $pos_ns
       FROM (SELECT n, n % $step AS p FROM i));
 COMMIT;
 SQL
-done
+{
+	echo "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
+	for r in $(seq 0 $((RANKS - 1))); do
+		db=$work/syncspy-bench-$((1000 + r))-r$r.sqlite
+		[ $r = 0 ] || echo "BEGIN; UPDATE meta SET value = $r WHERE key = 'rank';
+UPDATE meta SET value = $((1000 + r)) WHERE key = 'pid'; UPDATE comms SET rank = $r;
+UPDATE calls SET end_ns = end_ns + 1000 WHERE class = 'S2';
+UPDATE calls SET start_ns = start_ns + 500000, end_ns = end_ns + 500000 WHERE class = 'N2';
+COMMIT;"
+		echo "VACUUM INTO '$db';"
+	done
+} >"$work/ranks.sql"
+rm -f "$work"/syncspy-bench-*.sqlite
+"$SQLITE3" -batch -bail "$template" <"$work/ranks.sql" >/dev/null || exit 2
+rm -f "$template" "$work/ranks.sql"
 build_end=$(now)
+# GENERATE_ONLY=1: the databases are the result (tests/e2e/t230, t231 generate ranks this way)
+if [ "${GENERATE_ONLY:-0}" = 1 ]; then
+	trap - EXIT
+	echo "report-scale: $RANKS databases in $work"
+	exit 0
+fi
+
+# One command, timed with its peak memory (GNU time's "Maximum resident set size", KiB): prints
+# "SECONDS KIB"; the command's output goes to $work/out.NAME.
+measure() {
+	name=$1
+	shift
+	/usr/bin/time -f '%e %M' -o "$work/time.$name" "$@" >"$work/out.$name" 2>"$work/err.$name"
+	rc=$?
+	# check exits 1 over budget: that is a result, not a failure
+	if [ $rc -gt 1 ] || { [ $rc = 1 ] && [ "$name" != check ]; }; then
+		echo "report-scale: $name failed ($rc): $(tail -3 "$work/err.$name")" >&2
+		exit 2
+	fi
+	tail -1 "$work/time.$name"
+}
 
 start=$(now)
-"$SYNCSPY" report --format json "$work" >"$work/report.json" || { echo "report-scale: report failed" >&2; exit 2; }
+"$SYNCSPY" report --format json -o "$work/report.json" "$work" || { echo "report-scale: report failed" >&2; exit 2; }
 end=$(now)
 elapsed=$(echo "$end - $start" | bc)
 status=PASS
 [ "$(echo "$elapsed <= $TARGET_S" | bc)" = 1 ] || status=FAIL
 findings=$("$SQLITE3" -batch :memory: "SELECT json_array_length(readfile('$work/report.json'), '\$.findings')")
 rules=$("$SQLITE3" -batch :memory: "SELECT group_concat(r, ',') FROM (SELECT DISTINCT json_extract(value, '\$.rule') AS r FROM json_each(json_extract(readfile('$work/report.json'), '\$.findings')) ORDER BY r)")
+# CURVE=1: every output and `check`, each timed with its peak RSS (the issue 18 curve).
+curve=
+if [ "${CURVE:-0}" = 1 ]; then
+	[ -x /usr/bin/time ] || { echo "report-scale: CURVE=1 needs GNU time (/usr/bin/time)" >&2; exit 2; }
+	echo '{"version": 1, "warmup": {"steady": true}, "limits": [{"class": "sync", "per_rank": true, "max_count_per_step": 100}]}' >"$work/budget.json"
+	for f in text json html; do
+		curve="$curve
+report $f: $(measure "$f" "$SYNCSPY" report --format $f "$work" | awk '{printf "%s s, %.0f MiB peak RSS", $1, $2 / 1024}'), $(wc -c <"$work/out.$f") bytes"
+	done
+	curve="$curve
+check:       $(measure check "$SYNCSPY" check --budget "$work/budget.json" "$work" | awk '{printf "%s s, %.0f MiB peak RSS", $1, $2 / 1024}')"
+fi
 {
 	echo "# bench/report-scale.sh: syncspy report --format json over $RANKS databases of $CALLS calls, MIX=$MIX"
 	echo "date:        $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "commit:      $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	echo "machine:     $(uname -m), $(nproc) cores, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)"
 	echo "sqlite:      $("$SQLITE3" -version | cut -d' ' -f1)"
 	echo "databases:   $RANKS x $CALLS calls, $(du -sh "$work" | cut -f1) on disk, built in $(echo "$build_end - $build_start" | bc) s"
 	echo "report:      $elapsed s (target <= $TARGET_S s): $status"
 	echo "findings:    $findings ($rules)"
-} | tee ${result:+"$result"}
+	[ -z "$curve" ] || echo "${curve#?}"
+} | tee ${result:+-a "$result"}
 [ $status = PASS ]

@@ -194,6 +194,10 @@ int add_finding(struct loader *ld, const struct ss_rule *rule, const struct ss_r
 	f->gpu_idle_ns = -1;
 	f->site = site;
 	f->detail = detail;
+	f->ranks = f->per_step = NULL;
+	f->nranks = 1;
+	f->nper = 0;
+	f->per_step_min_ns = f->per_step_median_ns = f->per_step_max_ns = -1;
 	return SS_EXIT_OK;
 }
 
@@ -444,13 +448,13 @@ static int run_database_rules(struct loader *ld, struct db_state *st)
 }
 
 /* The cross-rank rules (SS_RULE_RANKS), in registry order, once the clocks are aligned. */
-static int run_rank_rules(struct loader *ld, const struct job *jobs, size_t njobs)
+static int run_rank_rules(struct loader *ld, const struct ss_collectives *sets, size_t nsets)
 {
 	int code = SS_EXIT_OK;
 
 	for (size_t r = 0; code == SS_EXIT_OK && r < ss_nrules; r++)
 		if (ss_rules[r]->phase == SS_RULE_RANKS)
-			code = ss_rules[r]->run_ranks(ld, jobs, njobs);
+			code = ss_rules[r]->run_ranks(ld, sets, nsets);
 	return code;
 }
 
@@ -520,7 +524,7 @@ static void load_one(struct job *job, struct ss_rank *rk)
 		code = run_database_rules(&ld, &st);
 	lap(&t, path, "database rules");
 	if (code == SS_EXIT_OK)
-		code = load_arrivals(&ld, &st, &job->collectives);
+		code = load_arrivals(&ld, &st, job->collectives);
 	lap(&t, path, "arrivals");
 	if (code == SS_EXIT_OK)
 		code = load_ranges(&ld, &st, job);
@@ -639,6 +643,136 @@ static int compare_findings(const void *a, const void *b)
 	return strcmp(x->site, y->site);
 }
 
+/* ------------------------------------------------------------------ across ranks (ANALYSIS-5) */
+
+/* fold_ranks sorts the findings of known ranks by (rule, site), then report order. */
+static const struct ss_finding *fold_base;
+
+static int compare_fold_keys(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int c = strcmp(fold_base[x].rule, fold_base[y].rule);
+
+	if (c)
+		return c;
+	c = strcmp(fold_base[x].site, fold_base[y].site);
+	if (c)
+		return c;
+	return (x > y) - (x < y);
+}
+
+/* Appends what finding f brings to its group's fold: its ranks and its cost per step (a
+ * steady, not info, finding's), its own or, folded already, those it carries. */
+static int fold_member(const struct ss_finding *f, long long **ranks, size_t *nranks,
+		       size_t *cap_ranks, long long **per_step, size_t *nper, size_t *cap_per)
+{
+	if (f->nranks > 1) {
+		for (size_t i = 0; i < f->nranks; i++)
+			if (!PUSH(*ranks, *nranks, *cap_ranks, f->ranks[i]))
+				return 0;
+		for (size_t i = 0; i < f->nper; i++)
+			if (!PUSH(*per_step, *nper, *cap_per, f->per_step[i]))
+				return 0;
+		return 1;
+	}
+	if (!PUSH(*ranks, *nranks, *cap_ranks, f->rank))
+		return 0;
+	if (f->cost_per_step_ns >= 0 && strcmp(f->severity, "info") != 0)
+		return PUSH(*per_step, *nper, *cap_per, f->cost_per_step_ns);
+	return 1;
+}
+
+/*
+ * ANALYSIS-5: the findings of one (rule, site) on several ranks of the job become the first of
+ * them in ANALYSIS-1 order, the worst rank's, with the ranks listed and the spread of their cost
+ * per step; the others are dropped, so the order of what remains is unchanged. Findings of
+ * databases without a rank stay apart: they are separate programs. ss_analyze folds after each
+ * batch of databases, so that memory holds one finding per (rule, site), not one per rank, and
+ * once more at the end (final: the spread is computed, the values it came from freed); the worst
+ * of a group is the same whatever the batches, as ANALYSIS-1 is a total order. Sorts the findings
+ * first. Returns 0 when out of memory.
+ */
+static int fold_ranks(struct ss_report *r, int final)
+{
+	size_t *order = malloc((r->nfindings ? r->nfindings : 1) * sizeof(*order));
+	size_t n = 0, kept = 0;
+	int ok = order != NULL;
+
+	if (ok && r->nfindings)
+		qsort(r->findings, r->nfindings, sizeof(*r->findings), compare_findings);
+	for (size_t i = 0; ok && i < r->nfindings; i++)
+		if (r->findings[i].rank >= 0)
+			order[n++] = i;
+	fold_base = r->findings;
+	if (ok && n)
+		qsort(order, n, sizeof(*order), compare_fold_keys);
+	for (size_t g = 0, gend; ok && g < n; g = gend) {
+		struct ss_finding *worst = &r->findings[order[g]];
+		long long *ranks = NULL, *per_step = NULL;
+		size_t nranks = 0, nper = 0, cap_ranks = 0, cap_per = 0;
+
+		for (gend = g + 1;
+		     gend < n && strcmp(r->findings[order[gend]].rule, worst->rule) == 0 &&
+		     strcmp(r->findings[order[gend]].site, worst->site) == 0;
+		     gend++)
+			;
+		if (gend - g < 2 && (!final || worst->nranks < 2))
+			continue;
+		for (size_t k = g; ok && k < gend; k++)
+			ok = fold_member(&r->findings[order[k]], &ranks, &nranks, &cap_ranks,
+					 &per_step, &nper, &cap_per);
+		if (!ok) {
+			free(ranks);
+			free(per_step);
+			break;
+		}
+		for (size_t k = g + 1; k < gend; k++) {
+			struct ss_finding *f = &r->findings[order[k]];
+
+			free(f->site);
+			free(f->detail);
+			free(f->ranks);
+			free(f->per_step);
+			f->site = f->detail = NULL; /* dropped below */
+		}
+		free(worst->ranks);
+		free(worst->per_step);
+		worst->ranks = ranks;
+		worst->nranks = nranks;
+		worst->per_step = per_step;
+		worst->nper = nper;
+		if (!final)
+			continue;
+		qsort(worst->ranks, worst->nranks, sizeof(*worst->ranks), compare_ll);
+		nranks = 0; /* one rank recorded twice (copies of one database) is one rank */
+		for (size_t k = 0; k < worst->nranks; k++)
+			if (!nranks || worst->ranks[k] != worst->ranks[nranks - 1])
+				worst->ranks[nranks++] = worst->ranks[k];
+		worst->nranks = nranks;
+		if (nranks < 2) {
+			free(worst->ranks);
+			worst->ranks = NULL;
+			nper = 0;
+		}
+		if (nper) {
+			qsort(per_step, nper, sizeof(*per_step), compare_ll);
+			worst->per_step_min_ns = per_step[0];
+			worst->per_step_median_ns = per_step[(nper - 1) / 2];
+			worst->per_step_max_ns = per_step[nper - 1];
+		}
+		free(worst->per_step);
+		worst->per_step = NULL;
+		worst->nper = 0;
+	}
+	for (size_t i = 0; ok && i < r->nfindings; i++)
+		if (r->findings[i].site)
+			r->findings[kept++] = r->findings[i];
+	if (ok)
+		r->nfindings = kept;
+	free(order);
+	return ok;
+}
+
 int compare_ranks(const void *a, const void *b)
 {
 	const struct ss_rank *x = a, *y = b;
@@ -673,8 +807,37 @@ static int compare_range_stats(const void *a, const void *b)
 	return c ? c : strcmp(x->kind, y->kind);
 }
 
+/* The kinds of per-database notes add_notes writes, for the count of those left out. */
+static const char *const note_kinds[] = {"GPU timeline not recorded",
+					 "GPU timeline partial",
+					 "GPU timeline limited to what was asked",
+					 "GPU timeline sampled",
+					 "GPU timeline paused by the program",
+					 "no GPU timeline",
+					 "no repeating step found",
+					 "calls dropped while recording",
+					 "calls with end_ns < start_ns",
+					 "unfinished recording"};
+#define NOTE_KINDS (sizeof(note_kinds) / sizeof(note_kinds[0]))
+
+/* A job of thousands of ranks would list one note per rank: at most this many of one kind name
+ * their database, then one note counts the others (docs/cli.md). */
+#define SS_NOTES_PER_KIND 10
+
+/* add_note for a note about one database, of the kind *count counts. */
+static int add_rank_note(struct ss_report *r, size_t *count, char *note)
+{
+	if ((*count)++ < SS_NOTES_PER_KIND)
+		return add_note(r, note);
+	if (!note)
+		return SS_EXIT_INTERNAL;
+	free(note);
+	return SS_EXIT_OK;
+}
+
 static int add_notes(struct ss_report *r)
 {
+	size_t more[NOTE_KINDS] = {0};
 	int hosts_differ = 0, code = SS_EXIT_OK;
 	size_t wall_clock = 0;
 	long long spread = 0;
@@ -691,80 +854,103 @@ static int add_notes(struct ss_report *r)
 
 		/* Why a rank has no GPU timeline, or only part of one (meta.cupti, docs/cupti.md) */
 		if (rk->cupti && strncmp(rk->cupti, "off", 3) == 0)
-			code = add_note(r, format("%s: GPU timeline not recorded: %s", rk->path,
-						  rk->cupti));
+			code = add_rank_note(
+			    r, &more[0],
+			    format("%s: GPU timeline not recorded: %s", rk->path, rk->cupti));
 		else if (rk->cupti && strncmp(rk->cupti, "yielded", 7) == 0)
-			code = add_note(r, format("%s: GPU timeline partial: %s", rk->path,
-						  rk->cupti));
+			code = add_rank_note(
+			    r, &more[1],
+			    format("%s: GPU timeline partial: %s", rk->path, rk->cupti));
 		else if (rk->cupti && strncmp(rk->cupti, "on: only", 8) == 0)
-			code = add_note(r, format("%s: GPU timeline limited to what was asked: %s",
-						  rk->path, rk->cupti));
+			code =
+			    add_rank_note(r, &more[2],
+					  format("%s: GPU timeline limited to what was asked: %s",
+						 rk->path, rk->cupti));
 		if (code == SS_EXIT_OK && rk->cupti_sample && strcmp(rk->cupti_sample, "auto") == 0)
-			code = add_note(
-			    r, format("%s: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=auto: tracing every "
-				      "call would have cost about %.1f%% of the run): %lld windows, %.3f s "
-				      "of %.3f s traced: GPU figures are scaled from the traced steps "
-				      "(SYNCSPY_CUPTI_SAMPLE=all traces the whole run)",
-				      rk->path, rk->cupti_auto_permille / 10.0, rk->cupti_windows,
-				      (rk->cupti_traced_ns >= 0 ? rk->cupti_traced_ns
-							       : rk->wall_ns - rk->cupti_paused_ns) /
-					  1e9,
-				      rk->wall_ns / 1e9));
+			code = add_rank_note(
+			    r, &more[3],
+			    format("%s: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=auto: tracing every "
+				   "call would have cost about %.1f%% of the run): %lld windows, %.3f s "
+				   "of %.3f s traced: GPU figures are scaled from the traced steps "
+				   "(SYNCSPY_CUPTI_SAMPLE=all traces the whole run)",
+				   rk->path, rk->cupti_auto_permille / 10.0, rk->cupti_windows,
+				   (rk->cupti_traced_ns >= 0 ? rk->cupti_traced_ns
+							     : rk->wall_ns - rk->cupti_paused_ns) /
+				       1e9,
+				   rk->wall_ns / 1e9));
 		else if (code == SS_EXIT_OK && rk->cupti_sample)
-			code = add_note(
-			    r, format("%s: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=%s ms): %lld "
-				      "windows, %.3f s of %.3f s traced: GPU figures cover the traced part "
-				      "only",
-				      rk->path, rk->cupti_sample, rk->cupti_windows,
-				      (rk->cupti_traced_ns >= 0 ? rk->cupti_traced_ns
-							       : rk->wall_ns - rk->cupti_paused_ns) /
-					  1e9,
-				      rk->wall_ns / 1e9));
+			code = add_rank_note(
+			    r, &more[3],
+			    format("%s: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=%s ms): %lld "
+				   "windows, %.3f s of %.3f s traced: GPU figures cover the traced "
+				   "part only",
+				   rk->path, rk->cupti_sample, rk->cupti_windows,
+				   (rk->cupti_traced_ns >= 0 ? rk->cupti_traced_ns
+							     : rk->wall_ns - rk->cupti_paused_ns) /
+				       1e9,
+				   rk->wall_ns / 1e9));
 		else if (code == SS_EXIT_OK && rk->cupti_pauses > 0)
-			code = add_note(
-			    r, format("%s: GPU timeline paused by the program (syncspy_gpu_trace) %lld "
-				      "times, %.3f s of %.3f s: GPU figures cover the traced part only",
-				      rk->path, rk->cupti_pauses, rk->cupti_paused_ns / 1e9,
-				      rk->wall_ns / 1e9));
+			code = add_rank_note(
+			    r, &more[4],
+			    format(
+				"%s: GPU timeline paused by the program (syncspy_gpu_trace) %lld "
+				"times, %.3f s of %.3f s: GPU figures cover the traced part only",
+				rk->path, rk->cupti_pauses, rk->cupti_paused_ns / 1e9,
+				rk->wall_ns / 1e9));
 		if (code != SS_EXIT_OK)
 			break;
 		if (r->gpu_ranks && !rk->gpu)
-			code = add_note(r, format("%s: no GPU timeline (recorded without CUPTI): GPU "
-						  "idle time, communication/compute overlap and "
-						  "copy-without-overlap not measurable for it",
-						  rk->path));
+			code = add_rank_note(
+			    r, &more[5],
+			    format("%s: no GPU timeline (recorded without CUPTI): GPU "
+				   "idle time, communication/compute overlap and "
+				   "copy-without-overlap not measurable for it",
+				   rk->path));
 		if (code != SS_EXIT_OK)
 			break;
 
 		if (rk->steps == 0)
-			code = add_note(r, format("%s: no repeating step found (no syncspy_step or NVTX "
-						  "step ranges, and no call that recurs at a regular "
-						  "period): every call is judged, a site with %d calls or "
-						  "more as repeating, its cost against the wall time",
-						  rk->path, SS_FALLBACK_MIN_CALLS));
+			code = add_rank_note(
+			    r, &more[6],
+			    format("%s: no repeating step found (no syncspy_step or NVTX "
+				   "step ranges, and no call that recurs at a regular "
+				   "period): every call is judged, a site with %d calls or "
+				   "more as repeating, its cost against the wall time",
+				   rk->path, SS_FALLBACK_MIN_CALLS));
 		if (code == SS_EXIT_OK && rk->dropped_calls > 0) /* calls, per class */
-			code =
-			    add_note(r, format("%s: %lld calls were dropped while recording (%s): "
-					       "its counts are lower bounds",
-					       rk->path, rk->dropped_calls,
-					       rk->dropped_by_class ? rk->dropped_by_class
-								    : "classes not recorded"));
+			code = add_rank_note(
+			    r, &more[7],
+			    format("%s: %lld calls were dropped while recording (%s): "
+				   "its counts are lower bounds",
+				   rk->path, rk->dropped_calls,
+				   rk->dropped_by_class ? rk->dropped_by_class
+							: "classes not recorded"));
 		else if (code == SS_EXIT_OK && rk->dropped > 0 && rk->dropped_calls < 0)
-			code = add_note(r, format("%s: %lld calls were dropped while recording: its "
-						  "counts are lower bounds",
-						  rk->path, rk->dropped));
+			code =
+			    add_rank_note(r, &more[7],
+					  format("%s: %lld calls were dropped while recording: its "
+						 "counts are lower bounds",
+						 rk->path, rk->dropped));
 		if (code == SS_EXIT_OK && rk->backwards > 0)
-			code = add_note(
-			    r, format("%s: %lld call%s with end_ns < start_ns (a clock "
-				      "that went back, or a damaged file): counted as 0 ns",
-				      rk->path, rk->backwards, rk->backwards == 1 ? "" : "s"));
+			code = add_rank_note(
+			    r, &more[8],
+			    format("%s: %lld call%s with end_ns < start_ns (a clock "
+				   "that went back, or a damaged file): counted as 0 ns",
+				   rk->path, rk->backwards, rk->backwards == 1 ? "" : "s"));
 		if (code == SS_EXIT_OK && !rk->finished)
-			code = add_note(r, format("%s: unfinished recording (still running, or "
-						  "killed): read up to its last commit",
-						  rk->path));
+			code = add_rank_note(r, &more[9],
+					     format("%s: unfinished recording (still running, or "
+						    "killed): read up to its last commit",
+						    rk->path));
 		if (strcmp(rk->host, r->ranks[0].host) != 0)
 			hosts_differ = 1;
 	}
+	for (size_t k = 0; code == SS_EXIT_OK && k < NOTE_KINDS; k++)
+		if (more[k] > SS_NOTES_PER_KIND)
+			code = add_note(
+			    r,
+			    format("%zu more databases: %s (the first %d are named above)",
+				   more[k] - SS_NOTES_PER_KIND, note_kinds[k], SS_NOTES_PER_KIND));
 	for (size_t i = 0; i < r->nranks; i++) {
 		const struct ss_rank *rk = &r->ranks[i];
 
@@ -789,10 +975,70 @@ static int add_notes(struct ss_report *r)
 
 /* ------------------------------------------------------------------ entry points */
 
+/* Databases are loaded, merged and folded this many at a time (ANALYSIS-5): what memory holds
+ * is each rank's totals and collectives and one finding per (rule, site), not every rank's
+ * findings at once; and at most SS_LOAD_THREADS_MAX databases are open. */
+#define SS_LOAD_BATCH 256
+
+/* The rank of each finding a cross-rank rule added (not judged yet), found by rank number:
+ * an index of ranks[] sorted by rank, searched. */
+static const struct ss_rank *judge_base;
+
+static int compare_rank_index(const void *a, const void *b)
+{
+	long long x = judge_base[*(const size_t *)a].rank, y = judge_base[*(const size_t *)b].rank;
+
+	if (x != y)
+		return (x > y) - (x < y);
+	return (*(const size_t *)a > *(const size_t *)b) -
+	       (*(const size_t *)a < *(const size_t *)b);
+}
+
+/* Judges the findings the cross-rank rules added, against the first database of their rank. */
+static int judge_rank_findings(struct loader *ld, struct ss_report *report)
+{
+	size_t *index = malloc((report->nranks ? report->nranks : 1) * sizeof(*index));
+
+	if (!index)
+		return out_of_memory(ld);
+	for (size_t i = 0; i < report->nranks; i++)
+		index[i] = i;
+	judge_base = report->ranks;
+	qsort(index, report->nranks, sizeof(*index), compare_rank_index);
+	for (size_t i = 0; i < report->nfindings; i++) {
+		struct ss_finding *f = &report->findings[i];
+		size_t lo = 0, hi = report->nranks;
+
+		if (f->severity) /* judged when its database was loaded */
+			continue;
+		while (lo < hi) { /* the first index of rank f->rank */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (report->ranks[index[mid]].rank < f->rank)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < report->nranks && report->ranks[index[lo]].rank == f->rank) {
+			if (!judge_finding(f, &report->ranks[index[lo]])) {
+				free(index);
+				return out_of_memory(ld);
+			}
+		} else {
+			f->severity = "low";
+		}
+	}
+	free(index);
+	return SS_EXIT_OK;
+}
+
 int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_options *options,
 	       struct ss_report *report, char *err, size_t errlen)
 {
 	struct loader ld = {.report = report, .err = err, .errlen = errlen};
+	size_t batch = npaths < SS_LOAD_BATCH ? npaths : SS_LOAD_BATCH;
+	int fold = options && options->fold_ranks;
+	struct ss_collectives *sets = NULL;
 	struct job *jobs = NULL;
 	double t = now_s();
 	int code = SS_EXIT_OK;
@@ -801,47 +1047,47 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 	report->ranks = calloc(npaths ? npaths : 1, sizeof(*report->ranks));
 	if (!report->ranks)
 		return out_of_memory(&ld);
-	jobs = calloc(npaths ? npaths : 1, sizeof(*jobs));
-	if (!jobs)
+	jobs = calloc(batch ? batch : 1, sizeof(*jobs));
+	sets = calloc(npaths ? npaths : 1, sizeof(*sets));
+	if (!jobs || !sets)
 		code = out_of_memory(&ld);
-	for (size_t i = 0; code == SS_EXIT_OK && i < npaths; i++)
-		jobs[i].path = paths[i];
-	if (code == SS_EXIT_OK) {
-		struct pool pool = {.jobs = jobs, .ranks = report->ranks, .njobs = npaths};
+	/* Batch by batch: load in parallel, merge in path order (the first failure in path order
+	 * wins, as it did one by one), fold (ANALYSIS-5), free the batch's findings. */
+	for (size_t b = 0; code == SS_EXIT_OK && b < npaths; b += batch) {
+		size_t n = npaths - b < batch ? npaths - b : batch;
+		struct pool pool = {.jobs = jobs, .ranks = report->ranks + b, .njobs = n};
 
+		memset(jobs, 0, n * sizeof(*jobs));
+		for (size_t i = 0; i < n; i++) {
+			jobs[i].path = paths[b + i];
+			jobs[i].collectives = &sets[b + i];
+		}
 		load_all(&pool);
-		report->nranks = npaths; /* so that ss_report_free frees what load_one began */
-	}
-	lap(&t, "all", "load");
-	for (size_t i = 0; code == SS_EXIT_OK && i < npaths; i++) {
-		code = merge_job(&ld, &jobs[i], i);
-		if (code == SS_EXIT_OK && options && options->progress)
-			ss_print_line(stderr, "syncspy: loaded %zu/%zu %s (rank %lld)", i + 1,
-				      npaths, paths[i], report->ranks[i].rank);
-	}
-	lap(&t, "all", "merge");
-	if (code == SS_EXIT_OK)
-		code = estimate_clocks(&ld, jobs, npaths);
-	if (code == SS_EXIT_OK)
-		code = run_rank_rules(&ld, jobs, npaths);
-	lap(&t, "all", "cross-rank rules");
-	for (size_t i = 0; jobs && i < npaths; i++)
-		job_free(&jobs[i]);
-	free(jobs);
-	for (size_t i = 0; code == SS_EXIT_OK && i < report->nfindings; i++) {
-		struct ss_finding *f = &report->findings[i];
-		const struct ss_rank *rk = NULL;
-
-		if (f->severity) /* judged when its database was loaded */
-			continue;
-		for (size_t j = 0; j < report->nranks && !rk; j++)
-			if (report->ranks[j].rank == f->rank)
-				rk = &report->ranks[j];
-		if (rk && !judge_finding(f, rk))
+		report->nranks = b + n; /* so that ss_report_free frees what load_one began */
+		for (size_t i = 0; code == SS_EXIT_OK && i < n; i++) {
+			code = merge_job(&ld, &jobs[i], b + i);
+			if (code == SS_EXIT_OK && options && options->progress)
+				ss_print_line(stderr, "syncspy: loaded %zu/%zu %s (rank %lld)",
+					      b + i + 1, npaths, paths[b + i],
+					      report->ranks[b + i].rank);
+		}
+		for (size_t i = 0; i < n; i++)
+			job_free(&jobs[i]);
+		if (code == SS_EXIT_OK && fold && b + n < npaths && !fold_ranks(report, 0))
 			code = out_of_memory(&ld);
-		else if (!rk)
-			f->severity = "low";
 	}
+	lap(&t, "all", "load and merge");
+	if (code == SS_EXIT_OK)
+		code = estimate_clocks(&ld, sets, npaths);
+	if (code == SS_EXIT_OK)
+		code = run_rank_rules(&ld, sets, npaths);
+	lap(&t, "all", "cross-rank rules");
+	for (size_t i = 0; sets && i < npaths; i++)
+		ss_collectives_free(&sets[i]);
+	free(sets);
+	free(jobs);
+	if (code == SS_EXIT_OK)
+		code = judge_rank_findings(&ld, report);
 	for (size_t i = 0; code == SS_EXIT_OK && i < report->nranks; i++)
 		report->gpu_ranks += report->ranks[i].gpu != 0;
 	if (code == SS_EXIT_OK)
@@ -852,6 +1098,8 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 	if (report->nfindings)
 		qsort(report->findings, report->nfindings, sizeof(*report->findings),
 		      compare_findings);
+	if (fold && !fold_ranks(report, 1))
+		return out_of_memory(&ld);
 	if (report->nranks)
 		qsort(report->ranks, report->nranks, sizeof(*report->ranks), compare_ranks);
 	if (report->nranges)
@@ -890,6 +1138,8 @@ void ss_report_free(struct ss_report *report)
 	for (size_t i = 0; i < report->nfindings; i++) {
 		free(report->findings[i].site);
 		free(report->findings[i].detail);
+		free(report->findings[i].ranks);
+		free(report->findings[i].per_step);
 	}
 	for (size_t i = 0; i < report->nranges; i++) {
 		free(report->ranges[i].name);

@@ -11,6 +11,12 @@
  *               descending; ties by rule, rank, site: the order of the report is stable for a
  *               given set of databases.
  *   ANALYSIS-2  there is at most one finding per (rule, rank, site).
+ *   ANALYSIS-5  with fold_ranks (`syncspy report`), the findings of one (rule, site) on several
+ *               ranks of a job (meta.rank known) are one finding: the rank first in ANALYSIS-1
+ *               order (the largest share: the worst) stands for it with its own figures, and
+ *               the finding lists its ranks and the spread of their cost per step. Ranking
+ *               (ANALYSIS-1) is then by the worst rank's share: in a synchronous job every rank
+ *               waits for the slowest at the next collective. `check` and `diff` judge per rank.
  *   ANALYSIS-3  every number is measured on the host (CLOCK_MONOTONIC of the recording host),
  *               except estimate_ns, which is an estimate and says so, and the GPU numbers
  *               (gpu_idle_ns, comm_*, copy-without-overlap), which come from CUPTI's records in
@@ -118,6 +124,15 @@ struct ss_finding {
 	char *detail;	       /* one line: what was seen (APIs and counts, medians, ...) */
 	const char *advice;    /* one or two sentences: the fix */
 	const char *path;      /* the rank's database (owned by its ss_rank): which recording */
+	/* ANALYSIS-5: a finding folded over several ranks lists them (ascending; nranks >= 2),
+	 * else ranks is NULL and nranks 1; per_step_* is the spread of cost_per_step_ns over the
+	 * folded ranks that have one (steady, not info), -1 when none has. rank, path and the
+	 * figures above are the worst rank's. */
+	long long *ranks;
+	size_t nranks;
+	long long per_step_min_ns, per_step_median_ns, per_step_max_ns;
+	long long *per_step; /* while folding batch by batch (analysis.c): the ranks' values */
+	size_t nper;
 };
 
 /* At most this many range names per rank are reported (those with the most sync points). */
@@ -152,7 +167,8 @@ struct ss_report {
 
 /* Loading options. */
 struct ss_analysis_options {
-	int progress; /* 1: one line on stderr per database loaded */
+	int progress;	/* 1: one line on stderr per database loaded */
+	int fold_ranks; /* 1: one finding per (rule, site) across the ranks of a job (ANALYSIS-5) */
 };
 
 /*

@@ -102,8 +102,9 @@ struct job {
 	int meta_loaded; /* the duplicate-rank check can run */
 	char err[1024];
 	struct ss_report found; /* findings and range statistics only */
-	struct ss_collectives collectives; /* load_arrivals: for the clock alignment, then
-					      nccl-straggler */
+	/* load_arrivals: for the clock alignment, then nccl-straggler; one of ss_analyze's
+	 * array, which outlives the job (a job lives for its batch only: SS_LOAD_BATCH) */
+	struct ss_collectives *collectives;
 	size_t ranges_capacity;
 };
 
@@ -221,8 +222,9 @@ struct ss_rule {
 	void (*confirm)(struct ss_report *found);
 	/* SS_RULE_GPU */
 	int (*run_gpu)(struct loader *ld, struct db_state *st, const struct gpu_rows *g);
-	/* SS_RULE_RANKS: the jobs are the loaded databases, in path order */
-	int (*run_ranks)(struct loader *ld, const struct job *jobs, size_t njobs);
+	/* SS_RULE_RANKS: the collectives of every loaded database, in path order (as ranks[]
+	 * until the report is sorted) */
+	int (*run_ranks)(struct loader *ld, const struct ss_collectives *sets, size_t nsets);
 };
 
 /* rules/registry.c: every rule, in the order the engine runs them within a phase. */
@@ -307,6 +309,6 @@ const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, long lo
 
 /* ------------------------------------------------------------------ ranks.c */
 
-int estimate_clocks(struct loader *ld, const struct job *jobs, size_t njobs);
+int estimate_clocks(struct loader *ld, const struct ss_collectives *sets, size_t nsets);
 
 #endif

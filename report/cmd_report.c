@@ -44,7 +44,7 @@ int cmd_report(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct ss_analysis_options analysis = {.progress = isatty(STDERR_FILENO)};
+	struct ss_analysis_options analysis = {.progress = isatty(STDERR_FILENO), .fold_ranks = 1};
 	const struct ss_format *format = ss_format_default(SS_FORMAT_REPORT);
 	const char *output = NULL;
 	struct ss_db_list list = {0};

@@ -972,7 +972,6 @@ void job_free(struct job *job)
 		free(job->found.ranges[i].kind);
 	}
 	free(job->found.ranges);
-	ss_collectives_free(&job->collectives);
 }
 
 /* Step 4: this rank's range names with the sync points per instance (nothing without ranges). */

@@ -490,20 +490,65 @@ static int open_rank(const char *const *paths, size_t i, sqlite3 **db, char *err
 	return rc;
 }
 
+/* Which databases get a timeline (sorted indexes into paths, *nshown of them): all of them up
+ * to SS_HTML_TIMELINE_RANKS, else the ones the findings name, in the findings' order, then the
+ * first in order, up to that number. NULL when out of memory. */
+static size_t *timeline_ranks(size_t ndbs, const long long *finding_ranks, size_t nfindings,
+			      size_t *nshown)
+{
+	size_t *shown = malloc((ndbs ? ndbs : 1) * sizeof(*shown)), n = 0;
+	unsigned char *picked = calloc(ndbs ? ndbs : 1, 1);
+
+	if (!shown || !picked) {
+		free(shown);
+		free(picked);
+		return NULL;
+	}
+	for (size_t i = 0; ndbs > SS_HTML_TIMELINE_RANKS && finding_ranks && i < nfindings &&
+			   n < SS_HTML_TIMELINE_RANKS;
+	     i++) {
+		long long k = finding_ranks[i];
+
+		if (k >= 0 && (size_t)k < ndbs && !picked[k]) {
+			picked[k] = 1;
+			n++;
+		}
+	}
+	for (size_t k = 0; k < ndbs && n < SS_HTML_TIMELINE_RANKS; k++)
+		if (!picked[k]) {
+			picked[k] = 1;
+			n++;
+		}
+	if (ndbs <= SS_HTML_TIMELINE_RANKS)
+		memset(picked, 1, ndbs);
+	*nshown = 0;
+	for (size_t k = 0; k < ndbs; k++)
+		if (picked[k])
+			shown[(*nshown)++] = k;
+	free(picked);
+	return shown;
+}
+
 static int timeline_json(FILE *out, const char *const *paths, size_t ndbs,
 			 const long long *finding_ranks, size_t nfindings, long long cap, int *gpu,
 			 char *err, size_t errlen)
 {
 	sqlite3 *db = NULL;
+	size_t nshown = 0, *shown = timeline_ranks(ndbs, finding_ranks, nfindings, &nshown);
 	struct rank_clock *clocks = calloc(ndbs ? ndbs : 1, sizeof(*clocks));
+	int aggregated = nshown < ndbs;
 	long long origin_ns = 0;
 	int rc = SS_EXIT_OK;
 
-	if (!clocks) {
+	if (!clocks || !shown) {
+		free(clocks);
+		free(shown);
 		snprintf(err, errlen, "out of memory");
 		return SS_EXIT_INTERNAL;
 	}
-	for (size_t i = 0; i < ndbs && !rc; i++) {
+	for (size_t s = 0; s < nshown && !rc; s++) {
+		size_t i = shown[s];
+
 		rc = open_rank(paths, i, &db, err, errlen);
 		if (!rc)
 			rc = read_clock(db, &clocks[i], err, errlen);
@@ -523,20 +568,34 @@ static int timeline_json(FILE *out, const char *const *paths, size_t ndbs,
 	}
 	/* Which rank (index in ranks) each of the report's findings is about. */
 	fputs("],\n\"finding_ranks\":[", out);
-	for (size_t i = 0; i < nfindings; i++)
-		fprintf(out, i ? ",%lld" : "%lld", finding_ranks ? finding_ranks[i] : -1);
+	for (size_t i = 0; i < nfindings; i++) {
+		long long k = finding_ranks ? finding_ranks[i] : -1, at = -1;
+
+		for (size_t s = 0; k >= 0 && s < nshown && at < 0; s++)
+			if (shown[s] == (size_t)k)
+				at = (long long)s;
+		fprintf(out, i ? ",%lld" : "%lld", at);
+	}
+	/* More ranks than timelines: how many, and each timeline's index in the report's ranks */
+	if (aggregated) {
+		fprintf(out, "],\n\"ranks_total\":%zu,\"ranks_shown\":[", ndbs);
+		for (size_t s = 0; s < nshown; s++)
+			fprintf(out, s ? ",%zu" : "%zu", shown[s]);
+	}
 	fputs("],\n\"ranks\":[", out);
-	for (size_t i = 0; i < ndbs && !rc; i++) {
-		if (i)
+	for (size_t s = 0; s < nshown && !rc; s++) {
+		if (s)
 			fputs(",\n", out);
-		rc = open_rank(paths, i, &db, err, errlen);
+		rc = open_rank(paths, shown[s], &db, err, errlen);
 		if (!rc)
-			rc = rank_json(out, db, &clocks[i], origin_ns, cap, gpu, err, errlen);
+			rc =
+			    rank_json(out, db, &clocks[shown[s]], origin_ns, cap, gpu, err, errlen);
 		sqlite3_close(db);
 		db = NULL;
 	}
 	fputs("]}", out);
 	free(clocks);
+	free(shown);
 	return rc;
 }
 

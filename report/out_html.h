@@ -18,6 +18,11 @@
  * calls: about 60 bytes an item, so under 12 MB more. */
 #define SS_HTML_CALL_CAP 200000
 
+/* A report of more ranks than this carries the timeline of this many only (docs/viewer.md,
+ * "Many ranks"): the ranks the findings are about, in the findings' order, then the first
+ * ranks; the page's size then grows by a rank's row of the report, not by its calls. */
+#define SS_HTML_TIMELINE_RANKS 64
+
 /*
  * Writes the HTML report to out. report_json is the report's JSON text (docs/report-json.md),
  * embedded as it is (NULL: the page shows the timeline and call sites only). paths are the

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sqlite3.h>
@@ -57,6 +58,14 @@
 #define FINDING_GPU_SQL                                                                            \
 	"INSERT INTO docs(kind, doc) VALUES('finding', json_set(" FINDING_OBJECT ","               \
 	" '$.gpu_idle_ns', ?12))"
+
+/* A finding folded over several ranks (ANALYSIS-5) lists them and their spread after its other
+ * fields; a finding of one rank stays as it was. */
+#define FINDING_RANKS_SQL                                                                          \
+	"UPDATE docs SET doc = json_set(doc, '$.ranks', json(?1), '$.spread',"                     \
+	" json_object('ranks', ?2, 'worst_rank', ?3, 'cost_per_step_ns_min', ?4,"                  \
+	" 'cost_per_step_ns_median', ?5, 'cost_per_step_ns_max', ?6))"                             \
+	" WHERE id = last_insert_rowid()"
 
 #define RANGE_SQL                                                                                  \
 	"INSERT INTO docs(kind, doc) VALUES('range', json_object('rank', ?1, 'name', ?2,"          \
@@ -185,6 +194,33 @@ static int json_rank(FILE *out, const struct ss_report *report, const struct ss_
 	return run(stmt);
 }
 
+/* ANALYSIS-5: the ranks of a folded finding, and the spread of their cost per step. */
+static int finding_ranks(const struct ss_finding *f)
+{
+	char *list = malloc(f->nranks * 22 + 3);
+	size_t used = 0;
+	sqlite3_stmt *stmt;
+
+	if (!list)
+		return ss_error(SS_EXIT_INTERNAL, "json output: out of memory");
+	list[used++] = '[';
+	for (size_t i = 0; i < f->nranks; i++)
+		used += (size_t)sprintf(list + used, i ? ",%lld" : "%lld", f->ranks[i]);
+	list[used++] = ']';
+	list[used] = '\0';
+	if (sqlite3_prepare_v2(doc_db, FINDING_RANKS_SQL, -1, &stmt, NULL) != SQLITE_OK) {
+		free(list);
+		return sql_failed();
+	}
+	sqlite3_bind_text(stmt, 1, list, (int)used, free);
+	sqlite3_bind_int64(stmt, 2, (long long)f->nranks);
+	sqlite3_bind_int64(stmt, 3, f->rank);
+	bind_optional(stmt, 4, f->per_step_min_ns);
+	bind_optional(stmt, 5, f->per_step_median_ns);
+	bind_optional(stmt, 6, f->per_step_max_ns);
+	return run(stmt);
+}
+
 static int json_finding(FILE *out, const struct ss_report *report, const struct ss_finding *f)
 {
 	sqlite3_stmt *stmt;
@@ -211,7 +247,9 @@ static int json_finding(FILE *out, const struct ss_report *report, const struct 
 	bind_optional(stmt, 15, f->cost_ns);
 	bind_optional(stmt, 16, f->cost_per_step_ns);
 	sqlite3_bind_double(stmt, 17, f->share);
-	return run(stmt);
+	if (run(stmt) != SS_EXIT_OK)
+		return SS_EXIT_INTERNAL;
+	return f->nranks > 1 ? finding_ranks(f) : SS_EXIT_OK;
 }
 
 static int json_end(FILE *out, const struct ss_report *report)

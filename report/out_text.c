@@ -205,14 +205,48 @@ static void start_findings(FILE *out, const struct ss_report *report)
 	findings_started = 1;
 }
 
+/* Runs of consecutive ranks a finding's rank list shows before "...": the JSON has them all. */
+#define RANK_RUNS_MAX 8
+
+/* "rank R", or for a finding folded over ranks (ANALYSIS-5) "ranks 0-7,9 (9, worst 3)". */
+static void rank_label(char *buf, size_t len, const struct ss_finding *f)
+{
+	size_t used, runs = 0;
+
+	if (f->nranks < 2) {
+		if (f->rank >= 0)
+			snprintf(buf, len, "rank %lld", f->rank);
+		else
+			snprintf(buf, len, "rank -");
+		return;
+	}
+	used = (size_t)snprintf(buf, len, "ranks ");
+	for (size_t i = 0; i < f->nranks && used < len; runs++) {
+		size_t j = i;
+
+		while (j + 1 < f->nranks && f->ranks[j + 1] == f->ranks[j] + 1)
+			j++;
+		if (runs == RANK_RUNS_MAX) {
+			used += (size_t)snprintf(buf + used, len - used, ",...");
+			break;
+		}
+		used += (size_t)(j > i ? snprintf(buf + used, len - used, "%s%lld-%lld",
+						  runs ? "," : "", f->ranks[i], f->ranks[j])
+				       : snprintf(buf + used, len - used, "%s%lld", runs ? "," : "",
+						  f->ranks[i]));
+		i = j + 1;
+	}
+	if (used < len)
+		snprintf(buf + used, len - used, " (%zu, worst %lld)", f->nranks, f->rank);
+}
+
 static int text_finding(FILE *out, const struct ss_report *report, const struct ss_finding *f)
 {
-	char rank[24] = "-";
+	char rank[160];
 
 	if (!findings_started)
 		start_findings(out, report);
-	if (f->rank >= 0)
-		snprintf(rank, sizeof(rank), "%lld", f->rank);
+	rank_label(rank, sizeof(rank), f);
 	/* ANALYSIS-1: the info findings come last, under their own heading */
 	if (strcmp(f->severity, "info") == 0 && findings_started == 1) {
 		fputs("\nonce, not in the steady state (info: no cost per step):\n", out);
@@ -221,15 +255,22 @@ static int text_finding(FILE *out, const struct ss_report *report, const struct 
 	/* what happened once is one line (the JSON has its detail); a steady finding the GPU
 	 * timeline cleared keeps its detail, which says why */
 	if (strcmp(f->phase, "once") == 0) {
-		fprintf(out, "  [%s] %s  rank %s  (%lld call%s, %.3f ms)  %s\n", f->severity,
-			f->rule, rank, f->count, f->count == 1 ? "" : "s",
-			(double)f->blocked_ns / 1e6, safe(f->site, SAFE_SITE));
+		fprintf(out, "  [%s] %s  %s  (%lld call%s, %.3f ms)  %s\n", f->severity, f->rule,
+			rank, f->count, f->count == 1 ? "" : "s", (double)f->blocked_ns / 1e6,
+			safe(f->site, SAFE_SITE));
 		return SS_EXIT_OK;
 	}
-	fprintf(out, "  [%s] %s  rank %s  %s\n", f->severity, f->rule, rank,
-		safe(f->site, SAFE_SITE));
+	fprintf(out, "  [%s] %s  %s  %s\n", f->severity, f->rule, rank, safe(f->site, SAFE_SITE));
 	fprintf(out, "      count %lld, %.3f ms blocked: %s\n", f->count,
 		(double)f->blocked_ns / 1e6, safe(f->detail, SAFE_DETAIL));
+	/* ANALYSIS-5: the figures above are the worst rank's; how the others compare */
+	if (f->nranks > 1 && f->per_step_max_ns >= 0)
+		fprintf(
+		    out,
+		    "      across the ranks: cost per step min %.3f ms, median %.3f ms, max %.3f "
+		    "ms\n",
+		    (double)f->per_step_min_ns / 1e6, (double)f->per_step_median_ns / 1e6,
+		    (double)f->per_step_max_ns / 1e6);
 	if (strcmp(f->severity, "info") != 0)
 		fprintf(out, "      fix: %s\n", safe(f->advice, SAFE_DETAIL));
 	return SS_EXIT_OK;

@@ -25,6 +25,6 @@ extern const struct ss_report_ops ss_report_html_ops; /* out_html.c: the JSON do
 
 /* The JSON document's own version (docs/report-json.md): fields are only added within a major
  * version. */
-#define SS_REPORT_JSON_VERSION "2.0"
+#define SS_REPORT_JSON_VERSION "2.1"
 
 #endif

@@ -52,16 +52,16 @@ int ss_clock_fit(long long *samples, size_t n, long long *offset_ns, long long *
  * API, k-th call) of end(rank) - end(reference), wall-clock mapped, when at least
  * SS_CLOCK_MIN_SAMPLES of them were blocking (ss_clock_samples); else 0, by the wall clock.
  */
-int estimate_clocks(struct loader *ld, const struct job *jobs, size_t njobs)
+int estimate_clocks(struct loader *ld, const struct ss_collectives *sets, size_t nsets)
 {
 	struct ss_rank *ranks = ld->report->ranks;
 	long long *samples = NULL;
 	size_t ref = 0, capacity = 0;
 
-	for (size_t i = 1; i < njobs; i++)
+	for (size_t i = 1; i < nsets; i++)
 		if (compare_ranks(&ranks[i], &ranks[ref]) < 0)
 			ref = i;
-	for (size_t i = 0; i < njobs; i++) {
+	for (size_t i = 0; i < nsets; i++) {
 		struct ss_rank *rk = &ranks[i];
 		size_t n = 0;
 
@@ -70,10 +70,10 @@ int estimate_clocks(struct loader *ld, const struct job *jobs, size_t njobs)
 		rk->clock_offset_method = "same-host";
 		if (i == ref || strcmp(rk->host, ranks[ref].host) == 0)
 			continue;
-		for (size_t a = 0; a < jobs[i].collectives.nseries; a++)
-			for (size_t b = 0; b < jobs[ref].collectives.nseries; b++) {
-				const struct ss_series *x = &jobs[i].collectives.series[a],
-						       *y = &jobs[ref].collectives.series[b];
+		for (size_t a = 0; a < sets[i].nseries; a++)
+			for (size_t b = 0; b < sets[ref].nseries; b++) {
+				const struct ss_series *x = &sets[i].series[a],
+						       *y = &sets[ref].series[b];
 
 				if (strcmp(x->hash, y->hash) != 0 || strcmp(x->op, y->op) != 0)
 					continue;

@@ -91,6 +91,19 @@
 		return r === null || r === undefined ? "-" : String(r);
 	}
 
+	/* A folded finding's ranks (ascending) as runs, "0-7,9,12-15", at most 8 runs then "...". */
+	function rankRuns(ranks) {
+		var runs = [];
+		for (var i = 0; i < ranks.length && runs.length <= 8; ) {
+			var j = i;
+			while (j + 1 < ranks.length && ranks[j + 1] === ranks[j] + 1)
+				j++;
+			runs.push(runs.length === 8 ? "..." : j > i ? ranks[i] + "-" + ranks[j] : String(ranks[i]));
+			i = j + 1;
+		}
+		return runs.join(",");
+	}
+
 	/* The command of a recording, short: the program's file name (the script's, after an
 	   interpreter) and the first arguments. */
 	var INTERPRETER = /^(python[0-9.]*|pypy[0-9.]*|ba?sh|sh|node|perl|ruby)$/;
@@ -196,7 +209,10 @@
 			card.appendChild(title);
 			var facts = [];
 			var ti = findingRank(i, f);
-			if (ti >= 0)
+			if (Array.isArray(f.ranks) && f.ranks.length > 1) /* folded (ANALYSIS-5) */
+				facts.push("ranks " + rankRuns(f.ranks) + " (" + f.ranks.length + ", worst rank " +
+					rankLabel(f.rank) + ")");
+			else if (ti >= 0)
 				facts.push(recordingName(tlRanks[ti], reportRankOf(ti)));
 			else if (f.rank !== undefined)
 				facts.push("rank " + rankLabel(f.rank));
@@ -216,6 +232,12 @@
 				card.appendChild(el("div", "site mono", f.site));
 			if (f.detail)
 				card.appendChild(el("div", "detail", f.detail));
+			var sp = f.spread || {};
+			if (isNum(sp.cost_per_step_ns_max))
+				card.appendChild(el("div", "spread", "across the ranks: cost per step min " +
+					fmtNs(sp.cost_per_step_ns_min) + ", median " + fmtNs(sp.cost_per_step_ns_median) +
+					", max " + fmtNs(sp.cost_per_step_ns_max) + "; the figures above are rank " +
+					rankLabel(sp.worst_rank) + "'s"));
 			if (f.advice && f.severity !== "info") /* once: nothing to fix per step */
 				card.appendChild(el("div", "advice", f.advice));
 			if (ti >= 0) { /* its calls on its recording's timeline: focusFinding, on the hash */
@@ -262,6 +284,8 @@
 	/* The report rank of timeline rank k (the same order, docs/viewer.md; else by host and pid). */
 	function reportRankOf(k) {
 		var ranks = report.ranks || [], t = tlRanks[k] || {};
+		if (Array.isArray(timeline.ranks_shown)) /* many ranks: said, not searched */
+			return ranks[timeline.ranks_shown[k]] || {};
 		if (ranks[k] && ranks[k].pid === t.pid && ranks[k].host === t.host)
 			return ranks[k];
 		for (var i = 0; i < ranks.length; i++)
@@ -272,8 +296,16 @@
 
 	/* ------------------------------------------------------------ per-rank comparison */
 
+	/* Many ranks (docs/viewer.md): the timelines of some ranks only, timeline.ranks_shown[k]
+	   the report rank of timeline rank k. */
+	var shownOf = {};
+	(timeline.ranks_shown || []).forEach(function (i, k) { shownOf[i] = k; });
+	var RANK_ROWS = 64;
+
 	/* The timeline payload of a report rank: the same pid on the same host, else the same place. */
 	function timelineOf(r, i) {
+		if (Array.isArray(timeline.ranks_shown))
+			return shownOf[i] !== undefined ? tlRanks[shownOf[i]] : {};
 		for (var k = 0; k < tlRanks.length; k++)
 			if (tlRanks[k].pid === r.pid && tlRanks[k].host === r.host)
 				return tlRanks[k];
@@ -344,7 +376,27 @@
 			return rows.length > 1 && (key === "sync_points" || key === "blocked_ns") && isNum(v) &&
 				v > m * 1.25 && v - m > (key === "blocked_ns" ? 1e6 : 1);
 		}
-		rows.forEach(function (r) {
+		/* Beyond RANK_ROWS ranks, the rows of the ranks with a timeline and those that deviate
+		   first (up to RANK_ROWS, in rank order), the others one click away. */
+		var later = [];
+		if (rows.length > RANK_ROWS) {
+			var first = rows.filter(function (r) {
+				return r.panel >= 0 || (Array.isArray(r.deviates) && r.deviates.length);
+			}).slice(0, RANK_ROWS);
+			later = rows.filter(function (r) { return first.indexOf(r) < 0; });
+			rows = first;
+		}
+		rows.forEach(addRow);
+		if (later.length) {
+			var all = el("button", "more", "show the other " + later.length + " of " +
+				(rows.length + later.length) + " ranks (those above have a timeline or a total off the median)");
+			all.addEventListener("click", function () {
+				later.forEach(addRow);
+				all.remove();
+			});
+			table.parentNode.insertBefore(all, table.nextSibling);
+		}
+		function addRow(r) {
 			var tr = el("tr");
 			cols.forEach(function (c) {
 				var v = r[c[0]];
@@ -367,7 +419,7 @@
 				});
 			}
 			table.appendChild(tr);
-		});
+		}
 	}
 
 	/* ------------------------------------------------------------ timeline */

@@ -56,7 +56,7 @@ static long long arrival(const struct loader *ld, const struct series_ref *ref, 
  * most time, then the first in path order) is the finding, one per communicator, in id_hash
  * order. Each rank's series is ordered by time, so instance k is the k-th element of each.
  */
-static int run_straggler_rule(struct loader *ld, const struct job *jobs, size_t njobs)
+static int run_straggler_rule(struct loader *ld, const struct ss_collectives *sets, size_t njobs)
 {
 	struct series_ref *refs = NULL;
 	struct late_stats *per = calloc(njobs ? njobs : 1, sizeof(*per));
@@ -69,13 +69,13 @@ static int run_straggler_rule(struct loader *ld, const struct job *jobs, size_t 
 	if (!per)
 		return out_of_memory(ld);
 	for (size_t j = 0; j < njobs; j++)
-		for (size_t i = 0; i < jobs[j].collectives.nseries; i++) {
+		for (size_t i = 0; i < sets[j].nseries; i++) {
 			if (!reserve(&refs, &capacity, nrefs, sizeof(*refs))) {
 				free(per);
 				free(refs);
 				return out_of_memory(ld);
 			}
-			refs[nrefs++] = (struct series_ref){&jobs[j].collectives.series[i], j};
+			refs[nrefs++] = (struct series_ref){&sets[j].series[i], j};
 		}
 	if (nrefs)
 		qsort(refs, nrefs, sizeof(*refs), compare_series_refs);

@@ -41,7 +41,7 @@ static long long percent(long long value, long long median)
 	return median ? (value - median) * 100 / median : 100;
 }
 
-static int run_imbalance_rule(struct loader *ld, const struct job *jobs, size_t njobs)
+static int run_imbalance_rule(struct loader *ld, const struct ss_collectives *sets, size_t nsets)
 {
 	struct ss_report *r = ld->report;
 	long long m_sync, m_blocked, m_copies, m_nccl;

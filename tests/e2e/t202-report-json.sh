@@ -3,7 +3,8 @@
 # t202: `syncspy report --format json` is one valid JSON document (parsed by SQLite's json
 # functions, and by python3 when there is one) with every field docs/report-json.md documents,
 # of the documented types; the merge of the 4-rank NCCL run has ranks 0-3 in order, each with
-# its calls per API, sync points and NCCL operations.
+# its calls per API, sync points and NCCL operations, and one finding per (rule, site) with the
+# ranks it was seen on and their spread (ANALYSIS-5).
 . "$E2E_DIR/lib.sh"
 under_shim env SYNCSPY_QUIET=1 "$PROGS/scenarios" nccl 4 >/dev/null || fail "scenario nccl 4"
 "$SYNCSPY" report --format json "$out" >"$tmp/r.json" 2>"$tmp/err" || fail "report exited $?: $(cat "$tmp/err")"
@@ -50,8 +51,26 @@ echo "source,name,count,steady,step_ns,sync_points_per_step,blocked_ns_per_step|
 # sets; the steady findings first, by share, then the info ones by blocked_ns (ANALYSIS-1).
 "$SQLITE3" -batch :memory: "SELECT DISTINCT (SELECT group_concat(k.key, ',') FROM json_each(r.value) AS k)
 	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings')) AS r" >"$tmp/actual"
-echo "rule,severity,rank,count,blocked_ns,worst_ns,bytes,estimate_ns,site,detail,advice,phase,steps,cost_ns,cost_per_step_ns,share" |
-	diff -u - "$tmp/actual" >&2 || fail "finding keys"
+keys=rule,severity,rank,count,blocked_ns,worst_ns,bytes,estimate_ns,site,detail,advice,phase,steps,cost_ns,cost_per_step_ns,share
+# a finding of one rank has those; one folded over ranks (ANALYSIS-5) ranks and spread after
+# them; the scenario's syncs recur on every rank, so some finding is folded
+grep -qxF "$keys,ranks,spread" "$tmp/actual" || fail "no folded finding: $(cat "$tmp/actual")"
+grep -vxF -e "$keys" -e "$keys,ranks,spread" "$tmp/actual" >&2 && fail "finding keys"
+# ANALYSIS-5: one finding per (rule, site) across the 4 ranks; a folded one lists its ranks
+# (ascending, its own among them) and their spread, with its worst rank's figures.
+"$SQLITE3" -batch :memory: "SELECT count(*) - count(DISTINCT json_extract(value, '\$.rule') || '|' ||
+	json_extract(value, '\$.site')) FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))" >"$tmp/actual"
+echo 0 | diff -u - "$tmp/actual" >&2 || fail "a (rule, site) twice: not folded"
+"$SQLITE3" -batch :memory: "SELECT DISTINCT (SELECT group_concat(k.key, ',') FROM json_each(f.value, '\$.spread') AS k),
+	json_extract(value, '\$.spread.ranks') = json_array_length(value, '\$.ranks'),
+	json_extract(value, '\$.spread.worst_rank') = json_extract(value, '\$.rank'),
+	(SELECT count(*) FROM json_each(f.value, '\$.ranks') AS x WHERE x.value = json_extract(f.value, '\$.rank')),
+	(SELECT count(*) FROM json_each(f.value, '\$.ranks') AS x WHERE x.key > 0
+	 AND x.value <= json_extract(f.value, '\$.ranks[' || (x.key - 1) || ']'))
+	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings')) AS f
+	WHERE json_type(value, '\$.ranks') IS NOT NULL" >"$tmp/actual"
+echo "ranks,worst_rank,cost_per_step_ns_min,cost_per_step_ns_median,cost_per_step_ns_max|1|1|1|0" |
+	diff -u - "$tmp/actual" >&2 || fail "folded findings: ranks and spread"
 "$SQLITE3" -batch :memory: "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
 	WHERE json_extract(value, '\$.severity') NOT IN ('high', 'medium', 'low', 'info')
 	OR json_extract(value, '\$.phase') NOT IN ('steady', 'once')

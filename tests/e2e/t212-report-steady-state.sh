@@ -73,7 +73,7 @@ above = [x for x in f if x["severity"] != "info"]
 assert {os.path.basename(x["site"].split(" ")[0]) for x in above} <= \
     {"steady.c:" + e["LOOP_SYNC"], "steady.c:" + e["LOOP_ALLOC"], "steady.c:" + e["LOOP_FREE"],
      "steady.c:" + e["LOOP_COPY"]}, above  # the loop's sync, alloc, free and copy
-assert r["report_version"] == "2.0"
+assert r["report_version"] == "2.1"
 PY
 	grep -q '^findings (costliest per step first):' "$tmp/report.txt" || fail "text heading"
 	grep -q '^once, not in the steady state (info' "$tmp/report.txt" || fail "text info heading"

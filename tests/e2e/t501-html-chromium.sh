@@ -3,7 +3,8 @@
 # t501: the HTML report in a real headless Chromium (Debian's chromium package): it renders
 # (the page's own marker body[data-rendered=ok], no body[data-error]) without a console message,
 # shows the findings of the known fixture (a repeating cudaMalloc site above `info`, with its
-# advice; the rest `info`, without), the rank comparison and the call
+# advice; the rest `info`, without; one finding for both ranks, at the slower rank's severity,
+# with its ranks: ANALYSIS-5), the rank comparison and the call
 # sites, and a hostile call-site text appears as text: it neither adds an element nor runs.
 . "$E2E_DIR/lib.sh"
 . "$E2E_DIR/html-lib.sh"
@@ -23,7 +24,8 @@ grep -q '<div class="advice">Allocate the host buffer pinned' "$dom" && fail "an
 
 # What the page must show, each string as the DOM holds it (text escaped by the serializer).
 for want in \
-	'<div class="finding sev-low" data-rule="alloc-in-loop">' \
+	'<div class="finding sev-medium" data-rule="alloc-in-loop">' \
+	'ranks 0-1 (2, worst rank 1)' \
 	'<div class="finding sev-info" data-rule="pageable-async-copy">' \
 	'<div class="advice">Allocate once before the loop and reuse the buffer' \
 	'train.py:37 x.to(device, non_blocking=True)' \
