@@ -303,6 +303,12 @@
 	  STREAM(stream) AUX(mode), )                                                              \
 	X(cudaStreamEndCapture, PTSZ, X1, (cudaStream_t stream, cudaGraph_t * pGraph),             \
 	  (stream, pGraph), STREAM(stream), )                                                      \
+	X(cudaGraphInstantiate, NONE, X1,                                                          \
+	  (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags),             \
+	  (pGraphExec, graph, flags), AUX(graph), )                                                \
+	X(cudaGraphInstantiateWithFlags, NONE, X1,                                                 \
+	  (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags),             \
+	  (pGraphExec, graph, flags), AUX(graph), )                                                \
 	X(cudaEventCreate, NONE, X1, (cudaEvent_t * event), (event), , CREATED_EVENT(*event, 0))   \
 	X(cudaEventCreateWithFlags, NONE, X1, (cudaEvent_t * event, unsigned int flags),           \
 	  (event, flags), , CREATED_EVENT(*event, flags))                                          \

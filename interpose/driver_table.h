@@ -51,6 +51,9 @@
 	  STREAM(hStream) AUX(f), )                                                                \
 	X(cuLaunchHostFunc, PTSZ, E1, (CUstream hStream, CUhostFn fn, void *userData),             \
 	  (hStream, fn, userData), STREAM(hStream) AUX(fn), )                                      \
+	X(cuGraphInstantiateWithFlags, NONE, X1,                                                   \
+	  (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),                   \
+	  (phGraphExec, hGraph, flags), AUX(hGraph), )                                             \
 	X(cuGraphLaunch, PTSZ, E1, (CUgraphExec hGraphExec, CUstream hStream),                     \
 	  (hGraphExec, hStream), STREAM(hStream) AUX(hGraphExec), )                                \
 	X(cuMemcpyHtoD_v2, PTDS, S4,                                                               \

@@ -1089,6 +1089,12 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
 	return from_cu(d->GraphInstantiateWithFlags(pGraphExec, graph, flags));
 }
 
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+					  unsigned long long flags)
+{
+	return cudaGraphInstantiate(pGraphExec, graph, flags);
+}
+
 static cudaError_t graph_launch(bool per_thread, cudaGraphExec_t exec, cudaStream_t stream)
 {
 	GET_DRIVER(d, per_thread);
