@@ -25,58 +25,70 @@ enum ss_exit {
 #define SS_COMMANDS(X)                                                                             \
 	X(help, "[COMMAND | env]",                                                                 \
 	  "print this help, a command's help, or the SYNCSPY_* environment variables", "")         \
-	X(run, "[-o DIR] [--cupti|--no-cupti] [--cupti-sample ON/PERIOD] [--] CMD [ARGS...]",     \
+	X(run,                                                                                     \
+	  "[-o DIR] [--cupti|--no-cupti] [--cupti-sample ON/PERIOD] [--delay S] [--duration S] "   \
+	  "[--capture-range cudaProfilerApi|nvtx] [--nvtx-capture NAME] [--] CMD [ARGS...]",       \
 	  "run CMD (and its children) with libsyncspy.so preloaded, then summarize the recording", \
-	  "  -o DIR      where the databases go (default ./syncspy-out; made absolute)\n"         \
-	  "  --cupti     set SYNCSPY_CUPTI=1, the default (GPU-side activity through CUPTI)\n"    \
-	  "  --no-cupti  set SYNCSPY_CUPTI=0 (host side only)\n"                                  \
-	  "  --cupti-sample ON/PERIOD  set SYNCSPY_CUPTI_SAMPLE: trace the GPU timeline ON ms of "  \
+	  "  -o DIR      where the databases go (default ./syncspy-out; made absolute)\n"          \
+	  "  --cupti     set SYNCSPY_CUPTI=1, the default (GPU-side activity through CUPTI)\n"     \
+	  "  --no-cupti  set SYNCSPY_CUPTI=0 (host side only)\n"                                   \
+	  "  --cupti-sample ON/PERIOD  set SYNCSPY_CUPTI_SAMPLE: trace the GPU timeline ON ms of " \
 	  "every PERIOD ms\n"                                                                      \
-	  "  exit status: CMD's; 128+N when signal N ended it; 127 when CMD is not found\n")     \
+	  "  --delay S   set SYNCSPY_DELAY: record nothing for the first S seconds\n"              \
+	  "  --duration S  set SYNCSPY_DURATION: record S seconds (after the delay)\n"             \
+	  "  --capture-range cudaProfilerApi  record between cudaProfilerStart and "               \
+	  "cudaProfilerStop\n"                                                                     \
+	  "  --capture-range nvtx --nvtx-capture NAME  record inside the NVTX ranges named NAME\n" \
+	  "  exit status: CMD's; 128+N when signal N ended it; 127 when CMD is not found\n")       \
 	X(check, "--budget FILE [--junit FILE] [--top N] DB|DIR... | --init [-o FILE] DB|DIR...",  \
-	  "exit 1 when recordings sync more than a budget allows, naming the call sites",         \
-	  "  --budget FILE  the JSON budget: limits per class, API, call site, rank\n"               \
-	  "  --junit FILE   also write a JUnit XML report (one testcase per limit and rank)\n"       \
-	  "  --top N        call sites listed per breach (default 5)\n"                               \
+	  "exit 1 when recordings sync more than a budget allows, naming the call sites",          \
+	  "  --budget FILE  the JSON budget: limits per class, API, call site, rank\n"             \
+	  "  --junit FILE   also write a JUnit XML report (one testcase per limit and rank)\n"     \
+	  "  --top N        call sites listed per breach (default 5)\n"                            \
 	  "  --init         write a budget from a good run instead (docs/budget.md)\n"             \
 	  "  -o FILE        with --init: where the budget goes (default: standard output)\n"       \
-	  "  GITHUB_ACTIONS=true: each breach is also printed as an ::error:: annotation\n"          \
-	  "  GITHUB_STEP_SUMMARY=FILE: a Markdown table of the checks is appended to FILE\n"        \
-	  "  exit status: 0 within budget, 1 over budget, 2 bad budget, database or usage\n")        \
-	X(diff, "[--format text|json] [-o FILE] [--fail-on-regression] [--threshold PERCENT] "       \
-		"BEFORE AFTER",                                                                    \
+	  "  GITHUB_ACTIONS=true: each breach is also printed as an ::error:: annotation\n"        \
+	  "  GITHUB_STEP_SUMMARY=FILE: a Markdown table of the checks is appended to FILE\n"       \
+	  "  exit status: 0 within budget, 1 over budget, 2 bad budget, database or usage\n")      \
+	X(diff,                                                                                    \
+	  "[--format text|json] [-o FILE] [--fail-on-regression] [--threshold PERCENT] "           \
+	  "BEFORE AFTER",                                                                          \
 	  "compare two recordings: findings gone, new and changed, and each rank's step figures",  \
-	  "  --format F            text (default) or json (docs/diff.md)\n"                       \
-	  "  -o FILE               write the diff to FILE instead of standard output\n"           \
-	  "  --fail-on-regression  exit 1 when AFTER regressed (docs/diff.md)\n"                  \
-	  "  --threshold PERCENT   a cost or syncs per step up by more is a regression (default "   \
+	  "  --format F            text (default) or json (docs/diff.md)\n"                        \
+	  "  -o FILE               write the diff to FILE instead of standard output\n"            \
+	  "  --fail-on-regression  exit 1 when AFTER regressed (docs/diff.md)\n"                   \
+	  "  --threshold PERCENT   a cost or syncs per step up by more is a regression (default "  \
 	  "20)\n"                                                                                  \
-	  "  exit status: 0 done, 1 regression (with --fail-on-regression), 2 bad input\n")       \
+	  "  exit status: 0 done, 1 regression (with --fail-on-regression), 2 bad input\n")        \
 	X(dump, "[--table T] [--format tsv|csv|json] [--where SQL] DB|DIR...",                     \
 	  "print the rows of one table of each database, for scripts",                             \
-	  "  --table T    api_calls (default), calls, meta, sites, threads, comms, streams,\n"    \
-	  "               stacks, ranges\n"                                                              \
-	  "  --format F   tsv (default: '# PATH' line, header line), csv, json (one array)\n"     \
-	  "  --where SQL  only rows where the SQL expression holds (read-only connection)\n")     \
+	  "  --table T    api_calls (default), calls, meta, sites, threads, comms, streams,\n"     \
+	  "               stacks, ranges\n"                                                        \
+	  "  --format F   tsv (default: '# PATH' line, header line), csv, json (one array)\n"      \
+	  "  --where SQL  only rows where the SQL expression holds (read-only connection)\n")      \
 	X(export, "[--format chrome] -o FILE DB|DIR...",                                           \
 	  "write one trace of all databases for a timeline viewer (Perfetto, chrome://tracing)",   \
 	  "  --format chrome  Chrome trace-event JSON (the default; docs/export.md)\n"             \
-	  "  -o FILE          the trace file, written whole or not at all; - for standard output\n") \
+	  "  -o FILE          the trace file, written whole or not at all; - for standard "        \
+	  "output\n")                                                                              \
 	X(info, "[--json] [--check] DB|DIR...",                                                    \
 	  "print each database's metadata, calls per API and class, and dropped events",           \
 	  "  --json   one JSON array with one object per database\n"                               \
 	  "  --check  read every page first (PRAGMA quick_check): slower, finds all damage\n"      \
 	  "  DIR      stands for the *.sqlite and *.sqlite.partial files inside it\n")             \
-	X(report, "[--format text|json|html] [-o FILE] [--progress] DB|DIR...",                  \
+	X(report, "[--format text|json|html] [-o FILE] [--progress] DB|DIR...",                    \
 	  "merge rank databases into one report: per-rank totals and findings with fix advice",    \
-	  "  --format F   text (default), json (docs/report-json.md) or html\n"                      \
-	  "  -o FILE      write the report to FILE instead of standard output\n"                     \
-	  "  --progress   one line on stderr per database loaded (default when stderr is a TTY)\n") \
+	  "  --format F   text (default), json (docs/report-json.md) or html\n"                    \
+	  "  -o FILE      write the report to FILE instead of standard output\n"                   \
+	  "  --progress   one line on stderr per database loaded (default when stderr is a "       \
+	  "TTY)\n")                                                                                \
 	X(symbolize, "[--restore] DB|DIR...",                                                      \
-	  "write native call sites' file:line into the databases (for machines without the binary)", \
-	  "  --restore  put the recorded site texts back (kept in the sites_recorded table)\n"      \
+	  "write native call sites' file:line into the databases (for machines without the "       \
+	  "binary)",                                                                               \
+	  "  --restore  put the recorded site texts back (kept in the sites_recorded table)\n"     \
 	  "  exit status: 0 written, 2 bad database, no libdw.so.1 or usage, 3 write error\n")     \
-	X(schema, "[--lookups] [--extensions]", "print the SQL schema this syncspy writes and reads", \
+	X(schema, "[--lookups] [--extensions]",                                                    \
+	  "print the SQL schema this syncspy writes and reads",                                    \
 	  "  --lookups     also print the rows of the classes, memkinds and dirs tables\n"         \
 	  "  --extensions  also print the tables a recording has only with their data (modules,\n" \
 	  "                gpu_activity, gpu_api)\n")

@@ -42,6 +42,18 @@
 	X(SYNCSPY_CUPTI_SAMPLE, STR, "",                                                           \
 	  "ON/PERIOD in ms: trace the GPU timeline ON ms of every PERIOD ms, switching at sync "   \
 	  "points, for runs where tracing every kernel costs too much (docs/cupti.md); empty: "    \
-	  "the whole run")
+	  "the whole run")                                                                         \
+	X(SYNCSPY_CAPTURE_RANGE, STR, "",                                                          \
+	  "what starts and stops the recording (docs/recording.md, \"Capture ranges\"): empty, "   \
+	  "from the start; cudaProfilerApi, between cudaProfilerStart/cuProfilerStart and "        \
+	  "cudaProfilerStop/cuProfilerStop; nvtx, inside the NVTX ranges SYNCSPY_NVTX_CAPTURE "    \
+	  "names; syncspy_start()/syncspy_stop() switch it in every mode")                         \
+	X(SYNCSPY_NVTX_CAPTURE, STR, "",                                                           \
+	  "with SYNCSPY_CAPTURE_RANGE=nvtx: the NVTX range name (push/pop or start/end) inside "   \
+	  "which calls are recorded")                                                              \
+	X(SYNCSPY_DELAY, STR, "0",                                                                 \
+	  "seconds (a decimal) from the process's start before anything is recorded")              \
+	X(SYNCSPY_DURATION, STR, "0",                                                              \
+	  "seconds (a decimal) the recording lasts after SYNCSPY_DELAY; 0: to the end")
 
 #endif
