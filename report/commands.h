@@ -66,11 +66,15 @@ enum ss_exit {
 	  "               stacks, ranges\n"                                                        \
 	  "  --format F   tsv (default: '# PATH' line, header line), csv, json (one array)\n"      \
 	  "  --where SQL  only rows where the SQL expression holds (read-only connection)\n")      \
-	X(export, "[--format chrome] -o FILE DB|DIR...",                                           \
+	X(export, "[--format chrome] [--start S] [--end S] [--syncs-only] -o FILE DB|DIR...",      \
 	  "write one trace of all databases for a timeline viewer (Perfetto, chrome://tracing)",   \
 	  "  --format chrome  Chrome trace-event JSON (the default; docs/export.md)\n"             \
 	  "  -o FILE          the trace file, written whole or not at all; - for standard "        \
-	  "output\n")                                                                              \
+	  "output\n"                                                                               \
+	  "  --start S        only what starts S seconds or more after each recording's start\n"   \
+	  "  --end S          only what starts before S seconds after it\n"                        \
+	  "  --syncs-only     only the host sync points (S1-S7): no enqueues, flows or GPU "       \
+	  "work\n")                                                                                \
 	X(info, "[--json] [--check] DB|DIR...",                                                    \
 	  "print each database's metadata, calls per API and class, and dropped events",           \
 	  "  --json   one JSON array with one object per database\n"                               \
