@@ -667,7 +667,8 @@ size_t ss_cupti_off_intervals(size_t from, uint64_t (**intervals)[2], int *open)
 	size_t n = closed + (size_t)*open;
 	*intervals = n ? malloc(n * sizeof(**intervals)) : NULL;
 	if (*intervals) {
-		memcpy(*intervals, off_intervals + from, closed * sizeof(**intervals));
+		if (closed) /* none yet: off_intervals may be NULL (off since the start) */
+			memcpy(*intervals, off_intervals + from, closed * sizeof(**intervals));
 		if (*open) {
 			(*intervals)[n - 1][0] = paused_since_ns;
 			(*intervals)[n - 1][1] = now_ns();

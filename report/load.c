@@ -129,22 +129,31 @@
 	" sum(sp), max(CASE WHEN rb = (cnt + 1) / 2 THEN bl END), max(bl)"                         \
 	" FROM ranked GROUP BY name, kind ORDER BY sum(sp) DESC, cnt DESC, name, kind LIMIT ?2"
 
+/* The integer SQL's one row starts with, in *value (whether a table exists, how many...). */
+static int query_int(struct loader *ld, struct db_state *st, const char *sql, int *value)
+{
+	sqlite3_stmt *stmt;
+	int code = query_row(ld, st, sql, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	*value = sqlite3_column_int(stmt, 0);
+	sqlite3_finalize(stmt);
+	return SS_EXIT_OK;
+}
+
 /* What a capture range recorded (SHIM-6 of the recording library): the capture table, where it
  * exists, else the whole run. */
 static int load_capture(struct loader *ld, struct db_state *st, long long end_ns)
 {
 	struct ss_rank *rk = st->rank;
 	sqlite3_stmt *stmt;
-	int any, code = query_row(ld, st, HAS_CAPTURE_SQL, &stmt);
+	int any = 0, code = query_int(ld, st, HAS_CAPTURE_SQL, &any);
 
 	rk->capture_ranges = 0;
 	rk->captured_ns = -1;
-	if (code != SS_EXIT_OK)
+	if (code != SS_EXIT_OK || !any)
 		return code;
-	any = sqlite3_column_int(stmt, 0);
-	sqlite3_finalize(stmt);
-	if (!any)
-		return SS_EXIT_OK;
 	if (any != 2)
 		return fail(
 		    ld, SS_EXIT_INPUT,
@@ -711,15 +720,11 @@ static int load_step_marks(struct loader *ld, struct db_state *st, int *found)
 	struct ss_step_mark *marks = NULL;
 	size_t n = 0, cap = 0;
 	sqlite3_stmt *stmt;
-	int rc, code = query_row(ld, st, HAS_RANGES_SQL, &stmt);
+	int rc = 0, code = query_int(ld, st, HAS_RANGES_SQL, &rc);
 
 	*found = 0;
-	if (code != SS_EXIT_OK)
+	if (code != SS_EXIT_OK || !rc)
 		return code;
-	rc = sqlite3_column_int(stmt, 0);
-	sqlite3_finalize(stmt);
-	if (!rc)
-		return SS_EXIT_OK;
 	code = prepare(ld, st, STEP_MARKS_SQL, &stmt);
 	if (code != SS_EXIT_OK)
 		return code;
@@ -1029,15 +1034,10 @@ int load_ranges(struct loader *ld, struct db_state *st, struct job *job)
 {
 	const struct ss_rank *rk = st->rank;
 	sqlite3_stmt *stmt;
-	int rc, code, any;
+	int rc, any = 0, code = query_int(ld, st, HAS_RANGES_SQL, &any);
 
-	code = query_row(ld, st, HAS_RANGES_SQL, &stmt);
-	if (code != SS_EXIT_OK)
+	if (code != SS_EXIT_OK || !any)
 		return code;
-	any = sqlite3_column_int(stmt, 0);
-	sqlite3_finalize(stmt);
-	if (!any)
-		return SS_EXIT_OK;
 	code = exec_temp(ld, st, RANGE_CALLS_SQL);
 	if (code == SS_EXIT_OK)
 		code = prepare(ld, st, RANGE_STATS_SQL, &stmt);

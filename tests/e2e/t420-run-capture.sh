@@ -38,12 +38,7 @@ END
 usage() {
 	expected=$1
 	shift
-	rm -f "$tmp/ran"
-	"$SYNCSPY" run -o "$out" "$@" -- touch "$tmp/ran" 2>"$tmp/err"
-	rc=$?
-	[ $rc -eq 2 ] || bad "run $*: exit $rc, not 2"
-	[ "$(cat "$tmp/err")" = "syncspy: run: $expected" ] || bad "run $*: message '$(cat "$tmp/err")', not '$expected'"
-	[ ! -e "$tmp/ran" ] || bad "run $*: CMD ran"
+	usage_error "syncspy: run: $expected" "$tmp/ran" "$SYNCSPY" run -o "$out" "$@" -- touch "$tmp/ran"
 }
 usage "--delay soon: not a number of seconds" --delay soon
 usage "--duration -1: not a number of seconds" --duration -1

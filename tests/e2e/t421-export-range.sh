@@ -52,11 +52,7 @@ ev "$tmp/all.json" "json_extract(value, '\$.ts') || ' ' || json_extract(value, '
 usage() {
 	expected=$1
 	shift
-	"$SYNCSPY" export "$@" -o "$tmp/bad.json" "$db" 2>"$tmp/err"
-	rc=$?
-	[ $rc -eq 2 ] || bad "export $*: exit $rc, not 2"
-	[ "$(cat "$tmp/err")" = "syncspy: export: $expected" ] || bad "export $*: '$(cat "$tmp/err")'"
-	[ ! -e "$tmp/bad.json" ] || bad "export $*: wrote a trace"
+	usage_error "syncspy: export: $expected" "$tmp/bad.json" "$SYNCSPY" export "$@" -o "$tmp/bad.json" "$db"
 }
 usage "--start soon: not a number of seconds >= 0" --start soon
 usage "--end -2: not a number of seconds >= 0" --end -2
