@@ -16,6 +16,7 @@
  *   post     what the call produced, read after it returned cudaSuccess:
  *              ALLOC(ptr, bytes, kind)    a new range of memory (ranges.h)
  *              CREATED_STREAM(s, flags, priority)       CREATED_EVENT(e, flags)
+ *            and either: PROFILER(on)  a capture range's start or stop (capture.h)
  *
  * Generated from this table: the API ids and names (shim.h, resolve.c), the wrappers and their
  * _ptsz/_ptds twins (cudart.c). Wrappers are defined with the prototypes of the toolkit's
@@ -312,6 +313,9 @@
 	X(cudaEventCreate, NONE, X1, (cudaEvent_t * event), (event), , CREATED_EVENT(*event, 0))   \
 	X(cudaEventCreateWithFlags, NONE, X1, (cudaEvent_t * event, unsigned int flags),           \
 	  (event, flags), , CREATED_EVENT(*event, flags))                                          \
-	X(cudaEventDestroy, NONE, X1, (cudaEvent_t event), (event), EVENT(event), )
+	X(cudaEventDestroy, NONE, X1, (cudaEvent_t event), (event), EVENT(event), )                \
+	/* X1: capture ranges in cudaProfilerApi mode (capture.h); the real call always runs */    \
+	X(cudaProfilerStart, NONE, X1, (void), (), PROFILER(1), )                                  \
+	X(cudaProfilerStop, NONE, X1, (void), (), , PROFILER(0))
 
 #endif

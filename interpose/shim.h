@@ -20,6 +20,11 @@
  *           buffer under the memory cap each count into a dropped counter that reaches the
  *           database's meta table. (Calls made after the database was closed, during the
  *           program's own teardown, pass through unrecorded: docs/recording.md.)
+ *   SHIM-6  Outside a capture range (capture.h: SYNCSPY_CAPTURE_RANGE, SYNCSPY_DELAY,
+ *           SYNCSPY_DURATION, syncspy_start/stop) no row is written: every call made there
+ *           is counted, per class, into meta.capture_skipped_calls, the GPU timeline is off,
+ *           and the capture table says which intervals were recorded. The real call runs
+ *           either way (SHIM-2).
  */
 #ifndef SYNCSPY_SHIM_H
 #define SYNCSPY_SHIM_H

@@ -13,6 +13,7 @@
 #ifndef SYNCSPY_WRAPPER_H
 #define SYNCSPY_WRAPPER_H
 
+#include "capture.h"
 #include "clock.h"
 #include "describe.h"
 #include "lifecycle.h"
@@ -58,6 +59,11 @@
 		rec.aux = (flags);                                                                 \
 	}
 
+/* cudaProfilerStart/Stop, cuProfilerStart/Stop: a capture range's trigger in cudaProfilerApi
+ * mode (capture.h). Start switches in `pre`, stop in `post`: both rows are recorded, since a
+ * call is when the range was on as it started. */
+#define PROFILER(on) ss_capture_profiler(on);
+
 /* The runtime's launch functions that nvcc's host stub of a <<<>>> calls, right after popping
  * the configuration the launching line pushed (cudart.c): the site of such a launch is that
  * line, kept by the push, instead of the return address into the stub. A constant per
@@ -95,6 +101,9 @@ static inline int ss_is_stub_launch(int api)
 		struct ss_rec rec = {.api = (id), .cls = SS_##cls_, .aux = UINT64_MAX};            \
 		tls->depth++;                                                                      \
 		pre rec.t_start = ss_now();                                                        \
+		/* SHIM-6: recorded when a capture range was on as the call started */             \
+		const int capture_bits =                                                           \
+		    atomic_load_explicit(&ss_hot.capture, memory_order_relaxed);                   \
 		ret_type ret = real args;                                                          \
 		rec.t_end = ss_needs_end_time(rec.cls) ? ss_now() : rec.t_start;                   \
 		post if (freed_kind && ret != 0) ss_range_add(freed_ptr, freed_bytes, freed_kind); \
@@ -105,8 +114,8 @@ static inline int ss_is_stub_launch(int api)
 			tls->launch_site = 0;                                                      \
 		}                                                                                  \
 		SS_ENQUEUE_SITE(cls_)                                                              \
-		ss_emit(tls, &rec);                                                                \
-		if (ss_unlikely(ss_wants_stack(rec.cls))) {                                        \
+		ss_emit(tls, &rec, capture_bits);                                                  \
+		if (ss_unlikely(ss_wants_stack(rec.cls)) && !(capture_bits & SS_CAPTURE_OFF)) {    \
 			ss_stacks_attach(tls, rec.caller);                                         \
 			ss_cupti_sample_tick(); /* a window switches after a sync (CUPTI-4) */     \
 		}                                                                                  \

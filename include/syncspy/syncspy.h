@@ -25,6 +25,16 @@ void syncspy_step(const char *name);
  * (paused, SYNCSPY_CUPTI=0, CUPTI unavailable or held by another client). */
 int syncspy_gpu_trace(int on);
 
+/* ------------------------------------------------------------------ capture ranges */
+
+/* Start (syncspy_start) or stop (syncspy_stop) the recording, in every SYNCSPY_CAPTURE_RANGE
+ * mode: calls made while it is stopped have no row, only a count per class, and the GPU
+ * timeline is off (docs/recording.md, "Capture ranges"). Return 1 when calls are recorded
+ * after the call, 0 when not (stopped, outside SYNCSPY_DELAY/SYNCSPY_DURATION's window, or
+ * SYNCSPY_DISABLE=1). From Python: ctypes.CDLL(None).syncspy_start(). */
+int syncspy_start(void);
+int syncspy_stop(void);
+
 #ifdef __cplusplus
 }
 #endif

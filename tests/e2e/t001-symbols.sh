@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # t001: libsyncspy.so exports the interposed entry points (runtime, driver with its
 # cuGetProcAddress, NCCL, and dlsym, exec*, sigaction, signal for the process around them;
-# syncspy_step and syncspy_gpu_trace for the program) and nothing else: no SQLite, no
+# syncspy_step, syncspy_gpu_trace, syncspy_start and syncspy_stop for the program) and nothing else: no SQLite, no
 # unwinder, no internals (docs/architecture.md F6, F7); and it links none of CUDA, NCCL or SQLite.
 . "$E2E_DIR/lib.sh"
 "$NM" -D --defined-only "$SHIM" | awk '{print $3}' | sort >"$tmp/exported"
@@ -26,7 +26,9 @@ fexecve
 sigaction
 signal
 syncspy_gpu_trace
+syncspy_start
 syncspy_step
+syncspy_stop
 END
 grep -qi 'sqlite\|unw' "$tmp/exported" && fail "SQLite or unwinder symbols exported"
 # not linked against what it must find at run time
