@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: MIT
+"""syncspy for Python (docs/python.md): record a program's host-device syncs with the user's
+lines, and hold code to none or a budget of them.
+
+    python -m syncspy train.py ARGS        record the script (the shim preloaded)
+    python -m syncspy report syncspy-out   the `syncspy` command, as built from the same tree
+
+    import syncspy
+    with syncspy.no_sync():                # SyncError at the end names each sync point
+        model(x)
+    with syncspy.expect_syncs(max=1):      # a budget
+        loss.item()
+    syncspy.counts()                       # this thread's sync points per class, live
+    syncspy.step()                         # marks a step for the report
+    syncspy.load("syncspy-out")            # calls, GPU activity, findings, steps: DataFrames
+
+The guard is the shim's (interpose/guard.c): per thread, nestable, counting every sync point
+the thread makes (S1-S7, docs/sync-model.md), inside libraries too.
+"""
+import os
+import sys
+import warnings
+
+from ._native import HOW_TO_START, NotRecording, loaded
+from .guard import (CLASSES, SyncError, SyncPoint, counts, expect_syncs, gpu_trace, no_sync,
+                    recording, step)
+from .load import Recording, load
+
+__all__ = ["CLASSES", "NotRecording", "Recording", "SyncError", "SyncPoint", "counts",
+           "expect_syncs", "gpu_trace", "load", "no_sync", "recording", "start", "stop", "step"]
+
+
+def _version():
+    try:
+        from importlib.metadata import version
+        return version("syncspy")
+    except Exception:  # not installed (the source tree on sys.path)
+        return "unknown"
+
+
+__version__ = _version()
+
+# Capture ranges: syncspy_start()/syncspy_stop() are being added to the shim's header
+# (include/syncspy/syncspy.h) by another change. When they are there, wrap them here as
+# syncspy.start() and syncspy.stop() (through _native.shim(), as step() is).
+# PLACE FOR syncspy.start()/syncspy.stop()
+
+
+def start():
+    """Starts recording (capture ranges): not in this shim yet."""
+    raise NotImplementedError("syncspy.start(): capture ranges are not in this build of the shim")
+
+
+def stop():
+    """Stops recording (capture ranges): not in this shim yet."""
+    raise NotImplementedError("syncspy.stop(): capture ranges are not in this build of the shim")
+
+
+# A program that imports syncspy without the shim records nothing: say once how to start it.
+# Not for `python -m syncspy` itself (sys.argv[0] is "-m" while runpy imports the package) or
+# the `syncspy` script the package installs, not inside pytest, where the plugin says it in the
+# session header (and fails the guarded tests), nor when SYNCSPY_QUIET is set.
+if (not loaded() and sys.argv[:1] != ["-m"] and os.path.basename(sys.argv[0]) != "syncspy"
+        and "pytest" not in sys.modules and not os.environ.get("SYNCSPY_QUIET")):
+    warnings.warn("syncspy: this process was not started under syncspy (libsyncspy.so is not "
+                  "loaded): nothing is recorded and no_sync()/expect_syncs() raise NotRecording. "
+                  "To record, " + HOW_TO_START, RuntimeWarning, stacklevel=2)
