@@ -21,6 +21,7 @@ HOW_TO_START = (
 
 class NotRecording(RuntimeError):
     """The shim is not recording in this process: nothing can be counted."""
+    __module__ = "syncspy"  # as users name it
 
 
 def command():

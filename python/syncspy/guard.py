@@ -77,6 +77,7 @@ class SyncPoint:
 
 class SyncError(AssertionError):
     """More sync points inside a guarded block than it allows; .points names them."""
+    __module__ = "syncspy"  # as users name it
 
     def __init__(self, message, points=(), count=0, allowed=0):
         super().__init__(message)
@@ -167,16 +168,15 @@ class Guard(contextlib.ContextDecorator):
         if threading.get_ident() != self._thread:
             raise RuntimeError("syncspy: a guard is closed on the thread that opened it")
         self._read(shim)
-        closed = shim.syncspy_guard_close(self._id)
+        if shim.syncspy_guard_close(self._id) < 0:  # still open: close the inner one first
+            raise RuntimeError("syncspy: guards closed out of order (a guard must close "
+                               "before the guard it was opened in)")
         self._id = 0
         first, self._first = self._first, None
         if first is not None and kind is None and self.count:
             # Scheduled, not delivered yet (no check of the interpreter's since): take it back,
             # and raise at the end instead.
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread), None)
-        if closed < 0:
-            raise RuntimeError("syncspy: guards closed out of order (a guard must close "
-                               "before the guard it was opened in)")
         if not shim.syncspy_recording():
             raise NotRecording("syncspy: the shim stopped recording inside the block: %s "
                                "could not count every sync point" % self.what)
