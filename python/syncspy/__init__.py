@@ -26,7 +26,7 @@ from .guard import (CLASSES, SyncError, SyncPoint, counts, expect_syncs, gpu_tra
                     recording, step)
 from .load import Recording, load
 
-__all__ = ["CLASSES", "NotRecording", "Recording", "SyncError", "SyncPoint", "counts",
+__all__ = ["CLASSES", "NotRecording", "NotRecordingWarning", "Recording", "SyncError", "SyncPoint", "counts",
            "expect_syncs", "gpu_trace", "load", "no_sync", "recording", "start", "stop", "step"]
 
 
@@ -56,12 +56,21 @@ def stop():
     raise NotImplementedError("syncspy.stop(): capture ranges are not in this build of the shim")
 
 
+
+
+class NotRecordingWarning(RuntimeWarning):
+    """import syncspy in a program not started under syncspy (filter it, or SYNCSPY_QUIET=1)."""
+
+
 # A program that imports syncspy without the shim records nothing: say once how to start it.
 # Not for `python -m syncspy` itself (sys.argv[0] is "-m" while runpy imports the package) or
 # the `syncspy` script the package installs, not inside pytest, where the plugin says it in the
-# session header (and fails the guarded tests), nor when SYNCSPY_QUIET is set.
+# session header (and fails the guarded tests), not in an interactive session or a notebook
+# (where load() is what one imports it for), nor when SYNCSPY_QUIET is set.
 if (not loaded() and sys.argv[:1] != ["-m"] and os.path.basename(sys.argv[0]) != "syncspy"
-        and "pytest" not in sys.modules and not os.environ.get("SYNCSPY_QUIET")):
+        and "pytest" not in sys.modules and "ipykernel" not in sys.modules
+        and not hasattr(sys, "ps1") and not sys.flags.interactive
+        and not os.environ.get("SYNCSPY_QUIET")):
     warnings.warn("syncspy: this process was not started under syncspy (libsyncspy.so is not "
                   "loaded): nothing is recorded and no_sync()/expect_syncs() raise NotRecording. "
-                  "To record, " + HOW_TO_START, RuntimeWarning, stacklevel=2)
+                  "To record, " + HOW_TO_START, NotRecordingWarning, stacklevel=2)

@@ -70,7 +70,7 @@ grep -q '^outer guard 1$' "$tmp/prog.out" || fail "PROGRAM did not run under the
 
 # import without the shim: one warning saying how to start; the guard raises, saying it too
 "$py" -c 'import syncspy' 2>"$tmp/warn" || fail "import syncspy failed without the shim"
-grep -q 'RuntimeWarning: syncspy: this process was not started under syncspy .*python -m syncspy SCRIPT.py' "$tmp/warn" ||
+grep -q 'NotRecordingWarning: syncspy: this process was not started under syncspy .*python -m syncspy SCRIPT.py' "$tmp/warn" ||
 	fail "no warning saying how to start: $(cat "$tmp/warn")"
 SYNCSPY_QUIET=1 "$py" -c '
 import syncspy
