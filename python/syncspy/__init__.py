@@ -70,7 +70,7 @@ class NotRecordingWarning(RuntimeWarning):
 if (not loaded() and sys.argv[:1] != ["-m"] and os.path.basename(sys.argv[0]) != "syncspy"
         and "pytest" not in sys.modules and "ipykernel" not in sys.modules
         and not hasattr(sys, "ps1") and not sys.flags.interactive
-        and not os.environ.get("SYNCSPY_QUIET")):
+        and os.environ.get("SYNCSPY_QUIET", "0") in ("", "0")):
     warnings.warn("syncspy: this process was not started under syncspy (libsyncspy.so is not "
                   "loaded): nothing is recorded and no_sync()/expect_syncs() raise NotRecording. "
                   "To record, " + HOW_TO_START, NotRecordingWarning, stacklevel=2)

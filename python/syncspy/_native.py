@@ -25,10 +25,7 @@ class NotRecording(RuntimeError):
 
 
 def command():
-    """The `syncspy` command: the package's own, else $SYNCSPY_COMMAND (a build tree's)."""
-    override = os.environ.get("SYNCSPY_COMMAND")
-    if override:
-        return override
+    """The package's `syncspy` command."""
     path = os.path.join(NATIVE, "bin", "syncspy")
     if not os.path.isfile(path):
         raise NotRecording("syncspy: the package has no syncspy command (%s): install it with "
