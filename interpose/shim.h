@@ -107,6 +107,7 @@ _Static_assert(sizeof(struct ss_rec) == 64, "one record per cache line");
 /* ------------------------------------------------------------------ per-thread state */
 
 struct ss_ring;
+struct ss_guard;	  /* guard.c */
 #define SS_PUSHED_SITES 4 /* nested <<<>>> in the arguments of a <<<>>>: rare */
 struct ss_tls {
 	int depth;	      /* SHIM-3 */
@@ -118,6 +119,10 @@ struct ss_tls {
 	uint64_t launch_site;
 	uint64_t pushed_sites[SS_PUSHED_SITES];
 	unsigned pushed;
+	/* guard.c (GUARD-1): the sync points this thread made, per class S1..S7, and its innermost
+	 * open guard (NULL while none is open) */
+	uint64_t syncs[SS_S7];
+	struct ss_guard *guard;
 };
 extern __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec"))); /* lifecycle.c */
 

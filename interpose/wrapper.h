@@ -4,7 +4,8 @@
  *
  * A wrapper: SHIM-3 guard, pre (reads the arguments), clock, real call, clock (sync points
  * only: ss_needs_end_time), post (reads what the call produced), the record appended to the
- * thread's ring (SHIM-1), a sync point's stacks and the GPU timeline's sampler, return (SHIM-2).
+ * thread's ring (SHIM-1), a sync point's count for the guards (GUARD-1), its stacks and the GPU
+ * timeline's sampler, return (SHIM-2).
  * The fast path touches nothing that sets errno; each helper that may (a driver query, the range
  * table's allocations, a ring's first attach) restores it itself.
  *
@@ -16,6 +17,7 @@
 #include "capture.h"
 #include "clock.h"
 #include "describe.h"
+#include "guard.h"
 #include "lifecycle.h"
 #include "native.h"
 #include "ranges.h"
@@ -115,9 +117,14 @@ static inline int ss_is_stub_launch(int api)
 		}                                                                                  \
 		SS_ENQUEUE_SITE(cls_)                                                              \
 		ss_emit(tls, &rec, capture_bits);                                                  \
-		if (ss_unlikely(ss_wants_stack(rec.cls)) && !(capture_bits & SS_CAPTURE_OFF)) {    \
-			ss_stacks_attach(tls, rec.caller);                                         \
-			ss_cupti_sample_tick(); /* a window switches after a sync (CUPTI-4) */     \
+		/* one class test for an enqueue, as before the guard (GUARD-1) */                 \
+		if (ss_unlikely(ss_is_sync_point(rec.cls))) {                                      \
+			ss_guard_count(tls, &rec);                                                 \
+			if (ss_wants_stack(rec.cls) && !(capture_bits & SS_CAPTURE_OFF)) {        \
+				ss_stacks_attach(tls, rec.caller);                                 \
+				ss_cupti_sample_tick(); /* a window switches after a sync          \
+							   (CUPTI-4) */                            \
+			}                                                                          \
 		}                                                                                  \
 		tls->depth--;                                                                      \
 		return ret;                                                                        \

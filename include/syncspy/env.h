@@ -18,7 +18,9 @@
 	X(SYNCSPY_OUTPUT, STR, SS_DEFAULT_OUTPUT_DIR,                                              \
 	  "directory for the per-process databases (created if missing)")                          \
 	X(SYNCSPY_DISABLE, BOOL, "0", "1: pass every call straight through and record nothing")    \
-	X(SYNCSPY_QUIET, BOOL, "0", "1: no summary line on stderr at exit")                        \
+	X(SYNCSPY_QUIET, BOOL, "0",                                                                \
+	  "1: no summary line on stderr at exit (and no warning from `import syncspy` in a "       \
+	  "program that is not recorded: docs/python.md)")                                         \
 	X(SYNCSPY_BUFFER_MB, INT, "1024",                                                          \
 	  "memory cap for all per-thread event buffers (used only while records wait for the "     \
 	  "writer); events past it are counted as dropped")                                        \
