@@ -502,7 +502,8 @@ static void load_one(struct job *job, struct ss_rank *rk)
 		job->code = out_of_memory(&ld);
 		return;
 	}
-	code = ss_db_open(path, &st.db, ld.err, ld.errlen);
+	code = job->reopen ? ss_db_reopen(path, &st.db, ld.err, ld.errlen)
+			   : ss_db_open(path, &st.db, ld.err, ld.errlen);
 	if (code != SS_EXIT_OK) {
 		job->code = code;
 		return;
@@ -1080,6 +1081,7 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 		for (size_t i = 0; i < n; i++) {
 			jobs[i].path = paths[b + i];
 			jobs[i].collectives = &sets[b + i];
+			jobs[i].reopen = options && options->reopen;
 		}
 		load_all(&pool);
 		report->nranks = b + n; /* so that ss_report_free frees what load_one began */
@@ -1131,8 +1133,9 @@ int ss_steady_window(const char *path, long long *start_ns, long long *end_ns, l
 		     char *err, size_t errlen)
 {
 	char *paths[1] = {(char *)path};
+	struct ss_analysis_options options = {.reopen = 1};
 	struct ss_report r;
-	int code = ss_analyze(paths, 1, NULL, &r, err, errlen);
+	int code = ss_analyze(paths, 1, &options, &r, err, errlen);
 
 	if (code == SS_EXIT_OK) {
 		*start_ns = r.ranks[0].steady_start_ns;

@@ -175,6 +175,7 @@ struct ss_report {
 struct ss_analysis_options {
 	int progress;	/* 1: one line on stderr per database loaded */
 	int fold_ranks; /* 1: one finding per (rule, site) across the ranks of a job (ANALYSIS-5) */
+	int reopen;	/* 1: the caller has opened every path with ss_db_open already (READ-1) */
 };
 
 /*
@@ -189,7 +190,8 @@ void ss_report_free(struct ss_report *report);
 
 /* The steady state of one database (docs/rules.md, "Steady state"), for `syncspy check`'s
  * steady warm-up: its window (-1, -1 without steps) and its steady steps (0 without). Returns
- * an ss_exit code with one message in err, as ss_analyze. */
+ * an ss_exit code with one message in err, as ss_analyze. The caller has opened path with
+ * ss_db_open (its pages are not read whole again: ss_db_reopen). */
 int ss_steady_window(const char *path, long long *start_ns, long long *end_ns, long long *steps,
 		     char *err, size_t errlen);
 

@@ -98,6 +98,7 @@ struct overlap_candidate {
 /* One database as loaded by a worker thread: its own error text and findings. */
 struct job {
 	const char *path;
+	int reopen; /* ss_analysis_options.reopen: ss_db_reopen, not ss_db_open (READ-1) */
 	int code;
 	int meta_loaded; /* the duplicate-rank check can run */
 	char err[1024];

@@ -321,7 +321,8 @@ int cmd_export(int argc, char **argv)
 		struct placed_db *p = &dbs[i];
 
 		p->info.shift_ns = p->mono_to_real - origin;
-		code = ss_db_open(p->info.path, &p->info.db, err, sizeof(err));
+		/* pass 1 read it whole (READ-1) */
+		code = ss_db_reopen(p->info.path, &p->info.db, err, sizeof(err));
 		if (code == SS_EXIT_OK)
 			code = apply_filter(&filter, p, err, sizeof(err));
 		if (code == SS_EXIT_OK) {

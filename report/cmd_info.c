@@ -216,7 +216,7 @@ int cmd_info(int argc, char **argv)
 
 		code = ss_db_open(path, &db, err, sizeof(err));
 		if (code == SS_EXIT_OK && check) {
-			code = ss_db_quick_check(db, path, err, sizeof(err));
+			code = ss_db_integrity_check(db, path, err, sizeof(err));
 			if (code != SS_EXIT_OK)
 				sqlite3_close(db);
 		}

@@ -4,7 +4,8 @@
  * The checks run from cheapest to dearest so that each kind of bad input gets its own message:
  * the file itself (missing, empty, not SQLite by its 16-byte header), then SQLite's view of it
  * (corrupt or truncated, caught from the first query), then the syncspy contract (meta table,
- * schema_version, the tables and columns of SS_SCHEMA_SQL).
+ * schema_version, the tables and columns of SS_SCHEMA_SQL), then every page of the file (PRAGMA
+ * quick_check, READ-1: a damaged page in a table the command does not read is bad input too).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -84,7 +85,8 @@ static int unfinished(const char *path)
 			path);
 		return 1;
 	}
-	if (ss_db_open(path, &db, why, sizeof(why)) == SS_EXIT_INPUT) {
+	/* not read whole here: the command's own ss_db_open does that, once (READ-1) */
+	if (ss_db_reopen(path, &db, why, sizeof(why)) == SS_EXIT_INPUT) {
 		fprintf(stderr, "syncspy: note: skipped %s: an unfinished recording (%s)\n", path,
 			why);
 		return 1;
@@ -666,7 +668,45 @@ static int check_size(sqlite3 *db, const char *path, char *err, size_t errlen)
 	return SS_EXIT_OK;
 }
 
-int ss_db_open(const char *path, sqlite3 **out, char *err, size_t errlen)
+/* PRAGMA NAME(1) (quick_check or integrity_check) on the whole file: "ok", or the first problem
+ * as "corrupt or truncated database (NAME: what SQLite says)". */
+static int check_pages(sqlite3 *db, const char *path, const char *name, char *err, size_t errlen)
+{
+	char sql[64];
+	sqlite3_stmt *stmt;
+	int rc, code = SS_EXIT_OK;
+
+	snprintf(sql, sizeof(sql), "PRAGMA %s(1)", name);
+	rc = sqlite3_prepare_v2(db, sql, -1, &stmt, NULL);
+	if (rc != SQLITE_OK)
+		return ss_db_failure(db, rc, path, err, errlen);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		const char *result = (const char *)sqlite3_column_text(stmt, 0);
+
+		if (!result || strcmp(result, "ok") != 0) {
+			/* "*** in database main ***" and a newline come first: one database here */
+			const char *line = result ? strstr(result, "***\n") : NULL;
+
+			if (line && strncmp(result, "*** in database ", 16) == 0)
+				result = line + 4;
+			/* SQLite's report spans lines; the message must stay one line. */
+			code = fail(err, errlen, SS_EXIT_INPUT,
+				    "%s: corrupt or truncated database (%s: %s)", path, name,
+				    result ? result : "no result");
+			for (char *c = err; *c; c++)
+				if (*c == '\n')
+					*c = ' ';
+		}
+	} else {
+		code = ss_db_failure(db, rc, path, err, errlen);
+	}
+	sqlite3_finalize(stmt);
+	return code;
+}
+
+/* ss_db_open and ss_db_reopen: the same checks, the pages read (READ-1) or not. */
+static int open_database(const char *path, int whole_file, sqlite3 **out, char *err, size_t errlen)
 {
 	sqlite3 *db = NULL;
 	int rc, code;
@@ -700,6 +740,10 @@ int ss_db_open(const char *path, sqlite3 **out, char *err, size_t errlen)
 		code = check_version(db, path, err, errlen);
 	if (code == SS_EXIT_OK)
 		code = check_objects(db, path, err, errlen);
+	/* READ-1: last, so that a file of something else, or of another version, is named as
+	 * such without being read whole first */
+	if (code == SS_EXIT_OK && whole_file)
+		code = check_pages(db, path, "quick_check", err, errlen);
 	if (code != SS_EXIT_OK) {
 		sqlite3_close(db);
 		return code;
@@ -708,32 +752,19 @@ int ss_db_open(const char *path, sqlite3 **out, char *err, size_t errlen)
 	return SS_EXIT_OK;
 }
 
-int ss_db_quick_check(sqlite3 *db, const char *path, char *err, size_t errlen)
+int ss_db_open(const char *path, sqlite3 **out, char *err, size_t errlen)
 {
-	sqlite3_stmt *stmt;
-	int rc, code = SS_EXIT_OK;
+	return open_database(path, 1, out, err, errlen);
+}
 
-	rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &stmt, NULL);
-	if (rc != SQLITE_OK)
-		return ss_db_failure(db, rc, path, err, errlen);
-	rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW) {
-		const char *result = (const char *)sqlite3_column_text(stmt, 0);
+int ss_db_reopen(const char *path, sqlite3 **out, char *err, size_t errlen)
+{
+	return open_database(path, 0, out, err, errlen);
+}
 
-		if (!result || strcmp(result, "ok") != 0) {
-			/* SQLite's report spans lines; the message must stay one line. */
-			code = fail(err, errlen, SS_EXIT_INPUT,
-				    "%s: corrupt or truncated database (quick_check: %s)", path,
-				    result ? result : "no result");
-			for (char *c = err; *c; c++)
-				if (*c == '\n')
-					*c = ' ';
-		}
-	} else {
-		code = ss_db_failure(db, rc, path, err, errlen);
-	}
-	sqlite3_finalize(stmt);
-	return code;
+int ss_db_integrity_check(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+	return check_pages(db, path, "integrity_check", err, errlen);
 }
 
 /* ------------------------------------------------------------------ printing rows */

@@ -42,16 +42,25 @@ void ss_db_list_free(struct ss_db_list *list);
 /*
  * Opens path read-only and checks that it is a syncspy database this syncspy can read: an
  * SQLite file, with a meta table whose schema_version is SS_SCHEMA_VERSION and every table and
- * view of SS_SCHEMA_SQL. On success *out is the open connection (close it with sqlite3_close).
+ * view of SS_SCHEMA_SQL, every page of it sound (PRAGMA quick_check: READ-1, time proportional
+ * to the file's size, docs/cli.md gives the cost). On success *out is the open connection
+ * (close it with sqlite3_close).
  */
 int ss_db_open(const char *path, sqlite3 **out, char *err, size_t errlen);
 
 /*
- * Reads the whole file through SQLite's PRAGMA quick_check (time proportional to its size) and
- * reports "corrupt or truncated database" when a page does not hold together. ss_db_open only
- * sees damage in the pages its checks read; every later query still reports what it meets.
+ * ss_db_open without reading every page: for a file this command has opened with ss_db_open
+ * already (a second pass over it, as export and the HTML page make), and for the directory
+ * listing's look at a .partial, which the command then opens with ss_db_open.
  */
-int ss_db_quick_check(sqlite3 *db, const char *path, char *err, size_t errlen);
+int ss_db_reopen(const char *path, sqlite3 **out, char *err, size_t errlen);
+
+/*
+ * PRAGMA integrity_check, `info --check`: what ss_db_open's quick_check verifies, and that
+ * every index holds exactly its table's rows. "corrupt or truncated database (integrity_check:
+ * ...)" when not.
+ */
+int ss_db_integrity_check(sqlite3 *db, const char *path, char *err, size_t errlen);
 
 /*
  * Turns a failed SQLite call on an open database into an exit code and a message. Input errors

@@ -314,7 +314,7 @@ static int estimate_clock(const struct ss_export_db *d, struct clock *clock, cha
 		sqlite3 *db;
 
 		ref.loaded = 1;
-		code = ss_db_open(ref.path, &db, err, errlen);
+		code = ss_db_reopen(ref.path, &db, err, errlen); /* export's pass 1 read it */
 		if (code == SS_EXIT_OK) {
 			code = ss_collectives_load(db, ref.path, &ref.series, err, errlen);
 			sqlite3_close(db);

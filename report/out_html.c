@@ -481,7 +481,7 @@ static int rank_json(FILE *out, sqlite3 *db, const struct rank_clock *clock, lon
  * open at a time, whatever `ulimit -n` says), with file:line for its native sites. */
 static int open_rank(const char *const *paths, size_t i, sqlite3 **db, char *err, size_t errlen)
 {
-	int rc = ss_db_open(paths[i], db, err, errlen);
+	int rc = ss_db_reopen(paths[i], db, err, errlen); /* ss_analyze read it whole (READ-1) */
 
 	if (rc == SS_EXIT_OK) {
 		ss_lines_attach(*db); /* the same site texts as the findings */

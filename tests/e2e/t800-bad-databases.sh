@@ -2,16 +2,20 @@
 # SPDX-License-Identifier: MIT
 # tests/e2e/t800-bad-databases.sh: damaged databases through every reading command (issue 18,
 # items 6 and 8). Each one is bad input: exit 2 and one line on stderr, the same line from
-# report, check, export, info and dump (never exit 3, "internal"):
+# report, check, export, info, dump and diff (never exit 3, "internal"):
 #   - a table the api_calls view reads is dropped (the view no longer compiles);
 #   - api_calls replaced by a view with other columns;
 #   - a BLOB in calls.bytes (report and export must agree);
 #   - a page of garbage in the middle of the calls table;
 #   - a copy cut inside its last page (SQLite reads the missing end as zeros: rows went
 #     missing without a word), and one cut at a page boundary;
+#   - a page of garbage where no command looks (READ-1: every command reads every page with
+#     PRAGMA quick_check first): in `stacks`, in a table of its own no command reads, in an
+#     index (the schema's own and one added), on the freelist's trunk page; a page of garbage
+#     on a freelist leaf (no data there) changes nothing;
 #   - generated, at least 100 more: every table and view dropped, every column renamed away
 #     (a meta column gave exit 3 "SQLite error: no such column" before report/db.c named it),
-#     and copies cut inside and at the end of every page.
+#     copies cut inside and at the end of every page, and every page overwritten with garbage.
 #
 # env: SYNCSPY, SQLITE3 (set by tests/Makefile.am). Exit 0 pass, 1 fail, 77 skip.
 
@@ -42,6 +46,7 @@ run() {
 	info-json) "$SYNCSPY" info --json "$2" ;;
 	dump) "$SYNCSPY" dump "$2" ;;
 	dump-json) "$SYNCSPY" dump --format json "$2" ;;
+	diff) "$SYNCSPY" diff "$tmp/good.sqlite" "$2" ;;
 	esac
 }
 
@@ -62,7 +67,7 @@ expect() {
 	done
 }
 
-all="report report-json report-html check export info info-json dump dump-json"
+all="report report-json report-html check export info info-json dump dump-json diff"
 
 cp "$tmp/good.sqlite" "$tmp/dropped.sqlite"
 "$SQLITE3" "$tmp/dropped.sqlite" "DROP TABLE memkinds;"
@@ -81,14 +86,70 @@ expect viewcol.sqlite "damaged syncspy database: " $all
 cp "$tmp/good.sqlite" "$tmp/blob.sqlite"
 "$SQLITE3" "$tmp/blob.sqlite" "UPDATE calls SET bytes = x'deadbeef' WHERE id = 5;"
 expect blob.sqlite "damaged syncspy database: calls row 5: bytes holds a blob value" \
-	report report-json report-html export dump dump-json
+	report report-json report-html export dump dump-json diff
+
+# scribble FILE PAGE: page PAGE (from 1) of FILE overwritten with 4096 bytes of 0x55
+scribble() {
+	head -c 4096 /dev/zero | tr '\0' '\125' |
+		dd of="$1" bs=4096 seek=$(($2 - 1)) conv=notrunc 2>/dev/null
+}
+# rootpage FILE NAME: the root page of table or index NAME
+rootpage() {
+	"$SQLITE3" "$1" "SELECT rootpage FROM sqlite_master WHERE name = '$2'"
+}
 
 # A page of garbage in the calls table (its root page, from sqlite_master).
-root=$("$SQLITE3" "$tmp/good.sqlite" "SELECT rootpage FROM sqlite_master WHERE name = 'calls'")
 cp "$tmp/good.sqlite" "$tmp/garbage.sqlite"
-head -c 4096 /dev/zero | tr '\0' '\125' |
-	dd of="$tmp/garbage.sqlite" bs=4096 seek=$((root - 1)) conv=notrunc 2>/dev/null
+scribble "$tmp/garbage.sqlite" "$(rootpage "$tmp/good.sqlite" calls)"
 expect garbage.sqlite "corrupt or truncated database" $all
+
+# A page of garbage where no command's query goes (each of these was read without a word
+# before READ-1). quick_check names the page.
+cp "$tmp/good.sqlite" "$tmp/stacks.sqlite"
+scribble "$tmp/stacks.sqlite" "$(rootpage "$tmp/good.sqlite" stacks)"
+expect stacks.sqlite "corrupt or truncated database (quick_check: " $all
+# a table of the user's own, which the schema allows and no command reads
+cp "$tmp/good.sqlite" "$tmp/extra.sqlite"
+"$SQLITE3" "$tmp/extra.sqlite" "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);
+	INSERT INTO notes(text) VALUES ('checked by hand'), ('rerun on Monday');"
+cp "$tmp/extra.sqlite" "$tmp/extragarbage.sqlite"
+scribble "$tmp/extragarbage.sqlite" "$(rootpage "$tmp/extra.sqlite" notes)"
+expect extragarbage.sqlite "corrupt or truncated database (quick_check: " $all
+# the schema's one index (apis.name UNIQUE), and an index of the user's own
+cp "$tmp/good.sqlite" "$tmp/index.sqlite"
+scribble "$tmp/index.sqlite" "$(rootpage "$tmp/good.sqlite" sqlite_autoindex_apis_1)"
+expect index.sqlite "corrupt or truncated database (quick_check: " $all
+cp "$tmp/good.sqlite" "$tmp/myindex.sqlite"
+"$SQLITE3" "$tmp/myindex.sqlite" "CREATE INDEX calls_by_tid ON calls(tid);"
+scribble "$tmp/myindex.sqlite" "$(rootpage "$tmp/myindex.sqlite" calls_by_tid)"
+expect myindex.sqlite "corrupt or truncated database (quick_check: " $all
+# The freelist: a dropped table's pages. Its trunk page (the header's 4 bytes at offset 32)
+# lists the free pages: garbage there is damage. A leaf page's bytes are not data: garbage in
+# one changes nothing, and every command still reads the file.
+cp "$tmp/good.sqlite" "$tmp/freelist.sqlite"
+"$SQLITE3" "$tmp/freelist.sqlite" "CREATE TABLE scratch(x);
+	WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 200)
+	INSERT INTO scratch SELECT randomblob(100) FROM k; DROP TABLE scratch;"
+trunk=$(od -An -tu1 -j32 -N4 "$tmp/freelist.sqlite" | awk '{ print (($1 * 256 + $2) * 256 + $3) * 256 + $4 }')
+free=$("$SQLITE3" "$tmp/freelist.sqlite" "PRAGMA freelist_count")
+if [ "$trunk" -gt 0 ] && [ "$free" -ge 2 ]; then
+	leaf=$(od -An -tu1 -j$(((trunk - 1) * 4096 + 8)) -N4 "$tmp/freelist.sqlite" |
+		awk '{ print (($1 * 256 + $2) * 256 + $3) * 256 + $4 }')
+	cp "$tmp/freelist.sqlite" "$tmp/freeleaf.sqlite"
+	scribble "$tmp/freelist.sqlite" "$trunk"
+	expect freelist.sqlite "corrupt or truncated database (quick_check: " $all
+	scribble "$tmp/freeleaf.sqlite" "$leaf"
+	for command in $all; do
+		run "$command" "$tmp/freeleaf.sqlite" >/dev/null 2>"$tmp/err" || {
+			echo "FAIL: $command on a database with garbage in a free page:"
+			sed 's/^/    /' "$tmp/err"
+			failures=$((failures + 1))
+		}
+	done
+else
+	echo "FAIL: no freelist in freelist.sqlite (trunk page $trunk, $free free pages)"
+	failures=$((failures + 1))
+fi
 
 # Cut inside the last page, and at a page boundary: the header's page count says so.
 size=$(wc -c <"$tmp/good.sqlite")
@@ -126,6 +187,14 @@ for page in $(seq 1 $((pages - 1))); do
 		rm -f "$tmp/cut-$cut.sqlite"
 		generated=$((generated + 1))
 	done
+done
+# every page of the file overwritten with garbage (page 1 too: its header goes)
+for page in $(seq 1 "$pages"); do
+	cp "$tmp/good.sqlite" "$tmp/page-$page.sqlite"
+	scribble "$tmp/page-$page.sqlite" "$page"
+	expect "page-$page.sqlite" "" $all
+	rm -f "$tmp/page-$page.sqlite"
+	generated=$((generated + 1))
 done
 [ "$generated" -ge 100 ] || { echo "FAIL: only $generated generated databases"; failures=$((failures + 1)); }
 echo "generated: $generated bad databases x $(echo $all | wc -w) commands"

@@ -6,7 +6,11 @@
  *           header, else SQL run on a copy of a valid database (SYNCSPY_FUZZ_TEMPLATE, made by
  *           tests/fixtures/make-db.sh) to damage it (drop, retype, extreme values, writable
  *           schema); then the file is analyzed as `syncspy report` does (ss_analyze) and its
- *           steady state found as `syncspy check` does (ss_steady_window).
+ *           steady state found as `syncspy check` does (ss_steady_window). ss_analyze opens it
+ *           with ss_db_open, whose quick_check (READ-1) turns most damaged pages away before a
+ *           query runs; ss_steady_window reopens it without that check (it expects a file
+ *           checked already), so the loader's queries still meet the damaged pages: damage
+ *           that quick_check cannot see must come back as bad input too.
  *   budget  the budget parser: the input is a budget file, read by ss_budget_load; one that
  *           loads must keep its promises (no string cut at \u0000, no GLOB longer than
  *           SS_BUDGET_PATTERN_MAX).
