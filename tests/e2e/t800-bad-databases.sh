@@ -67,6 +67,17 @@ expect() {
 	done
 }
 
+# reads DB WHAT: every command reads DB (exit 0)
+reads() {
+	for command in $all; do
+		run "$command" "$tmp/$1" >/dev/null 2>"$tmp/err" || {
+			echo "FAIL: $command on $2:"
+			sed 's/^/    /' "$tmp/err"
+			failures=$((failures + 1))
+		}
+	done
+}
+
 all="report report-json report-html check export info info-json dump dump-json diff"
 
 cp "$tmp/good.sqlite" "$tmp/dropped.sqlite"
@@ -105,24 +116,24 @@ expect garbage.sqlite "corrupt or truncated database" $all
 
 # A page of garbage where no command's query goes (each of these was read without a word
 # before READ-1). quick_check names the page.
-cp "$tmp/good.sqlite" "$tmp/stacks.sqlite"
-scribble "$tmp/stacks.sqlite" "$(rootpage "$tmp/good.sqlite" stacks)"
-expect stacks.sqlite "corrupt or truncated database (quick_check: " $all
+# garbage NAME OBJECT [SQL]: a copy of the good database (SQL run on it first, where given) with
+# the root page of table or index OBJECT overwritten, through every command
+garbage() {
+	cp "$tmp/good.sqlite" "$tmp/$1.sqlite"
+	if [ -n "${3:-}" ] && ! "$SQLITE3" "$tmp/$1.sqlite" "$3"; then
+		echo "FAIL: could not make $1: $3"
+		failures=$((failures + 1))
+	fi
+	scribble "$tmp/$1.sqlite" "$(rootpage "$tmp/$1.sqlite" "$2")"
+	expect "$1.sqlite" "corrupt or truncated database (quick_check: " $all
+}
+garbage stacks stacks
 # a table of the user's own, which the schema allows and no command reads
-cp "$tmp/good.sqlite" "$tmp/extra.sqlite"
-"$SQLITE3" "$tmp/extra.sqlite" "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);
+garbage extragarbage notes "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);
 	INSERT INTO notes(text) VALUES ('checked by hand'), ('rerun on Monday');"
-cp "$tmp/extra.sqlite" "$tmp/extragarbage.sqlite"
-scribble "$tmp/extragarbage.sqlite" "$(rootpage "$tmp/extra.sqlite" notes)"
-expect extragarbage.sqlite "corrupt or truncated database (quick_check: " $all
 # the schema's one index (apis.name UNIQUE), and an index of the user's own
-cp "$tmp/good.sqlite" "$tmp/index.sqlite"
-scribble "$tmp/index.sqlite" "$(rootpage "$tmp/good.sqlite" sqlite_autoindex_apis_1)"
-expect index.sqlite "corrupt or truncated database (quick_check: " $all
-cp "$tmp/good.sqlite" "$tmp/myindex.sqlite"
-"$SQLITE3" "$tmp/myindex.sqlite" "CREATE INDEX calls_by_tid ON calls(tid);"
-scribble "$tmp/myindex.sqlite" "$(rootpage "$tmp/myindex.sqlite" calls_by_tid)"
-expect myindex.sqlite "corrupt or truncated database (quick_check: " $all
+garbage index sqlite_autoindex_apis_1
+garbage myindex calls_by_tid "CREATE INDEX calls_by_tid ON calls(tid);"
 # The freelist: a dropped table's pages. Its trunk page (the header's 4 bytes at offset 32)
 # lists the free pages: garbage there is damage. A leaf page's bytes are not data: garbage in
 # one changes nothing, and every command still reads the file.
@@ -139,13 +150,7 @@ if [ "$trunk" -gt 0 ] && [ "$free" -ge 2 ]; then
 	scribble "$tmp/freelist.sqlite" "$trunk"
 	expect freelist.sqlite "corrupt or truncated database (quick_check: " $all
 	scribble "$tmp/freeleaf.sqlite" "$leaf"
-	for command in $all; do
-		run "$command" "$tmp/freeleaf.sqlite" >/dev/null 2>"$tmp/err" || {
-			echo "FAIL: $command on a database with garbage in a free page:"
-			sed 's/^/    /' "$tmp/err"
-			failures=$((failures + 1))
-		}
-	done
+	reads freeleaf.sqlite "a database with garbage in a free page"
 else
 	echo "FAIL: no freelist in freelist.sqlite (trunk page $trunk, $free free pages)"
 	failures=$((failures + 1))
@@ -200,13 +205,7 @@ done
 echo "generated: $generated bad databases x $(echo $all | wc -w) commands"
 
 # And the good one reads with every command (the checks above were not vacuous).
-for command in $all; do
-	run "$command" "$tmp/good.sqlite" >/dev/null 2>"$tmp/err" || {
-		echo "FAIL: $command on the good database:"
-		sed 's/^/    /' "$tmp/err"
-		failures=$((failures + 1))
-	}
-done
+reads good.sqlite "the good database"
 
 [ $failures = 0 ] || exit 1
 echo "PASS"
