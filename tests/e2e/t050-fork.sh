@@ -4,7 +4,20 @@
 # writes its own database (SYNCSPY_FORK=child, the default) holding only its own calls; with
 # SYNCSPY_FORK=off the child records nothing. The parent's database is whole either way.
 . "$E2E_DIR/lib.sh"
-under_shim "$PROGS/scenarios" fork >"$tmp/stdout" || fail "scenario failed"
+# Under ASan (t856's build), GCC 12's allocator is not fork-safe: a child forked while another
+# thread of the parent (the stand-in's stream workers, the writer) held the allocator's lock
+# waits on it for ever. Seen a few times in 100s of runs; the plain build runs this test in
+# full. There only: a run that does not end within 120 s is a skip naming that, not a hang.
+fork_run() {
+	if [ -n "${SANITIZER_PRELOAD:-}" ]; then
+		timeout -k 5 120 env "$@"
+		rc=$?
+		[ $rc -ne 124 ] && [ $rc -ne 137 ] || skip "a fork child hung under ASan (GCC 12's allocator is not fork-safe with threads); the plain build runs t050"
+		return $rc
+	fi
+	env "$@"
+}
+fork_run LD_PRELOAD="$SHIM_PRELOAD" SYNCSPY_OUTPUT="$out" "$PROGS/scenarios" fork >"$tmp/stdout" || fail "scenario failed"
 grep -q 'child exit 0' "$tmp/stdout" || fail "child failed: $(cat "$tmp/stdout")"
 n=0
 for f in "$out"/*.sqlite; do
@@ -32,7 +45,7 @@ END
 done
 [ "$children" -eq 1 ] || fail "the child's database was not found by its ppid"
 rm -rf "$out"
-SYNCSPY_FORK=off under_shim "$PROGS/scenarios" fork >/dev/null || fail "scenario failed (off)"
+fork_run SYNCSPY_FORK=off LD_PRELOAD="$SHIM_PRELOAD" SYNCSPY_OUTPUT="$out" "$PROGS/scenarios" fork >/dev/null || fail "scenario failed (off)"
 one_db
 golden "SELECT count(*) FROM calls" <<'END'
 2
