@@ -165,10 +165,18 @@ struct ss_report {
 	size_t gpu_ranks; /* ranks with a GPU timeline (ss_rank.gpu): the GPU fields are output */
 };
 
+struct ss_collectives; /* below */
+
 /* Loading options. */
 struct ss_analysis_options {
 	int progress;	/* 1: one line on stderr per database loaded */
 	int fold_ranks; /* 1: one finding per (rule, site) across the ranks of a job (ANALYSIS-5) */
+	/* `syncspy summarize`: called for each rank in path order once it is loaded, with its
+	 * findings and range statistics (found) before they join the report, and its
+	 * collectives; a code other than SS_EXIT_OK stops the analysis with it (err set). */
+	int (*each_rank)(void *arg, const struct ss_rank *rank, const struct ss_report *found,
+			 const struct ss_collectives *collectives, char *err, size_t errlen);
+	void *each_rank_arg;
 };
 
 /*
