@@ -545,6 +545,9 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	for (size_t i = 0; code == SS_EXIT_OK && i < job->found.nfindings; i++)
 		if (!judge_finding(&job->found.findings[i], rk))
 			code = out_of_memory(&ld);
+	if (code == SS_EXIT_OK && job->options && job->options->each_database)
+		code = job->options->each_database(job->options->each_rank_arg, st.db, rk,
+						   &job->extra, ld.err, ld.errlen);
 	ss_steps_free(&st.steps);
 	sqlite3_close(st.db);
 	free(st.overlap);
@@ -1118,15 +1121,19 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 			jobs[i].summary = sources[b + i].summary;
 			jobs[i].summary_index = sources[b + i].index;
 			jobs[i].collectives = &sets[b + i];
+			jobs[i].options = options;
 		}
 		load_all(&pool);
 		report->nranks = b + n; /* so that ss_report_free frees what load_one began */
 		for (size_t i = 0; code == SS_EXIT_OK && i < n; i++) {
 			if (options && options->each_rank && jobs[i].meta_loaded &&
 			    jobs[i].code == SS_EXIT_OK)
+			{
 				code = options->each_rank(options->each_rank_arg,
 							  &report->ranks[b + i], &jobs[i].found,
-							  &sets[b + i], err, errlen);
+							  &sets[b + i], jobs[i].extra, err, errlen);
+				jobs[i].extra = NULL; /* each_rank's */
+			}
 			if (code == SS_EXIT_OK)
 				code = merge_job(&ld, &jobs[i], b + i);
 			if (code == SS_EXIT_OK && options && options->progress)
@@ -1134,8 +1141,11 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 					      b + i + 1, npaths, report->ranks[b + i].path,
 					      report->ranks[b + i].rank);
 		}
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
+			if (jobs[i].extra && options->free_extra)
+				options->free_extra(jobs[i].extra);
 			job_free(&jobs[i]);
+		}
 		if (code == SS_EXIT_OK && fold && b + n < npaths && !fold_ranks(report, 0))
 			code = out_of_memory(&ld);
 	}

@@ -110,6 +110,8 @@ struct job {
 	 * for a database (path) */
 	const char *summary;
 	long long summary_index;
+	const struct ss_analysis_options *options; /* each_database's, or NULL */
+	void *extra;				   /* what each_database left */
 };
 
 /* ------------------------------------------------------------------ GPU timeline (gpu.c) */

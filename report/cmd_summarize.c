@@ -8,7 +8,7 @@
  * ranks); for each rank, once loaded, ss_analysis_options.each_rank writes what the analysis
  * kept of it (its ss_rank, its findings and range statistics, its collectives: SUMMARY-2), and
  * the rows `check` reads of the database (check_sql.h's RECORDING_SQL, split by the rank's
- * steady window). Texts are stored once (SUMMARY-3). The file is written beside its final
+ * steady window, read by the loading threads through each_database). Texts are stored once (SUMMARY-3). The file is written beside its final
  * name and renamed into place when complete: a failed summarize leaves the old one.
  */
 #include "config.h"
@@ -28,7 +28,6 @@
 #include "check_sql.h"
 #include "commands.h"
 #include "db.h"
-#include "lines.h"
 #include "summary.h"
 
 /* ------------------------------------------------------------------ strings (SUMMARY-3) */
@@ -273,88 +272,171 @@ static int write_api(struct summarize *s, const char *name)
 	return step_once(s->add_api);
 }
 
-/*
- * What `check` reads of the rank's database (cmd_check.c's copy_recording): RECORDING_SQL's
- * rows with no warm-up but the steady window's, which `check` applies for "steady" or ignores
- * for none; the rank and dropped events as check reads them; the database's API names.
- */
-static int write_check_rows(struct summarize *s, long long idx, const struct ss_rank *rk,
-			    long long *check_rank, long long *check_dropped, char *err,
-			    size_t errlen)
-{
-	sqlite3 *db;
-	sqlite3_stmt *read = NULL;
-	int rc, code = ss_db_open(rk->path, &db, err, errlen);
+/* What `check` reads of one database (cmd_check.c's copy_recording), read by the loading
+ * thread (read_check_rows) and written with the rank (write_each_rank). */
+struct check_part {
+	long long rank, dropped; /* meta.rank (-1: none) and meta.dropped_events, as check reads */
+	struct check_row {
+		char *class, *api, *site;
+		sqlite3_value *outside, *calls, *blocked; /* as RECORDING_SQL gives them */
+	} *rows;
+	size_t nrows, cap_rows;
+	char **apis; /* the database's API names */
+	size_t napis, cap_apis;
+};
 
-	if (code != SS_EXIT_OK)
-		return code;
-	ss_lines_attach(db); /* the site texts check would show */
+static void free_check_part(void *extra)
+{
+	struct check_part *part = extra;
+
+	for (size_t i = 0; i < part->nrows; i++) {
+		free(part->rows[i].class);
+		free(part->rows[i].api);
+		free(part->rows[i].site);
+		sqlite3_value_free(part->rows[i].outside);
+		sqlite3_value_free(part->rows[i].calls);
+		sqlite3_value_free(part->rows[i].blocked);
+	}
+	for (size_t i = 0; i < part->napis; i++)
+		free(part->apis[i]);
+	free(part->rows);
+	free(part->apis);
+	free(part);
+}
+
+/* Appends to *array (n of capacity cap, elements of size) one element; NULL when out of
+ * memory. */
+static void *append(void *array, size_t *n, size_t *cap, size_t size)
+{
+	void **p = array;
+
+	if (*n == *cap) {
+		size_t capacity = *cap ? 2 * *cap : 16;
+		void *grown = realloc(*p, capacity * size);
+
+		if (!grown)
+			return NULL;
+		*p = grown;
+		*cap = capacity;
+	}
+	return (char *)*p + (*n)++ * size;
+}
+
+static char *column_copy(sqlite3_stmt *stmt, int col)
+{
+	const char *text = (const char *)sqlite3_column_text(stmt, col);
+
+	return strdup(text ? text : "");
+}
+
+/*
+ * ss_analysis_options.each_database, on the analysis' own connection (site texts with their
+ * file:line already): RECORDING_SQL's rows with no warm-up but the steady window's, which
+ * `check` applies for "steady" or ignores for none; the rank and dropped events as check reads
+ * them; the database's API names.
+ */
+static int read_check_rows(void *arg, sqlite3 *db, const struct ss_rank *rk, void **extra,
+			   char *err, size_t errlen)
+{
+	struct check_part *part = calloc(1, sizeof(*part));
+	sqlite3_stmt *read = NULL;
+	int rc, nomem = 0;
+
+	(void)arg;
+	if (!part) {
+		snprintf(err, errlen, "out of memory");
+		return SS_EXIT_INTERNAL;
+	}
+	*extra = part;
 	rc = sqlite3_prepare_v2(db, RECORDING_META_SQL, -1, &read, NULL);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(read)) == SQLITE_ROW) {
-		*check_rank = sqlite3_column_type(read, 0) == SQLITE_NULL
-				  ? -1
-				  : sqlite3_column_int64(read, 0);
-		*check_dropped = sqlite3_column_int64(read, 1);
+		part->rank = sqlite3_column_type(read, 0) == SQLITE_NULL
+				 ? -1
+				 : sqlite3_column_int64(read, 0);
+		part->dropped = sqlite3_column_int64(read, 1);
 		rc = SQLITE_DONE;
 	}
 	sqlite3_finalize(read);
 	read = NULL;
-	if (rc == SQLITE_DONE)
-		rc = sqlite3_prepare_v2(db, RECORDING_SQL, -1, &read, NULL);
-	if (rc == SQLITE_OK) {
+	if (rc == SQLITE_DONE && (rc = sqlite3_prepare_v2(db, RECORDING_SQL, -1, &read, NULL)) ==
+				     SQLITE_OK) {
 		sqlite3_bind_int64(read, 2, 0);
 		if (rk->steady_start_ns >= 0) {
 			sqlite3_bind_int64(read, 3, rk->steady_start_ns);
 			sqlite3_bind_int64(read, 4, rk->steady_end_ns);
 		}
-		while ((rc = sqlite3_step(read)) == SQLITE_ROW) {
-			sqlite3_stmt *st = s->add_check_row;
-			int ok = sqlite3_bind_int64(st, 1, idx) == SQLITE_OK;
+		while (!nomem && (rc = sqlite3_step(read)) == SQLITE_ROW) {
+			struct check_row *row =
+			    append(&part->rows, &part->nrows, &part->cap_rows, sizeof(*row));
 
-			for (int col = 0; col < 3; col++)
-				ok &= bind_text_id(s, st, col + 2,
-						   (const char *)sqlite3_column_text(read, col));
-			for (int col = 3; col < 6; col++)
-				ok &= sqlite3_bind_value(st, col + 2,
-							 sqlite3_column_value(read, col)) ==
-				      SQLITE_OK;
-			if (!ok || !step_once(st)) {
-				code = SS_EXIT_INTERNAL;
+			if (!row) {
+				nomem = 1;
 				break;
 			}
+			*row = (struct check_row){column_copy(read, 0), column_copy(read, 1),
+						  column_copy(read, 2),
+						  sqlite3_value_dup(sqlite3_column_value(read, 3)),
+						  sqlite3_value_dup(sqlite3_column_value(read, 4)),
+						  sqlite3_value_dup(sqlite3_column_value(read, 5))};
+			nomem = !row->class || !row->api || !row->site || !row->outside ||
+				!row->calls || !row->blocked;
 		}
 		sqlite3_finalize(read);
 		read = NULL;
 	}
-	if (code == SS_EXIT_OK && rc == SQLITE_DONE)
-		rc = sqlite3_prepare_v2(db, "SELECT name FROM apis", -1, &read, NULL);
-	if (code == SS_EXIT_OK && rc == SQLITE_OK)
-		while ((rc = sqlite3_step(read)) == SQLITE_ROW)
-			if (!write_api(s, (const char *)sqlite3_column_text(read, 0))) {
-				code = SS_EXIT_INTERNAL;
-				break;
-			}
-	if (code == SS_EXIT_INTERNAL)
-		snprintf(err, errlen, "%s: cannot write: %s", s->path, sqlite3_errmsg(s->out));
-	else if (rc != SQLITE_DONE)
-		code = ss_db_failure(db, rc, rk->path, err, errlen);
-	sqlite3_finalize(read);
-	sqlite3_close(db);
-	return code;
+	if (!nomem && rc == SQLITE_DONE &&
+	    (rc = sqlite3_prepare_v2(db, "SELECT name FROM apis", -1, &read, NULL)) == SQLITE_OK) {
+		while (!nomem && (rc = sqlite3_step(read)) == SQLITE_ROW) {
+			char **name = append(&part->apis, &part->napis, &part->cap_apis, sizeof(*name));
+
+			nomem = !name || !(*name = column_copy(read, 0));
+		}
+		sqlite3_finalize(read);
+	}
+	if (nomem) {
+		snprintf(err, errlen, "out of memory");
+		return SS_EXIT_INTERNAL;
+	}
+	return rc == SQLITE_DONE ? SS_EXIT_OK : ss_db_failure(db, rc, rk->path, err, errlen);
+}
+
+static int write_check_rows(struct summarize *s, long long idx, const struct check_part *part)
+{
+	for (size_t i = 0; i < part->nrows; i++) {
+		const struct check_row *row = &part->rows[i];
+		sqlite3_stmt *st = s->add_check_row;
+		int ok = sqlite3_bind_int64(st, 1, idx) == SQLITE_OK &&
+			 bind_text_id(s, st, 2, row->class) && bind_text_id(s, st, 3, row->api) &&
+			 bind_text_id(s, st, 4, row->site) &&
+			 sqlite3_bind_value(st, 5, row->outside) == SQLITE_OK &&
+			 sqlite3_bind_value(st, 6, row->calls) == SQLITE_OK &&
+			 sqlite3_bind_value(st, 7, row->blocked) == SQLITE_OK;
+
+		if (!ok || !step_once(st))
+			return 0;
+	}
+	for (size_t i = 0; i < part->napis; i++)
+		if (!write_api(s, part->apis[i]))
+			return 0;
+	return 1;
 }
 
 /* ss_analysis_options.each_rank: one rank into the summary. */
 static int write_each_rank(void *arg, const struct ss_rank *rk, const struct ss_report *found,
-			   const struct ss_collectives *collectives, char *err, size_t errlen)
+			   const struct ss_collectives *collectives, void *extra, char *err,
+			   size_t errlen)
 {
 	struct summarize *s = arg;
-	long long idx = s->next_idx++, check_rank = -1, check_dropped = 0;
-	int code = write_check_rows(s, idx, rk, &check_rank, &check_dropped, err, errlen);
+	struct check_part *part = extra;
+	long long idx = s->next_idx++;
+	int ok = part && write_check_rows(s, idx, part) &&
+		 write_rank(s, idx, rk, part->rank, part->dropped) &&
+		 write_findings(s, idx, found) && write_ranges(s, idx, found) &&
+		 write_collectives(s, idx, collectives);
 
-	if (code != SS_EXIT_OK)
-		return code;
-	if (!write_rank(s, idx, rk, check_rank, check_dropped) || !write_findings(s, idx, found) ||
-	    !write_ranges(s, idx, found) || !write_collectives(s, idx, collectives)) {
+	if (part)
+		free_check_part(part);
+	if (!ok) {
 		snprintf(err, errlen, "%s: cannot write: %s", s->path, sqlite3_errmsg(s->out));
 		return SS_EXIT_INTERNAL;
 	}
@@ -436,8 +518,11 @@ static int create_summary(struct summarize *s)
 static int summarize(const struct ss_db_list *list, const char *output, int progress)
 {
 	struct summarize s = {.path = output};
-	struct ss_analysis_options options = {
-	    .progress = progress, .each_rank = write_each_rank, .each_rank_arg = &s};
+	struct ss_analysis_options options = {.progress = progress,
+					      .each_database = read_check_rows,
+					      .each_rank = write_each_rank,
+					      .free_extra = free_check_part,
+					      .each_rank_arg = &s};
 	struct ss_report report;
 	char err[1024], *tmp = NULL;
 	int fd, code;
