@@ -1127,8 +1127,7 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 		report->nranks = b + n; /* so that ss_report_free frees what load_one began */
 		for (size_t i = 0; code == SS_EXIT_OK && i < n; i++) {
 			if (options && options->each_rank && jobs[i].meta_loaded &&
-			    jobs[i].code == SS_EXIT_OK)
-			{
+			    jobs[i].code == SS_EXIT_OK) {
 				code = options->each_rank(options->each_rank_arg,
 							  &report->ranks[b + i], &jobs[i].found,
 							  &sets[b + i], jobs[i].extra, err, errlen);

@@ -8,8 +8,9 @@
  * ranks); for each rank, once loaded, ss_analysis_options.each_rank writes what the analysis
  * kept of it (its ss_rank, its findings and range statistics, its collectives: SUMMARY-2), and
  * the rows `check` reads of the database (check_sql.h's RECORDING_SQL, split by the rank's
- * steady window, read by the loading threads through each_database). Texts are stored once (SUMMARY-3). The file is written beside its final
- * name and renamed into place when complete: a failed summarize leaves the old one.
+ * steady window, read by the loading threads through each_database). Texts are stored once
+ * (SUMMARY-3). The file is written beside its final name and renamed into place when complete: a
+ * failed summarize leaves the old one.
  */
 #include "config.h"
 
@@ -279,7 +280,7 @@ struct check_part {
 	struct check_row {
 		char *class, *api, *site;
 		sqlite3_value *outside, *calls, *blocked; /* as RECORDING_SQL gives them */
-	} *rows;
+	} * rows;
 	size_t nrows, cap_rows;
 	char **apis; /* the database's API names */
 	size_t napis, cap_apis;
@@ -358,8 +359,8 @@ static int read_check_rows(void *arg, sqlite3 *db, const struct ss_rank *rk, voi
 	}
 	sqlite3_finalize(read);
 	read = NULL;
-	if (rc == SQLITE_DONE && (rc = sqlite3_prepare_v2(db, RECORDING_SQL, -1, &read, NULL)) ==
-				     SQLITE_OK) {
+	if (rc == SQLITE_DONE &&
+	    (rc = sqlite3_prepare_v2(db, RECORDING_SQL, -1, &read, NULL)) == SQLITE_OK) {
 		sqlite3_bind_int64(read, 2, 0);
 		if (rk->steady_start_ns >= 0) {
 			sqlite3_bind_int64(read, 3, rk->steady_start_ns);
@@ -373,7 +374,8 @@ static int read_check_rows(void *arg, sqlite3 *db, const struct ss_rank *rk, voi
 				nomem = 1;
 				break;
 			}
-			*row = (struct check_row){column_copy(read, 0), column_copy(read, 1),
+			*row = (struct check_row){column_copy(read, 0),
+						  column_copy(read, 1),
 						  column_copy(read, 2),
 						  sqlite3_value_dup(sqlite3_column_value(read, 3)),
 						  sqlite3_value_dup(sqlite3_column_value(read, 4)),
@@ -387,7 +389,8 @@ static int read_check_rows(void *arg, sqlite3 *db, const struct ss_rank *rk, voi
 	if (!nomem && rc == SQLITE_DONE &&
 	    (rc = sqlite3_prepare_v2(db, "SELECT name FROM apis", -1, &read, NULL)) == SQLITE_OK) {
 		while (!nomem && (rc = sqlite3_step(read)) == SQLITE_ROW) {
-			char **name = append(&part->apis, &part->napis, &part->cap_apis, sizeof(*name));
+			char **name =
+			    append(&part->apis, &part->napis, &part->cap_apis, sizeof(*name));
 
 			nomem = !name || !(*name = column_copy(read, 0));
 		}
