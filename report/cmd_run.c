@@ -1,6 +1,6 @@
 /*
- * report/cmd_run.c: `syncspy run [-o DIR] [--cupti|--no-cupti] [--cupti-sample auto|all|ON/PERIOD]
- * -- CMD ARGS...`, recording a program (a launcher such as torchrun or mpirun, or a shell script,
+ * report/cmd_run.c: `syncspy run [-o DIR] [--cupti|--no-cupti] [--cupti-sample auto|all|ON/PERIOD] --
+ * CMD ARGS...`, recording a program (a launcher such as torchrun or mpirun, or a shell script,
  * and all their children) without writing LD_PRELOAD by hand.
  *
  * It sets LD_PRELOAD (libsyncspy.so first, the caller's own preloads kept after it),
