@@ -59,11 +59,14 @@ expect2 "check of a summary, range limit" "syncspy: $sum: a summary keeps no ran
 # Damaged copies: NAME, the SQL that damages it (sqlite3 keeps the header's application_id),
 # the message's glob after "syncspy: PATH: ".
 n=0
-damage() { # NAME GLOB SQL
+copy_damaged() { # SQL: $f, a copy of the summary that SQL damaged
 	n=$((n + 1))
 	f=$tmp/d$n.summary
 	cp "$sum" "$f"
-	"$SQLITE3" "$f" "$3" || fail "$1: cannot damage the copy"
+	"$SQLITE3" "$f" "$1" || fail "cannot damage the copy: $1"
+}
+damage() { # NAME GLOB SQL
+	copy_damaged "$3"
 	expect2 "report, $1" "syncspy: $f: $2" "$SYNCSPY" report --format json -o "$tmp/d.json" "$f"
 	expect2 "check, $1" "syncspy: $f: $2" "$SYNCSPY" check --budget "$tmp/budget.json" "$f"
 }
@@ -77,28 +80,16 @@ damage "ranks not from 0" "damaged syncspy summary: ranks.idx not numbered from 
 damage "a column missing" "damaged syncspy summary: no such column: check_dropped" \
 	"ALTER TABLE ranks DROP COLUMN check_dropped"
 # what only the analysis reads (check reads its own rows): report only
-n=$((n + 1))
-f=$tmp/d$n.summary
-cp "$sum" "$f"
-"$SQLITE3" "$f" "UPDATE strings SET text = 'no-such-rule' WHERE text = 'host-sync'" || fail "cannot damage"
+copy_damaged "UPDATE strings SET text = 'no-such-rule' WHERE text = 'host-sync'"
 expect2 "report, an unknown rule" "syncspy: $f: damaged syncspy summary: a finding of rank * has no rule this syncspy knows" \
 	"$SYNCSPY" report --format json -o "$tmp/d.json" "$f"
-n=$((n + 1))
-f=$tmp/d$n.summary
-cp "$sum" "$f"
-"$SQLITE3" "$f" "UPDATE collectives SET calls = x'01' WHERE idx = 3" || fail "cannot damage"
+copy_damaged "UPDATE collectives SET calls = x'01' WHERE idx = 3"
 expect2 "report, a bad collectives blob" "syncspy: $f: damaged syncspy summary: a collective series without its calls" \
 	"$SYNCSPY" report --format json -o "$tmp/d.json" "$f"
-n=$((n + 1))
-f=$tmp/d$n.summary
-cp "$sum" "$f"
-"$SQLITE3" "$f" "UPDATE ranks SET wall_ns = 'long' WHERE idx = 2" || fail "cannot damage"
+copy_damaged "UPDATE ranks SET wall_ns = 'long' WHERE idx = 2"
 expect2 "report, a text where a number must be" "syncspy: $f: damaged syncspy summary: rank 2: no wall_ns" \
 	"$SYNCSPY" report --format json -o "$tmp/d.json" "$f"
-n=$((n + 1))
-f=$tmp/d$n.summary
-cp "$sum" "$f"
-"$SQLITE3" "$f" "DELETE FROM strings WHERE id = (SELECT site FROM findings LIMIT 1)" || fail "cannot damage"
+copy_damaged "DELETE FROM strings WHERE id = (SELECT site FROM findings LIMIT 1)"
 expect2 "report, a dangling text" "syncspy: $f: damaged syncspy summary: a finding of rank * has no site" \
 	"$SYNCSPY" report --format json -o "$tmp/d.json" "$f"
 expect2 "check, a dangling text" "syncspy: $f: damaged syncspy summary: NOT NULL constraint failed*" \
