@@ -108,6 +108,15 @@ static unsigned sample_windows;
 static int sample_auto, auto_sampling;
 static uint64_t auto_eval_ns, auto_eval_records;
 static unsigned auto_estimate_permille, auto_peak_permille;
+/* Outside a capture range (interpose/capture.h, SHIM-6): a third reason to be off, counted as
+ * the other two (CUPTI-3). */
+static int capture_off;
+
+/* The GPU timeline is on when neither the program, the sampler nor a capture range holds it off. */
+static int timeline_off(void)
+{
+	return paused || sample_off || capture_off;
+}
 static unsigned enabled_kinds; /* KIND_* of SYNCSPY_CUPTI_KINDS, once started */
 static char status_text[256];
 
@@ -340,7 +349,7 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegiste
 	if (started) { /* CUPTI-2 */
 		api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 		started = 0;
-		if (!paused && !sample_off)
+		if (!timeline_off())
 			traced_total_ns += now_ns() - traced_since_ns;
 		snprintf(
 		    status_text, sizeof(status_text),
@@ -551,7 +560,8 @@ static void start_locked(unsigned wanted)
 		return;
 	}
 	enabled_kinds = wanted;
-	if (!paused && !enable_kinds(wanted)) /* paused: syncspy_gpu_trace(0) came first */
+	if (!paused && !capture_off && !enable_kinds(wanted)) /* paused first: syncspy_gpu_trace(0),
+								  or outside a capture range */
 		return;
 	started = 1;
 	/* when paused first, from the resume on */
@@ -588,7 +598,7 @@ static void start_locked(unsigned wanted)
  * the enabled kinds follow the two together, and the time off is counted (CUPTI-3, CUPTI-4). */
 static void follow_pauses_locked(int was_off)
 {
-	int off = paused || sample_off;
+	int off = timeline_off();
 	if (off == was_off)
 		return;
 	uint64_t now = now_ns();
@@ -624,12 +634,21 @@ static void follow_pauses_locked(int was_off)
 int ss_cupti_trace(int on)
 {
 	pthread_mutex_lock(&owner_lock);
-	int was_off = paused || sample_off;
+	int was_off = timeline_off();
 	paused = !on; /* before the start too: CUPTI then starts paused */
 	follow_pauses_locked(was_off);
-	int recording = started && !paused && !sample_off;
+	int recording = started && !timeline_off();
 	pthread_mutex_unlock(&owner_lock);
 	return recording;
+}
+
+void ss_cupti_capture(int on)
+{
+	pthread_mutex_lock(&owner_lock);
+	int was_off = timeline_off();
+	capture_off = !on; /* before the start too: CUPTI then starts off */
+	follow_pauses_locked(was_off);
+	pthread_mutex_unlock(&owner_lock);
 }
 
 void ss_cupti_sample_tick(void)
@@ -643,7 +662,7 @@ void ss_cupti_sample_tick(void)
 	pthread_mutex_lock(&owner_lock);
 	next = atomic_load_explicit(&sample_next_ns, memory_order_relaxed);
 	if (next && now >= next) { /* not switched by another thread meanwhile */
-		int was_off = paused || sample_off;
+		int was_off = timeline_off();
 		sample_off = !sample_off;
 		sample_windows += !sample_off;
 		follow_pauses_locked(was_off);
@@ -714,7 +733,7 @@ void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows, ui
 {
 	pthread_mutex_lock(&owner_lock);
 	uint64_t now = now_ns();
-	int off = paused || sample_off;
+	int off = timeline_off();
 	*paused_ns = paused_total_ns + (off ? now - paused_since_ns : 0);
 	*count = pauses;
 	*windows = sample_windows;
@@ -725,12 +744,13 @@ void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows, ui
 size_t ss_cupti_off_intervals(size_t from, uint64_t (**intervals)[2], int *open)
 {
 	pthread_mutex_lock(&owner_lock);
-	*open = paused || sample_off;
+	*open = timeline_off();
 	size_t closed = from < noff_intervals ? noff_intervals - from : 0;
 	size_t n = closed + (size_t)*open;
 	*intervals = n ? malloc(n * sizeof(**intervals)) : NULL;
 	if (*intervals) {
-		memcpy(*intervals, off_intervals + from, closed * sizeof(**intervals));
+		if (closed) /* none yet: off_intervals may be NULL (off since the start) */
+			memcpy(*intervals, off_intervals + from, closed * sizeof(**intervals));
 		if (*open) {
 			(*intervals)[n - 1][0] = paused_since_ns;
 			(*intervals)[n - 1][1] = now_ns();

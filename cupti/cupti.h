@@ -53,6 +53,9 @@ void ss_cupti_fork_child(void);
 /* syncspy_gpu_trace (CUPTI-3): 0 pauses the GPU timeline, 1 resumes it; returns 1 when it is
  * recording after the call. */
 int ss_cupti_trace(int on);
+/* App thread, at a switch of a capture range (interpose/capture.h, SHIM-6): 0 turns the GPU
+ * timeline off outside the range, 1 back on; counted and stored as a pause (CUPTI-3). */
+void ss_cupti_capture(int on);
 /* App thread, at the end of a sync point (S1-S6): switches SYNCSPY_CUPTI_SAMPLE's window when
  * its time has come (CUPTI-4); one relaxed load when not sampling. */
 void ss_cupti_sample_tick(void);

@@ -34,6 +34,11 @@ int ss_cupti_trace(int on)
 	return 0;
 }
 
+void ss_cupti_capture(int on)
+{
+	(void)on;
+}
+
 void ss_cupti_sample_tick(void)
 {
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include <cuda.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include "wrapper.h"

@@ -16,6 +16,7 @@
  *   post     what the call produced, read after it returned cudaSuccess:
  *              ALLOC(ptr, bytes, kind)    a new range of memory (ranges.h)
  *              CREATED_STREAM(s, flags, priority)       CREATED_EVENT(e, flags)
+ *            and either: PROFILER(on)  a capture range's start or stop (capture.h)
  *
  * Generated from this table: the API ids and names (shim.h, resolve.c), the wrappers and their
  * _ptsz/_ptds twins (cudart.c). Wrappers are defined with the prototypes of the toolkit's
@@ -303,9 +304,18 @@
 	  STREAM(stream) AUX(mode), )                                                              \
 	X(cudaStreamEndCapture, PTSZ, X1, (cudaStream_t stream, cudaGraph_t * pGraph),             \
 	  (stream, pGraph), STREAM(stream), )                                                      \
+	X(cudaGraphInstantiate, NONE, X1,                                                          \
+	  (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags),             \
+	  (pGraphExec, graph, flags), AUX(graph), )                                                \
+	X(cudaGraphInstantiateWithFlags, NONE, X1,                                                 \
+	  (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags),             \
+	  (pGraphExec, graph, flags), AUX(graph), )                                                \
 	X(cudaEventCreate, NONE, X1, (cudaEvent_t * event), (event), , CREATED_EVENT(*event, 0))   \
 	X(cudaEventCreateWithFlags, NONE, X1, (cudaEvent_t * event, unsigned int flags),           \
 	  (event, flags), , CREATED_EVENT(*event, flags))                                          \
-	X(cudaEventDestroy, NONE, X1, (cudaEvent_t event), (event), EVENT(event), )
+	X(cudaEventDestroy, NONE, X1, (cudaEvent_t event), (event), EVENT(event), )                \
+	/* X1: capture ranges in cudaProfilerApi mode (capture.h); the real call always runs */    \
+	X(cudaProfilerStart, NONE, X1, (void), (), PROFILER(1), )                                  \
+	X(cudaProfilerStop, NONE, X1, (void), (), , PROFILER(0))
 
 #endif

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include <cuda.h>
+#include <cudaProfiler.h>
 #include <cuda_runtime_api.h>
 
 /* A driver enqueue is where a statically linked runtime launches and copies (nvcc's default):

@@ -13,7 +13,7 @@
  * COPY_DTOH(dst, n, async), COPY_DTOD(n), COPY_ANY(dst, src, n, async), COPY_2D(CUDA_MEMCPY2D *,
  * async); MEMSET(ptr, n, async);
  * FREE(ptr); post: ALLOC(ptr, n, kind), CREATED_STREAM(s, flags, priority),
- * CREATED_EVENT(e, flags).
+ * CREATED_EVENT(e, flags); either: PROFILER(on) (capture.h).
  */
 #ifndef SYNCSPY_DRIVER_TABLE_H
 #define SYNCSPY_DRIVER_TABLE_H
@@ -51,6 +51,9 @@
 	  STREAM(hStream) AUX(f), )                                                                \
 	X(cuLaunchHostFunc, PTSZ, E1, (CUstream hStream, CUhostFn fn, void *userData),             \
 	  (hStream, fn, userData), STREAM(hStream) AUX(fn), )                                      \
+	X(cuGraphInstantiateWithFlags, NONE, X1,                                                   \
+	  (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),                   \
+	  (phGraphExec, hGraph, flags), AUX(hGraph), )                                             \
 	X(cuGraphLaunch, PTSZ, E1, (CUgraphExec hGraphExec, CUstream hStream),                     \
 	  (hGraphExec, hStream), STREAM(hStream) AUX(hGraphExec), )                                \
 	X(cuMemcpyHtoD_v2, PTDS, S4,                                                               \
@@ -122,6 +125,8 @@
 	X(cuStreamDestroy_v2, NONE, X1, (CUstream hStream), (hStream), STREAM(hStream), )          \
 	X(cuEventCreate, NONE, X1, (CUevent * phEvent, unsigned int Flags), (phEvent, Flags), ,    \
 	  CREATED_EVENT(*phEvent, Flags))                                                          \
-	X(cuEventDestroy_v2, NONE, X1, (CUevent hEvent), (hEvent), EVENT(hEvent), )
+	X(cuEventDestroy_v2, NONE, X1, (CUevent hEvent), (hEvent), EVENT(hEvent), )                \
+	X(cuProfilerStart, NONE, X1, (void), (), PROFILER(1), )                                    \
+	X(cuProfilerStop, NONE, X1, (void), (), , PROFILER(0))
 
 #endif

@@ -12,6 +12,8 @@ struct ss_hot {
 	_Atomic unsigned generation; /* bumped in a fork child: rings of the parent are stale */
 	int clock_is_tsc;	     /* clock.h */
 	int enqueue_timing;	     /* SYNCSPY_ENQUEUE_TIMING */
+	/* 0 while calls are recorded; else why not, and what waits (capture.h, SHIM-6) */
+	_Atomic int capture;
 } __attribute__((aligned(64)));
 extern struct ss_hot ss_hot;
 

@@ -32,6 +32,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "capture.h"
 #include "clock.h"
 #include "env.h"
 #include "lifecycle.h"
@@ -169,6 +170,7 @@ static void after_fork_child(void)
 		ss_native_fork_child();
 		ss_python_fork_child();
 		ss_cupti_fork_child();
+		ss_capture_fork_child();
 		ss_process.start_mono_ns = ss_mono_ns();
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -194,6 +196,7 @@ static void load(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ss_process.start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
 	rank_from_environment();
+	ss_capture_load(); /* after start_mono_ns: SYNCSPY_DELAY counts from it */
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	atomic_store(&ss_hot.state, SS_STATE_READY);
 }
@@ -213,6 +216,9 @@ void ss_start(void)
 		if (ss_writer_start() == 0) {
 			atomic_store(&ss_hot.state, SS_STATE_RUNNING);
 			install_signal_handlers();
+			if (ss_config.SYNCSPY_CUPTI && !ss_capturing())
+				ss_cupti_capture(
+				    0); /* starts off outside a capture range (SHIM-6) */
 			if (ss_config.SYNCSPY_CUPTI)
 				ss_cupti_start(ss_config.SYNCSPY_CUPTI_KINDS,
 					       ss_config.SYNCSPY_CUPTI_SAMPLE);

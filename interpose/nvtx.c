@@ -19,6 +19,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "capture.h"
 #include "clock.h"
 #include "env.h"
 #include "lifecycle.h"
@@ -28,6 +29,13 @@
 #include "syncspy/syncspy.h" /* the exported functions below, as the program sees them */
 
 static __thread int push_depth __attribute__((tls_model("initial-exec")));
+/* In SYNCSPY_CAPTURE_RANGE=nvtx mode: bit L, the push at level L opened a capture range (its
+ * pop closes it); deeper levels are not capture ranges. */
+static __thread uint64_t capture_levels __attribute__((tls_model("initial-exec")));
+/* start/end capture ranges open now (their ids), over all threads; past the table's size a
+ * range is not a capture range */
+#define CAPTURE_IDS 64
+static _Atomic uint64_t capture_ids[CAPTURE_IDS];
 static _Atomic uint64_t next_range_id = 1;
 
 /* A marker record: api is one of SS_REC_NVTX_*, obj a malloc'd name (or NULL), aux the range
@@ -37,6 +45,9 @@ static void emit_marker(int kind, const char *name, uint64_t aux)
 	struct ss_tls *tls = &ss_tls;
 	if (!ss_should_record(tls))
 		return;
+	int capture_bits = atomic_load_explicit(&ss_hot.capture, memory_order_relaxed);
+	if (ss_unlikely(capture_bits != 0) && !ss_capture_slow(tls, NULL, capture_bits))
+		return; /* outside a capture range: no ranges row either (SHIM-6) */
 	struct ss_rec rec = {.api = (uint16_t)kind, .aux = aux, .t_start = ss_now()};
 	rec.t_end = rec.t_start;
 	char *copy = name ? strdup(name) : NULL;
@@ -61,6 +72,9 @@ static const char *attribute_name(const nvtxEventAttributes_t *attributes)
 static int NVTX_API range_push_a(const char *message)
 {
 	int level = push_depth++;
+	/* a capture range opens before its push is emitted, so that the range has its row */
+	if (level >= 0 && level < 64 && ss_capture_nvtx_open(message))
+		capture_levels |= 1ull << level;
 	emit_marker(SS_REC_NVTX_PUSH, message ? message : "(unnamed)", (uint64_t)level);
 	return level;
 }
@@ -76,12 +90,25 @@ static int NVTX_API range_pop(void)
 		return -1; /* NVTX's answer to a pop without a push */
 	int level = --push_depth;
 	emit_marker(SS_REC_NVTX_POP, NULL, (uint64_t)level);
+	if (level < 64 && (capture_levels & (1ull << level))) { /* after its pop's row */
+		capture_levels &= ~(1ull << level);
+		ss_capture_nvtx_close();
+	}
 	return level;
 }
 
 static nvtxRangeId_t NVTX_API range_start_a(const char *message)
 {
 	uint64_t id = atomic_fetch_add(&next_range_id, 1);
+	if (ss_capture_nvtx_open(message)) { /* before its start is emitted, as a push */
+		int kept = 0;
+		for (int i = 0; i < CAPTURE_IDS && !kept; i++) {
+			uint64_t free_slot = 0;
+			kept = atomic_compare_exchange_strong(&capture_ids[i], &free_slot, id);
+		}
+		if (!kept)
+			ss_capture_nvtx_close();
+	}
 	emit_marker(SS_REC_NVTX_START, message ? message : "(unnamed)", id);
 	return id;
 }
@@ -94,6 +121,13 @@ static nvtxRangeId_t NVTX_API range_start_ex(const nvtxEventAttributes_t *attrib
 static void NVTX_API range_end(nvtxRangeId_t id)
 {
 	emit_marker(SS_REC_NVTX_END, NULL, id);
+	for (int i = 0; id && i < CAPTURE_IDS; i++) {
+		uint64_t expected = id;
+		if (atomic_compare_exchange_strong(&capture_ids[i], &expected, 0)) {
+			ss_capture_nvtx_close();
+			break;
+		}
+	}
 }
 
 static int NVTX_API domain_range_push_ex(nvtxDomainHandle_t domain,
@@ -137,6 +171,22 @@ SS_EXPORT int syncspy_gpu_trace(int on)
 	if (ss_config.SYNCSPY_DISABLE || !ss_config.SYNCSPY_CUPTI)
 		return 0;
 	return ss_cupti_trace(on); /* 0 built without CUPTI (cupti/stub.c) */
+}
+
+/* Capture ranges from the program (capture.h, SHIM-6): syncspy_start() records from now on,
+ * syncspy_stop() records nothing until the next start, in every SYNCSPY_CAPTURE_RANGE mode.
+ * Return 1 when calls are recorded after the call, 0 when not (or SYNCSPY_DISABLE=1). From
+ * Python: ctypes.CDLL(None).syncspy_start(). */
+SS_EXPORT int syncspy_start(void)
+{
+	ss_capture_trigger(1, "syncspy_start");
+	return !ss_config.SYNCSPY_DISABLE && ss_capturing();
+}
+
+SS_EXPORT int syncspy_stop(void)
+{
+	ss_capture_trigger(0, "syncspy_stop");
+	return !ss_config.SYNCSPY_DISABLE && ss_capturing();
 }
 
 static int fill(const NvtxExportTableCallbacks *callbacks, NvtxCallbackModule module,

@@ -55,6 +55,7 @@
 #include "resolve.h"
 #include "ring.h"
 #include "shim.h"
+#include "sites.h"
 
 typedef void PyObject;
 
@@ -535,6 +536,48 @@ static int walk_c_api(struct walked *walked, int max_depth)
 	return n;
 }
 
+/* What a walk through the C API set aside: the error the program may be raising. */
+struct saved_error {
+	PyObject *type, *value, *traceback;
+	int fetched;
+};
+
+/* The calling thread's frames, innermost first: read directly (lay.usable) or through the C
+ * API, which the caller may use only while the thread holds the GIL. walk_release gives back
+ * what the walk took. */
+static int walk_frames(struct walked *walked, int max_depth, struct saved_error *error)
+{
+	if (lay.usable)
+		return walk_direct(walked, max_depth);
+	if (!py.get_frame())
+		return 0;
+	/* The program may be in the middle of raising: keep its error as it is. */
+	py.err_fetch(&error->type, &error->value, &error->traceback);
+	error->fetched = 1;
+	return walk_c_api(walked, max_depth);
+}
+
+static void walk_release(struct walked *walked, int n, struct saved_error *error)
+{
+	if (lay.usable)
+		return;
+	for (int i = 0; i < n; i++) {
+		py.decref(walked[i].code);
+		if (i) /* the first frame is borrowed */
+			py.decref(walked[i].frame);
+	}
+	if (error->fetched)
+		py.err_restore(error->type, error->value, error->traceback);
+}
+
+/* A walked frame's line. */
+static int walked_line(const struct walked *w)
+{
+	if (lay.usable)
+		return code_line((uintptr_t)w->code, w->position);
+	return py.frame_get_lasti ? py.frame_get_line(w->frame) : w->position;
+}
+
 /* The frames' text, "file:line in function" per frame, innermost first (malloc'd). The caller
  * holds code_cache_lock. */
 static char *frames_text(struct walked *walked, int n, size_t *length)
@@ -547,9 +590,7 @@ static char *frames_text(struct walked *walked, int n, size_t *length)
 		if (!file) /* not in the code cache (full): read now */
 			code_names(walked[i].code, file_buffer, sizeof(file_buffer),
 				   function_buffer, sizeof(function_buffer), &file, &function);
-		int line = lay.usable ? code_line((uintptr_t)walked[i].code, walked[i].position)
-			   : py.frame_get_lasti ? py.frame_get_line(walked[i].frame)
-						: walked[i].position;
+		int line = walked_line(&walked[i]);
 		size_t need = strlen(file) + strlen(function) + 32;
 		if (used + need > capacity) {
 			char *grown = realloc(text, capacity * 2 + need);
@@ -570,7 +611,7 @@ static char *frames_text(struct walked *walked, int n, size_t *length)
  * afterwards. Returns 1 when it sent the key (a stack seen before). */
 static int push_frames(struct ss_ring *ring, int deferred)
 {
-	PyObject *type = NULL, *value = NULL, *traceback = NULL;
+	struct saved_error error = {0};
 	struct walked walked[MAX_FRAMES];
 	struct {
 		uintptr_t code;
@@ -579,15 +620,7 @@ static int push_frames(struct ss_ring *ring, int deferred)
 	int max_depth = (int)ss_config.SYNCSPY_STACK_DEPTH, n, all_cached = 1;
 	if (max_depth > MAX_FRAMES)
 		max_depth = MAX_FRAMES;
-	if (lay.usable) {
-		n = walk_direct(walked, max_depth);
-	} else {
-		if (!py.get_frame())
-			return 0;
-		/* The program may be in the middle of raising: keep its error as it is. */
-		py.err_fetch(&type, &value, &traceback);
-		n = walk_c_api(walked, max_depth);
-	}
+	n = walk_frames(walked, max_depth, &error);
 	pthread_mutex_lock(&code_cache_lock);
 	for (int i = 0; i < n; i++) {
 		char file_buffer[512], function_buffer[256]; /* only for the cache to copy */
@@ -616,14 +649,7 @@ static int push_frames(struct ss_ring *ring, int deferred)
 			rec.aux = text ? ss_hash64(text, length) | 1 : 0;
 	}
 	pthread_mutex_unlock(&code_cache_lock);
-	if (!lay.usable) {
-		for (int i = 0; i < n; i++) {
-			py.decref(walked[i].code);
-			if (i) /* the first frame is borrowed */
-				py.decref(walked[i].frame);
-		}
-		py.err_restore(type, value, traceback);
-	}
+	walk_release(walked, n, &error);
 	if (!n || (!keyed && !text))
 		return 0;
 	if (!ss_ring_push(ring, &rec))
@@ -631,6 +657,74 @@ static int push_frames(struct ss_ring *ring, int deferred)
 	else if (text && all_cached)
 		*slot = key;
 	return keyed;
+}
+
+/* The guard's name for a sync point (guard.c): the calling thread's user frame, the innermost
+ * outside the frameworks (ss_framework_python_file, as the writer picks a stack's site:
+ * SCHEMA-6), else its innermost frame. Read at the sync as push_frames reads them: directly, or
+ * through the C API while the thread holds the GIL; an interpreter of unknown layout without
+ * the GIL has none to give (0). errno kept (SHIM-2). */
+int ss_python_user_frame(char *file, size_t file_len, int *line, char *function,
+			 size_t function_len)
+{
+	int saved_errno = errno, found = 0;
+	pthread_once(&py_once, find_python);
+	if (!py.usable || !py.is_initialized() || (!lay.usable && !py.gil_check())) {
+		errno = saved_errno;
+		return 0;
+	}
+	struct saved_error error = {0};
+	struct walked walked[MAX_FRAMES];
+	int n = walk_frames(walked, MAX_FRAMES, &error);
+	pthread_mutex_lock(&code_cache_lock);
+	for (int i = 0; i < n; i++) {
+		char file_buffer[512], function_buffer[256];
+		const char *name, *in;
+		code_names(walked[i].code, file_buffer, sizeof(file_buffer), function_buffer,
+			   sizeof(function_buffer), &name, &in);
+		int user = !ss_framework_python_file(name);
+		if (i == 0 || user) { /* the innermost, until a user frame is found */
+			snprintf(file, file_len, "%s", name);
+			snprintf(function, function_len, "%s", in);
+			*line = walked_line(&walked[i]);
+			found = 1;
+		}
+		if (user)
+			break;
+	}
+	pthread_mutex_unlock(&code_cache_lock);
+	walk_release(walked, n, &error);
+	errno = saved_errno;
+	return found;
+}
+
+/* syncspy_python_raise (guard.c): the Python exception class EXCEPTION raised in the calling
+ * thread as soon as it is back in Python (PyThreadState_SetAsyncExc), for a guard that raises at
+ * its first sync point. The one place the shim takes the GIL (PyGILState_Ensure): only for a
+ * guard the program opened with it, after the real call returned (docs/python.md). Returns 1
+ * when the exception is scheduled. errno kept (SHIM-2). */
+int ss_python_raise_async(void *exception)
+{
+	static int (*ensure)(void);
+	static void (*release)(int);
+	static int (*set_async)(unsigned long, PyObject *);
+	static unsigned long (*thread_id)(void);
+	int saved_errno = errno, scheduled = 0;
+	pthread_once(&py_once, find_python);
+	if (!ensure) {
+		*(void **)&release = ss_dlsym(RTLD_DEFAULT, "PyGILState_Release");
+		*(void **)&set_async = ss_dlsym(RTLD_DEFAULT, "PyThreadState_SetAsyncExc");
+		*(void **)&thread_id = ss_dlsym(RTLD_DEFAULT, "PyThread_get_thread_ident");
+		*(void **)&ensure = ss_dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+	}
+	if (exception && py.usable && py.is_initialized() && ensure && release && set_async &&
+	    thread_id) {
+		int state = ensure();
+		scheduled = set_async(thread_id(), exception) == 1;
+		release(state);
+	}
+	errno = saved_errno;
+	return scheduled;
 }
 
 /* The main thread's tid is the pid. Kept: getpid() is a system call at every sync point

@@ -13,7 +13,11 @@
 #ifndef SYNCSPY_RING_H
 #define SYNCSPY_RING_H
 
+#include "hot.h"
 #include "shim.h"
+
+/* capture.h's slow path, declared here so that ring.h needs no more of capture.h */
+int ss_capture_slow(struct ss_tls *tls, const struct ss_rec *rec, int capture_bits);
 
 /* One block of a ring, in the shared region (ring.c). */
 struct ss_seg {
@@ -40,6 +44,8 @@ struct ss_ring {
 	 * stacks and markers). Written by the producer only when it drops. */
 	_Atomic uint64_t dropped;
 	_Atomic uint64_t dropped_calls[SS_CLASS_COUNT];
+	/* SHIM-6: calls made outside the capture ranges, per class (capture.c) */
+	_Atomic uint64_t skipped_calls[SS_CLASS_COUNT];
 	/* consumer side (writer-private) */
 	_Atomic uint64_t tail; /* records consumed by the writer */
 	struct ss_seg *rseg;   /* the block the writer reads */
@@ -124,10 +130,15 @@ int ss_ring_peek_poll(struct ss_ring *ring, struct ss_rec *out);
 
 /* The hot-path append (SHIM-1). A polling loop (SCHEMA-5) is folded in place, in the ring's
  * `poll` record, and reaches the ring once, when the thread makes any other call: a loop of a
- * million cudaEventQuery calls costs one record, not a full ring. */
-__attribute__((always_inline)) static inline void ss_emit(struct ss_tls *tls,
-							  const struct ss_rec *rec)
+ * million cudaEventQuery calls costs one record, not a full ring. CAPTURE_BITS: ss_hot.capture
+ * as the call started (SHIM-6). */
+__attribute__((always_inline)) static inline void
+ss_emit(struct ss_tls *tls, const struct ss_rec *rec, int capture_bits)
 {
+	/* SHIM-6: CAPTURE_BITS, ss_hot.capture as the call started, is not 0 only around a
+	 * capture range (capture.c) */
+	if (ss_unlikely(capture_bits != 0) && !ss_capture_slow(tls, rec, capture_bits))
+		return;
 	struct ss_ring *ring = tls->ring;
 	if (ss_unlikely(ring == NULL ||
 			tls->generation !=

@@ -20,6 +20,11 @@
  *           buffer under the memory cap each count into a dropped counter that reaches the
  *           database's meta table. (Calls made after the database was closed, during the
  *           program's own teardown, pass through unrecorded: docs/recording.md.)
+ *   SHIM-6  Outside a capture range (capture.h: SYNCSPY_CAPTURE_RANGE, SYNCSPY_DELAY,
+ *           SYNCSPY_DURATION, syncspy_start/stop) no row is written: every call made there
+ *           is counted, per class, into meta.capture_skipped_calls, the GPU timeline is off,
+ *           and the capture table says which intervals were recorded. The real call runs
+ *           either way (SHIM-2).
  */
 #ifndef SYNCSPY_SHIM_H
 #define SYNCSPY_SHIM_H
@@ -102,6 +107,7 @@ _Static_assert(sizeof(struct ss_rec) == 64, "one record per cache line");
 /* ------------------------------------------------------------------ per-thread state */
 
 struct ss_ring;
+struct ss_guard;	  /* guard.c */
 #define SS_PUSHED_SITES 4 /* nested <<<>>> in the arguments of a <<<>>>: rare */
 struct ss_tls {
 	int depth;	      /* SHIM-3 */
@@ -113,6 +119,10 @@ struct ss_tls {
 	uint64_t launch_site;
 	uint64_t pushed_sites[SS_PUSHED_SITES];
 	unsigned pushed;
+	/* guard.c (GUARD-1): the sync points this thread made, per class S1..S7, and its innermost
+	 * open guard (NULL while none is open) */
+	uint64_t syncs[SS_S7];
+	struct ss_guard *guard;
 };
 extern __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec"))); /* lifecycle.c */
 

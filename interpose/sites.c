@@ -258,12 +258,13 @@ int64_t ss_site_id(uint64_t address)
 /* ------------------------------------------------------------------ stacks */
 
 /* docs/attribution.md: a frame of the frameworks, the libraries or the interpreter; the user
- * call site is the innermost frame that is none of these. */
-static int framework_frame(const char *line)
+ * call site is the innermost frame that is none of these. FILE is a frame's file, or a frame
+ * line "file:line in function" (which starts with it). */
+int ss_framework_python_file(const char *file)
 {
-	return line[0] == '<' || strstr(line, "/site-packages/") ||
-	       strstr(line, "/dist-packages/") || strstr(line, "/lib/python3.") ||
-	       strstr(line, "/lib64/python3.");
+	return file[0] == '<' || strstr(file, "/site-packages/") ||
+	       strstr(file, "/dist-packages/") || strstr(file, "/lib/python3.") ||
+	       strstr(file, "/lib64/python3.");
 }
 
 /* The site of a Python frame line "file:line in function", by its text. */
@@ -314,7 +315,7 @@ void ss_store_python_stack(const struct ss_rec *r, const int64_t *calls, size_t 
 		const char *user = frames, *line = frames;
 		for (;;) {
 			const char *end = strchr(line, '\n');
-			if (!framework_frame(line)) {
+			if (!ss_framework_python_file(line)) {
 				user = line;
 				break;
 			}

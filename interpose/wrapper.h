@@ -4,7 +4,8 @@
  *
  * A wrapper: SHIM-3 guard, pre (reads the arguments), clock, real call, clock (sync points
  * only: ss_needs_end_time), post (reads what the call produced), the record appended to the
- * thread's ring (SHIM-1), a sync point's stacks and the GPU timeline's sampler, return (SHIM-2).
+ * thread's ring (SHIM-1), a sync point's count for the guards (GUARD-1), its stacks and the GPU
+ * timeline's sampler, return (SHIM-2).
  * The fast path touches nothing that sets errno; each helper that may (a driver query, the range
  * table's allocations, a ring's first attach) restores it itself.
  *
@@ -13,8 +14,10 @@
 #ifndef SYNCSPY_WRAPPER_H
 #define SYNCSPY_WRAPPER_H
 
+#include "capture.h"
 #include "clock.h"
 #include "describe.h"
+#include "guard.h"
 #include "lifecycle.h"
 #include "native.h"
 #include "ranges.h"
@@ -58,6 +61,11 @@
 		rec.aux = (flags);                                                                 \
 	}
 
+/* cudaProfilerStart/Stop, cuProfilerStart/Stop: a capture range's trigger in cudaProfilerApi
+ * mode (capture.h). Start switches in `pre`, stop in `post`: both rows are recorded, since a
+ * call is when the range was on as it started. */
+#define PROFILER(on) ss_capture_profiler(on);
+
 /* The runtime's launch functions that nvcc's host stub of a <<<>>> calls, right after popping
  * the configuration the launching line pushed (cudart.c): the site of such a launch is that
  * line, kept by the push, instead of the return address into the stub. A constant per
@@ -95,6 +103,9 @@ static inline int ss_is_stub_launch(int api)
 		struct ss_rec rec = {.api = (id), .cls = SS_##cls_, .aux = UINT64_MAX};            \
 		tls->depth++;                                                                      \
 		pre rec.t_start = ss_now();                                                        \
+		/* SHIM-6: recorded when a capture range was on as the call started */             \
+		const int capture_bits =                                                           \
+		    atomic_load_explicit(&ss_hot.capture, memory_order_relaxed);                   \
 		ret_type ret = real args;                                                          \
 		rec.t_end = ss_needs_end_time(rec.cls) ? ss_now() : rec.t_start;                   \
 		post if (freed_kind && ret != 0) ss_range_add(freed_ptr, freed_bytes, freed_kind); \
@@ -105,10 +116,15 @@ static inline int ss_is_stub_launch(int api)
 			tls->launch_site = 0;                                                      \
 		}                                                                                  \
 		SS_ENQUEUE_SITE(cls_)                                                              \
-		ss_emit(tls, &rec);                                                                \
-		if (ss_unlikely(ss_wants_stack(rec.cls))) {                                        \
-			ss_stacks_attach(tls, rec.caller);                                         \
-			ss_cupti_sample_tick(); /* a window switches after a sync (CUPTI-4) */     \
+		ss_emit(tls, &rec, capture_bits);                                                  \
+		/* one class test for an enqueue, as before the guard (GUARD-1) */                 \
+		if (ss_unlikely(ss_is_sync_point(rec.cls))) {                                      \
+			ss_guard_count(tls, &rec);                                                 \
+			if (ss_wants_stack(rec.cls) && !(capture_bits & SS_CAPTURE_OFF)) {        \
+				ss_stacks_attach(tls, rec.caller);                                 \
+				ss_cupti_sample_tick(); /* a window switches after a sync          \
+							   (CUPTI-4) */                            \
+			}                                                                          \
 		}                                                                                  \
 		tls->depth--;                                                                      \
 		return ret;                                                                        \

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "clock.h"
 #include "dbfile.h"
 #include "driver.h"
@@ -40,6 +41,7 @@
 #include "sites.h"
 #include "writer.h"
 #include "cupti/cupti.h" /* ss_cupti_calls_drained (CUPTI-5) */
+#include "syncspy/schema.h"
 
 pthread_mutex_t ss_writer_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -483,6 +485,83 @@ static void store_marker(struct ss_ring *ring, struct ring_state *rs, const stru
 	free(name);
 }
 
+/* A thread's current syncspy_step ends at NS (the end, or a capture range's). */
+static void close_step(struct ss_ring *ring, struct ring_state *rs, uint64_t ns)
+{
+	if (!rs->step.name)
+		return;
+	insert_range(ring->tid, "step", rs->step.name, rs->step.start_ns, 1, ns, -1);
+	free(rs->step.name);
+	rs->step.name = NULL;
+}
+
+/* ------------------------------------------------------------------ capture ranges */
+
+/* The capture table (SS_CAPTURE_SQL, SHIM-6): made when the recording has a capture range or
+ * the program switched; one row per interval recorded, written when it starts and completed
+ * when it stops. */
+static int capture_table;
+static sqlite3_int64 capture_rowid; /* the interval being recorded; 0 when none */
+
+static void capture_begin(uint64_t ns, const char *trigger)
+{
+	sqlite3_stmt *st = NULL;
+	if (ss_sq.sqlite3_prepare_v2(ss_db, "INSERT INTO capture VALUES(?, NULL, ?, NULL)", -1, &st,
+				     NULL) != SQLITE_OK)
+		return;
+	ss_sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)ns);
+	ss_sq.sqlite3_bind_text(st, 2, trigger, -1, SQLITE_STATIC);
+	if (ss_db_step(st) == 0)
+		capture_rowid = ss_sq.sqlite3_last_insert_rowid(ss_db);
+	ss_sq.sqlite3_finalize(st);
+}
+
+/* The interval ends at NS; so does every thread's current step (a step does not span what was
+ * not recorded: the next one starts with the next syncspy_step). */
+static void capture_end(uint64_t ns, const char *trigger)
+{
+	sqlite3_stmt *st = NULL;
+	if (ss_sq.sqlite3_prepare_v2(ss_db,
+				     "UPDATE capture SET end_ns = ?, stopped_by = ?"
+				     " WHERE rowid = ?",
+				     -1, &st, NULL) == SQLITE_OK) {
+		ss_sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)ns);
+		ss_sq.sqlite3_bind_text(st, 2, trigger, -1, SQLITE_STATIC);
+		ss_sq.sqlite3_bind_int64(st, 3, capture_rowid);
+		ss_db_step(st);
+		ss_sq.sqlite3_finalize(st);
+	}
+	capture_rowid = 0;
+	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+		if (ring->writer_state)
+			close_step(ring, ring->writer_state, ns);
+}
+
+/* Every pass, after the rings: the window's end (SYNCSPY_DURATION), then the switches. */
+static void store_capture(void)
+{
+	struct ss_capture_switch *sw;
+	ss_capture_writer_tick();
+	size_t n = ss_capture_take(&sw);
+	if (!capture_table && (n || ss_capture_setting())) {
+		if (ss_db_exec(SS_CAPTURE_SQL) != SQLITE_OK) {
+			free(sw);
+			return;
+		}
+		capture_table = 1;
+		/* recording before the first switch: from the process's start */
+		if (n ? !sw[0].on : ss_capturing())
+			capture_begin(ss_process.start_mono_ns, "start");
+	}
+	flush_calls(); /* the rows before a switch go in before its steps end */
+	for (size_t i = 0; capture_table && i < n; i++)
+		if (sw[i].on && !capture_rowid)
+			capture_begin(sw[i].ns, sw[i].trigger);
+		else if (!sw[i].on && capture_rowid)
+			capture_end(sw[i].ns, sw[i].trigger);
+	free(sw);
+}
+
 /* At the end: ranges still open are written with no end (end_ns NULL), steps end now. */
 static void close_open_ranges(void)
 {
@@ -499,12 +578,7 @@ static void close_open_ranges(void)
 		free(rs->pushes);
 		rs->pushes = NULL;
 		rs->npushes = rs->pushes_capacity = 0;
-		if (rs->step.name) {
-			insert_range(ring->tid, "step", rs->step.name, rs->step.start_ns, 1, now,
-				     -1);
-			free(rs->step.name);
-			rs->step.name = NULL;
-		}
+		close_step(ring, rs, now);
 	}
 	for (size_t i = 0; i < nstarted; i++) {
 		insert_range(started[i].tid, "startend", started[i].name, started[i].start_ns, 0, 0,
@@ -635,6 +709,31 @@ static uint64_t dropped_calls_per_class(uint64_t calls[SS_CLASS_COUNT])
 	return total;
 }
 
+/* Calls left out by a capture range, per class (SHIM-6); their total. */
+static uint64_t skipped_calls_per_class(uint64_t calls[SS_CLASS_COUNT])
+{
+	uint64_t total = 0;
+	for (int c = 0; c < SS_CLASS_COUNT; c++) {
+		calls[c] =
+		    atomic_load_explicit(&ss_capture_skipped_no_ring[c], memory_order_relaxed);
+		for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+			calls[c] +=
+			    atomic_load_explicit(&ring->skipped_calls[c], memory_order_relaxed);
+		total += calls[c];
+	}
+	return total;
+}
+
+/* Counts per class as meta keeps them (docs/schema.md): "E2:883295,S2:8833". */
+static void format_by_class(const uint64_t calls[SS_CLASS_COUNT], char *out, size_t len)
+{
+	*out = 0;
+	for (int c = 0; c < SS_CLASS_COUNT; c++)
+		if (calls[c])
+			snprintf(out + strlen(out), len - strlen(out), "%s%s:%llu", *out ? "," : "",
+				 ss_class_names[c], (unsigned long long)calls[c]);
+}
+
 /* ------------------------------------------------------------------ meta */
 
 static void write_meta_progress(void)
@@ -710,14 +809,17 @@ static void write_meta_progress(void)
 	/* The calls among them, per class (docs/schema.md): "E2:883295,S2:8833" */
 	uint64_t calls[SS_CLASS_COUNT];
 	uint64_t dropped_calls = dropped_calls_per_class(calls);
-	char by_class[SS_CLASS_COUNT * 24 + 1] = "";
-	for (int c = 0; c < SS_CLASS_COUNT; c++)
-		if (calls[c])
-			snprintf(by_class + strlen(by_class), sizeof(by_class) - strlen(by_class),
-				 "%s%s:%llu", *by_class ? "," : "", ss_class_names[c],
-				 (unsigned long long)calls[c]);
+	char by_class[SS_CLASS_COUNT * 24 + 1];
+	format_by_class(calls, by_class, sizeof(by_class));
 	ss_meta_int("dropped_calls", (int64_t)dropped_calls);
 	ss_meta_text("dropped_calls_by_class", by_class);
+	/* SHIM-6: what a capture range left out, in the same form */
+	if (ss_capture_setting()) {
+		ss_meta_text("capture_range", ss_capture_setting());
+		ss_meta_int("capture_skipped_calls", (int64_t)skipped_calls_per_class(calls));
+		format_by_class(calls, by_class, sizeof(by_class));
+		ss_meta_text("capture_skipped_by_class", by_class);
+	}
 	ss_meta_int("buffer_bytes", (int64_t)ss_ring_bytes_in_use());
 	ss_meta_int("buffer_peak_bytes", (int64_t)ss_ring_bytes_peak());
 	ss_meta_int("buffer_trimmed_bytes", (int64_t)ss_ring_bytes_trimmed());
@@ -781,6 +883,7 @@ static void drain_all(void)
 		drain_ring(ring);
 	drained_total += drained_last_pass;
 	ss_cupti_calls_drained(drained_total); /* CUPTI-5: what tracing them costs */
+	store_capture();
 	ss_gpu_tables_store();
 }
 
@@ -823,14 +926,19 @@ static void reset_counts(void)
 	next_call_id = 1;
 	explicit_ids = 0;
 	layers_seen = 0;
+	capture_table = 0;
+	capture_rowid = 0;
 }
 
 static void close_database(const char *reason)
 {
 	atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 	drain_all();
+	uint64_t end_ns = ss_mono_ns();
+	if (capture_rowid)
+		capture_end(end_ns, "end");
 	close_open_ranges();
-	ss_meta_int("end_mono_ns", (int64_t)ss_mono_ns());
+	ss_meta_int("end_mono_ns", (int64_t)end_ns);
 	ss_meta_text("exit_reason", reason);
 	ss_meta_int("file_final", 1);
 	commit();

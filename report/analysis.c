@@ -259,7 +259,10 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 			     : format("%s; %.3f ms per step, %.1f%% of a %.3f ms step", f->detail,
 				      ms(f->cost_per_step_ns), 100 * f->share, ms(rk->step_ns));
 	} else {
-		f->share = (double)cost / (double)(rk->wall_ns > 0 ? rk->wall_ns : 1);
+		/* against the time recorded: a capture range's, else the run's */
+		long long recorded_ns = rk->captured_ns > 0 ? rk->captured_ns : rk->wall_ns;
+
+		f->share = (double)cost / (double)(recorded_ns > 0 ? recorded_ns : 1);
 		f->severity = ss_severity(f->share);
 		return 1; /* no steps: the rank's note says how it was judged */
 	}
@@ -900,11 +903,27 @@ static int add_notes(struct ss_report *r)
 		else if (code == SS_EXIT_OK && rk->cupti_pauses > 0)
 			code = add_rank_note(
 			    r, &more[4],
-			    format(
-				"%s: GPU timeline paused by the program (syncspy_gpu_trace) %lld "
-				"times, %.3f s of %.3f s: GPU figures cover the traced part only",
-				rk->path, rk->cupti_pauses, rk->cupti_paused_ns / 1e9,
-				rk->wall_ns / 1e9));
+			    format("%s: GPU timeline paused %s %lld times, %.3f s of %.3f s: GPU "
+				   "figures cover the traced part only",
+				   rk->path,
+				   rk->capture_range ? "outside the capture range or by the program"
+						     : "by the program (syncspy_gpu_trace)",
+				   rk->cupti_pauses, rk->cupti_paused_ns / 1e9, rk->wall_ns / 1e9));
+		/* What a capture range recorded (docs/recording.md, "Capture ranges") */
+		if (code == SS_EXIT_OK && rk->capture_range)
+			code = add_note(
+			    r,
+			    format("%s: capture range (%s): %lld interval%s, %.3f s of %.3f s "
+				   "recorded; %lld calls outside %s not recorded%s%s%s: figures, "
+				   "steps and findings cover the recorded part only",
+				   rk->path, rk->capture_range, rk->capture_ranges,
+				   rk->capture_ranges == 1 ? "" : "s",
+				   (rk->captured_ns >= 0 ? rk->captured_ns : rk->wall_ns) / 1e9,
+				   rk->wall_ns / 1e9, rk->capture_skipped,
+				   rk->capture_ranges == 1 ? "it" : "them",
+				   rk->capture_skipped_by_class ? " (" : "",
+				   rk->capture_skipped_by_class ? rk->capture_skipped_by_class : "",
+				   rk->capture_skipped_by_class ? ")" : ""));
 		if (code != SS_EXIT_OK)
 			break;
 		if (r->gpu_ranks && !rk->gpu)
@@ -1206,6 +1225,8 @@ void ss_report_free(struct ss_report *report)
 		free(report->ranks[i].cupti);
 		free(report->ranks[i].cupti_sample);
 		free(report->ranks[i].dropped_by_class);
+		free(report->ranks[i].capture_range);
+		free(report->ranks[i].capture_skipped_by_class);
 		free(report->ranks[i].steps_name);
 	}
 	for (size_t i = 0; i < report->nfindings; i++) {

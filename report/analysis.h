@@ -82,7 +82,13 @@ struct ss_rank {
 	long long cupti_windows;   /* meta.cupti_windows: the windows it traced; 0 */
 	long long cupti_auto_permille; /* meta.cupti_auto_permille (CUPTI-5): what tracing every
 					* call would have cost, permille of the run; 0 */
-	long long cupti_traced_ns;     /* meta.cupti_traced_ns: how long the timeline was on; -1 */
+	long long cupti_traced_ns; /* meta.cupti_traced_ns: how long the timeline was on; -1 */
+	/* A capture range (docs/recording.md, "Capture ranges"): what was recorded of the run */
+	char *capture_range;		/* meta.capture_range; NULL: the whole run was recorded */
+	long long capture_ranges;	/* intervals in the capture table */
+	long long captured_ns;		/* their total length (one left open ends with the run) */
+	long long capture_skipped;	/* meta.capture_skipped_calls: calls outside them */
+	char *capture_skipped_by_class; /* meta.capture_skipped_by_class ("E1:12,S2:3"); NULL */
 	long long comm_ns;	   /* union of the NCCL kernels' intervals */
 	double comm_overlap;	   /* compute during communication / comm_ns, 0..1; -1 unknown */
 	long long exposed_comm_ns; /* comm_ns not overlapped by non-NCCL kernels */

@@ -1,6 +1,7 @@
 /*
- * report/cmd_export.c: `syncspy export [--format chrome] DB|DIR... -o FILE`, one trace file for
- * a timeline viewer from one or many rank databases.
+ * report/cmd_export.c: `syncspy export [--format chrome] [--start S] [--end S] [--syncs-only]
+ * -o FILE DB|DIR...`, one trace file for a timeline viewer from one or many rank databases, or
+ * from a part of them (a long run's trace that Perfetto can open).
  *
  * What every format needs is done here (export.h): check each database, find its rank, pid and
  * host, put all of them on one time axis (EXPORT-1) and give each one a distinct process id
@@ -42,6 +43,7 @@
 struct placed_db {
 	struct ss_export_db info;
 	char *host;
+	long long start_mono;	/* meta.start_mono_ns: --start and --end count from it */
 	long long mono_to_real; /* add to a CLOCK_MONOTONIC time: wall-clock ns */
 	int has_calls;
 	long long first_real;
@@ -70,6 +72,7 @@ static int place(sqlite3 *db, const char *path, struct placed_db *p, char *err, 
 	p->has_calls = sqlite3_column_type(stmt, 4) != SQLITE_NULL;
 	p->first_real = sqlite3_column_int64(stmt, 4) + p->mono_to_real;
 	p->info.calls = sqlite3_column_int64(stmt, 5);
+	p->start_mono = sqlite3_column_int64(stmt, 8);
 	/* times the report refuses (db.h's range) are refused here too, in the same words */
 	if (p->has_calls && (sqlite3_column_int64(stmt, 6) < 0 ||
 			     sqlite3_column_int64(stmt, 7) > SS_DB_TIME_MAX_NS)) {
@@ -100,6 +103,79 @@ static int place(sqlite3 *db, const char *path, struct placed_db *p, char *err, 
 	return SS_EXIT_OK;
 }
 
+/*
+ * --start, --end, --syncs-only (docs/export.md, "Part of a recording"): which rows the backend
+ * sees. TEMP views named as the tables shadow them on the backend's connection (SQLite looks in
+ * temp first), so that every format gets the same rows without a line of its own: calls that
+ * start in [start, end) of the database's own time (seconds from meta.start_mono_ns), S1-S7
+ * only with --syncs-only; GPU work and API records that start there, none with --syncs-only
+ * (none of it is a host sync). The trace's time axis stays the whole recording's (EXPORT-1).
+ */
+struct export_filter {
+	int active;
+	long long start_ns, end_ns; /* from the recording's start; end -1: to its end */
+	int syncs_only;
+};
+
+/* Seconds, a decimal >= 0, as ns; -1 when TEXT is not one. */
+static long long parse_seconds(const char *text)
+{
+	char *end;
+	double s;
+
+	errno = 0;
+	s = strtod(text, &end);
+	if (errno || end == text || *end || !(s >= 0) || s > 1e9)
+		return -1;
+	return (long long)(s * 1e9 + 0.5);
+}
+
+static int has_table(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *stmt;
+	int found = 0;
+
+	if (sqlite3_prepare_v2(
+		db, "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = ?1", -1,
+		&stmt, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
+	found = sqlite3_step(stmt) == SQLITE_ROW;
+	sqlite3_finalize(stmt);
+	return found;
+}
+
+static int apply_filter(const struct export_filter *f, const struct placed_db *p, char *err,
+			size_t errlen)
+{
+	static const char *const gpu_tables[] = {"gpu_activity", "gpu_api"};
+	char range[96], *sql;
+	int rc;
+
+	if (!f->active)
+		return SS_EXIT_OK;
+	if (f->end_ns < 0)
+		snprintf(range, sizeof(range), "start_ns >= %lld", p->start_mono + f->start_ns);
+	else
+		snprintf(range, sizeof(range), "start_ns >= %lld AND start_ns < %lld",
+			 p->start_mono + f->start_ns, p->start_mono + f->end_ns);
+	sql = sqlite3_mprintf("CREATE TEMP VIEW calls AS SELECT * FROM main.calls WHERE %s%s;",
+			      range, f->syncs_only ? " AND class GLOB 'S[1-7]'" : "");
+	for (size_t i = 0; sql && i < sizeof(gpu_tables) / sizeof(gpu_tables[0]); i++)
+		if (has_table(p->info.db, gpu_tables[i]))
+			sql = sqlite3_mprintf("%z CREATE TEMP VIEW %s AS SELECT * FROM main.%s"
+					      " WHERE %s%s;",
+					      sql, gpu_tables[i], gpu_tables[i], range,
+					      f->syncs_only ? " AND 0" : "");
+	if (!sql)
+		return ss_error(SS_EXIT_INTERNAL, "out of memory");
+	rc = sqlite3_exec(p->info.db, sql, NULL, NULL, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return ss_db_failure(p->info.db, rc, p->info.path, err, errlen);
+	return SS_EXIT_OK;
+}
+
 /* EXPORT-2: the rank, else the OS pid, else a number after every rank and pid. */
 static void assign_pids(struct placed_db *dbs, size_t n)
 {
@@ -127,11 +203,15 @@ int cmd_export(int argc, char **argv)
 	static const struct option options[] = {
 	    {"format", required_argument, NULL, 'f'},
 	    {"output", required_argument, NULL, 'o'},
+	    {"start", required_argument, NULL, 's'},
+	    {"end", required_argument, NULL, 'e'},
+	    {"syncs-only", no_argument, NULL, 'S'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const struct ss_export_ops *ops = ss_format_default(SS_FORMAT_EXPORT)->export;
 	const char *output = NULL;
+	struct export_filter filter = {.end_ns = -1};
 	struct ss_db_list list = {0};
 	struct placed_db *dbs = NULL;
 	struct ss_export_out out = {0};
@@ -157,6 +237,18 @@ int cmd_export(int argc, char **argv)
 		case 'o':
 			output = optarg;
 			break;
+		case 's':
+		case 'e':
+			*(ch == 's' ? &filter.start_ns : &filter.end_ns) = parse_seconds(optarg);
+			if ((ch == 's' ? filter.start_ns : filter.end_ns) < 0)
+				return ss_error(SS_EXIT_INPUT,
+						"export: --%s %s: not a number of seconds >= 0",
+						ch == 's' ? "start" : "end", optarg);
+			filter.active = 1;
+			break;
+		case 'S':
+			filter.syncs_only = filter.active = 1;
+			break;
 		case 'h':
 			ss_command_usage(stdout, "export");
 			return SS_EXIT_OK;
@@ -167,6 +259,8 @@ int cmd_export(int argc, char **argv)
 	if (!output)
 		return ss_error(SS_EXIT_INPUT,
 				"export: -o FILE is required (-o - for standard output)");
+	if (filter.end_ns >= 0 && filter.end_ns <= filter.start_ns)
+		return ss_error(SS_EXIT_INPUT, "export: --end must be after --start");
 	if (optind >= argc)
 		return ss_error(SS_EXIT_INPUT, "export: no database or directory given");
 	code = ss_db_expand(argc - optind, argv + optind, &list, err, sizeof(err));
@@ -228,6 +322,8 @@ int cmd_export(int argc, char **argv)
 
 		p->info.shift_ns = p->mono_to_real - origin;
 		code = ss_db_open(p->info.path, &p->info.db, err, sizeof(err));
+		if (code == SS_EXIT_OK)
+			code = apply_filter(&filter, p, err, sizeof(err));
 		if (code == SS_EXIT_OK) {
 			ss_lines_attach(p->info.db); /* slices name file:line where it is known */
 			code = ops->database(&out, &p->info, err, sizeof(err));

@@ -1,5 +1,6 @@
 /*
- * report/cmd_run.c: `syncspy run [-o DIR] [--cupti|--no-cupti] [--cupti-sample auto|all|ON/PERIOD] --
+ * report/cmd_run.c: `syncspy run [-o DIR] [--cupti|--no-cupti] [--cupti-sample auto|all|ON/PERIOD]
+ * [--delay S] [--duration S] [--capture-range cudaProfilerApi|nvtx] [--nvtx-capture NAME] --
  * CMD ARGS...`, recording a program (a launcher such as torchrun or mpirun, or a shell script,
  * and all their children) without writing LD_PRELOAD by hand.
  *
@@ -7,10 +8,11 @@
  * SYNCSPY_OUTPUT (absolute, so that a child that changes directory still writes there),
  * NVTX_INJECTION64_PATH (libsyncspy.so, so NVTX ranges are recorded: unless the caller set it
  * to another tool) and, with --cupti/--no-cupti and --cupti-sample, SYNCSPY_CUPTI and
- * SYNCSPY_CUPTI_SAMPLE; every other variable (NCCL_*, CUDA_*, the caller's SYNCSPY_*) reaches
- * CMD unchanged. Then it runs CMD, waits, prints a short summary of the databases written
- * during the run on stderr and exits with CMD's status, as a shell would:
- * CMD's exit code, 128+N when a signal N ended it, 127 when CMD cannot be found.
+ * SYNCSPY_CUPTI_SAMPLE, with the capture options (as nsys's) SYNCSPY_DELAY, SYNCSPY_DURATION,
+ * SYNCSPY_CAPTURE_RANGE and SYNCSPY_NVTX_CAPTURE; every other variable (NCCL_*, CUDA_*, the
+ * caller's SYNCSPY_*) reaches CMD unchanged. Then it runs CMD, waits, prints a short summary of the
+ * databases written during the run on stderr and exits with CMD's status, as a shell would: CMD's
+ * exit code, 128+N when a signal N ended it, 127 when CMD cannot be found.
  *
  * Signals (RUN-1): CMD stays in syncspy's process group, so a ^C on the terminal reaches both
  * directly. syncspy forwards to CMD only the SIGINT/SIGTERM/SIGHUP/SIGQUIT that someone sent to
@@ -302,7 +304,26 @@ static void print_summary(const char *dir, const struct timespec *start)
 
 /* ------------------------------------------------------------------ the command */
 
-enum { OPT_CUPTI = 256, OPT_NO_CUPTI, OPT_CUPTI_SAMPLE };
+enum {
+	OPT_CUPTI = 256,
+	OPT_NO_CUPTI,
+	OPT_CUPTI_SAMPLE,
+	OPT_DELAY,
+	OPT_DURATION,
+	OPT_CAPTURE_RANGE,
+	OPT_NVTX_CAPTURE
+};
+
+/* --delay, --duration: seconds, a decimal >= 0 (the shim reads the same, capture.c). */
+static int is_seconds(const char *text)
+{
+	char *end;
+	double s;
+
+	errno = 0;
+	s = strtod(text, &end);
+	return !errno && end != text && !*end && s >= 0 && s <= 1e9;
+}
 
 int cmd_run(int argc, char **argv)
 {
@@ -311,10 +332,16 @@ int cmd_run(int argc, char **argv)
 	    {"cupti", no_argument, NULL, OPT_CUPTI},
 	    {"no-cupti", no_argument, NULL, OPT_NO_CUPTI},
 	    {"cupti-sample", required_argument, NULL, OPT_CUPTI_SAMPLE},
+	    {"delay", required_argument, NULL, OPT_DELAY},
+	    {"duration", required_argument, NULL, OPT_DURATION},
+	    {"capture-range", required_argument, NULL, OPT_CAPTURE_RANGE},
+	    {"nvtx-capture", required_argument, NULL, OPT_NVTX_CAPTURE},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *output = SS_DEFAULT_OUTPUT_DIR, *cupti = NULL, *sample = NULL;
+	/* capture ranges (docs/recording.md, "Capture ranges") */
+	const char *delay = NULL, *duration = NULL, *capture_range = NULL, *nvtx_capture = NULL;
 	unsigned long long on_ms, period_ms;
 	char tried[2 * PATH_MAX + 64], *shim, *dir;
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, old_sigchld;
@@ -343,6 +370,27 @@ int cmd_run(int argc, char **argv)
 						optarg, SS_SAMPLE_SYNTAX);
 			sample = optarg;
 			break;
+		case OPT_DELAY:
+		case OPT_DURATION:
+			if (!is_seconds(optarg))
+				return ss_error(SS_EXIT_INPUT,
+						"run: --%s %s: not a number of seconds",
+						ch == OPT_DELAY ? "delay" : "duration", optarg);
+			*(ch == OPT_DELAY ? &delay : &duration) = optarg;
+			break;
+		case OPT_CAPTURE_RANGE:
+			if (strcmp(optarg, "cudaProfilerApi") != 0 && strcmp(optarg, "nvtx") != 0)
+				return ss_error(
+				    SS_EXIT_INPUT,
+				    "run: --capture-range %s: not cudaProfilerApi or nvtx", optarg);
+			capture_range = optarg;
+			break;
+		case OPT_NVTX_CAPTURE:
+			if (!*optarg)
+				return ss_error(SS_EXIT_INPUT,
+						"run: --nvtx-capture needs a range name");
+			nvtx_capture = optarg;
+			break;
 		case 'h':
 			ss_command_usage(stdout, "run");
 			return SS_EXIT_OK;
@@ -355,6 +403,15 @@ int cmd_run(int argc, char **argv)
 					       "ARGS...)");
 	if (!*output)
 		return ss_error(SS_EXIT_INPUT, "run: -o needs a directory");
+	/* --nvtx-capture NAME is --capture-range nvtx's name, and implies it */
+	if (nvtx_capture && capture_range && strcmp(capture_range, "nvtx") != 0)
+		return ss_error(SS_EXIT_INPUT,
+				"run: --nvtx-capture goes with --capture-range nvtx");
+	if (nvtx_capture)
+		capture_range = "nvtx";
+	if (capture_range && !strcmp(capture_range, "nvtx") && !nvtx_capture)
+		return ss_error(SS_EXIT_INPUT,
+				"run: --capture-range nvtx needs --nvtx-capture NAME");
 
 	shim = find_shim(tried, sizeof(tried));
 	if (!shim)
@@ -370,7 +427,11 @@ int cmd_run(int argc, char **argv)
 	if (set_preload(shim) != 0 || setenv("SYNCSPY_OUTPUT", dir, 1) != 0 ||
 	    setenv("NVTX_INJECTION64_PATH", shim, 0) != 0 ||
 	    (cupti && setenv("SYNCSPY_CUPTI", cupti, 1) != 0) ||
-	    (sample && setenv("SYNCSPY_CUPTI_SAMPLE", sample, 1) != 0)) {
+	    (sample && setenv("SYNCSPY_CUPTI_SAMPLE", sample, 1) != 0) ||
+	    (delay && setenv("SYNCSPY_DELAY", delay, 1) != 0) ||
+	    (duration && setenv("SYNCSPY_DURATION", duration, 1) != 0) ||
+	    (capture_range && setenv("SYNCSPY_CAPTURE_RANGE", capture_range, 1) != 0) ||
+	    (nvtx_capture && setenv("SYNCSPY_NVTX_CAPTURE", nvtx_capture, 1) != 0)) {
 		free(shim);
 		free(dir);
 		return ss_error(SS_EXIT_INTERNAL, "run: out of memory");

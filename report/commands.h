@@ -31,7 +31,9 @@ enum ss_exit {
 	  "print this help, a command's help, the SYNCSPY_* environment variables or the output "  \
 	  "formats",                                                                               \
 	  "")                                                                                      \
-	X(run, "[-o DIR] [--cupti|--no-cupti] [--cupti-sample MODE] [--] CMD [ARGS...]",           \
+	X(run,                                                                                     \
+	  "[-o DIR] [--cupti|--no-cupti] [--cupti-sample MODE] [--delay S] [--duration S] "        \
+	  "[--capture-range cudaProfilerApi|nvtx] [--nvtx-capture NAME] [--] CMD [ARGS...]",       \
 	  "run CMD (and its children) with libsyncspy.so preloaded, then summarize the recording", \
 	  "  -o DIR      where the databases go (default " SS_DEFAULT_OUTPUT_DIR                   \
 	  "; made absolute)\n"                                                                     \
@@ -40,6 +42,11 @@ enum ss_exit {
 	  "  --cupti-sample MODE  set SYNCSPY_CUPTI_SAMPLE: auto (the default: windows when "      \
 	  "tracing every call costs too much), all (the whole run), or ON/PERIOD (ON ms of every " \
 	  "PERIOD ms)\n"                                                                           \
+	  "  --delay S   set SYNCSPY_DELAY: record nothing for the first S seconds\n"              \
+	  "  --duration S  set SYNCSPY_DURATION: record S seconds (after the delay)\n"             \
+	  "  --capture-range cudaProfilerApi  record between cudaProfilerStart and "               \
+	  "cudaProfilerStop\n"                                                                     \
+	  "  --capture-range nvtx --nvtx-capture NAME  record inside the NVTX ranges named NAME\n" \
 	  "  exit status: CMD's; 128+N when signal N ended it; 127 when CMD is not found\n")       \
 	X(check,                                                                                   \
 	  "--budget FILE [--junit FILE] [--top N] DB|DIR|SUMMARY... | --init [-o FILE] "           \
@@ -69,11 +76,15 @@ enum ss_exit {
 	  "               stacks, ranges\n"                                                        \
 	  "  --format F   tsv (default: '# PATH' line, header line), csv, json (one array)\n"      \
 	  "  --where SQL  only rows where the SQL expression holds (read-only connection)\n")      \
-	X(export, "[--format @FORMATS@] -o FILE DB|DIR...",                                        \
+	X(export, "[--format @FORMATS@] [--start S] [--end S] [--syncs-only] -o FILE DB|DIR...",   \
 	  "write one trace of all databases for a timeline viewer (Perfetto, chrome://tracing)",   \
-	  "  --format F   @FORMAT_CHOICES@: docs/export.md\n"                                      \
-	  "  -o FILE      the trace file, written whole or not at all; - for standard "            \
-	  "output\n")                                                                              \
+	  "  --format F       @FORMAT_CHOICES@: docs/export.md\n"                                  \
+	  "  -o FILE          the trace file, written whole or not at all; - for standard "        \
+	  "output\n"                                                                               \
+	  "  --start S        only what starts S seconds or more after each recording's start\n"   \
+	  "  --end S          only what starts before S seconds after it\n"                        \
+	  "  --syncs-only     only the host sync points (S1-S7): no enqueues, flows or GPU "       \
+	  "work\n")                                                                                \
 	X(info, "[--json] [--check] DB|DIR...",                                                    \
 	  "print each database's metadata, calls per API and class, and dropped events",           \
 	  "  --json   one JSON array with one object per database\n"                               \

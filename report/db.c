@@ -439,10 +439,10 @@ static int check_version(sqlite3 *db, const char *path, char *err, size_t errlen
 			code = fail(err, errlen, SS_EXIT_INPUT,
 				    "%s: not a syncspy database (schema_version is '%s')", path,
 				    text ? text : "NULL");
-		else if (version != SS_SCHEMA_VERSION)
+		else if (version < SS_SCHEMA_VERSION_MIN || version > SS_SCHEMA_VERSION)
 			code = fail(err, errlen, SS_EXIT_INPUT,
-				    "%s: unknown schema version %lld (this syncspy reads %d)", path,
-				    version, SS_SCHEMA_VERSION);
+				    "%s: unknown schema version %lld (this syncspy reads %d to %d)",
+				    path, version, SS_SCHEMA_VERSION_MIN, SS_SCHEMA_VERSION);
 		else
 			code = SS_EXIT_OK;
 	}

@@ -65,8 +65,19 @@
 	" max(CASE key WHEN 'cupti_traced_ns' THEN value END),"                                    \
 	" max(CASE key WHEN 'dropped_calls' THEN value END),"                                      \
 	" max(CASE key WHEN 'dropped_calls_by_class' THEN value END),"                             \
+	" max(CASE key WHEN 'capture_range' THEN value END),"                                      \
+	" max(CASE key WHEN 'capture_skipped_calls' THEN value END),"                              \
+	" max(CASE key WHEN 'capture_skipped_by_class' THEN value END),"                           \
 	" max(CASE key WHEN 'cupti_auto_permille' THEN value END)"                                 \
 	" FROM meta"
+
+/* The capture table's intervals (schema version 3, only with a capture range): how many, and
+ * how long in all; one left open (a killed recording) lasts until the recording's end (?1). */
+#define HAS_CAPTURE_SQL                                                                            \
+	"SELECT count(*) FROM pragma_table_info('capture') WHERE name IN ('start_ns', 'end_ns')"
+#define CAPTURED_SQL                                                                               \
+	"SELECT count(*), coalesce(sum(max(coalesce(end_ns, ?1) - start_ns, 0)), 0) FROM capture"  \
+	" WHERE typeof(start_ns) = 'integer' AND typeof(coalesce(end_ns, 0)) = 'integer'"
 
 #define TOTALS_SQL                                                                                 \
 	"SELECT coalesce(sum(CASE WHEN k.sync_point THEN"                                          \
@@ -119,6 +130,48 @@
 	" sum(sp), max(CASE WHEN rb = (cnt + 1) / 2 THEN bl END), max(bl)"                         \
 	" FROM ranked GROUP BY name, kind ORDER BY sum(sp) DESC, cnt DESC, name, kind LIMIT ?2"
 
+/* The integer SQL's one row starts with, in *value (whether a table exists, how many...). */
+static int query_int(struct loader *ld, struct db_state *st, const char *sql, int *value)
+{
+	sqlite3_stmt *stmt;
+	int code = query_row(ld, st, sql, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	*value = sqlite3_column_int(stmt, 0);
+	sqlite3_finalize(stmt);
+	return SS_EXIT_OK;
+}
+
+/* What a capture range recorded (SHIM-6 of the recording library): the capture table, where it
+ * exists, else the whole run. */
+static int load_capture(struct loader *ld, struct db_state *st, long long end_ns)
+{
+	struct ss_rank *rk = st->rank;
+	sqlite3_stmt *stmt;
+	int any = 0, code = query_int(ld, st, HAS_CAPTURE_SQL, &any);
+
+	rk->capture_ranges = 0;
+	rk->captured_ns = -1;
+	if (code != SS_EXIT_OK || !any)
+		return code;
+	if (any != 2)
+		return fail(
+		    ld, SS_EXIT_INPUT,
+		    "%s: damaged syncspy database: table 'capture' lacks start_ns or end_ns",
+		    st->path);
+	code = prepare(ld, st, CAPTURED_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	sqlite3_bind_int64(stmt, 1, end_ns);
+	int rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		rk->capture_ranges = sqlite3_column_int64(stmt, 0);
+		rk->captured_ns = sqlite3_column_int64(stmt, 1);
+	}
+	return end_rows(ld, st, stmt, rc == SQLITE_ROW ? SQLITE_DONE : rc, SS_EXIT_OK);
+}
+
 int load_meta(struct loader *ld, struct db_state *st)
 {
 	struct ss_rank *rk = st->rank;
@@ -147,13 +200,20 @@ int load_meta(struct loader *ld, struct db_state *st)
 	rk->cupti_windows = column_or(stmt, 13, 0);
 	rk->cupti_traced_ns = column_or(stmt, 14, -1);
 	rk->dropped_calls = column_or(stmt, 15, -1);
-	rk->cupti_auto_permille = column_or(stmt, 17, 0);
+	rk->cupti_auto_permille = column_or(stmt, 20, 0);
 	const char *by_class = (const char *)sqlite3_column_text(stmt, 16);
 	int has_by_class = by_class && *by_class;
 	rk->dropped_by_class = has_by_class ? xstrdup(by_class) : NULL;
+	const char *capture = (const char *)sqlite3_column_text(stmt, 17);
+	rk->capture_range = capture ? xstrdup(capture) : NULL;
+	rk->capture_skipped = column_or(stmt, 18, 0);
+	const char *skipped = (const char *)sqlite3_column_text(stmt, 19);
+	int has_skipped = skipped && *skipped;
+	rk->capture_skipped_by_class = has_skipped ? xstrdup(skipped) : NULL;
 	sqlite3_finalize(stmt);
 	if (!rk->host || (cupti && !rk->cupti) || (sample && !rk->cupti_sample) ||
-	    (has_by_class && !rk->dropped_by_class))
+	    (has_by_class && !rk->dropped_by_class) || (capture && !rk->capture_range) ||
+	    (has_skipped && !rk->capture_skipped_by_class))
 		return out_of_memory(ld);
 
 	/* SCHEMA-3's clocks, in the range db.h allows for times: differences cannot overflow */
@@ -181,7 +241,7 @@ int load_meta(struct loader *ld, struct db_state *st)
 	rk->wall_ns = end_ns - rk->start_mono_ns;
 	if (rk->wall_ns <= 0)
 		rk->wall_ns = 1;
-	return SS_EXIT_OK;
+	return load_capture(ld, st, end_ns);
 }
 
 /* ------------------------------------------------------------------ the pass over calls */
@@ -662,15 +722,11 @@ static int load_step_marks(struct loader *ld, struct db_state *st, int *found)
 	struct ss_step_mark *marks = NULL;
 	size_t n = 0, cap = 0;
 	sqlite3_stmt *stmt;
-	int rc, code = query_row(ld, st, HAS_RANGES_SQL, &stmt);
+	int rc = 0, code = query_int(ld, st, HAS_RANGES_SQL, &rc);
 
 	*found = 0;
-	if (code != SS_EXIT_OK)
+	if (code != SS_EXIT_OK || !rc)
 		return code;
-	rc = sqlite3_column_int(stmt, 0);
-	sqlite3_finalize(stmt);
-	if (!rc)
-		return SS_EXIT_OK;
 	code = prepare(ld, st, STEP_MARKS_SQL, &stmt);
 	if (code != SS_EXIT_OK)
 		return code;
@@ -978,15 +1034,10 @@ int load_ranges(struct loader *ld, struct db_state *st, struct job *job)
 {
 	const struct ss_rank *rk = st->rank;
 	sqlite3_stmt *stmt;
-	int rc, code, any;
+	int rc, any = 0, code = query_int(ld, st, HAS_RANGES_SQL, &any);
 
-	code = query_row(ld, st, HAS_RANGES_SQL, &stmt);
-	if (code != SS_EXIT_OK)
+	if (code != SS_EXIT_OK || !any)
 		return code;
-	any = sqlite3_column_int(stmt, 0);
-	sqlite3_finalize(stmt);
-	if (!any)
-		return SS_EXIT_OK;
 	code = exec_temp(ld, st, RANGE_CALLS_SQL);
 	if (code == SS_EXIT_OK)
 		code = prepare(ld, st, RANGE_STATS_SQL, &stmt);

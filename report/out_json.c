@@ -42,6 +42,13 @@
 	", '$.gpu_idle_ns_per_step', ?8) ELSE " STEPS_OBJECT                                       \
 	" END) WHERE id = last_insert_rowid()"
 
+/* With a capture range (docs/recording.md, "Capture ranges"), what was recorded of the run; a
+ * recording of the whole run stays as it was. */
+#define RANK_CAPTURE_SQL                                                                           \
+	"UPDATE docs SET doc = json_set(doc, '$.capture', json_object('range', ?1,"                \
+	" 'intervals', ?2, 'captured_ns', ?3, 'skipped_calls', ?4, 'skipped_by_class', ?5))"       \
+	" WHERE id = last_insert_rowid()"
+
 /* With two ranks or more, each rank's clock alignment (docs/rules.md, "Clock alignment") follows
  * its other fields; a one-rank report stays as it was. */
 #define RANK_CLOCK_SQL                                                                             \
@@ -184,6 +191,18 @@ static int json_rank(FILE *out, const struct ss_report *report, const struct ss_
 	}
 	if (run(stmt) != SS_EXIT_OK)
 		return SS_EXIT_INTERNAL;
+	if (rk->capture_range) {
+		if (sqlite3_prepare_v2(doc_db, RANK_CAPTURE_SQL, -1, &stmt, NULL) != SQLITE_OK)
+			return sql_failed();
+		sqlite3_bind_text(stmt, 1, rk->capture_range, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(stmt, 2, rk->capture_ranges);
+		bind_optional(stmt, 3, rk->captured_ns);
+		sqlite3_bind_int64(stmt, 4, rk->capture_skipped);
+		if (rk->capture_skipped_by_class)
+			sqlite3_bind_text(stmt, 5, rk->capture_skipped_by_class, -1, SQLITE_STATIC);
+		if (run(stmt) != SS_EXIT_OK)
+			return SS_EXIT_INTERNAL;
+	}
 	if (report->nranks < 2)
 		return SS_EXIT_OK;
 	if (sqlite3_prepare_v2(doc_db, RANK_CLOCK_SQL, -1, &stmt, NULL) != SQLITE_OK)

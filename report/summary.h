@@ -65,6 +65,11 @@
 	X(cupti_windows, LL)                                                                       \
 	X(cupti_auto_permille, LL)                                                                 \
 	X(cupti_traced_ns, LL)                                                                     \
+	X(capture_range, STR)                                                                      \
+	X(capture_ranges, LL)                                                                      \
+	X(captured_ns, LL)                                                                         \
+	X(capture_skipped, LL)                                                                     \
+	X(capture_skipped_by_class, STR)                                                           \
 	X(comm_ns, LL)                                                                             \
 	X(comm_overlap, DBL)                                                                       \
 	X(exposed_comm_ns, LL)                                                                     \

@@ -18,7 +18,9 @@
 	X(SYNCSPY_OUTPUT, STR, SS_DEFAULT_OUTPUT_DIR,                                              \
 	  "directory for the per-process databases (created if missing)")                          \
 	X(SYNCSPY_DISABLE, BOOL, "0", "1: pass every call straight through and record nothing")    \
-	X(SYNCSPY_QUIET, BOOL, "0", "1: no summary line on stderr at exit")                        \
+	X(SYNCSPY_QUIET, BOOL, "0",                                                                \
+	  "1: no summary line on stderr at exit (and no warning from `import syncspy` in a "       \
+	  "program that is not recorded: docs/python.md)")                                         \
 	X(SYNCSPY_BUFFER_MB, INT, "1024",                                                          \
 	  "memory cap for all per-thread event buffers (used only while records wait for the "     \
 	  "writer); events past it are counted as dropped")                                        \
@@ -46,6 +48,18 @@
 	X(SYNCSPY_CUPTI_SAMPLE, STR, "auto",                                                       \
 	  "auto: trace the whole run while that is cheap, else windows sized to keep CUPTI's "     \
 	  "cost near 1.5% of the run; all: the whole run; ON/PERIOD in ms: trace ON ms of every "  \
-	  "PERIOD ms; windows switch at sync points (docs/cupti.md)")
+	  "PERIOD ms; windows switch at sync points (docs/cupti.md)")                              \
+	X(SYNCSPY_CAPTURE_RANGE, STR, "",                                                          \
+	  "what starts and stops the recording (docs/recording.md, \"Capture ranges\"): empty, "   \
+	  "from the start; cudaProfilerApi, between cudaProfilerStart/cuProfilerStart and "        \
+	  "cudaProfilerStop/cuProfilerStop; nvtx, inside the NVTX ranges SYNCSPY_NVTX_CAPTURE "    \
+	  "names; syncspy_start()/syncspy_stop() switch it in every mode")                         \
+	X(SYNCSPY_NVTX_CAPTURE, STR, "",                                                           \
+	  "with SYNCSPY_CAPTURE_RANGE=nvtx: the NVTX range name (push/pop or start/end) inside "   \
+	  "which calls are recorded")                                                              \
+	X(SYNCSPY_DELAY, STR, "0",                                                                 \
+	  "seconds (a decimal) from the process's start before anything is recorded")              \
+	X(SYNCSPY_DURATION, STR, "0",                                                              \
+	  "seconds (a decimal) the recording lasts after SYNCSPY_DELAY; 0: to the end")
 
 #endif

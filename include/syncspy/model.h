@@ -26,7 +26,8 @@
 	X(E3, 0, "stream wait event: orders one stream after an event, without the host")          \
 	X(N1, 0, "NCCL communicator lifecycle: init, split, shrink, finalize, destroy, abort")     \
 	X(N2, 0, "NCCL operation: collectives, send/recv, group start/end")                        \
-	X(X1, 0, "context call: stream/event creation and destruction, capture begin/end")
+	X(X1, 0, "context call: stream/event creation and destruction, capture begin/end, graph "  \
+	  "instantiation")
 
 enum ss_class {
 	SS_CLASS_NONE = 0,

@@ -19,12 +19,14 @@
  *             return address into the caller of the entry point (docs/attribution.md).
  *
  * Version history: 1 (first); 2 adds stacks, calls.py_stack_id, calls.native_stack_id and
- * ranges (NVTX, steps).
+ * ranges (NVTX, steps); 3 adds the extension table capture (capture ranges). Readers accept
+ * SS_SCHEMA_VERSION_MIN to SS_SCHEMA_VERSION: a version 2 file is one without capture ranges.
  */
 #ifndef SYNCSPY_SCHEMA_H
 #define SYNCSPY_SCHEMA_H
 
-#define SS_SCHEMA_VERSION 2
+#define SS_SCHEMA_VERSION     3
+#define SS_SCHEMA_VERSION_MIN 2 /* the oldest version readers still read */
 
 /* Tables. Lookup tables (classes, apis, memkinds, dirs) are filled by the writer from the same
  * X-macros the shim is built from, so every database describes itself. */
@@ -85,5 +87,10 @@
  * went unrecorded. */
 #define SS_GPU_PAUSED_SQL                                                                          \
 	"CREATE TABLE IF NOT EXISTS gpu_paused(start_ns INTEGER, end_ns INTEGER);\n"
+/* The intervals a capture range recorded (interpose/capture.h, SHIM-6), in time order: created
+ * when the recording had a capture range; end_ns NULL while (or when killed while) recording. */
+#define SS_CAPTURE_SQL                                                                             \
+	"CREATE TABLE IF NOT EXISTS capture(start_ns INTEGER NOT NULL, end_ns INTEGER,"            \
+	" started_by TEXT, stopped_by TEXT);\n"
 
 #endif

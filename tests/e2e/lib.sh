@@ -14,6 +14,9 @@
 #                         the test: failed if any bad was recorded
 #   $make_db              tests/fixtures/make-db.sh (a hand-built database)
 #   skip MESSAGE          skips it (exit 77: counted as skipped, never as passed)
+#   usage_error MESSAGE FILE CMD...
+#                         runs CMD, a usage error: bad unless it exits 2 with MESSAGE alone on
+#                         stderr and FILE (what CMD would have written) does not exist
 set -u
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/syncspy-test.XXXXXX")
@@ -35,6 +38,17 @@ failures=0
 bad() {
 	echo "FAIL: $*"
 	failures=$((failures + 1))
+}
+
+usage_error() {
+	expected=$1 absent=$2
+	shift 2
+	rm -f "$absent"
+	"$@" 2>"$tmp/usage.err"
+	rc=$?
+	[ $rc -eq 2 ] || bad "$*: exit $rc, not 2"
+	[ "$(cat "$tmp/usage.err")" = "$expected" ] || bad "$*: message '$(cat "$tmp/usage.err")', not '$expected'"
+	[ ! -e "$absent" ] || bad "$*: $absent was written"
 }
 
 finish() {

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # t001: libsyncspy.so exports the interposed entry points (runtime, driver with its
 # cuGetProcAddress, NCCL, and dlsym, exec*, sigaction, signal for the process around them;
-# syncspy_step and syncspy_gpu_trace for the program) and nothing else: no SQLite, no
-# unwinder, no internals (docs/architecture.md F6, F7); and it links none of CUDA, NCCL or SQLite.
+# syncspy_step, syncspy_gpu_trace, syncspy_start, syncspy_stop and the sync guard's syncspy_*
+# (interpose/guard.c) for the program) and nothing else: no SQLite, no unwinder, no internals
+# (docs/architecture.md F6, F7); and it links none of CUDA, NCCL or SQLite.
 . "$E2E_DIR/lib.sh"
 "$NM" -D --defined-only "$SHIM" | awk '{print $3}' | sort >"$tmp/exported"
 [ -s "$tmp/exported" ] || fail "nm printed nothing for $SHIM"
@@ -26,7 +27,16 @@ fexecve
 sigaction
 signal
 syncspy_gpu_trace
+syncspy_guard_close
+syncspy_guard_count
+syncspy_guard_open
+syncspy_guard_points
+syncspy_python_raise
+syncspy_recording
+syncspy_start
 syncspy_step
+syncspy_stop
+syncspy_sync_counts
 END
 grep -qi 'sqlite\|unw' "$tmp/exported" && fail "SQLite or unwinder symbols exported"
 # not linked against what it must find at run time

@@ -8,6 +8,7 @@
 #                on the library path of `syncspy` alone, through the wrapper below, so that
 #                the profiled programs keep the machine's own libz and liblzma
 #   .carry/bin/  syncspy (a wrapper) and syncspy.real
+#   .carry/wheel/  the Python package's wheel (tests/gpu/python.sh)
 #   .carry/COMMIT  the commit carried (git describe --dirty)
 # Run from the top of a built tree (autoreconf -fi && ./configure && make).
 set -eu
@@ -35,5 +36,20 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 LD_LIBRARY_PATH="$here/dw${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$here/bin/syncspy.real" "$@"
 WRAPPER
 chmod +x .carry/bin/syncspy
+# the Python package's wheel (tests/gpu/python.sh), built offline from this build with
+# Debian's python3-venv, -setuptools and -wheel (docs/python.md); without them, none
+if /usr/bin/python3 -c 'import venv, setuptools, wheel' 2>/dev/null; then
+	builder=$(mktemp -d "${TMPDIR:-/tmp}/syncspy-carry-wheel.XXXXXX")
+	if /usr/bin/python3 -m venv --system-site-packages "$builder" &&
+		SYNCSPY_BUILD_DIR=$PWD "$builder/bin/pip" wheel --no-index --no-deps --no-build-isolation \
+			-w .carry/wheel . >"$builder/log" 2>&1; then
+		rm -rf build python/*.egg-info
+	else
+		echo "carry.sh: the wheel did not build: no Python package on the GPU machine ($(tail -3 "$builder/log"))" >&2
+	fi
+	rm -rf "$builder"
+else
+	echo "carry.sh: no python3-venv/-setuptools/-wheel: no Python package on the GPU machine" >&2
+fi
 git describe --always --dirty >.carry/COMMIT
 echo "carry.sh: .carry/ holds $(cat .carry/COMMIT) ($(du -sh .carry | cut -f1))"

@@ -4,7 +4,7 @@
  * launches two kernels on a stream (host functions of the CPU stand-in that sleep KERNEL_US)
  * and waits for them with cudaStreamSynchronize; every tenth step also syncs the device.
  *
- *   gpu_loop STEPS [pause|burst]
+ *   gpu_loop STEPS [pause|burst|graph|graph-once]
  *
  * pause: the middle third of the steps runs with the GPU timeline paused
  * (syncspy_gpu_trace(0), looked up at run time so the program also runs without the shim), and
@@ -12,6 +12,9 @@
  * burst: each step launches BURST_KERNELS kernels that do nothing (a launch-bound loop, for
  * SYNCSPY_CUPTI_SAMPLE=auto: t221) and syncs the stream, with a pause of BURST_SLEEP_US
  * between steps so that the run lasts long enough for the sampler to decide.
+ * graph: each step captures its two kernels into a graph, instantiates it, launches it and
+ * destroys it (graph-instantiate-in-loop: t222); graph-once: captured and instantiated once
+ * before the loop, launched every step (the fix).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -41,6 +44,10 @@ int main(int argc, char **argv)
 	int steps = argc > 1 ? atoi(argv[1]) : 30;
 	int pause = argc > 2 && strcmp(argv[2], "pause") == 0;
 	int burst = argc > 2 && strcmp(argv[2], "burst") == 0;
+	int graph = argc > 2 && strcmp(argv[2], "graph") == 0;
+	int graph_once = argc > 2 && strcmp(argv[2], "graph-once") == 0;
+	cudaGraph_t captured = NULL;
+	cudaGraphExec_t exec = NULL;
 	int (*gpu_trace)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "syncspy_gpu_trace");
 	const dim3 one = {1, 1, 1};
 	void *param = (void *)(uintptr_t)KERNEL_US;
@@ -49,6 +56,13 @@ int main(int argc, char **argv)
 	cudaStream_t stream;
 
 	CHECK(cudaStreamCreate(&stream));
+	if (graph_once) {
+		CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+		CHECK(cudaStreamEndCapture(stream, &captured));
+		CHECK(cudaGraphInstantiate(&exec, captured, 0)); /* once: the fix */
+	}
 	for (int step = 0; step < steps; step++) {
 		if (pause && gpu_trace && step == steps / 3) {
 			gpu_trace(0);
@@ -57,6 +71,22 @@ int main(int argc, char **argv)
 		if (pause && gpu_trace && step == 2 * steps / 3) {
 			printf("paused %llu %llu\n", paused_at, now_ns());
 			gpu_trace(1);
+		}
+		if (graph) {
+			CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+			CHECK(cudaStreamEndCapture(stream, &captured));
+			CHECK(cudaGraphInstantiate(&exec, captured, 0)); /* MARK:instantiate */
+		}
+		if (graph || graph_once) {
+			CHECK(cudaGraphLaunch(exec, stream));
+			CHECK(cudaStreamSynchronize(stream));
+			if (graph) {
+				CHECK(cudaGraphExecDestroy(exec));
+				CHECK(cudaGraphDestroy(captured));
+			}
+			continue;
 		}
 		if (burst) {
 			for (int k = 0; k < BURST_KERNELS; k++)
@@ -71,6 +101,10 @@ int main(int argc, char **argv)
 		CHECK(cudaStreamSynchronize(stream));
 		if (step % 10 == 9)
 			CHECK(cudaDeviceSynchronize());
+	}
+	if (graph_once) {
+		CHECK(cudaGraphExecDestroy(exec));
+		CHECK(cudaGraphDestroy(captured));
 	}
 	CHECK(cudaStreamDestroy(stream));
 	printf("done %d steps\n", steps);

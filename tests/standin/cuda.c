@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cudaProfiler.h>
+
 #include "engine.h"
 
 #define STANDIN_DEVICE_NAME    "syncspy CPU stand-in"
@@ -290,6 +292,29 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	ctx_synchronize_traced();
 	return CUDA_SUCCESS;
+}
+
+/* The profiler API does nothing here but count, so that a test can see the calls reach the
+ * driver through the shim (t035: capture ranges must not swallow them). */
+static _Atomic int g_profiler_starts, g_profiler_stops;
+
+CUresult cuProfilerStart(void)
+{
+	atomic_fetch_add(&g_profiler_starts, 1);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuProfilerStop(void)
+{
+	atomic_fetch_add(&g_profiler_stops, 1);
+	return CUDA_SUCCESS;
+}
+
+/* Test programs: how many cuProfilerStart and cuProfilerStop calls reached the driver. */
+__attribute__((visibility("default"))) void standin_cuda_profiler_calls(int *starts, int *stops)
+{
+	*starts = atomic_load(&g_profiler_starts);
+	*stops = atomic_load(&g_profiler_stops);
 }
 
 CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
@@ -1296,6 +1321,8 @@ static const struct proc_entry proc_table[] = {
     P("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
     P("cuCtxGetDevice", 2000, cuCtxGetDevice),
     P("cuCtxSynchronize", 2000, cuCtxSynchronize),
+    P("cuProfilerStart", 4000, cuProfilerStart),
+    P("cuProfilerStop", 4000, cuProfilerStop),
     P("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange),
     P("cuGetErrorString", 6000, cuGetErrorString),
     P("cuGetErrorName", 6000, cuGetErrorName),

@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include <cuda.h>
+#include <cudaProfiler.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #define STANDIN_DEVICE_NAME "syncspy CPU stand-in"
@@ -86,6 +88,8 @@ PTDS(cudaMemset2D);
 	X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain)            \
 	X(CtxSetCurrent, "cuCtxSetCurrent", cuCtxSetCurrent)                                       \
 	X(CtxSynchronize, "cuCtxSynchronize", cuCtxSynchronize)                                    \
+	X(ProfilerStart, "cuProfilerStart", cuProfilerStart)                                       \
+	X(ProfilerStop, "cuProfilerStop", cuProfilerStop)                                          \
 	X(StreamCreate, "cuStreamCreate", cuStreamCreate)                                          \
 	X(StreamCreateWithPriority, "cuStreamCreateWithPriority", cuStreamCreateWithPriority)      \
 	X(StreamDestroy, "cuStreamDestroy", cuStreamDestroy_v2)                                    \
@@ -392,6 +396,19 @@ cudaError_t cudaDeviceSynchronize(void)
 {
 	GET_DRIVER(d, false);
 	return from_cu(d->CtxSynchronize());
+}
+
+/* As the real runtime: the profiler API is the driver's, for the current context. */
+cudaError_t cudaProfilerStart(void)
+{
+	GET_DRIVER(d, false);
+	return from_cu(d->ProfilerStart());
+}
+
+cudaError_t cudaProfilerStop(void)
+{
+	GET_DRIVER(d, false);
+	return from_cu(d->ProfilerStop());
 }
 
 cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
@@ -1087,6 +1104,12 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
 {
 	GET_DRIVER(d, false);
 	return from_cu(d->GraphInstantiateWithFlags(pGraphExec, graph, flags));
+}
+
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+					  unsigned long long flags)
+{
+	return cudaGraphInstantiate(pGraphExec, graph, flags);
 }
 
 static cudaError_t graph_launch(bool per_thread, cudaGraphExec_t exec, cudaStream_t stream)
