@@ -47,6 +47,7 @@
 #include "commands.h"
 #include "db.h"
 #include "text_safe.h"
+#include "summary.h"
 
 /* ------------------------------------------------------------------ documented constants */
 
@@ -497,6 +498,10 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	rk->comm_overlap = -1;
 	rk->steady_gpu_idle_ns = rk->step_ns = rk->steady_start_ns = rk->steady_end_ns = -1;
 	rk->steps_source = "none";
+	if (job->summary) { /* what summarize kept of the database (SUMMARY-2) */
+		job->code = summary_load_rank(&ld, job, rk);
+		return;
+	}
 	rk->path = xstrdup(path);
 	if (!rk->path) {
 		job->code = out_of_memory(&ld);
@@ -544,6 +549,9 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	for (size_t i = 0; code == SS_EXIT_OK && i < job->found.nfindings; i++)
 		if (!judge_finding(&job->found.findings[i], rk))
 			code = out_of_memory(&ld);
+	if (code == SS_EXIT_OK && job->options && job->options->each_database)
+		code = job->options->each_database(job->options->each_rank_arg, st.db, rk,
+						   &job->extra, ld.err, ld.errlen);
 	ss_steps_free(&st.steps);
 	sqlite3_close(st.db);
 	free(st.overlap);
@@ -1052,21 +1060,71 @@ static int judge_rank_findings(struct loader *ld, struct ss_report *report)
 	return SS_EXIT_OK;
 }
 
+/* One rank to load: a database (summary NULL), or rank index of a summary. */
+struct source {
+	const char *path;
+	const char *summary;
+	long long index;
+};
+
+/* The ranks the paths stand for, in their order: a database is one, a summary (summary.h)
+ * its ranks in the order summarize read them. */
+static int expand_sources(struct loader *ld, char *const *paths, size_t npaths, struct source **out,
+			  size_t *nout)
+{
+	struct source *sources = NULL;
+	size_t n = 0, capacity = 0;
+
+	for (size_t i = 0; i < npaths; i++) {
+		long long nranks = 1;
+		int summary = ss_summary_is(paths[i]);
+		sqlite3 *db;
+
+		if (summary) {
+			int code = ss_summary_open(paths[i], &db, &nranks, ld->err, ld->errlen);
+
+			if (code != SS_EXIT_OK) {
+				free(sources);
+				return code;
+			}
+			sqlite3_close(db);
+		}
+		for (long long k = 0; k < nranks; k++) {
+			struct source s = {paths[i], summary ? paths[i] : NULL, k};
+
+			if (!PUSH(sources, n, capacity, s)) {
+				free(sources);
+				return out_of_memory(ld);
+			}
+		}
+	}
+	*out = sources;
+	*nout = n;
+	return SS_EXIT_OK;
+}
+
 int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_options *options,
 	       struct ss_report *report, char *err, size_t errlen)
 {
 	struct loader ld = {.report = report, .err = err, .errlen = errlen};
-	size_t batch = npaths < SS_LOAD_BATCH ? npaths : SS_LOAD_BATCH;
+	size_t batch;
 	int fold = options && options->fold_ranks;
 	struct ss_collectives *sets = NULL;
+	struct source *sources = NULL;
 	struct job *jobs = NULL;
 	double t = now_s();
-	int code = SS_EXIT_OK;
+	int code;
 
 	memset(report, 0, sizeof(*report));
+	code = expand_sources(&ld, paths, npaths, &sources, &npaths);
+	if (code != SS_EXIT_OK)
+		return code;
+	batch = npaths < SS_LOAD_BATCH ? npaths : SS_LOAD_BATCH;
 	report->ranks = calloc(npaths ? npaths : 1, sizeof(*report->ranks));
-	if (!report->ranks)
+	if (!report->ranks) {
+		free(sources);
 		return out_of_memory(&ld);
+	}
 	jobs = calloc(batch ? batch : 1, sizeof(*jobs));
 	sets = calloc(npaths ? npaths : 1, sizeof(*sets));
 	if (!jobs || !sets)
@@ -1079,21 +1137,35 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 
 		memset(jobs, 0, n * sizeof(*jobs));
 		for (size_t i = 0; i < n; i++) {
-			jobs[i].path = paths[b + i];
+			jobs[i].path = sources[b + i].path;
+			jobs[i].summary = sources[b + i].summary;
+			jobs[i].summary_index = sources[b + i].index;
 			jobs[i].collectives = &sets[b + i];
 			jobs[i].reopen = options && options->reopen;
+			jobs[i].options = options;
 		}
 		load_all(&pool);
 		report->nranks = b + n; /* so that ss_report_free frees what load_one began */
 		for (size_t i = 0; code == SS_EXIT_OK && i < n; i++) {
-			code = merge_job(&ld, &jobs[i], b + i);
+			if (options && options->each_rank && jobs[i].meta_loaded &&
+			    jobs[i].code == SS_EXIT_OK) {
+				code = options->each_rank(options->each_rank_arg,
+							  &report->ranks[b + i], &jobs[i].found,
+							  &sets[b + i], jobs[i].extra, err, errlen);
+				jobs[i].extra = NULL; /* each_rank's */
+			}
+			if (code == SS_EXIT_OK)
+				code = merge_job(&ld, &jobs[i], b + i);
 			if (code == SS_EXIT_OK && options && options->progress)
 				ss_print_line(stderr, "syncspy: loaded %zu/%zu %s (rank %lld)",
-					      b + i + 1, npaths, paths[b + i],
+					      b + i + 1, npaths, report->ranks[b + i].path,
 					      report->ranks[b + i].rank);
 		}
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
+			if (jobs[i].extra && options->free_extra)
+				options->free_extra(jobs[i].extra);
 			job_free(&jobs[i]);
+		}
 		if (code == SS_EXIT_OK && fold && b + n < npaths && !fold_ranks(report, 0))
 			code = out_of_memory(&ld);
 	}
@@ -1107,6 +1179,7 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 		ss_collectives_free(&sets[i]);
 	free(sets);
 	free(jobs);
+	free(sources);
 	if (code == SS_EXIT_OK)
 		code = judge_rank_findings(&ld, report);
 	for (size_t i = 0; code == SS_EXIT_OK && i < report->nranks; i++)

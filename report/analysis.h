@@ -171,11 +171,27 @@ struct ss_report {
 	size_t gpu_ranks; /* ranks with a GPU timeline (ss_rank.gpu): the GPU fields are output */
 };
 
+struct ss_collectives; /* below */
+struct sqlite3;
+
 /* Loading options. */
 struct ss_analysis_options {
 	int progress;	/* 1: one line on stderr per database loaded */
 	int fold_ranks; /* 1: one finding per (rule, site) across the ranks of a job (ANALYSIS-5) */
 	int reopen;	/* 1: the caller has opened every path with ss_db_open already (READ-1) */
+	/* `syncspy summarize`: each_database is called by the loading thread with a database's
+	 * open connection once the analysis read it (the rank's steady window known); what it
+	 * leaves in *extra reaches each_rank, called for each rank in path order once it is
+	 * loaded, with its findings and range statistics (found) before they join the report
+	 * and its collectives (extra is NULL for a rank of a summary); free_extra frees what
+	 * each_rank did not get. A code other than SS_EXIT_OK stops the analysis with it. */
+	int (*each_database)(void *arg, struct sqlite3 *db, const struct ss_rank *rank,
+			     void **extra, char *err, size_t errlen);
+	int (*each_rank)(void *arg, const struct ss_rank *rank, const struct ss_report *found,
+			 const struct ss_collectives *collectives, void *extra, char *err,
+			 size_t errlen);
+	void (*free_extra)(void *extra);
+	void *each_rank_arg;
 };
 
 /*

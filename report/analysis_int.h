@@ -107,6 +107,12 @@ struct job {
 	 * array, which outlives the job (a job lives for its batch only: SS_LOAD_BATCH) */
 	struct ss_collectives *collectives;
 	size_t ranges_capacity;
+	/* a rank of a summary (summary.h): the summary's path and the rank's idx there; NULL
+	 * for a database (path) */
+	const char *summary;
+	long long summary_index;
+	const struct ss_analysis_options *options; /* each_database's, or NULL */
+	void *extra;				   /* what each_database left */
 };
 
 /* ------------------------------------------------------------------ GPU timeline (gpu.c) */
@@ -283,6 +289,15 @@ void job_free(struct job *job);
 /* ------------------------------------------------------------------ collectives.c */
 
 int load_arrivals(struct loader *ld, struct db_state *st, struct ss_collectives *set);
+/* text as a string of set->strings, one pointer per text; NULL when out of memory. */
+const char *ss_collectives_string(struct ss_collectives *set, const char *text);
+
+/* ------------------------------------------------------------------ summary.c */
+
+/* Loads rank job->summary_index of summary job->summary into *rk (initialized by load_one),
+ * job->found and job->collectives, as load_one would have from its database (SUMMARY-2); sets
+ * job->meta_loaded once the rank's row is read. */
+int summary_load_rank(struct loader *ld, struct job *job, struct ss_rank *rk);
 
 /* ------------------------------------------------------------------ gpu.c */
 

@@ -37,6 +37,8 @@
 
 #include "analysis.h"
 #include "check_budget.h"
+#include "check_sql.h"
+#include "summary.h"
 #include "commands.h"
 #include "db.h"
 #include "lines.h"
@@ -45,9 +47,6 @@
 
 /* How many call sites a breach lists unless --top says otherwise. */
 #define DEFAULT_TOP_SITES 5
-
-/* The text shown (and matched by "site" and "allow" globs) for a call without a known site. */
-#define UNKNOWN_SITE "(unknown site)"
 
 /* The in-memory database every limit is evaluated on. */
 #define WORK_SCHEMA_SQL                                                                            \
@@ -67,35 +66,6 @@
 	" calls INTEGER NOT NULL, blocked_ns INTEGER NOT NULL);"                                   \
 	"CREATE TABLE apis(name TEXT PRIMARY KEY) WITHOUT ROWID;"                                  \
 	"CREATE TABLE allow(glob TEXT NOT NULL);"
-
-/*
- * The sync points of one recording, summed per (class, API, site text, in warm-up). ?1: the
- * warm-up in ns from meta.start_mono_ns (the shim's start; the first call when it is missing),
- * or NULL; ?2: the number of first calls (every class, in start order) that are warm-up.
- * A call belongs to the warm-up by its start.
- */
-#define WARMUP_WITH_SQL                                                                            \
-	"WITH origin(ns) AS (SELECT coalesce((SELECT value FROM meta WHERE key = "                 \
-	"'start_mono_ns'),"                                                                        \
-	"  (SELECT min(start_ns) FROM calls))),"                                                   \
-	" warm(id) AS (SELECT id FROM calls ORDER BY start_ns, id LIMIT ?2)"
-/* ?3, ?4: the steady state's window (ss_steady_window) with "warmup": {"steady": true}: a call
- * outside it is warm-up (setup, the first step, teardown); NULL: none (no steps found: the
- * whole run counts, as the report judges it). */
-#define WARMUP_EXPR_SQL                                                                            \
-	"(?1 IS NOT NULL AND c.start_ns < (SELECT ns FROM origin) + ?1)"                           \
-	" OR c.id IN (SELECT id FROM warm)"                                                        \
-	" OR (?3 IS NOT NULL AND (c.start_ns < ?3 OR c.start_ns >= ?4))"
-
-#define RECORDING_SQL                                                                              \
-	WARMUP_WITH_SQL                                                                            \
-	" SELECT c.class, a.name, coalesce(s.text, '" UNKNOWN_SITE "'), " WARMUP_EXPR_SQL ","      \
-	"  sum(CASE WHEN c.class = 'S7' THEN c.count ELSE 1 END),"                                 \
-	"  sum(max(c.end_ns - c.start_ns, 0))"                                                     \
-	" FROM calls c JOIN apis a ON a.id = c.api_id"                                             \
-	" JOIN classes k ON k.class = c.class AND k.sync_point"                                    \
-	" LEFT JOIN sites s ON s.id = c.site_id"                                                   \
-	" GROUP BY 1, 2, 3, 4"
 
 /*
  * Per-range limits, on the recording's connection (TEMP tables only; the file stays unchanged).
@@ -136,10 +106,6 @@
 	" FROM temp.ss_ranges r JOIN temp.ss_rsync t ON t.tid = r.tid"                             \
 	" AND t.start_ns >= r.start_ns AND t.start_ns <= r.end_ns AND t.end_ns <= r.end_ns"        \
 	" GROUP BY 1, 2, 3, 4, 5"
-
-#define RECORDING_META_SQL                                                                         \
-	"SELECT (SELECT value FROM meta WHERE key = 'rank' AND typeof(value) = 'integer'),"        \
-	" coalesce((SELECT value FROM meta WHERE key = 'dropped_events'), 0)"
 
 /* The rows a limit counts: named parameters :class, :api, :site, :rank of the limit. */
 #define CALL_FILTER_SQL                                                                            \
@@ -749,24 +715,99 @@ out:
 }
 
 /*
- * Opens and summarizes every recording. A bad one is reported (db.c's message) and the others
- * are still read, so that one run names every bad file; any bad file makes the result 2, as a
- * budget cannot be judged on part of a run.
+ * A summary's ranks (summary.h) as copy_recording reads their databases (SUMMARY-2): what
+ * summarize kept of RECORDING_SQL's rows, split by the steady window, serves a warm-up of none
+ * or "steady"; warm-up by seconds or calls and "range" limits need the recordings themselves.
+ * Its tables are attached to the work database and copied with one query each.
+ */
+#define SUMMARY_RECORDINGS_SQL                                                                     \
+	"INSERT INTO recordings(id, path, rank, unit, dropped, steady_steps)"                      \
+	" SELECT ?1 + r.idx, p.text, r.check_rank,"                                                \
+	" CASE WHEN r.check_rank IS NULL THEN p.text ELSE 'rank ' || r.check_rank END,"            \
+	" r.check_dropped, CASE WHEN ?2 THEN r.steady_steps ELSE 0 END"                            \
+	" FROM summary.ranks r JOIN summary.strings p ON p.id = r.path ORDER BY r.idx"
+#define SUMMARY_CONTRIB_SQL                                                                        \
+	"INSERT INTO contrib SELECT ?1 + c.idx, k.text, a.text, s.text,"                           \
+	" CASE WHEN ?2 THEN c.outside_steady ELSE 0 END, 0, c.calls, c.blocked_ns"                 \
+	" FROM summary.check_rows c LEFT JOIN summary.strings k ON k.id = c.class"                 \
+	" LEFT JOIN summary.strings a ON a.id = c.api LEFT JOIN summary.strings s ON s.id = "      \
+	"c.site"
+#define SUMMARY_APIS_SQL                                                                           \
+	"INSERT OR IGNORE INTO apis SELECT s.text FROM summary.apis x"                             \
+	" JOIN summary.strings s ON s.id = x.name"
+
+static int copy_summary(struct check *ck, const char *path, int *next_id)
+{
+	static const char *const steps[] = {SUMMARY_RECORDINGS_SQL, SUMMARY_CONTRIB_SQL,
+					    SUMMARY_APIS_SQL};
+	sqlite3 *db;
+	sqlite3_stmt *stmt;
+	long long nranks;
+	int code = ss_summary_open(path, &db, &nranks, ck->err, sizeof(ck->err));
+
+	if (code != SS_EXIT_OK)
+		return ss_error(code, "%s", ck->err);
+	sqlite3_close(db);
+	if (ck->budget.warmup_seconds >= 0.0 || ck->budget.warmup_calls > 0)
+		return ss_error(
+		    SS_EXIT_INPUT,
+		    "%s: a summary keeps the steady state's split only: a \"warmup\" by "
+		    "seconds or calls needs the recordings (name the databases, or use "
+		    "\"warmup\": {\"steady\": true})",
+		    path);
+	if (has_range_limits(ck))
+		return ss_error(SS_EXIT_INPUT,
+				"%s: a summary keeps no range instances: \"range\" limits need the "
+				"recordings (name the databases)",
+				path);
+	if (sqlite3_prepare_v2(ck->work, "ATTACH ?1 AS summary", -1, &stmt, NULL) != SQLITE_OK)
+		return work_failure(ck);
+	sqlite3_bind_text(stmt, 1, path, -1, SQLITE_STATIC);
+	code = sqlite3_step(stmt) == SQLITE_DONE ? SS_EXIT_OK : work_failure(ck);
+	sqlite3_finalize(stmt);
+	for (size_t i = 0; code == SS_EXIT_OK && i < sizeof(steps) / sizeof(steps[0]); i++) {
+		int rc = sqlite3_prepare_v2(ck->work, steps[i], -1, &stmt, NULL);
+
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_int(stmt, 1, *next_id);
+			sqlite3_bind_int(stmt, 2, ck->budget.warmup_steady);
+			rc = sqlite3_step(stmt);
+		}
+		if (rc != SQLITE_DONE && rc != SQLITE_OK) /* a NULL where a text must be */
+			code = ss_error(SS_EXIT_INPUT, "%s: damaged syncspy summary: %s", path,
+					sqlite3_errmsg(ck->work));
+		sqlite3_finalize(stmt);
+	}
+	sqlite3_exec(ck->work, "DETACH summary", NULL, NULL, NULL);
+	*next_id += (int)nranks;
+	return code;
+}
+
+/*
+ * Opens and summarizes every recording (and every rank of a summary). A bad one is reported
+ * (db.c's message) and the others are still read, so that one run names every bad file; any
+ * bad file makes the result 2, as a budget cannot be judged on part of a run.
  */
 static int read_recordings(struct check *ck, const struct ss_db_list *list)
 {
-	int worst = SS_EXIT_OK;
+	int worst = SS_EXIT_OK, next_id = 1;
 
 	for (size_t i = 0; i < list->count; i++) {
 		sqlite3 *db;
 		int code;
 
+		if (ss_summary_is(list->paths[i])) {
+			code = copy_summary(ck, list->paths[i], &next_id);
+			if (code > worst)
+				worst = code;
+			continue;
+		}
 		code = ss_db_open(list->paths[i], &db, ck->err, sizeof(ck->err));
 		if (code != SS_EXIT_OK) {
 			ss_error(code, "%s", ck->err);
 		} else {
 			ss_lines_attach(db); /* breaches name file:line where debug info has it */
-			code = copy_recording(ck, db, list->paths[i], (int)i + 1);
+			code = copy_recording(ck, db, list->paths[i], next_id++);
 			sqlite3_close(db);
 		}
 		if (code > worst)

@@ -21,6 +21,7 @@
 #include "formats.h"
 #include "outfile.h"
 #include "output.h"
+#include "summary.h"
 
 static int print_report(const struct ss_report_ops *ops, FILE *out, const struct ss_report *r)
 {
@@ -83,6 +84,18 @@ int cmd_report(int argc, char **argv)
 		return ss_error(code, "%s", err);
 	}
 	ss_db_dedupe(&list); /* one file, one rank */
+	/* the page draws each rank's timeline from its database: a summary has none */
+	for (size_t i = 0; format->report == &ss_report_html_ops && i < list.count; i++)
+		if (ss_summary_is(list.paths[i])) {
+			code =
+			    ss_error(SS_EXIT_INPUT,
+				     "%s: a summary: the HTML report draws each rank's timeline "
+				     "from its database (name the databases, or use --format text "
+				     "or json with summaries)",
+				     list.paths[i]);
+			ss_db_list_free(&list);
+			return code;
+		}
 	code = ss_analyze(list.paths, list.count, &analysis, &report, err, sizeof(err));
 	ss_db_list_free(&list);
 	if (code != SS_EXIT_OK) {

@@ -24,8 +24,7 @@
 	"SELECT api_id, comm, start_ns, end_ns FROM calls WHERE class = 'N2' AND comm IS NOT NULL" \
 	" ORDER BY id"
 
-/* text as a string of set->strings, one pointer per text; NULL when out of memory. */
-static const char *set_string(struct ss_collectives *set, const char *text)
+const char *ss_collectives_string(struct ss_collectives *set, const char *text)
 {
 	char **grown;
 
@@ -88,7 +87,8 @@ int load_arrivals(struct loader *ld, struct db_state *st, struct ss_collectives 
 	if (code != SS_EXIT_OK)
 		return code;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		const char *hash = set_string(set, (const char *)sqlite3_column_text(stmt, 1));
+		const char *hash =
+		    ss_collectives_string(set, (const char *)sqlite3_column_text(stmt, 1));
 
 		if (!hash || !reserve(&comms, &comms_capacity, ncomms, sizeof(*comms))) {
 			code = out_of_memory(ld);
@@ -111,7 +111,8 @@ int load_arrivals(struct loader *ld, struct db_state *st, struct ss_collectives 
 	if (code != SS_EXIT_OK)
 		goto out;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		const char *op = set_string(set, (const char *)sqlite3_column_text(stmt, 1));
+		const char *op =
+		    ss_collectives_string(set, (const char *)sqlite3_column_text(stmt, 1));
 
 		if (!op || !reserve(&apis, &apis_capacity, napis, sizeof(*apis))) {
 			code = out_of_memory(ld);

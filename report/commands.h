@@ -48,7 +48,9 @@ enum ss_exit {
 	  "cudaProfilerStop\n"                                                                     \
 	  "  --capture-range nvtx --nvtx-capture NAME  record inside the NVTX ranges named NAME\n" \
 	  "  exit status: CMD's; 128+N when signal N ended it; 127 when CMD is not found\n")       \
-	X(check, "--budget FILE [--junit FILE] [--top N] DB|DIR... | --init [-o FILE] DB|DIR...",  \
+	X(check,                                                                                   \
+	  "--budget FILE [--junit FILE] [--top N] DB|DIR|SUMMARY... | --init [-o FILE] "           \
+	  "DB|DIR|SUMMARY...",                                                                     \
 	  "exit 1 when recordings sync more than a budget allows, naming the call sites",          \
 	  "  --budget FILE  the JSON budget: limits per class, API, call site, rank\n"             \
 	  "  --junit FILE   also write a JUnit XML report (one testcase per limit and rank)\n"     \
@@ -88,12 +90,19 @@ enum ss_exit {
 	  "  --json   one JSON array with one object per database\n"                               \
 	  "  --check  read every page first (PRAGMA quick_check): slower, finds all damage\n"      \
 	  "  DIR      stands for the *.sqlite and *.sqlite.partial files inside it\n")             \
-	X(report, "[--format @FORMATS@] [-o FILE] [--progress] DB|DIR...",                         \
+	X(report, "[--format @FORMATS@] [-o FILE] [--progress] DB|DIR|SUMMARY...",                 \
 	  "merge rank databases into one report: per-rank totals and findings with fix advice",    \
 	  "  --format F   @FORMAT_CHOICES@: docs/report-json.md, docs/viewer.md\n"                 \
 	  "  -o FILE      write the report to FILE instead of standard output\n"                   \
 	  "  --progress   one line on stderr per database loaded (default when stderr is a "       \
 	  "TTY)\n")                                                                                \
+	X(summarize, "-o SUMMARY [--progress] DB|DIR...",                                          \
+	  "write a small summary of the databases here, for report and check to read in their "    \
+	  "place (a job's nodes)",                                                                 \
+	  "  -o SUMMARY   the summary file (written whole or not at all)\n"                        \
+	  "  --progress   one line on stderr per database read (default when stderr is a TTY)\n"   \
+	  "  run one per node under the job's launcher, then: syncspy report SUMMARY...\n"         \
+	  "  (docs/cli.md, \"Large jobs\")\n")                                                     \
 	X(symbolize, "[--restore] DB|DIR...",                                                      \
 	  "write native call sites' file:line into the databases (for machines without the "       \
 	  "binary)",                                                                               \

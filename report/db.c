@@ -21,6 +21,7 @@
 #include "syncspy/schema.h"
 #include "commands.h"
 #include "db.h"
+#include "summary.h"
 #include "text_safe.h"
 
 /* Every database is opened read-only; a writer may hold it for up to its commit period. */
@@ -715,6 +716,11 @@ static int open_database(const char *path, int whole_file, sqlite3 **out, char *
 	code = check_file(path, err, errlen);
 	if (code != SS_EXIT_OK)
 		return code;
+	if (ss_summary_is(path)) /* SUMMARY-1: a summary is no recording */
+		return fail(err, errlen, SS_EXIT_INPUT,
+			    "%s: a syncspy summary (syncspy summarize), not a recording: report "
+			    "(text, json) and check read summaries; this needs the databases",
+			    path);
 	rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
 	if (rc != SQLITE_OK) {
 		code = ss_db_failure(db, rc, path, err, errlen);

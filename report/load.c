@@ -997,8 +997,7 @@ int build_aggregate(struct loader *ld, struct db_state *st)
 	rk->steady_sync_points = sqlite3_column_int64(stmt, 7);
 	rk->steady_blocked_ns = sqlite3_column_int64(stmt, 8);
 	sqlite3_finalize(stmt);
-	static const char *const sources[] = {"none", "marked", "detected"};
-	rk->steps_source = sources[st->steps.source];
+	rk->steps_source = ss_steps_source_names[st->steps.source];
 	rk->steps_name = st->steps.name; /* moved: the rank owns it */
 	st->steps.name = NULL;
 	rk->steps = (long long)st->steps.nsteps;

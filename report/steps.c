@@ -21,6 +21,8 @@
 
 #include "steps.h"
 
+const char *const ss_steps_source_names[SS_STEPS_SOURCES] = {"none", "marked", "detected"};
+
 #define NO_STEP ((size_t)-1)
 
 size_t ss_steps_steady(const struct ss_steps *s)

@@ -43,6 +43,9 @@
 #define SS_FALLBACK_MIN_CALLS 3
 
 enum ss_steps_source { SS_STEPS_NONE, SS_STEPS_MARKED, SS_STEPS_DETECTED };
+/* Their names (ss_rank.steps_source), indexed by enum ss_steps_source. */
+#define SS_STEPS_SOURCES 3
+extern const char *const ss_steps_source_names[SS_STEPS_SOURCES];
 enum ss_phase { SS_PHASE_SETUP, SS_PHASE_STEADY, SS_PHASE_TEARDOWN };
 
 struct ss_steps {
