@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """examples/corpus/score.py: scores `syncspy report` on the labelled corpus (issue 13, item 4).
 
-For each trace of the corpus (traces/NAME.sqlite, NAME-shared.sqlite, NAME-static.sqlite) it
+For each trace of the corpus (traces/NAME.sqlite, NAME-shared.sqlite, NAME-static.sqlite; a
+trace over 5 MB is committed xz-compressed as NAME.sqlite.xz, unpacked here to a temporary file) it
 runs `syncspy report --format json` on that one database, reads the markers of the workload's
 source (NAME.cu, NAME.c or NAME.py beside this script: a comment `SYNCSPY-PROBLEM` or
 `SYNCSPY-CLEAN` at the end of a line, README.md), and counts, over the findings above `info`
@@ -31,8 +32,11 @@ import concurrent.futures
 import json
 import os
 import re
+import lzma
+import shutil
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MARKER = re.compile(r"(?://|#).*\bSYNCSPY-(PROBLEM|CLEAN)\b")
@@ -128,11 +132,20 @@ def report_of(syncspy, path):
 
 def reports_from_syncspy(syncspy, traces_dir):
     """(trace, report) of every database in traces_dir, the reports made a few at a time."""
-    names = sorted(n for n in os.listdir(traces_dir) if n.endswith(".sqlite"))
-    paths = [os.path.join(traces_dir, n) for n in names]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        reports = list(pool.map(lambda p: report_of(syncspy, p), paths))
-    return [(n[: -len(".sqlite")], r) for n, r in zip(names, reports)]
+    names = sorted(n for n in os.listdir(traces_dir) if n.endswith((".sqlite", ".sqlite.xz")))
+    with tempfile.TemporaryDirectory() as unpacked:
+        paths = []
+        for n in names:
+            path = os.path.join(traces_dir, n)
+            if n.endswith(".xz"):  # syncspy reads databases, not archives: unpack it first
+                plain = os.path.join(unpacked, n[: -len(".xz")])
+                with lzma.open(path) as src, open(plain, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                path = plain
+            paths.append(path)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            reports = list(pool.map(lambda p: report_of(syncspy, p), paths))
+    return [(n[: n.index(".sqlite")], r) for n, r in zip(names, reports)]
 
 
 def reports_from_file(path):
