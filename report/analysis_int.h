@@ -318,7 +318,8 @@ int timeline_off_between(const struct gpu_rows *g, long long from, long long to)
 /* GPU-IDLE-4: VALUE measured over N items, scaled to TOTAL items. */
 long long scale_to(long long value, long long n, long long total);
 /* GPU-IDLE-4: the steady steps the timeline saw whole (all of them without pauses), and
- * which (traced[i] for steady step i from first_steady; malloc'd, NULL without pauses). */
+ * which (traced[i] for steady step i from first_steady; malloc'd, NULL without pauses);
+ * SIZE_MAX when out of memory. */
 size_t traced_steps(const struct db_state *st, const struct gpu_rows *g, unsigned char **traced);
 const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, long long device,
 					       long long stream, long long t);

@@ -5,6 +5,7 @@
  * it, then the GPU-timeline rules of rules/registry.c (SS_RULE_GPU) over what it read.
  */
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -581,7 +582,7 @@ size_t traced_steps(const struct db_state *st, const struct gpu_rows *g, unsigne
 		return steady;
 	*traced = calloc(steady, 1);
 	if (!*traced)
-		return 0;
+		return SIZE_MAX; /* out of memory */
 	for (size_t i = 0; i < steady; i++) {
 		size_t step = st->steps.first_steady + i;
 

@@ -4,6 +4,7 @@
  * fed waited behind them on the same stream; the cost is what an overlap could win back.
  */
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -74,6 +75,8 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 	unsigned char *traced = NULL;
 	size_t steady = ss_steps_steady(&st->steps), seen = traced_steps(st, g, &traced);
 
+	if (seen == SIZE_MAX)
+		return out_of_memory(ld);
 	if (code == SS_EXIT_OK && !(g->noff && !seen))
 		code = prepare(ld, st, DRAINED_SQL, &drained);
 	if (code != SS_EXIT_OK || (g->noff && !seen)) {
