@@ -882,28 +882,31 @@ static int add_notes(struct ss_report *r)
 			/* CUPTI-4's windows as asked, or CUPTI-5's (auto) with what it estimated */
 			int automatic = strcmp(rk->cupti_sample, "auto") == 0;
 			char *setting =
-			    automatic ? format("auto: tracing every call would have cost about %.1f%% "
-					       "of the run",
-					       rk->cupti_auto_permille / 10.0)
-				      : format("%s ms", rk->cupti_sample);
-			double traced_s = (rk->cupti_traced_ns >= 0 ? rk->cupti_traced_ns
-								    : rk->wall_ns - rk->cupti_paused_ns) /
-					  1e9;
+			    automatic
+				? format("auto: tracing every call would have cost about %.1f%% "
+					 "of the run",
+					 rk->cupti_auto_permille / 10.0)
+				: format("%s ms", rk->cupti_sample);
+			double traced_s =
+			    (rk->cupti_traced_ns >= 0 ? rk->cupti_traced_ns
+						      : rk->wall_ns - rk->cupti_paused_ns) /
+			    1e9;
 
-			code = !setting ? SS_EXIT_INTERNAL
-					: add_rank_note(
-					      r, &more[3],
-					      format("%s: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=%s): "
-						     "%lld windows, %.3f s of %.3f s traced: %s",
-						     rk->path, setting, rk->cupti_windows, traced_s,
-						     rk->wall_ns / 1e9,
-						     automatic ? "GPU figures are scaled from the traced "
-								 "steps (SYNCSPY_CUPTI_SAMPLE=all traces "
-								 "the whole run)"
-							       : "GPU figures cover the traced part only"));
+			code =
+			    !setting
+				? SS_EXIT_INTERNAL
+				: add_rank_note(
+				      r, &more[3],
+				      format("%s: GPU timeline sampled (SYNCSPY_CUPTI_SAMPLE=%s): "
+					     "%lld windows, %.3f s of %.3f s traced: %s",
+					     rk->path, setting, rk->cupti_windows, traced_s,
+					     rk->wall_ns / 1e9,
+					     automatic ? "GPU figures are scaled from the traced "
+							 "steps (SYNCSPY_CUPTI_SAMPLE=all traces "
+							 "the whole run)"
+						       : "GPU figures cover the traced part only"));
 			free(setting);
-		}
-		else if (code == SS_EXIT_OK && rk->cupti_pauses > 0)
+		} else if (code == SS_EXIT_OK && rk->cupti_pauses > 0)
 			code = add_rank_note(
 			    r, &more[4],
 			    format("%s: GPU timeline paused %s %lld times, %.3f s of %.3f s: GPU "
