@@ -59,6 +59,8 @@ const char *ss_native_stacks_status = "not tried";
  * wrapper, the stack functions) are dropped, however the compiler inlined them. */
 static uintptr_t own_lo, own_hi;
 
+_Atomic uint64_t ss_enqueue_path_walks, ss_enqueue_path_ticks, ss_enqueue_path_lookups;
+
 static int find_own_range(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
@@ -274,6 +276,7 @@ static int user_code(uintptr_t ip)
 	Dl_info info;
 	if (lookup >= own_lo && lookup < own_hi)
 		return 0;
+	atomic_fetch_add_explicit(&ss_enqueue_path_lookups, 1, memory_order_relaxed);
 	if (!dladdr((void *)lookup, &info) || !info.dli_fname)
 		return 1; /* code of no module (generated): the program's own */
 	return !ss_framework_module(info.dli_fname) &&
@@ -322,6 +325,7 @@ __attribute__((noinline, cold)) static uint64_t learn_path(struct enqueue_path *
 							   uint64_t caller, const uint64_t *slot)
 {
 	int saved_errno = errno;
+	uint64_t start = ss_now();
 	pthread_once(&load_once, load_unwinder);
 	*path = (struct enqueue_path){.caller = caller, .slot = slot};
 	if (gcc_backtrace && gcc_get_cfa) {
@@ -330,6 +334,8 @@ __attribute__((noinline, cold)) static uint64_t learn_path(struct enqueue_path *
 		if (!walk.done) /* no user frame near: the site stays CALLER, and costs no walk */
 			path->user = 0, path->checks = 0;
 	}
+	atomic_fetch_add_explicit(&ss_enqueue_path_walks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ss_enqueue_path_ticks, ss_now() - start, memory_order_relaxed);
 	errno = saved_errno;
 	return path->user ? slot[path->user] : caller;
 }

@@ -775,6 +775,12 @@ static void write_meta_progress(void)
 	ss_meta_text("hooks_fired", layers);
 	ss_meta_text("native_stacks", ss_native_stacks_status);
 	ss_meta_int("native_stacks_libgcc_sites", (int64_t)atomic_load(&ss_native_libgcc_sites));
+	uint64_t walk_base = ss_now(); /* ticks to ns, as stack_cost_ns */
+	ss_meta_int("enqueue_path_walks", (int64_t)atomic_load(&ss_enqueue_path_walks));
+	ss_meta_int("enqueue_path_walk_ns",
+		    (int64_t)(ss_clock_to_ns(walk_base + atomic_load(&ss_enqueue_path_ticks)) -
+			      ss_clock_to_ns(walk_base)));
+	ss_meta_int("enqueue_path_lookups", (int64_t)atomic_load(&ss_enqueue_path_lookups));
 	ss_gpu_tables_meta();
 	char clients[1024];
 	if (ss_driver_clients(clients, sizeof(clients)) > 0) {
