@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unwind.h>
@@ -256,8 +257,16 @@ void ss_stacks_attach(struct ss_tls *tls, uint64_t caller)
  * to the same depth (another kernel's stub, another runtime function) fails a comparison and
  * is learnt in its turn. x86-64's frames (the return address at CFA - 8) only; elsewhere the
  * site stays CALLER. */
-#define PATH_FRAMES   12 /* runtime and stub frames walked past, at most */
-#define PATHS_PER_TLS 8	 /* small: initial-exec TLS, as site_unwinders */
+#define PATH_FRAMES 12 /* runtime and stub frames walked past, at most */
+/* NATIVE-1: a thread's paths are looked up among all it learnt, not in a slot chosen by a hash.
+ * With 8 slots indexed by a hash of (CALLER, SLOT), two of a loop's paths that shared a slot
+ * (a matter of where the stack was placed: one process in two on the H200) evicted each other
+ * at every call, and each walked again: a torch step's cuBLAS launches came through cuBLAS's
+ * static runtime from 3 or 4 paths per thread, and the step took ten times as long (session
+ * 7's bench, tests/gpu/results/2026-12-04-h200-session7). Now any PATHS_PER_TLS paths stay
+ * learnt, whatever their addresses; the lookup starts after the last path found, since a loop
+ * comes back along its paths in the order they were learnt (t223). */
+#define PATHS_PER_TLS 32
 static __thread struct enqueue_path {
 	uint64_t caller;
 	const uint64_t *slot;
@@ -266,21 +275,80 @@ static __thread struct enqueue_path {
 	int16_t user;		       /* in words from slot; 0: the site is CALLER */
 	uint8_t checks;
 } enqueue_paths[PATHS_PER_TLS] __attribute__((tls_model("initial-exec")));
+/* the paths learnt (up to PATHS_PER_TLS), the one found last, the next to go once all are */
+static __thread unsigned paths_used, path_last,
+    path_victim __attribute__((tls_model("initial-exec")));
+
+/* NATIVE-2: whether a return address is in the user's code is decided once per address, for
+ * the process. dladdr finds a module and then the nearest symbol by scanning the module's whole
+ * dynamic symbol table: libtorch's hold hundreds of thousands, and the frames a cuBLAS launch
+ * walks past cost hundreds of microseconds each. The verdicts are forgotten when a module was
+ * unloaded (the loader's count of unloads, read at each walk), since another may take its
+ * addresses. Open addressing, lock-free: IP << 1 | verdict in a cell, 0 for an empty one. */
+#define VERDICTS       4096 /* a power of two: 32 KiB */
+#define VERDICT_PROBES 8
+static _Atomic uint64_t verdicts[VERDICTS];
+static _Atomic unsigned long long verdicts_unloads;
 
 #if defined(__x86_64__)
 /* Is IP (a return address) in the user's code: not the shim, not a module of CUDA or a
  * framework, not a function of a static runtime, not an nvcc stub? */
-static int user_code(uintptr_t ip)
+static int module_user_code(uintptr_t lookup)
 {
-	uintptr_t lookup = ip - 1; /* inside the call */
 	Dl_info info;
-	if (lookup >= own_lo && lookup < own_hi)
-		return 0;
 	atomic_fetch_add_explicit(&ss_enqueue_path_lookups, 1, memory_order_relaxed);
 	if (!dladdr((void *)lookup, &info) || !info.dli_fname)
 		return 1; /* code of no module (generated): the program's own */
 	return !ss_framework_module(info.dli_fname) &&
 	       !ss_static_runtime_frame(info.dli_fname, (uintptr_t)info.dli_fbase, lookup);
+}
+
+static int user_code(uintptr_t ip)
+{
+	uintptr_t lookup = ip - 1; /* inside the call */
+	if (lookup >= own_lo && lookup < own_hi)
+		return 0;
+	size_t home = (size_t)(((uint64_t)ip * 0x9e3779b97f4a7c15ull) >> 52); /* 12 bits */
+	for (size_t i = 0; i < VERDICT_PROBES; i++) {
+		uint64_t cell =
+		    atomic_load_explicit(&verdicts[(home + i) % VERDICTS], memory_order_relaxed);
+		if (cell == 0)
+			break;
+		if (cell >> 1 == ip)
+			return (int)(cell & 1);
+	}
+	int user = module_user_code(lookup);
+	uint64_t want = (uint64_t)ip << 1 | (uint64_t)user;
+	for (size_t i = 0; i < VERDICT_PROBES; i++) { /* full: asked again next time */
+		uint64_t expected = 0;
+		if (atomic_compare_exchange_strong_explicit(&verdicts[(home + i) % VERDICTS],
+							    &expected, want, memory_order_relaxed,
+							    memory_order_relaxed) ||
+		    expected == want)
+			break;
+	}
+	return user;
+}
+
+static int count_unloads(struct dl_phdr_info *info, size_t size, void *data)
+{
+	*(unsigned long long *)data =
+	    size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)
+		? info->dlpi_subs
+		: 0;
+	return 1; /* the first module says it for all */
+}
+
+/* NATIVE-2's verdicts hold while no module was unloaded since they were made. */
+static void verdicts_check_unloads(void)
+{
+	unsigned long long unloads = 0;
+	dl_iterate_phdr(count_unloads, &unloads);
+	if (unloads != atomic_load_explicit(&verdicts_unloads, memory_order_relaxed)) {
+		for (size_t i = 0; i < VERDICTS; i++)
+			atomic_store_explicit(&verdicts[i], 0, memory_order_relaxed);
+		atomic_store_explicit(&verdicts_unloads, unloads, memory_order_relaxed);
+	}
 }
 
 struct path_walk {
@@ -329,6 +397,7 @@ __attribute__((noinline, cold)) static uint64_t learn_path(struct enqueue_path *
 	pthread_once(&load_once, load_unwinder);
 	*path = (struct enqueue_path){.caller = caller, .slot = slot};
 	if (gcc_backtrace && gcc_get_cfa) {
+		verdicts_check_unloads();
 		struct path_walk walk = {.path = path};
 		gcc_backtrace(path_frame, &walk);
 		if (!walk.done) /* no user frame near: the site stays CALLER, and costs no walk */
@@ -346,16 +415,28 @@ uint64_t ss_enqueue_site(uint64_t caller, const uint64_t *slot)
 #if defined(__x86_64__)
 	if (ss_unlikely(*slot != caller)) /* not the frame layout assumed */
 		return caller;
-	uint64_t key = (caller ^ (uint64_t)(uintptr_t)slot) * 0x9e3779b97f4a7c15ull;
-	struct enqueue_path *path = &enqueue_paths[key >> 61]; /* 8 paths */
-	if (ss_likely(path->caller == caller && path->slot == slot)) {
+	/* NATIVE-1: from the path after the last one found, among those learnt */
+	unsigned used = paths_used, at = used ? (path_last + 1) % used : 0;
+	for (unsigned n = 0; n < used; n++, at = (at + 1) % used) {
+		const struct enqueue_path *path = &enqueue_paths[at];
+		if (path->caller != caller || path->slot != slot)
+			continue;
 		int i = 0;
 		while (i < path->checks && slot[path->check_at[i]] == path->check_value[i])
 			i++;
-		if (ss_likely(i == path->checks))
+		if (ss_likely(i == path->checks)) {
+			path_last = at;
 			return path->user ? slot[path->user] : caller;
+		}
 	}
-	return learn_path(path, caller, slot);
+	if (used < PATHS_PER_TLS) {
+		at = paths_used++;
+	} else { /* all taken: the one learnt longest ago goes */
+		at = path_victim;
+		path_victim = (at + 1) % PATHS_PER_TLS;
+	}
+	path_last = at;
+	return learn_path(&enqueue_paths[at], caller, slot);
 #else
 	(void)slot;
 	return caller;

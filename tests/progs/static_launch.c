@@ -10,11 +10,16 @@
  *
  * Five rounds of: a launch on a blocking stream, a launch on the legacy stream (rule
  * legacy-stream), a copy on the blocking stream, a driver launch of the program's own.
+ *
+ * `static_launch depths N ROUNDS` instead launches from one line (LAUNCH-DEPTH) at N stack
+ * depths in turn, ROUNDS times: N paths to the driver along the same runtime frames, each
+ * learnt once however many there are (NATIVE-1, t223).
  */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cuda.h>
@@ -131,7 +136,19 @@ __attribute__((noinline)) void _Z4stepPv(void *usec)
 
 /* ------------------------------------------------------------------ the program */
 
-int main(void)
+/* DEPTH frames of its own above the launching line */
+__attribute__((noinline)) static void launch_at_depth(int depth, CUstream s)
+{
+	if (depth > 0) {
+		launch_at_depth(depth - 1, s);
+		__asm__ volatile(""); /* not a tail call: each depth keeps its frame */
+		return;
+	}
+	SLEEP_KERNEL(1, 1, s)((void *)0); /* LAUNCH-DEPTH */
+	__asm__ volatile("");		  /* nor is the launch */
+}
+
+int main(int argc, char **argv)
 {
 	void *libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	get_proc_t get_proc = libcuda ? (get_proc_t)dlsym(libcuda, "cuGetProcAddress_v2") : NULL;
@@ -156,6 +173,16 @@ int main(void)
 	if (stream_create(&s, CU_STREAM_DEFAULT) || mem_alloc(&dev, 4096) ||
 	    mem_alloc_host(&host, 4096))
 		return 4;
+	if (argc == 4 && !strcmp(argv[1], "depths")) {
+		int depths = atoi(argv[2]), rounds = atoi(argv[3]);
+		for (int r = 0; r < rounds; r++)
+			for (int d = 0; d < depths; d++)
+				launch_at_depth(d, s);
+		if (ctx_sync())
+			return 7;
+		printf("static launch depths ok\n");
+		return 0;
+	}
 	void *usec = (void *)(uintptr_t)200;
 	void *args[] = {&usec};
 	CUfunction kernel = (CUfunction)(uintptr_t)sleep_kernel;
