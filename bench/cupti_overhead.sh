@@ -10,6 +10,7 @@
 #   disabled    LD_PRELOAD=libsyncspy.so, SYNCSPY_DISABLE=1 (interposition alone, nothing recorded)
 #   nostack     LD_PRELOAD=libsyncspy.so, SYNCSPY_STACK_DEPTH=0 (host side, no stacks)
 #   shim        LD_PRELOAD=libsyncspy.so, SYNCSPY_CUPTI=0 (host side only)
+#   base        as shim, with the shim at BASE_SHIM (another build: an A/B of a change)
 #   shim+cupti  LD_PRELOAD=libsyncspy.so, SYNCSPY_CUPTI=1: the default, SYNCSPY_CUPTI_SAMPLE=auto
 #               (CUPTI-5); meta says per round whether it sampled and how much it traced
 #   all         shim+cupti with SYNCSPY_CUPTI_SAMPLE=all (every call traced, continuously)
@@ -46,6 +47,7 @@ run_config() { # CONFIG ROUND
 	nostack) SYNCSPY_STACK_DEPTH=0 SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db \
 		LD_PRELOAD=$shim "${cmd[@]}" ;;
 	shim) SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
+	base) SYNCSPY_CUPTI=0 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db LD_PRELOAD=${BASE_SHIM:?base needs BASE_SHIM} "${cmd[@]}" ;;
 	shim+cupti) SYNCSPY_CUPTI=1 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
 	all) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=all SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db \
 		LD_PRELOAD=$shim "${cmd[@]}" ;;
@@ -57,24 +59,28 @@ run_config() { # CONFIG ROUND
 
 for config in ${CONFIGS:-}; do
 	case $config in
-	plain | disabled | nostack | shim | shim+cupti | all | profiler | cupti:?*) ;;
+	plain | disabled | nostack | shim | base | shim+cupti | all | profiler | cupti:?*) ;;
 	*) echo "cupti_overhead.sh: unknown configuration $config (see the top of this file)" >&2; exit 2 ;;
 	esac
 done
 for round in $(seq "$rounds"); do
 	for config in ${CONFIGS:-plain disabled nostack shim shim+cupti profiler}; do
 		run_config "$config" "$round" >>"$tmp/results"
-		# what the default's sampler did (CUPTI-5): one line per round
-		if [ "$config" = shim+cupti ]; then
-			python3 - "$tmp/db-$config-$round" "$round" >>"$tmp/meta" 2>&1 <<'PY'
+		# what the shim measured of itself (its meta): the default's sampler (CUPTI-5) and the
+		# enqueue paths walked (NATIVE-1), one line per round and configuration
+		if [ -d "$tmp/db-$config-$round" ]; then
+			python3 - "$tmp/db-$config-$round" "$round" "$config" >>"$tmp/meta" 2>&1 <<'PY'
 import glob, sqlite3, sys
 for path in glob.glob(sys.argv[1] + "/*.sqlite"):
     meta = dict(sqlite3.connect(path).execute("SELECT key, value FROM meta"))
     wall = (int(meta.get("end_mono_ns", 0)) - int(meta.get("start_mono_ns", 0))) / 1e9
     traced = int(meta.get("cupti_traced_ns", 0)) / 1e9 if "cupti_traced_ns" in meta else wall
-    print("round %s: cupti_sample=%s windows=%s estimate=%s permille traced %.2f s of %.2f s"
-          % (sys.argv[2], meta.get("cupti_sample", "-"), meta.get("cupti_windows", "-"),
-             meta.get("cupti_auto_permille", "-"), traced, wall))
+    print("round %s %s: cupti_sample=%s windows=%s estimate=%s permille traced %.2f s of %.2f s;"
+          " enqueue paths walked %s in %.1f ms, %s frames looked up"
+          % (sys.argv[2], sys.argv[3], meta.get("cupti_sample", "-"),
+             meta.get("cupti_windows", "-"), meta.get("cupti_auto_permille", "-"), traced, wall,
+             meta.get("enqueue_path_walks", "-"), int(meta.get("enqueue_path_walk_ns", 0)) / 1e6,
+             meta.get("enqueue_path_lookups", "-")))
 PY
 		fi
 		rm -rf "$tmp/db-$config-$round" # only its meta was needed
@@ -130,7 +136,7 @@ sys.exit(1 if fail else 0)
 PY
 	status=$?
 	echo
-	echo "# the default's sampler (shim+cupti, SYNCSPY_CUPTI_SAMPLE=auto) per round:"
+	echo "# the shim's meta per round and configuration (the default's sampler: shim+cupti):"
 	sed 's/^/#   /' "$tmp/meta" 2>/dev/null
 	echo "both at once (shim with CUPTI on, torch.profiler on): exit $both_rc, $(grep -c '^step_us' "$tmp/both.out") sizes timed; meta.cupti: ${both_meta:-no database}"
 	grep -v '^step_us' "$tmp/stderr" "$tmp/both.err" 2>/dev/null | sort | uniq -c | sort -rn | head -n 8 | sed 's/^/# stderr: /'
