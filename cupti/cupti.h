@@ -66,6 +66,9 @@ void ss_cupti_calls_drained(uint64_t records);
 /* Writer, for meta (auto only, else 0): the highest estimate auto made of what tracing every
  * call would cost, in permille of the run time (CUPTI-5). */
 unsigned ss_cupti_auto_peak(void);
+/* CUPTI-6: the highest cost the windows measured (permille of the step time; 0 before enough
+ * sync points were seen on and off: ON_TICKS and OFF_TICKS say how many) */
+unsigned ss_cupti_auto_measured(unsigned *on_ticks, unsigned *off_ticks);
 /* Writer, for meta.cupti_sample: "auto", or the SYNCSPY_CUPTI_SAMPLE windows it was given. */
 const char *ss_cupti_sample_text(void);
 /* Writer, for meta: how long the timeline was paused in all, by the program or the sampler

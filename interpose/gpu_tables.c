@@ -202,6 +202,14 @@ void ss_gpu_tables_meta(void)
 		ss_meta_int("cupti_windows", windows);
 		if (ss_cupti_auto_peak())
 			ss_meta_int("cupti_auto_permille", ss_cupti_auto_peak());
+		unsigned on_syncs, off_syncs; /* CUPTI-6 */
+		unsigned measured = ss_cupti_auto_measured(&on_syncs, &off_syncs);
+		if (on_syncs || off_syncs) {
+			char syncs[32];
+			snprintf(syncs, sizeof(syncs), "%u/%u", on_syncs, off_syncs);
+			ss_meta_text("cupti_auto_measured_syncs", syncs);
+			ss_meta_int("cupti_auto_measured_permille", measured);
+		}
 	}
 }
 

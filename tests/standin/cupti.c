@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,9 +95,26 @@ static uint32_t api_begin(void)
 	return atomic_fetch_add(&next_correlation, 1);
 }
 
+/* STANDIN_CUPTI_LAUNCH_COST_US=N: each launch made while kernels are traced spins N us, as
+ * the real CUPTI's work per traced launch slows a launch-bound loop (t221: CUPTI-6 measures
+ * it). 0 or unset: free. */
 static int kernels_traced(void)
 {
-	return kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	static long cost_ns = -1;
+	if (cost_ns < 0) {
+		const char *cost = getenv("STANDIN_CUPTI_LAUNCH_COST_US");
+		cost_ns = cost ? atol(cost) * 1000 : 0;
+	}
+	int on = kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	if (on && cost_ns > 0) {
+		struct timespec start, t;
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		while ((t.tv_sec - start.tv_sec) * 1000000000L + (t.tv_nsec - start.tv_nsec) <
+		       cost_ns);
+	}
+	return on;
 }
 
 static void api_end(uint32_t correlation, uint32_t cbid, uint64_t start, uint64_t end)
