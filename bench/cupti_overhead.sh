@@ -17,6 +17,9 @@
 #   profiler    no shim, torch.profiler with CPU and CUDA activities around the timed steps
 #   cupti:LIST  shim+cupti with SYNCSPY_CUPTI_KINDS=LIST (what each CUPTI kind costs; CONFIGS
 #               names them, e.g. CONFIGS="plain shim+cupti cupti:kernel cupti:kernel,api")
+#   all:LIST    all (traced whole) with SYNCSPY_CUPTI_KINDS=LIST
+#   sample:S    shim+cupti with SYNCSPY_CUPTI_SAMPLE=S (sample:1/600000: traced only in the
+#               first ms, paused for the rest: what CUPTI costs while paused)
 # and writes, per size, the median step time of each configuration and its overhead against
 # plain: the median over rounds of (config / plain of the same round - 1), which cancels the
 # drift between rounds, beside the ratio of the medians. SIZES="small" times one size only;
@@ -54,12 +57,16 @@ run_config() { # CONFIG ROUND
 	profiler) "${cmd[@]}" --profiler ;;
 	cupti:*) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_KINDS=${config#cupti:} SYNCSPY_QUIET=1 \
 		SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
+	all:*) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=all SYNCSPY_CUPTI_KINDS=${config#all:} SYNCSPY_QUIET=1 \
+		SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
+	sample:*) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=${config#sample:} SYNCSPY_QUIET=1 \
+		SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
 	esac 2>>"$tmp/stderr" | sed -n "s/^step_us /$config /p"
 }
 
 for config in ${CONFIGS:-}; do
 	case $config in
-	plain | disabled | nostack | shim | base | shim+cupti | all | profiler | cupti:?*) ;;
+	plain | disabled | nostack | shim | base | shim+cupti | all | profiler | cupti:?* | all:?* | sample:?*) ;;
 	*) echo "cupti_overhead.sh: unknown configuration $config (see the top of this file)" >&2; exit 2 ;;
 	esac
 done

@@ -9,6 +9,7 @@
 #                the profiled programs keep the machine's own libz and liblzma
 #   .carry/bin/  syncspy (a wrapper) and syncspy.real
 #   .carry/wheel/  the Python package's wheel (tests/gpu/python.sh)
+#   .carry/pylib/  Debian's pytest, pure Python, for python.sh where the GPU machine has none
 #   .carry/COMMIT  the commit carried (git describe --dirty)
 # Run from the top of a built tree (autoreconf -fi && ./configure && make).
 set -eu
@@ -50,6 +51,15 @@ if /usr/bin/python3 -c 'import venv, setuptools, wheel' 2>/dev/null; then
 	rm -rf "$builder"
 else
 	echo "carry.sh: no python3-venv/-setuptools/-wheel: no Python package on the GPU machine" >&2
+fi
+# pytest for tests/gpu/python.sh where the GPU machine has none: Debian's python3-pytest is
+# pure Python (pytest, its _pytest, pluggy, iniconfig, packaging)
+if [ -d /usr/lib/python3/dist-packages/_pytest ]; then
+	mkdir -p .carry/pylib
+	for m in pytest _pytest pluggy iniconfig packaging py.py; do
+		[ -e "/usr/lib/python3/dist-packages/$m" ] && cp -r "/usr/lib/python3/dist-packages/$m" .carry/pylib/
+	done
+	find .carry/pylib -name __pycache__ -prune -exec rm -rf {} +
 fi
 git describe --always --dirty >.carry/COMMIT
 echo "carry.sh: .carry/ holds $(cat .carry/COMMIT) ($(du -sh .carry | cut -f1))"

@@ -8,7 +8,7 @@
 #             cudaFree (S6), enqueues pass, another thread unaffected, budgets, counts()
 #   recorded  the same run's database: the script's syncs recorded with their lines
 #   pytest    the plugin: tests/gpu/python_pytest_torch.py, one test failing with its line
-#             (when the machine has pytest; else SKIP, said)
+#             (the machine's pytest, else the one carried in .carry/pylib; else SKIP, said)
 #   load      syncspy.load of the recording: calls, GPU activity (CUPTI), findings
 #   bench     bench/guard_cost.sh with the real runtime (the guard's cost: GUARD-1)
 # and writes one PASS/FAIL/SKIP line per part to RESULTS_DIR/python-summary.txt (the log beside
@@ -43,6 +43,13 @@ if run "$python" -m venv --system-site-packages "$work/venv" &&
 	run "$work/venv/bin/python" -m pip install --no-index --no-deps "$wheel"; then
 	py=$work/venv/bin/python
 	say "# installed: pip install --no-index into a venv with --system-site-packages"
+	# torch where the venv does not see it (a user site, a PYTHONPATH of the machine's own):
+	# its directory goes on the venv's path, as a user's environment would have it
+	if ! "$py" -c 'import torch' 2>/dev/null; then
+		torch_site=$("$python" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>/dev/null)
+		[ -n "$torch_site" ] && export PYTHONPATH="$torch_site${PYTHONPATH:+:$PYTHONPATH}" &&
+			say "# torch from $torch_site (PYTHONPATH: the venv does not see it)"
+	fi
 else
 	mkdir -p "$work/site"
 	run "$python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" "$work/site"
@@ -78,7 +85,12 @@ else
 	say "FAIL recorded (database: ${db:-none})"
 fi
 
-# pytest
+# pytest: the machine's, else Debian's pure-Python pytest carried from the build machine
+# (tests/gpu/carry.sh: .carry/pylib), the GPU machine having no package index
+if ! "$py" -c 'import pytest' 2>/dev/null && [ -d "$root/.carry/pylib/pytest" ]; then
+	export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$root/.carry/pylib"
+	say "# pytest $("$py" -c 'import pytest; print(pytest.__version__)' 2>&1) carried (.carry/pylib)"
+fi
 if "$py" -c 'import pytest' 2>/dev/null; then
 	cp "$root/tests/gpu/python_pytest_torch.py" "$work/test_torch_syncs.py"
 	timeout 240 "$py" -m syncspy run -o "$work/rec-pytest" -- "$py" -m pytest "${plugin[@]}" -p no:cacheprovider -rA \
