@@ -61,7 +61,7 @@ run_config() { # CONFIG ROUND
 		SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
 	sample:*) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=${config#sample:} SYNCSPY_QUIET=1 \
 		SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
-	esac 2>>"$tmp/stderr" | sed -n "s/^step_us /$config /p"
+	esac 2>>"$tmp/stderr" | sed -n "s|^step_us |$config |p"
 }
 
 for config in ${CONFIGS:-}; do
