@@ -16,6 +16,8 @@
  *   post     what the call produced, read after it returned cudaSuccess:
  *              ALLOC(ptr, bytes, kind)    a new range of memory (ranges.h)
  *              CREATED_STREAM(s, flags, priority)       CREATED_EVENT(e, flags)
+ *              CREATED_GRAPH_EXEC(exec)   the executable graph made (aux, as launches and
+ *                                         destroys name theirs)
  *            and either: PROFILER(on)  a capture range's start or stop (capture.h)
  *
  * Generated from this table: the API ids and names (shim.h, resolve.c), the wrappers and their
@@ -306,10 +308,16 @@
 	  (stream, pGraph), STREAM(stream), )                                                      \
 	X(cudaGraphInstantiate, NONE, X1,                                                          \
 	  (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags),             \
-	  (pGraphExec, graph, flags), AUX(graph), )                                                \
+	  (pGraphExec, graph, flags), , CREATED_GRAPH_EXEC(*pGraphExec))                           \
 	X(cudaGraphInstantiateWithFlags, NONE, X1,                                                 \
 	  (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags),             \
-	  (pGraphExec, graph, flags), AUX(graph), )                                                \
+	  (pGraphExec, graph, flags), , CREATED_GRAPH_EXEC(*pGraphExec))                           \
+	X(cudaGraphInstantiateWithParams, PTSZ, X1,                                                \
+	  (cudaGraphExec_t * pGraphExec, cudaGraph_t graph,                                        \
+	   cudaGraphInstantiateParams * instantiateParams),                                        \
+	  (pGraphExec, graph, instantiateParams), , CREATED_GRAPH_EXEC(*pGraphExec))               \
+	X(cudaGraphExecDestroy, NONE, X1, (cudaGraphExec_t graphExec), (graphExec),                \
+	  AUX(graphExec), )                                                                        \
 	X(cudaEventCreate, NONE, X1, (cudaEvent_t * event), (event), , CREATED_EVENT(*event, 0))   \
 	X(cudaEventCreateWithFlags, NONE, X1, (cudaEvent_t * event, unsigned int flags),           \
 	  (event, flags), , CREATED_EVENT(*event, flags))                                          \

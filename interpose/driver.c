@@ -43,14 +43,17 @@
 #include <cudaProfiler.h>
 #include <cuda_runtime_api.h>
 
-/* A driver enqueue is where a statically linked runtime launches and copies (nvcc's default):
- * its return address is then inside that runtime, and the user's line further out (native.c,
- * docs/attribution.md). Its wrapper's frame pointer says where that return address lies. A
- * query (S7) is named the same way: polling loops are not stacked (ss_wants_stack), so
- * through a static runtime their site was the runtime's own code. */
+/* A driver call is where a statically linked runtime launches, copies, waits and builds
+ * (nvcc's default): its return address is then inside that runtime, and the user's line
+ * further out (native.c, docs/attribution.md). A sync point's stack finds that line after the
+ * fact (the first user frame, sites.c); every other call takes no stack (ss_wants_stack:
+ * enqueues, edges, polling loops, context calls such as a graph's instantiation or destroy, a
+ * free that rec.cls turned X1), so its wrapper's frame pointer says where the return address
+ * lies and ss_enqueue_site reads the user's one from the path it learnt, a few loads once the
+ * path is known. The class decided at call time counts: an async copy found pageable (S5) is
+ * stacked, and is not named here. */
 #define SS_ENQUEUE_SITE(cls_)                                                                      \
-	if ((SS_##cls_ >= SS_E1 && SS_##cls_ <= SS_E3 && rec.cls >= SS_E1 && rec.cls <= SS_E3) ||  \
-	    (SS_##cls_ == SS_S7 && rec.cls == SS_S7))                                              \
+	if (!ss_wants_stack(rec.cls))                                                              \
 		rec.caller =                                                                       \
 		    ss_enqueue_site(rec.caller, (const uint64_t *)__builtin_frame_address(0) + 1);
 
@@ -116,35 +119,85 @@ SS_PRE_INIT void *ss_dlsym(void *handle, const char *name) /* DRIVER-2 */
 	ss_describe_copy(&rec, (const void *)(uintptr_t)(dst), (const void *)(uintptr_t)(src),     \
 			 (n), cudaMemcpyDefault, async);
 #define MEMSET(ptr, n, async) ss_describe_memset(&rec, (const void *)(uintptr_t)(ptr), (n), async);
-#define COPY_2D(p, async)     describe_copy2d(&rec, p, async);
+#define COPY_2D(p, async)                                                                          \
+	if (p)                                                                                     \
+		describe_sides(&rec, (p)->srcMemoryType, (p)->srcHost, (p)->srcDevice,             \
+			       (p)->dstMemoryType, (p)->dstHost, (p)->dstDevice,                   \
+			       (uint64_t)(p)->WidthInBytes *(p)->Height, async);
+#define COPY_3D(p, async)                                                                          \
+	if (p)                                                                                     \
+		describe_sides(&rec, (p)->srcMemoryType, (p)->srcHost, (p)->srcDevice,             \
+			       (p)->dstMemoryType, (p)->dstHost, (p)->dstDevice,                   \
+			       (uint64_t)(p)->WidthInBytes *(p)->Height *(p)->Depth, async);
+/* Between devices, as the runtime's cudaMemcpyPeer* records them (cudart.c): no host side. */
+#define COPY_PEER(n)                                                                               \
+	rec.dir = SS_DIR_PEER;                                                                     \
+	rec.bytes = (n);
+#define COPY_BATCH(dsts, srcs, sizes, count) describe_batch(&rec, dsts, srcs, sizes, count);
+#define MEM_OPS(count, ops)		     describe_mem_ops(&rec, count, ops);
 
-/* The host side of a CUDA_MEMCPY2D's source or destination: its host pointer for host memory,
- * the address for unified memory (the ranges tell its kind), none for device memory or arrays. */
-static const void *copy2d_host(CUmemorytype type, const void *host, CUdeviceptr device)
+/* The host side of a CUDA_MEMCPY2D's or CUDA_MEMCPY3D's source or destination: its host
+ * pointer for host memory, the address for unified memory (the ranges tell its kind), none for
+ * device memory or arrays. */
+static const void *copy_host_side(CUmemorytype type, const void *host, CUdeviceptr device)
 {
 	return type == CU_MEMORYTYPE_HOST	 ? host
 	       : type == CU_MEMORYTYPE_UNIFIED ? (const void *)(uintptr_t)device
 					       : NULL;
 }
 
-/* cuMemcpy2D's direction from its memory types (unified: inferred from the pointers, as
- * cudaMemcpyDefault), its bytes WidthInBytes x Height. */
-static void describe_copy2d(struct ss_rec *rec, const CUDA_MEMCPY2D *p, int async)
+/* A 2D or 3D copy's direction from its memory types (unified: inferred from the pointers, as
+ * cudaMemcpyDefault), its bytes (WidthInBytes x Height [x Depth]) and host memory kind. */
+static void describe_sides(struct ss_rec *rec, CUmemorytype src_type, const void *src_host,
+			   CUdeviceptr src_device, CUmemorytype dst_type, const void *dst_host,
+			   CUdeviceptr dst_device, uint64_t bytes, int async)
 {
-	if (p == NULL)
-		return;
-	int src_host = p->srcMemoryType == CU_MEMORYTYPE_HOST;
-	int dst_host = p->dstMemoryType == CU_MEMORYTYPE_HOST;
-	int kind = p->srcMemoryType == CU_MEMORYTYPE_UNIFIED ||
-			   p->dstMemoryType == CU_MEMORYTYPE_UNIFIED
+	int src_is_host = src_type == CU_MEMORYTYPE_HOST;
+	int dst_is_host = dst_type == CU_MEMORYTYPE_HOST;
+	int kind = src_type == CU_MEMORYTYPE_UNIFIED || dst_type == CU_MEMORYTYPE_UNIFIED
 		       ? cudaMemcpyDefault
-		   : src_host ? (dst_host ? cudaMemcpyHostToHost : cudaMemcpyHostToDevice)
-		   : dst_host ? cudaMemcpyDeviceToHost
-			      : cudaMemcpyDeviceToDevice;
-	ss_describe_copy(rec, copy2d_host(p->dstMemoryType, p->dstHost, p->dstDevice),
-			 copy2d_host(p->srcMemoryType, p->srcHost, p->srcDevice),
-			 (uint64_t)p->WidthInBytes * p->Height, kind, async);
+		   : src_is_host ? (dst_is_host ? cudaMemcpyHostToHost : cudaMemcpyHostToDevice)
+		   : dst_is_host ? cudaMemcpyDeviceToHost
+				 : cudaMemcpyDeviceToDevice;
+	ss_describe_copy(rec, copy_host_side(dst_type, dst_host, dst_device),
+			 copy_host_side(src_type, src_host, src_device), bytes, kind, async);
 }
+
+/* cuMemcpyBatchAsync: every copy's bytes, and the first copy's direction and host memory kind
+ * (as cudaMemcpyBatchAsync, cudart.c): a batch is usually of one kind, and the sum costs one
+ * add per copy. */
+static void describe_batch(struct ss_rec *rec, const CUdeviceptr *dsts, const CUdeviceptr *srcs,
+			   const size_t *sizes, size_t count)
+{
+	if (!dsts || !srcs || !sizes || count == 0)
+		return;
+	uint64_t total = 0;
+	for (size_t i = 0; i < count; i++)
+		total += sizes[i];
+	ss_describe_copy(rec, (const void *)(uintptr_t)dsts[0], (const void *)(uintptr_t)srcs[0],
+			 total, cudaMemcpyDefault, 1);
+}
+
+/* cuStreamBatchMemOp: its operations' count; a batch that waits for a value is a stream wait
+ * (E3), one that only writes values or flushes is a signal other streams wait for (E2). */
+static void describe_mem_ops(struct ss_rec *rec, unsigned count,
+			     const CUstreamBatchMemOpParams *ops)
+{
+	rec->aux = count;
+	int waits = 0;
+	for (unsigned i = 0; ops && i < count && !waits; i++)
+		waits = ops[i].operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
+			ops[i].operation == CU_STREAM_MEM_OP_WAIT_VALUE_64;
+	if (!waits)
+		rec->cls = SS_E2;
+}
+
+/* The 11.0 ABI that libcuda.so.1 still exports as cuGraphInstantiate_v2 (and hands out for
+ * cuGetProcAddress("cuGraphInstantiate", 11000)): cuda.h since 12.0 maps the name
+ * cuGraphInstantiate to cuGraphInstantiateWithFlags and declares this one no more. The
+ * prototype is cudaTypedefs.h's PFN_cuGraphInstantiate_v11000. */
+CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+			       char *logBuffer, size_t bufferSize);
 
 /* ------------------------------------------------------------------ the wrappers */
 
@@ -286,6 +339,18 @@ static void *wrap_runtime(const char *name, void *fn)
 	return fn;
 }
 
+/* Names the driver answers with a table function of another name (the only such #define of
+ * cuda.h 13.0: `#define cuGraphInstantiate cuGraphInstantiateWithFlags`): a static runtime's
+ * cudaGraphInstantiate asks for cuGraphInstantiate at version 12000 or later and gets
+ * cuGraphInstantiateWithFlags, whose wrapper calls exactly that pointer. Only these names are
+ * compared by pointer with another entry: resolving every entry's real function for any name
+ * would leave the failed lookups of functions an older driver lacks in the program's dlerror(). */
+static const struct {
+	const char *name, *function;
+} aliases[] = {
+    {"cuGraphInstantiate", "cuGraphInstantiateWithFlags"},
+};
+
 /* The wrapper for real function fn looked up as name, or fn itself. */
 static void *wrap(const char *name, void *fn, const void *caller)
 {
@@ -306,6 +371,13 @@ static void *wrap(const char *name, void *fn, const void *caller)
 		if (w->api < 0)
 			note_client(caller);
 		return w->wrapper;
+	}
+	for (size_t a = 0; a < sizeof(aliases) / sizeof(aliases[0]); a++) {
+		if (strcmp(aliases[a].name, name) != 0)
+			continue;
+		for (size_t i = 0; i < WRAP_COUNT; i++)
+			if (!strcmp(wraps[i].name, aliases[a].function) && real_of(&wraps[i]) == fn)
+				return wraps[i].wrapper;
 	}
 	return fn;
 }

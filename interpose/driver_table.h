@@ -11,9 +11,14 @@
  *
  * Vocabulary (driver.c): STREAM(s) EVENT(e) BYTES(n) AUX(x); COPY_HTOD(src, n, async),
  * COPY_DTOH(dst, n, async), COPY_DTOD(n), COPY_ANY(dst, src, n, async), COPY_2D(CUDA_MEMCPY2D *,
- * async); MEMSET(ptr, n, async);
- * FREE(ptr); post: ALLOC(ptr, n, kind), CREATED_STREAM(s, flags, priority),
- * CREATED_EVENT(e, flags); either: PROFILER(on) (capture.h).
+ * async), COPY_3D(CUDA_MEMCPY3D *, async), COPY_PEER(n), COPY_BATCH(dsts, srcs, sizes, count);
+ * MEMSET(ptr, n, async); MEM_OPS(count, CUstreamBatchMemOpParams *) (a wait among them: E3,
+ * else E2); FREE(ptr); post: ALLOC(ptr, n, kind), CREATED_STREAM(s, flags, priority),
+ * CREATED_EVENT(e, flags), CREATED_GRAPH_EXEC(exec); either: PROFILER(on) (capture.h).
+ *
+ * A stream memory operation's word (cuStreamWaitValue*, cuStreamWriteValue*) is its EVENT: a
+ * write and the waits that read it order streams as an event record and its waits do
+ * (docs/sync-model.md, E2/E3), and the writer stores it in calls.event.
  */
 #ifndef SYNCSPY_DRIVER_TABLE_H
 #define SYNCSPY_DRIVER_TABLE_H
@@ -51,9 +56,35 @@
 	  STREAM(hStream) AUX(f), )                                                                \
 	X(cuLaunchHostFunc, PTSZ, E1, (CUstream hStream, CUhostFn fn, void *userData),             \
 	  (hStream, fn, userData), STREAM(hStream) AUX(fn), )                                      \
+	X(cuStreamWaitValue32_v2, PTSZ, E3,                                                        \
+	  (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),               \
+	  (stream, addr, value, flags), STREAM(stream) EVENT(addr) AUX(flags), )                   \
+	X(cuStreamWaitValue64_v2, PTSZ, E3,                                                        \
+	  (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),               \
+	  (stream, addr, value, flags), STREAM(stream) EVENT(addr) AUX(flags), )                   \
+	X(cuStreamWriteValue32_v2, PTSZ, E2,                                                       \
+	  (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),               \
+	  (stream, addr, value, flags), STREAM(stream) EVENT(addr) AUX(flags), )                   \
+	X(cuStreamWriteValue64_v2, PTSZ, E2,                                                       \
+	  (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),               \
+	  (stream, addr, value, flags), STREAM(stream) EVENT(addr) AUX(flags), )                   \
+	X(cuStreamBatchMemOp_v2, PTSZ, E3,                                                         \
+	  (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,              \
+	   unsigned int flags),                                                                    \
+	  (stream, count, paramArray, flags), STREAM(stream) MEM_OPS(count, paramArray), )         \
 	X(cuGraphInstantiateWithFlags, NONE, X1,                                                   \
 	  (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),                   \
-	  (phGraphExec, hGraph, flags), AUX(hGraph), )                                             \
+	  (phGraphExec, hGraph, flags), , CREATED_GRAPH_EXEC(*phGraphExec))                        \
+	X(cuGraphInstantiate_v2, NONE, X1,                                                         \
+	  (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode * phErrorNode, char *logBuffer,  \
+	   size_t bufferSize),                                                                     \
+	  (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), ,                             \
+	  CREATED_GRAPH_EXEC(*phGraphExec))                                                        \
+	X(cuGraphInstantiateWithParams, PTSZ, X1,                                                  \
+	  (CUgraphExec * phGraphExec, CUgraph hGraph,                                              \
+	   CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams),                                     \
+	  (phGraphExec, hGraph, instantiateParams), , CREATED_GRAPH_EXEC(*phGraphExec))            \
+	X(cuGraphExecDestroy, NONE, X1, (CUgraphExec hGraphExec), (hGraphExec), AUX(hGraphExec), ) \
 	X(cuGraphLaunch, PTSZ, E1, (CUgraphExec hGraphExec, CUstream hStream),                     \
 	  (hGraphExec, hStream), STREAM(hStream) AUX(hGraphExec), )                                \
 	X(cuMemcpyHtoD_v2, PTDS, S4,                                                               \
@@ -84,6 +115,38 @@
 	  STREAM(0) COPY_2D(pCopy, 0), )                                                           \
 	X(cuMemcpy2DAsync_v2, PTSZ, E1, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),            \
 	  (pCopy, hStream), STREAM(hStream) COPY_2D(pCopy, 1), )                                   \
+	X(cuMemcpy2DUnaligned_v2, PTDS, S4, (const CUDA_MEMCPY2D *pCopy), (pCopy),                 \
+	  STREAM(0) COPY_2D(pCopy, 0), )                                                           \
+	X(cuMemcpy3D_v2, PTDS, S4, (const CUDA_MEMCPY3D *pCopy), (pCopy),                          \
+	  STREAM(0) COPY_3D(pCopy, 0), )                                                           \
+	X(cuMemcpy3DAsync_v2, PTSZ, E1, (const CUDA_MEMCPY3D *pCopy, CUstream hStream),            \
+	  (pCopy, hStream), STREAM(hStream) COPY_3D(pCopy, 1), )                                   \
+	X(cuMemcpyPeer, PTDS, S4,                                                                  \
+	  (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,                     \
+	   CUcontext srcContext, size_t ByteCount),                                                \
+	  (dstDevice, dstContext, srcDevice, srcContext, ByteCount),                               \
+	  STREAM(0) COPY_PEER(ByteCount), )                                                        \
+	X(cuMemcpyPeerAsync, PTSZ, E1,                                                             \
+	  (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,                     \
+	   CUcontext srcContext, size_t ByteCount, CUstream hStream),                              \
+	  (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream),                      \
+	  STREAM(hStream) COPY_PEER(ByteCount), )                                                  \
+	X(cuMemcpy3DPeer, PTDS, S4, (const CUDA_MEMCPY3D_PEER *pCopy), (pCopy),                    \
+	  STREAM(0) COPY_PEER(pCopy ? (uint64_t)pCopy->WidthInBytes * pCopy->Height * pCopy->Depth \
+				    : 0), )                                                        \
+	X(cuMemcpy3DPeerAsync, PTSZ, E1, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream),      \
+	  (pCopy, hStream),                                                                        \
+	  STREAM(hStream) COPY_PEER(                                                               \
+	      pCopy ? (uint64_t)pCopy->WidthInBytes * pCopy->Height * pCopy->Depth : 0), )         \
+	X(cuMemcpyBatchAsync_v2, PTSZ, E1,                                                         \
+	  (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count,                   \
+	   CUmemcpyAttributes * attrs, size_t * attrsIdxs, size_t numAttrs, CUstream hStream),     \
+	  (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream),                         \
+	  STREAM(hStream) COPY_BATCH(dsts, srcs, sizes, count) AUX(count), )                       \
+	X(cuMemcpy3DBatchAsync_v2, PTSZ, E1,                                                       \
+	  (size_t numOps, CUDA_MEMCPY3D_BATCH_OP * opList, unsigned long long flags,               \
+	   CUstream hStream),                                                                      \
+	  (numOps, opList, flags, hStream), STREAM(hStream) AUX(numOps), )                         \
 	X(cuMemsetD8_v2, PTDS, E1, (CUdeviceptr dstDevice, unsigned char uc, size_t N),            \
 	  (dstDevice, uc, N), STREAM(0) MEMSET(dstDevice, N, 0), )                                 \
 	X(cuMemsetD32_v2, PTDS, E1, (CUdeviceptr dstDevice, unsigned int ui, size_t N),            \
@@ -94,6 +157,39 @@
 	X(cuMemsetD32Async, PTSZ, E1,                                                              \
 	  (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream),                    \
 	  (dstDevice, ui, N, hStream), STREAM(hStream) MEMSET(dstDevice, 4 * (uint64_t)N, 1), )    \
+	X(cuMemsetD16_v2, PTDS, E1, (CUdeviceptr dstDevice, unsigned short us, size_t N),          \
+	  (dstDevice, us, N), STREAM(0) MEMSET(dstDevice, 2 * (uint64_t)N, 0), )                   \
+	X(cuMemsetD16Async, PTSZ, E1,                                                              \
+	  (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream),                  \
+	  (dstDevice, us, N, hStream), STREAM(hStream) MEMSET(dstDevice, 2 * (uint64_t)N, 1), )    \
+	X(cuMemsetD2D8_v2, PTDS, E1,                                                               \
+	  (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height), \
+	  (dstDevice, dstPitch, uc, Width, Height),                                                \
+	  STREAM(0) MEMSET(dstDevice, (uint64_t)Width *Height, 0), )                               \
+	X(cuMemsetD2D16_v2, PTDS, E1,                                                              \
+	  (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,                \
+	   size_t Height),                                                                         \
+	  (dstDevice, dstPitch, us, Width, Height),                                                \
+	  STREAM(0) MEMSET(dstDevice, 2 * (uint64_t)Width * Height, 0), )                          \
+	X(cuMemsetD2D32_v2, PTDS, E1,                                                              \
+	  (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height),  \
+	  (dstDevice, dstPitch, ui, Width, Height),                                                \
+	  STREAM(0) MEMSET(dstDevice, 4 * (uint64_t)Width * Height, 0), )                          \
+	X(cuMemsetD2D8Async, PTSZ, E1,                                                             \
+	  (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height,  \
+	   CUstream hStream),                                                                      \
+	  (dstDevice, dstPitch, uc, Width, Height, hStream),                                       \
+	  STREAM(hStream) MEMSET(dstDevice, (uint64_t)Width *Height, 1), )                         \
+	X(cuMemsetD2D16Async, PTSZ, E1,                                                            \
+	  (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height, \
+	   CUstream hStream),                                                                      \
+	  (dstDevice, dstPitch, us, Width, Height, hStream),                                       \
+	  STREAM(hStream) MEMSET(dstDevice, 2 * (uint64_t)Width * Height, 1), )                    \
+	X(cuMemsetD2D32Async, PTSZ, E1,                                                            \
+	  (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height,   \
+	   CUstream hStream),                                                                      \
+	  (dstDevice, dstPitch, ui, Width, Height, hStream),                                       \
+	  STREAM(hStream) MEMSET(dstDevice, 4 * (uint64_t)Width * Height, 1), )                    \
 	X(cuMemAlloc_v2, NONE, S6, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize), ,      \
 	  ALLOC(*dptr, bytesize, SS_MEM_DEVICE))                                                   \
 	X(cuMemAllocPitch_v2, NONE, S6,                                                            \

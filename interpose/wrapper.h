@@ -60,6 +60,11 @@
 		rec.obj = (uintptr_t)(e);                                                          \
 		rec.aux = (flags);                                                                 \
 	}
+/* The executable graph an instantiation made, in aux as graph launches and destroys name theirs:
+ * the rule graph-instantiate-in-loop pairs a destroy with its instantiation by it. */
+#define CREATED_GRAPH_EXEC(exec)                                                                   \
+	if (ret == 0)                                                                              \
+		rec.aux = (uint64_t)(uintptr_t)(exec);
 
 /* cudaProfilerStart/Stop, cuProfilerStart/Stop: a capture range's trigger in cudaProfilerApi
  * mode (capture.h). Start switches in `pre`, stop in `post`: both rows are recorded, since a

@@ -74,8 +74,10 @@ static void classify_apis(void)
 		const char *name = ss_apis[api].name;
 		if (ss_apis[api].layer == SS_LAYER_NCCL)
 			obj_column[api] = OBJ_COMM;
-		else if (strstr(name, "Event"))
-			obj_column[api] = OBJ_EVENT;
+		else if (strstr(name, "Event") || strstr(name, "StreamWaitValue") ||
+			 strstr(name, "StreamWriteValue"))
+			obj_column[api] = OBJ_EVENT; /* a memory word orders streams as an event
+							does (driver_table.h) */
 		else if (starts_with(name, "cudaMalloc") || starts_with(name, "cudaFree") ||
 			 starts_with(name, "cudaHost") || starts_with(name, "cuMemAlloc") ||
 			 starts_with(name, "cuMemFree") || starts_with(name, "cuMemHost"))

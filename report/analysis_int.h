@@ -246,6 +246,9 @@ extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_w
 int fold_finding(struct loader *ld, struct ss_finding *owner, struct ss_finding *part,
 		 const char *noun, const char *what, const char *cleared);
 int ss_alloc_regrowth(struct loader *ld, struct db_state *st);
+/* rules/graph_instantiate_in_loop.c: after the site rules, the destroys every step of the
+ * executable graphs a steady instantiation finding's site made get a finding of their own. */
+int ss_graph_exec_destroys(struct loader *ld, struct db_state *st);
 /* rules/host_sync.c: after the GPU figures, a steady sync without a user line that is the same
  * operation (the same instruction in its native stack) as one with a user line is folded in. */
 int ss_sync_same_operation(struct loader *ld, struct db_state *st);

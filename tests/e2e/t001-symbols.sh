@@ -4,7 +4,8 @@
 # cuGetProcAddress, NCCL, and dlsym, exec*, sigaction, signal for the process around them;
 # syncspy_step, syncspy_gpu_trace, syncspy_start, syncspy_stop and the sync guard's syncspy_*
 # (interpose/guard.c) for the program) and nothing else: no SQLite, no unwinder, no internals
-# (docs/architecture.md F6, F7); and it links none of CUDA, NCCL or SQLite.
+# (docs/architecture.md F6, F7); and it links none of CUDA, NCCL or SQLite. Its driver names are
+# the driver's, and cover the copies and waits the static runtime can reach (below).
 . "$E2E_DIR/lib.sh"
 "$NM" -D --defined-only "$SHIM" | awk '{print $3}' | sort >"$tmp/exported"
 [ -s "$tmp/exported" ] || fail "nm printed nothing for $SHIM"
@@ -57,4 +58,23 @@ driver=$STANDIN_DIR/libcuda.so.1
 [ -s "$tmp/driver_gpa" ] || fail "no cuGetProcAddress in $driver"
 grep '^cuGetProcAddress' "$tmp/exported" >"$tmp/shim_gpa" || true
 diff -u "$tmp/driver_gpa" "$tmp/shim_gpa" >&2 || fail "cuGetProcAddress not exported under the driver's names"
+# The driver table against the driver: every cu* name the shim exports is one libcuda exports
+# (a wrong _v2/_ptsz/_ptds in driver_table.h's variant column fails here); and every copy,
+# memset, stream memory operation and graph instantiation or destroy that the static runtime
+# (libcudart_static.a, nvcc's default) can look up is wrapped under some version of its name
+# (a static cudaMemcpy2D reached cuMemcpy2DUnaligned_v2, unrecorded, on the H200).
+grep -E '^cu[A-Z]' "$tmp/exported" | grep -v '^cuGetProcAddress' >"$tmp/shim_driver"
+"$NM" -D --defined-only "$driver" | awk '{print $3}' | sed 's/@.*//' | sort -u >"$tmp/driver_all"
+comm -23 "$tmp/shim_driver" "$tmp/driver_all" >"$tmp/not_driver"
+[ -s "$tmp/not_driver" ] && fail "the shim wraps driver names $driver does not export: $(tr '\n' ' ' <"$tmp/not_driver")"
+static=${CUDA_LIBDIR:-}/libcudart_static.a
+if [ -f "$static" ] && command -v strings >/dev/null 2>&1; then
+	base() { sed -e 's/_ptsz$//; s/_ptds$//; s/_v2$//' | sort -u; }
+	base <"$tmp/shim_driver" >"$tmp/shim_bases"
+	strings "$static" | grep -E '^cu(Memcpy|Memset|StreamWaitValue|StreamWriteValue|StreamBatchMemOp|GraphInstantiate|GraphExecDestroy)[A-Za-z0-9_]*$' |
+		base >"$tmp/static_bases"
+	[ -s "$tmp/static_bases" ] || fail "no driver names found in $static"
+	comm -23 "$tmp/static_bases" "$tmp/shim_bases" >"$tmp/static_missing"
+	[ -s "$tmp/static_missing" ] && fail "the static runtime looks up copies, memsets, waits or graph calls the shim does not wrap: $(tr '\n' ' ' <"$tmp/static_missing")"
+fi
 echo "exported $(wc -l <"$tmp/exported") symbols; needs: $needed"

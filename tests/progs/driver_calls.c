@@ -36,6 +36,130 @@ static void sleep_kernel(void *usec)
 	usleep((useconds_t)(uintptr_t)usec);
 }
 
+/* The 11.0 ABI of cuGraphInstantiate, still exported as _v2 (cuda.h no longer declares it). */
+CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+			       char *logBuffer, size_t bufferSize);
+
+/* What a static cudart reaches besides the copies above (driver_table.h): the unaligned 2D copy
+ * (its cudaMemcpy2D), 3D and peer copies, batches, the 16-bit and 2D memsets, stream memory
+ * operations and graphs; each once, on the legacy stream when it is synchronous and on s
+ * otherwise, 4096 bytes where it copies or sets. */
+static void more_copies(CUstream s, CUdeviceptr dev, char *host)
+{
+	CUdeviceptr dev2, flags;
+	void *pinned;
+	CUcontext ctx;
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+	CHECK(cuMemAlloc(&dev2, 4096));
+	CHECK(cuMemAllocHost(&pinned, 4096));
+	CHECK(cuMemAlloc(&flags, 64));
+	CUDA_MEMCPY2D down = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+			      .srcDevice = dev,
+			      .srcPitch = 64,
+			      .dstMemoryType = CU_MEMORYTYPE_HOST,
+			      .dstHost = host,
+			      .dstPitch = 64,
+			      .WidthInBytes = 64,
+			      .Height = 64};
+	CHECK(cuMemcpy2DUnaligned(&down));
+	/* 4 slices of 16 rows of 64 bytes: down to pageable memory, up from pinned memory */
+	CUDA_MEMCPY3D down3 = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+			       .srcDevice = dev,
+			       .srcPitch = 64,
+			       .srcHeight = 16,
+			       .dstMemoryType = CU_MEMORYTYPE_HOST,
+			       .dstHost = host,
+			       .dstPitch = 64,
+			       .dstHeight = 16,
+			       .WidthInBytes = 64,
+			       .Height = 16,
+			       .Depth = 4};
+	CUDA_MEMCPY3D up3 = down3;
+	up3.srcMemoryType = CU_MEMORYTYPE_HOST;
+	up3.srcHost = pinned;
+	up3.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	up3.dstDevice = dev;
+	CHECK(cuMemcpy3D(&down3));
+	CHECK(cuMemcpy3DAsync(&up3, s));
+	CHECK(cuMemcpyPeer(dev2, ctx, dev, ctx, 4096));
+	CHECK(cuMemcpyPeerAsync(dev, ctx, dev2, ctx, 4096, s));
+	CUDA_MEMCPY3D_PEER peer3 = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+				    .srcDevice = dev,
+				    .srcContext = ctx,
+				    .srcPitch = 64,
+				    .srcHeight = 16,
+				    .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+				    .dstDevice = dev2,
+				    .dstContext = ctx,
+				    .dstPitch = 64,
+				    .dstHeight = 16,
+				    .WidthInBytes = 64,
+				    .Height = 16,
+				    .Depth = 4};
+	CHECK(cuMemcpy3DPeer(&peer3));
+	CHECK(cuMemcpy3DPeerAsync(&peer3, s));
+	/* a batch of two halves from pinned memory; a 3D batch (its bytes are not recorded) */
+	CUdeviceptr dsts[2] = {dev, dev + 2048};
+	CUdeviceptr srcs[2] = {(CUdeviceptr)(uintptr_t)pinned,
+			       (CUdeviceptr)(uintptr_t)pinned + 2048};
+	size_t sizes[2] = {2048, 2048}, attr_index = 0;
+	CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+	CHECK(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &attr_index, 1, s));
+	CUDA_MEMCPY3D_BATCH_OP op = {
+	    .src = {.type = CU_MEMCPY_OPERAND_TYPE_POINTER, .op.ptr = {.ptr = dev2}},
+	    .dst = {.type = CU_MEMCPY_OPERAND_TYPE_POINTER, .op.ptr = {.ptr = dev}},
+	    .extent = {4096, 1, 1},
+	    .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+	CHECK(cuMemcpy3DBatchAsync(1, &op, 0, s));
+	/* memsets: device memory, and pinned memory (an implicit sync when not async: S6) */
+	CHECK(cuMemsetD16(dev, 7, 2048));
+	CHECK(cuMemsetD16Async(dev, 7, 2048, s));
+	CHECK(cuMemsetD2D8(dev, 64, 1, 64, 64));
+	CHECK(cuMemsetD2D16(dev, 64, 1, 32, 64));
+	CHECK(cuMemsetD2D32(dev, 64, 1, 16, 64));
+	CHECK(cuMemsetD2D8Async(dev, 64, 1, 64, 64, s));
+	CHECK(cuMemsetD2D16Async(dev, 64, 1, 32, 64, s));
+	CHECK(cuMemsetD2D32Async(dev, 64, 1, 16, 64, s));
+	CHECK(cuMemsetD2D32((CUdeviceptr)(uintptr_t)pinned, 64, 0, 16, 64));
+	/* s writes a word and waits for it (32 and 64 bits), then a batch that writes and waits,
+	 * and one that only writes */
+	CHECK(cuStreamWriteValue32(s, flags, 1, CU_STREAM_WRITE_VALUE_DEFAULT));
+	CHECK(cuStreamWaitValue32(s, flags, 1, CU_STREAM_WAIT_VALUE_GEQ));
+	CHECK(cuStreamWriteValue64(s, flags + 8, 5, CU_STREAM_WRITE_VALUE_DEFAULT));
+	CHECK(cuStreamWaitValue64(s, flags + 8, 5, CU_STREAM_WAIT_VALUE_EQ));
+	CUstreamBatchMemOpParams ops[2] = {
+	    {.writeValue = {.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32,
+			    .address = flags + 16,
+			    .value = 3}},
+	    {.waitValue = {.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32,
+			   .address = flags + 16,
+			   .value = 3,
+			   .flags = CU_STREAM_WAIT_VALUE_EQ}}};
+	CHECK(cuStreamBatchMemOp(s, 2, ops, 0));
+	CHECK(cuStreamBatchMemOp(s, 1, ops, 0));
+	CHECK(cuStreamSynchronize(s));
+	/* a graph captured on s, instantiated three ways, launched, its executables destroyed */
+	CUgraph graph;
+	CUgraphExec exec[3];
+	void *param = (void *)(uintptr_t)100;
+	void *args[] = {&param};
+	CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	CHECK(cuLaunchKernel((CUfunction)(void *)sleep_kernel, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+	CHECK(cuStreamEndCapture(s, &graph));
+	CUDA_GRAPH_INSTANTIATE_PARAMS params = {.flags = 0};
+	CHECK(cuGraphInstantiate(&exec[0], graph, 0));
+	CHECK(cuGraphInstantiateWithParams(&exec[1], graph, &params));
+	CHECK(cuGraphInstantiate_v2(&exec[2], graph, NULL, NULL, 0));
+	CHECK(cuGraphLaunch(exec[0], s));
+	CHECK(cuStreamSynchronize(s));
+	for (int i = 0; i < 3; i++)
+		CHECK(cuGraphExecDestroy(exec[i]));
+	CHECK(cuGraphDestroy(graph));
+	CHECK(cuMemFree(flags));
+	CHECK(cuMemFreeHost(pinned));
+	CHECK(cuMemFree(dev2));
+}
+
 static int linked(void)
 {
 	CUstream s;
@@ -72,6 +196,7 @@ static int linked(void)
 	CHECK(cuMemcpy2D(&down));
 	CHECK(cuMemcpy2DAsync(&up, s));
 	CHECK(cuStreamSynchronize(s));
+	more_copies(s, dev, host);
 	CHECK(cuMemFree(dev));
 	CHECK(cuStreamDestroy(s));
 	CHECK(cuCtxSynchronize());

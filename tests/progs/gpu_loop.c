@@ -13,8 +13,8 @@
  * SYNCSPY_CUPTI_SAMPLE=auto: t221) and syncs the stream, with a pause of BURST_SLEEP_US
  * between steps so that the run lasts long enough for the sampler to decide.
  * graph: each step captures its two kernels into a graph, instantiates it, launches it and
- * destroys it (graph-instantiate-in-loop: t222); graph-once: captured and instantiated once
- * before the loop, launched every step (the fix).
+ * destroys it (graph-instantiate-in-loop at both lines: t222); graph-once: captured and
+ * instantiated once before the loop, launched every step, destroyed after it (the fix).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 			CHECK(cudaGraphLaunch(exec, stream));
 			CHECK(cudaStreamSynchronize(stream));
 			if (graph) {
-				CHECK(cudaGraphExecDestroy(exec));
+				CHECK(cudaGraphExecDestroy(exec)); /* MARK:destroy */
 				CHECK(cudaGraphDestroy(captured));
 			}
 			continue;
@@ -103,7 +103,7 @@ int main(int argc, char **argv)
 			CHECK(cudaDeviceSynchronize());
 	}
 	if (graph_once) {
-		CHECK(cudaGraphExecDestroy(exec));
+		CHECK(cudaGraphExecDestroy(exec)); /* MARK:teardown */
 		CHECK(cudaGraphDestroy(captured));
 	}
 	CHECK(cudaStreamDestroy(stream));

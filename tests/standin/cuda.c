@@ -59,6 +59,16 @@ PTSZ(cuMemsetD32Async);
 PTSZ(cuMemsetD2D8Async);
 PTSZ(cuMemsetD2D16Async);
 PTSZ(cuMemsetD2D32Async);
+PTSZ(cuMemcpy3DAsync_v2);
+PTSZ(cuMemcpy3DPeerAsync);
+PTSZ(cuMemcpyBatchAsync_v2);
+PTSZ(cuMemcpy3DBatchAsync_v2);
+PTSZ(cuStreamWaitValue32_v2);
+PTSZ(cuStreamWaitValue64_v2);
+PTSZ(cuStreamWriteValue32_v2);
+PTSZ(cuStreamWriteValue64_v2);
+PTSZ(cuStreamBatchMemOp_v2);
+PTSZ(cuGraphInstantiateWithParams);
 PTDS(cuMemcpy);
 PTDS(cuMemcpyHtoD_v2);
 PTDS(cuMemcpyDtoH_v2);
@@ -71,6 +81,15 @@ PTDS(cuMemsetD32_v2);
 PTDS(cuMemsetD2D8_v2);
 PTDS(cuMemsetD2D16_v2);
 PTDS(cuMemsetD2D32_v2);
+PTDS(cuMemcpy2DUnaligned_v2);
+PTDS(cuMemcpy3D_v2);
+PTDS(cuMemcpy3DPeer);
+
+/* The 11.0 ABI of cuGraphInstantiate, which the real driver still exports as _v2 and hands out
+ * for cuGetProcAddress("cuGraphInstantiate", 11000); cuda.h no longer declares it (the name
+ * means cuGraphInstantiateWithFlags since 12.0). cudaTypedefs.h's PFN_cuGraphInstantiate_v11000. */
+CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+			       char *logBuffer, size_t bufferSize);
 
 /* The one device, its primary context and the calling thread's current context. A context is
  * an opaque token here: the engine has one address space and one set of streams. */
@@ -879,6 +898,44 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
 	return CUDA_SUCCESS;
 }
 
+/* The 11.0 ABI: no flags, and where instantiation failed (never, here) a node and a log. */
+CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+			       char *logBuffer, size_t bufferSize)
+{
+	CUresult rc = cuGraphInstantiateWithFlags(phGraphExec, hGraph, 0);
+	if (rc == CUDA_SUCCESS && phErrorNode)
+		*phErrorNode = NULL;
+	if (rc == CUDA_SUCCESS && logBuffer && bufferSize)
+		logBuffer[0] = 0;
+	return rc;
+}
+
+/* With parameters: the flags as cuGraphInstantiateWithFlags takes them, an upload to the given
+ * stream (nothing to upload here: the stream is only checked), and the result reported. */
+static CUresult graph_instantiate_params(CUgraphExec *phGraphExec, CUgraph hGraph,
+					 CUDA_GRAPH_INSTANTIATE_PARAMS *params,
+					 enum default_stream def)
+{
+	if (!params)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) {
+		RESOLVE_STREAM(s, params->hUploadStream, def);
+		(void)s;
+	}
+	CUresult rc = cuGraphInstantiateWithFlags(
+	    phGraphExec, hGraph, params->flags & ~(cuuint64_t)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD);
+	params->hErrNode_out = NULL;
+	params->result_out =
+	    rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+	return rc;
+}
+
+/* clang-format off */ /* it would read the parameter list as a multiplication */
+VARIANTS(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz,
+	 (CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+	 graph_instantiate_params, phGraphExec, hGraph, instantiateParams)
+/* clang-format on */
+
 static CUresult graph_launch_on(CUgraphExec hGraphExec, CUstream hStream, enum default_stream def)
 {
 	if (!handles_check(hGraphExec, MAGIC_GRAPH_EXEC))
@@ -1221,6 +1278,144 @@ VARIANTS(cuMemcpy2D, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *pCopy), copy2d, p
 VARIANTS(cuMemcpy2DAsync, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
 	 copy2d, pCopy, hStream, true)
 
+/* The unaligned 2D copy differs from cuMemcpy2D only in the alignment the real driver asks for:
+ * the same copy here. */
+VARIANTS(cuMemcpy2DUnaligned, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *pCopy), copy2d,
+	 pCopy, NULL, false)
+
+/* One side of a 3D copy (CUDA_MEMCPY3D or CUDA_MEMCPY3D_PEER): where its first byte is, and its
+ * pitch and height to step rows and slices by. */
+struct side3d {
+	CUmemorytype type;
+	const void *host;
+	CUdeviceptr device;
+	size_t x, y, z, pitch, height;
+};
+
+#define SIDE3D(p, which)                                                                           \
+	((struct side3d){(p)->which##MemoryType, (p)->which##Host, (p)->which##Device,             \
+			 (p)->which##XInBytes, (p)->which##Y, (p)->which##Z, (p)->which##Pitch,    \
+			 (p)->which##Height})
+
+/* A 3D copy is Depth 2D copies of Height rows, one slice after the other in the stream: an async
+ * one queues them all; a synchronous one waits for the last, which the stream runs last. */
+static CUresult copy3d(struct side3d src, struct side3d dst, size_t width, size_t height,
+		       size_t depth, CUstream hStream, bool async, enum default_stream def)
+{
+	const void *sp0, *dp0;
+	int s_host = copy2d_side(src.type, src.host, src.device, &sp0);
+	int d_host = copy2d_side(dst.type, dst.host, dst.device, &dp0);
+	if (s_host == -2 || d_host == -2)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (depth > 1 && (src.height < height || dst.height < height))
+		return CUDA_ERROR_INVALID_VALUE;
+	enum copy_dir dir = DIR_INFER;
+	if (s_host >= 0 && d_host >= 0)
+		dir = s_host ? (d_host ? DIR_HTOH : DIR_HTOD) : (d_host ? DIR_DTOH : DIR_DTOD);
+	RESOLVE_STREAM(s, hStream, def);
+	size_t sslice = src.pitch * src.height, dslice = dst.pitch * dst.height;
+	const char *sp = (const char *)sp0 + src.z * sslice + src.y * src.pitch + src.x;
+	char *dp = (char *)dp0 + dst.z * dslice + dst.y * dst.pitch + dst.x;
+	CUresult rc = CUDA_SUCCESS;
+	for (size_t z = 0; z < depth && rc == CUDA_SUCCESS; z++)
+		rc = engine_copy(s, dp + z * dslice, dst.pitch, sp + z * sslice, src.pitch, width,
+				 height, dir, z + 1 < depth || async);
+	return rc;
+}
+
+static CUresult copy3d_params(const CUDA_MEMCPY3D *p, CUstream hStream, bool async,
+			      enum default_stream def)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	return copy3d(SIDE3D(p, src), SIDE3D(p, dst), p->WidthInBytes, p->Height, p->Depth, hStream,
+		      async, def);
+}
+
+VARIANTS(cuMemcpy3D, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *pCopy), copy3d_params, pCopy, NULL,
+	 false)
+
+VARIANTS(cuMemcpy3DAsync, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *pCopy, CUstream hStream),
+	 copy3d_params, pCopy, hStream, true)
+
+/* Peer 3D copies: one device and one context, so the contexts are only checked. */
+static CUresult copy3d_peer(const CUDA_MEMCPY3D_PEER *p, CUstream hStream, bool async,
+			    enum default_stream def)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((p->srcContext && p->srcContext != (CUcontext)&g_primary_ctx) ||
+	    (p->dstContext && p->dstContext != (CUcontext)&g_primary_ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return copy3d(SIDE3D(p, src), SIDE3D(p, dst), p->WidthInBytes, p->Height, p->Depth, hStream,
+		      async, def);
+}
+
+VARIANTS(cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER *pCopy), copy3d_peer, pCopy,
+	 NULL, false)
+
+VARIANTS(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz,
+	 (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream), copy3d_peer, pCopy, hStream, true)
+
+/* A batch runs its copies in stream order (the real driver may overlap them: nothing here can
+ * tell); the attributes only hint at access order and locality. */
+static CUresult copy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+			   CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+			   CUstream hStream, enum default_stream def)
+{
+	if (!dsts || !srcs || !sizes || count == 0 || !attrs || !attrsIdxs || numAttrs == 0 ||
+	    numAttrs > count || attrsIdxs[0] != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	RESOLVE_STREAM(s, hStream, def);
+	CUresult rc = CUDA_SUCCESS;
+	for (size_t i = 0; i < count && rc == CUDA_SUCCESS; i++)
+		rc = engine_copy(s, dptr_to_ptr(dsts[i]), sizes[i], dptr_to_ptr(srcs[i]), sizes[i],
+				 sizes[i], 1, DIR_INFER, true);
+	return rc;
+}
+
+/* clang-format off */ /* it would read the parameter list as a multiplication */
+VARIANTS(cuMemcpyBatchAsync, cuMemcpyBatchAsync_v2_ptsz,
+	 (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+	  CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream),
+	 copy_batch, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream)
+/* clang-format on */
+
+/* 3D batches: pointer-to-pointer operations only (arrays are not emulated), whose extent is in
+ * bytes (cuda.h: the element size of a pointer-to-pointer copy is 1). */
+static CUresult copy_batch3d(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+			     unsigned long long flags, CUstream hStream, enum default_stream def)
+{
+	if (numOps == 0 || !opList || flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < numOps; i++)
+		if (opList[i].src.type != CU_MEMCPY_OPERAND_TYPE_POINTER ||
+		    opList[i].dst.type != CU_MEMCPY_OPERAND_TYPE_POINTER)
+			return CUDA_ERROR_NOT_SUPPORTED;
+	RESOLVE_STREAM(s, hStream, def);
+	CUresult rc = CUDA_SUCCESS;
+	for (size_t i = 0; i < numOps && rc == CUDA_SUCCESS; i++) {
+		const CUDA_MEMCPY3D_BATCH_OP *op = &opList[i];
+		size_t w = op->extent.width, h = op->extent.height, d = op->extent.depth;
+		/* rows are rowLength elements apart (0: the width), slices layerHeight rows */
+		size_t sp = op->src.op.ptr.rowLength ? op->src.op.ptr.rowLength : w;
+		size_t dp = op->dst.op.ptr.rowLength ? op->dst.op.ptr.rowLength : w;
+		size_t sh = op->src.op.ptr.layerHeight ? op->src.op.ptr.layerHeight : h;
+		size_t dh = op->dst.op.ptr.layerHeight ? op->dst.op.ptr.layerHeight : h;
+		char *dst = dptr_to_ptr(op->dst.op.ptr.ptr);
+		const char *src = dptr_to_ptr(op->src.op.ptr.ptr);
+		for (size_t z = 0; z < d && rc == CUDA_SUCCESS; z++)
+			rc = engine_copy(s, dst + z * dh * dp, dp, src + z * sh * sp, sp, w, h,
+					 DIR_INFER, true);
+	}
+	return rc;
+}
+
+VARIANTS(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2_ptsz,
+	 (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags,
+	  CUstream hStream),
+	 copy_batch3d, numOps, opList, flags, hStream)
+
 /* ================================================================== memsets */
 
 static CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
@@ -1279,6 +1474,89 @@ MEMSET_2D_ASYNC(cuMemsetD2D16Async, 2, unsigned short, DEF_LEGACY)
 MEMSET_2D_ASYNC(cuMemsetD2D16Async_ptsz, 2, unsigned short, DEF_PTS)
 MEMSET_2D_ASYNC(cuMemsetD2D32Async, 4, unsigned int, DEF_LEGACY)
 MEMSET_2D_ASYNC(cuMemsetD2D32Async_ptsz, 4, unsigned int, DEF_PTS)
+
+/* ================================================================== stream memory operations */
+
+/* A wait holds the stream until the word compares (another stream's or the host's write); a
+ * write stores it when the stream reaches it. The host returns at once either way. */
+static CUresult value_op(CUstream hStream, enum op_kind kind, CUdeviceptr addr, uint64_t value,
+			 unsigned int flags, bool is64, enum default_stream def)
+{
+	unsigned known = kind == OP_WAIT_VALUE ? 0x3u | CU_STREAM_WAIT_VALUE_FLUSH
+					       : (unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER;
+	if (flags & ~known)
+		return CUDA_ERROR_INVALID_VALUE;
+	RESOLVE_STREAM(s, hStream, def);
+	return engine_value_op(s, kind, addr, value, flags, is64);
+}
+
+#define VALUE_OP(name, kind, type, is64)                                                           \
+	CUresult name(CUstream stream, CUdeviceptr addr, type value, unsigned int flags)           \
+	{                                                                                          \
+		return value_op(stream, kind, addr, value, flags, is64, DEF_LEGACY);               \
+	}                                                                                          \
+	CUresult name##_ptsz(CUstream stream, CUdeviceptr addr, type value, unsigned int flags)    \
+	{                                                                                          \
+		return value_op(stream, kind, addr, value, flags, is64, DEF_PTS);                  \
+	}
+
+VALUE_OP(cuStreamWaitValue32_v2, OP_WAIT_VALUE, cuuint32_t, false)
+VALUE_OP(cuStreamWaitValue64_v2, OP_WAIT_VALUE, cuuint64_t, true)
+VALUE_OP(cuStreamWriteValue32_v2, OP_WRITE_VALUE, cuuint32_t, false)
+VALUE_OP(cuStreamWriteValue64_v2, OP_WRITE_VALUE, cuuint64_t, true)
+
+/* A batch of waits and writes, in order on the stream; barriers and flushes order nothing more
+ * here (one address space, ops in order). Every operation is checked before any is queued. */
+static CUresult batch_mem_op(CUstream hStream, unsigned int count,
+			     CUstreamBatchMemOpParams *paramArray, unsigned int flags,
+			     enum default_stream def)
+{
+	if (count == 0 || !paramArray || flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < count; i++)
+		switch (paramArray[i].operation) {
+		case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+		case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+		case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+		case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+		case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+		case CU_STREAM_MEM_OP_BARRIER:
+			break;
+		default:
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	RESOLVE_STREAM(s, hStream, def);
+	CUresult rc = CUDA_SUCCESS;
+	for (unsigned i = 0; i < count && rc == CUDA_SUCCESS; i++) {
+		const CUstreamBatchMemOpParams *p = &paramArray[i];
+		switch (p->operation) {
+		case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+		case CU_STREAM_MEM_OP_WAIT_VALUE_64: {
+			bool is64 = p->operation == CU_STREAM_MEM_OP_WAIT_VALUE_64;
+			rc = engine_value_op(s, OP_WAIT_VALUE, p->waitValue.address,
+					     is64 ? p->waitValue.value64 : p->waitValue.value,
+					     p->waitValue.flags, is64);
+			break;
+		}
+		case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+		case CU_STREAM_MEM_OP_WRITE_VALUE_64: {
+			bool is64 = p->operation == CU_STREAM_MEM_OP_WRITE_VALUE_64;
+			rc = engine_value_op(s, OP_WRITE_VALUE, p->writeValue.address,
+					     is64 ? p->writeValue.value64 : p->writeValue.value,
+					     p->writeValue.flags, is64);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	return rc;
+}
+
+VARIANTS(cuStreamBatchMemOp_v2, cuStreamBatchMemOp_v2_ptsz,
+	 (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
+	  unsigned int flags),
+	 batch_mem_op, stream, count, paramArray, flags)
 
 /* ================================================================== cuGetProcAddress */
 
@@ -1357,6 +1635,11 @@ static const struct proc_entry proc_table[] = {
     PS("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz),
     PS("cuStreamEndCapture", 10000, cuStreamEndCapture, cuStreamEndCapture_ptsz),
     PS("cuStreamIsCapturing", 10000, cuStreamIsCapturing, cuStreamIsCapturing_ptsz),
+    PS("cuStreamWaitValue32", 11070, cuStreamWaitValue32_v2, cuStreamWaitValue32_v2_ptsz),
+    PS("cuStreamWaitValue64", 11070, cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz),
+    PS("cuStreamWriteValue32", 11070, cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz),
+    PS("cuStreamWriteValue64", 11070, cuStreamWriteValue64_v2, cuStreamWriteValue64_v2_ptsz),
+    PS("cuStreamBatchMemOp", 11070, cuStreamBatchMemOp_v2, cuStreamBatchMemOp_v2_ptsz),
     P("cuEventCreate", 2000, cuEventCreate),
     P("cuEventDestroy", 4000, cuEventDestroy_v2),
     PS("cuEventRecord", 2000, cuEventRecord, cuEventRecord_ptsz),
@@ -1379,6 +1662,13 @@ static const struct proc_entry proc_table[] = {
     PS("cuMemcpyDtoDAsync", 3020, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz),
     PS("cuMemcpy2D", 3020, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds),
     PS("cuMemcpy2DAsync", 3020, cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz),
+    PS("cuMemcpy2DUnaligned", 3020, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds),
+    PS("cuMemcpy3D", 3020, cuMemcpy3D_v2, cuMemcpy3D_v2_ptds),
+    PS("cuMemcpy3DAsync", 3020, cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz),
+    PS("cuMemcpy3DPeer", 4000, cuMemcpy3DPeer, cuMemcpy3DPeer_ptds),
+    PS("cuMemcpy3DPeerAsync", 4000, cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz),
+    PS("cuMemcpyBatchAsync", 13000, cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz),
+    PS("cuMemcpy3DBatchAsync", 13000, cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz),
     PS("cuMemcpyPeer", 4000, cuMemcpyPeer, cuMemcpyPeer_ptds),
     PS("cuMemcpyPeerAsync", 4000, cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz),
     PS("cuMemsetD8", 3020, cuMemsetD8_v2, cuMemsetD8_v2_ptds),
@@ -1393,7 +1683,10 @@ static const struct proc_entry proc_table[] = {
     PS("cuMemsetD2D8Async", 3020, cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz),
     PS("cuMemsetD2D16Async", 3020, cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz),
     PS("cuMemsetD2D32Async", 3020, cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz),
+    P("cuGraphInstantiate", 11000, cuGraphInstantiate_v2),
     P("cuGraphInstantiate", 12000, cuGraphInstantiateWithFlags),
+    PS("cuGraphInstantiateWithParams", 12000, cuGraphInstantiateWithParams,
+       cuGraphInstantiateWithParams_ptsz),
     P("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags),
     PS("cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz),
     PS("cuGraphUpload", 11010, cuGraphUpload, cuGraphUpload_ptsz),

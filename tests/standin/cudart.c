@@ -58,6 +58,7 @@ PTSZ(cudaLaunchCooperativeKernel);
 PTSZ(cudaLaunchHostFunc);
 PTSZ(cudaGraphLaunch);
 PTSZ(cudaGraphUpload);
+PTSZ(cudaGraphInstantiateWithParams);
 PTSZ(cudaMallocAsync);
 PTSZ(cudaFreeAsync);
 PTSZ(cudaMemcpyAsync);
@@ -140,6 +141,8 @@ PTDS(cudaMemset2D);
 	X(MemsetD2D8, "cuMemsetD2D8", cuMemsetD2D8_v2)                                             \
 	X(MemsetD2D8Async, "cuMemsetD2D8Async", cuMemsetD2D8Async)                                 \
 	X(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags)   \
+	X(GraphInstantiateWithParams, "cuGraphInstantiateWithParams",                              \
+	  cuGraphInstantiateWithParams)                                                            \
 	X(GraphLaunch, "cuGraphLaunch", cuGraphLaunch)                                             \
 	X(GraphUpload, "cuGraphUpload", cuGraphUpload)                                             \
 	X(GraphDestroy, "cuGraphDestroy", cuGraphDestroy)                                          \
@@ -1111,6 +1114,27 @@ cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph
 {
 	return cudaGraphInstantiate(pGraphExec, graph, flags);
 }
+
+/* The runtime's parameters are the driver's, field by field; the upload stream is a _ptsz
+ * variant's only stream argument, hence the two entry points. */
+static cudaError_t graph_instantiate_params(bool per_thread, cudaGraphExec_t *pGraphExec,
+					    cudaGraph_t graph, cudaGraphInstantiateParams *params)
+{
+	GET_DRIVER(d, per_thread);
+	if (!params)
+		return ret(cudaErrorInvalidValue);
+	CUDA_GRAPH_INSTANTIATE_PARAMS p = {.flags = params->flags,
+					   .hUploadStream = params->uploadStream};
+	cudaError_t rc = from_cu(d->GraphInstantiateWithParams(pGraphExec, graph, &p));
+	params->errNode_out = p.hErrNode_out;
+	params->result_out = (cudaGraphInstantiateResult)p.result_out;
+	return rc;
+}
+
+VARIANTS(cudaGraphInstantiateWithParams, cudaGraphInstantiateWithParams_ptsz,
+	 (cudaGraphExec_t * pGraphExec, cudaGraph_t graph,
+	  cudaGraphInstantiateParams *instantiateParams),
+	 graph_instantiate_params, pGraphExec, graph, instantiateParams)
 
 static cudaError_t graph_launch(bool per_thread, cudaGraphExec_t exec, cudaStream_t stream)
 {

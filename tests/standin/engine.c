@@ -586,6 +586,43 @@ static void run_memset(struct op *op)
 	sleep_until_ns(start + (uint64_t)((double)bytes / op->memset.bytes_per_ns));
 }
 
+/* Whether the word a wait reads satisfies it (cuda.h, CUstreamWaitValue_flags): GEQ compares
+ * cyclically, as the device does, so a counter that wraps still passes. */
+static bool value_reached(const struct op *op)
+{
+	uint64_t have = op->value.is64
+			    ? __atomic_load_n((uint64_t *)op->value.addr, __ATOMIC_ACQUIRE)
+			    : __atomic_load_n((uint32_t *)op->value.addr, __ATOMIC_ACQUIRE);
+	uint64_t want = op->value.value;
+	switch (op->value.flags & 0x3) {
+	case CU_STREAM_WAIT_VALUE_EQ:
+		return have == want;
+	case CU_STREAM_WAIT_VALUE_AND:
+		return (have & want) != 0;
+	case CU_STREAM_WAIT_VALUE_NOR:
+		return op->value.is64 ? ~(have | want) != 0 : (uint32_t) ~(have | want) != 0;
+	default: /* CU_STREAM_WAIT_VALUE_GEQ */
+		return op->value.is64 ? (int64_t)(have - want) >= 0
+				      : (int32_t)(uint32_t)(have - want) >= 0;
+	}
+}
+
+/* The stream waits (its worker polls) until another stream, the host or a peer writes the word. */
+static void run_wait_value(struct op *op)
+{
+	while (!value_reached(op))
+		sleep_until_ns(now_ns() + 20000);
+}
+
+static void run_write_value(struct op *op)
+{
+	if (op->value.is64)
+		__atomic_store_n((uint64_t *)op->value.addr, op->value.value, __ATOMIC_RELEASE);
+	else
+		__atomic_store_n((uint32_t *)op->value.addr, (uint32_t)op->value.value,
+				 __ATOMIC_RELEASE);
+}
+
 static void run_event_record(struct op *op)
 {
 	struct event *ev = op->record.ev;
@@ -641,6 +678,12 @@ static void op_run(struct op *op, struct stream *s)
 			free(op->free.ptr);
 		break;
 	}
+	case OP_WAIT_VALUE:
+		run_wait_value(op);
+		break;
+	case OP_WRITE_VALUE:
+		run_write_value(op);
+		break;
 	}
 }
 
@@ -834,5 +877,25 @@ CUresult engine_memset(struct stream *s, void *dst, size_t pitch, uint32_t value
 	/* a synchronous memset of host-visible memory returns after completion (S6) */
 	if (seq && !async && (kind == MEM_PINNED || kind == MEM_MANAGED))
 		stream_wait_reached(s, seq);
+	return CUDA_SUCCESS;
+}
+
+CUresult engine_value_op(struct stream *s, enum op_kind kind, CUdeviceptr addr, uint64_t value,
+			 unsigned flags, bool is64)
+{
+	void *p = (void *)(uintptr_t)addr;
+	size_t size = is64 ? 8 : 4;
+	struct mem_range r;
+
+	if (!p || (uintptr_t)p % size != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mem_lookup(p, &r) || (uintptr_t)p + size > r.base + r.size)
+		return CUDA_ERROR_INVALID_VALUE; /* not memory the device can reach */
+	struct op *op = op_new(kind);
+	op->value.addr = p;
+	op->value.value = is64 ? value : (uint32_t)value;
+	op->value.flags = flags;
+	op->value.is64 = is64;
+	stream_submit(s, op, NULL);
 	return CUDA_SUCCESS;
 }

@@ -101,6 +101,8 @@ enum op_kind {
 	OP_EVENT_RECORD, /* stamps an event */
 	OP_BARRIER,	 /* no work: only its dependencies (cuStreamWaitEvent) */
 	OP_FREE,	 /* cuMemFreeAsync: unregister and free when reached */
+	OP_WAIT_VALUE,	 /* cuStreamWaitValue32/64: holds the stream until a word compares */
+	OP_WRITE_VALUE,	 /* cuStreamWriteValue32/64: stores a word when reached */
 };
 
 struct stream;
@@ -148,6 +150,12 @@ struct op {
 		struct {
 			void *ptr;
 		} free;
+		struct {
+			void *addr;
+			uint64_t value;
+			unsigned flags; /* CU_STREAM_WAIT_VALUE_GEQ, EQ, AND, NOR */
+			bool is64;
+		} value;
 	};
 };
 
@@ -255,6 +263,12 @@ CUresult engine_copy(struct stream *s, void *dst, size_t dpitch, const void *src
  * returns after completion when the target is pinned or managed memory. */
 CUresult engine_memset(struct stream *s, void *dst, size_t pitch, uint32_t value,
 		       unsigned elem_size, size_t width_elems, size_t height, bool async);
+
+/* A stream memory operation (OP_WAIT_VALUE or OP_WRITE_VALUE) on the 4- or 8-byte word at addr,
+ * which must be registered memory (device, pinned or managed, E-MEM), as the real driver wants
+ * it mapped for the device. Queued: the host never waits for it. */
+CUresult engine_value_op(struct stream *s, enum op_kind kind, CUdeviceptr addr, uint64_t value,
+			 unsigned flags, bool is64);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);
