@@ -51,8 +51,8 @@ expect 2 "noversion.sqlite: not a syncspy database (no schema_version" \
 	"$SYNCSPY" info "$tmp/noversion.sqlite"
 
 # A syncspy database of another version, and damaged ones.
-sh "$make_db" --schema-version 4 "$tmp/v2.sqlite"
-expect 2 "v2.sqlite: unknown schema version 4 (this syncspy reads 2 to 3)" "$SYNCSPY" info "$tmp/v2.sqlite"
+sh "$make_db" --schema-version 5 "$tmp/v2.sqlite"
+expect 2 "v2.sqlite: unknown schema version 5 (this syncspy reads 2 to 4)" "$SYNCSPY" info "$tmp/v2.sqlite"
 head -c 3000 "$tmp/good.sqlite" >"$tmp/truncated.sqlite"
 expect 2 "truncated.sqlite: corrupt or truncated database" "$SYNCSPY" info "$tmp/truncated.sqlite"
 cp "$tmp/good.sqlite" "$tmp/noview.sqlite"
