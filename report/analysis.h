@@ -22,16 +22,16 @@
  *               (gpu_idle_ns, comm_*, copy-without-overlap), which come from CUPTI's records in
  *               the extension tables gpu_activity/gpu_api (docs/cupti.md) on the same clock, and
  *               exist only for databases that have those tables (ss_rank.gpu).
- *   ANALYSIS-6  a rule that needs a row per enqueue (ss_rule.needs_enqueue_rows) does not run on
- *               a database recorded in aggregate mode (ss_rank.aggregate), whose enqueues are
- *               per-site aggregates; one note of the report names those rules, and the JSON
- *               lists them per such rank. Every other rule reads sync points, which keep their
- *               rows there, and per-site enqueue counts from the aggregates.
  *   ANALYSIS-4  ranks share one time axis: the reference rank's (the first in rank order) wall
  *               clock. A rank's CLOCK_MONOTONIC time t is at t - start_mono_ns +
  *               start_realtime_ns - clock_offset_ns there. clock_offset_ns is 0 exactly on the
  *               reference's host; on another host it is estimated from the end times of
  *               blocking collectives (ss_clock_fit), else 0 (the wall clock alone).
+ *   ANALYSIS-6  a rule that needs a row per enqueue (ss_rule.needs_enqueue_rows) does not run on
+ *               a database recorded in aggregate mode (ss_rank.aggregate), whose enqueues are
+ *               per-site aggregates; one note of the report names those rules, and the JSON
+ *               lists them per such rank. Every other rule reads sync points, which keep their
+ *               rows there, and per-site enqueue counts from the aggregates.
  */
 #ifndef SYNCSPY_REPORT_ANALYSIS_H
 #define SYNCSPY_REPORT_ANALYSIS_H

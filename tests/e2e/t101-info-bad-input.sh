@@ -76,7 +76,7 @@ expect 2 "no syncspy databases in $tmp/emptydir" "$SYNCSPY" info "$tmp/emptydir"
 expect 2 "missing.sqlite: No such file or directory" "$SYNCSPY" info "$tmp/missing.sqlite"
 
 # One bad database among good ones: the good ones are still printed, the exit code is 2.
-expect 2 "v2.sqlite: unknown schema version 4" "$SYNCSPY" info "$tmp/good.sqlite" "$tmp/v2.sqlite"
+expect 2 "v2.sqlite: unknown schema version 5" "$SYNCSPY" info "$tmp/good.sqlite" "$tmp/v2.sqlite"
 grep -q "^== $tmp/good.sqlite\$" "$tmp/out" || {
 	echo "FAIL: the good database was not printed next to a bad one"
 	failures=$((failures + 1))

@@ -4,7 +4,8 @@
  * interpose/aggregate.c; t037-t039, t430, bench/aggregate_bytes.sh): many enqueues of every
  * kind per step and a few sync points.
  *
- *   aggregate [steps N | seconds S] [launches K] [unmarked] [helper] [progress] [legacy]
+ *   aggregate [steps N | seconds S] [launches K] [host_us U] [unmarked] [helper] [progress]
+ *             [legacy]
  *
  * Each step: syncspy_step("train") (unless unmarked; looked up at run time, so the program runs
  * without the shim too); K no-op kernels on the compute stream (@launch); an async H2D copy from
@@ -14,7 +15,10 @@
  * loop of 2); a scratch buffer allocated and freed (@alloc, @free: S6); every fourth step a
  * blocking 4-byte D2H read (@read: S4). helper: a second thread launches 3 kernels in every step
  * (@helper-launch), between two barriers of the main thread's step; legacy: one kernel on the
- * legacy stream too (@legacy-launch). N steps (default 20) or as many as fit in S seconds.
+ * legacy stream too (@legacy-launch); host_us: each launch also spins U microseconds on the host,
+ * as a real launch costs the host about 4 (docs/architecture.md F10; the stand-in's costs a tenth
+ * of that): bench/aggregate_bytes.sh's loop has a real GPU's launch rate. N steps (default 20)
+ * or as many as fit in S seconds.
  * Prints "steps N launches L enqueues E" at the end (every enqueue call it made: E1-E3, N2) and,
  * with progress, "progress STEPS ENQUEUES" after each step that ends 50 ms or more after the
  * last line (stdout flushed: a test that kills the program reads them).
@@ -50,17 +54,22 @@ static void nothing(void *p)
 	(void)p;
 }
 
-static void launch(cudaStream_t s)
-{
-	void *param = NULL, *args[] = {&param};
-	CHECK(cudaLaunchKernel((const void *)nothing, one, one, args, 0, s)); /* @launch */
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double host_us;
+
+static void launch(cudaStream_t s)
+{
+	void *param = NULL, *args[] = {&param};
+	CHECK(cudaLaunchKernel((const void *)nothing, one, one, args, 0, s)); /* @launch */
+	if (host_us > 0)
+		for (double until = now_s() + host_us / 1e6; now_s() < until;)
+			;
 }
 
 /* helper: 3 launches per step of the main thread, on a stream of its own */
@@ -96,6 +105,8 @@ int main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else if (strcmp(argv[i], "launches") == 0 && i + 1 < argc)
 			launches = atol(argv[++i]);
+		else if (strcmp(argv[i], "host_us") == 0 && i + 1 < argc)
+			host_us = atof(argv[++i]);
 		else if (strcmp(argv[i], "unmarked") == 0)
 			marked = 0;
 		else if (strcmp(argv[i], "helper") == 0)
