@@ -1,21 +1,22 @@
 /*
  * interpose/aggregate.c: aggregate mode (SYNCSPY_MODE=aggregate, SHIM-7), for runs of hours. A
  * launch-bound loop makes thousands of enqueues per sync point; in trace mode each is a calls
- * row (about 40 bytes on disk), so the file grows with them. Here, on the writer thread, each
- * enqueue record (E1-E3, N2) is counted into its aggregate instead: one per (thread, API,
- * class, stream, direction, host memory kind, site), with its count, bytes, errors, first and
- * last start, and where the calls were timed (N2 always, E1-E3 with SYNCSPY_ENQUEUE_TIMING) their
- * host time, longest call and a log2 histogram of their host times. Sync points keep their
- * rows (writer.c does not change for them), so the file grows with syncs and steps only.
+ * row (about 57 bytes on disk: bench/aggregate_bytes.sh), so the file grows with them. Here, on the
+ * writer thread, each enqueue record (E1-E3, N2) is counted into its aggregate instead: one per
+ * (thread, API, class, stream, direction, host memory kind, site), with its count, bytes, errors,
+ * first and last start, and where the calls were timed (N2 always, E1-E3 with
+ * SYNCSPY_ENQUEUE_TIMING) their host time, longest call and a log2 histogram of their host times.
+ * Sync points keep their rows (writer.c does not change for them), so the file grows with syncs and
+ * steps only.
  *
  * Step figures: the first thread that marks a syncspy_step is the process's stepping thread
- * (ss_stepping_tid, set by syncspy_step itself);
- * each of its steps gets one step_figures row with the enqueues and sync points (S7 by
- * queries) of every thread that started in it, and their blocked time. A record is placed by
- * its start time among the steps kept in memory (STEP_WINDOW, the latest; an older one counts
- * as late in meta.aggregate_late). writer.c drains the stepping thread's ring before the
- * others, from heads read after theirs, so that the marks up to any other record's start are
- * known when it is placed (a mark is appended as soon as its time is read).
+ * (ss_stepping_tid, set by syncspy_step itself); each of its steps gets one step_figures row
+ * with the enqueues and sync points (S7 by queries) of every thread that started in it, and
+ * their blocked time. A record is placed by its start time among the steps kept in memory
+ * (STEP_WINDOW, the latest; an older one counts as late in meta.aggregate_late). writer.c
+ * drains the stepping thread's ring before the others, from heads read after theirs, so that
+ * the marks up to any other record's start are known when it is placed (a mark is appended as
+ * soon as its time is read).
  *
  * What reaches the file: at every commit (writer.c, ss_agg_flush), the aggregates, histogram
  * buckets and steps that changed since the last one, rewritten whole (INSERT OR REPLACE on

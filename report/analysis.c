@@ -879,17 +879,21 @@ static int add_aggregate_note(struct ss_report *r)
 		if (ss_rules[k]->needs_enqueue_rows) {
 			i++;
 			snprintf(rules + strlen(rules), sizeof(rules) - strlen(rules), "%s%s",
-				 i == 1 ? "" : i == nrules ? " and " : ", ", ss_rules[k]->id);
+				 i == 1	       ? ""
+				 : i == nrules ? " and "
+					       : ", ",
+				 ss_rules[k]->id);
 		}
 	char *who = n == 1 ? format("%s: recorded", r->ranks[first].path)
 			   : format("%zu of %zu databases recorded", n, r->nranks);
-	int code = !who ? SS_EXIT_INTERNAL
-			: add_note(r, format("%s in aggregate mode (SYNCSPY_MODE=aggregate): "
-					     "enqueues are counted per site, not a row each, so %s "
-					     "did not run on %s (they need a row per enqueue, as "
-					     "does the clock alignment by collectives); sync points, "
-					     "steps and the other rules are as in trace mode",
-					     who, rules, n == 1 ? "it" : "them"));
+	int code =
+	    !who ? SS_EXIT_INTERNAL
+		 : add_note(r, format("%s in aggregate mode (SYNCSPY_MODE=aggregate): "
+				      "enqueues are counted per site, not a row each, so %s "
+				      "did not run on %s (they need a row per enqueue, as "
+				      "does the clock alignment by collectives); sync points, "
+				      "steps and the other rules are as in trace mode",
+				      who, rules, n == 1 ? "it" : "them"));
 	free(who);
 	return code;
 }

@@ -644,11 +644,12 @@ static int copy_recording(struct check *ck, sqlite3 *db, const char *path, int i
 	/* The sync points are rows in aggregate mode as in trace mode, so every limit and warm-up
 	 * judges them alike, but the first N calls: enqueues have no rows there. */
 	if (aggregate && ck->budget.warmup_calls > 0) {
-		code = ss_error(SS_EXIT_INPUT,
-				"%s: recorded in aggregate mode (SYNCSPY_MODE=aggregate): a \"warmup\" "
-				"by calls counts every call, and its enqueues have no rows (use "
-				"\"seconds\" or {\"steady\": true})",
-				path);
+		code = ss_error(
+		    SS_EXIT_INPUT,
+		    "%s: recorded in aggregate mode (SYNCSPY_MODE=aggregate): a \"warmup\" "
+		    "by calls counts every call, and its enqueues have no rows (use "
+		    "\"seconds\" or {\"steady\": true})",
+		    path);
 		goto out;
 	}
 

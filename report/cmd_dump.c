@@ -194,9 +194,9 @@ static int has_table(sqlite3 *db, const char *name)
 	sqlite3_stmt *stmt;
 	int found = 0;
 
-	if (sqlite3_prepare_v2(db,
-			       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
-			       -1, &stmt, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", -1,
+		&stmt, NULL) != SQLITE_OK)
 		return 0;
 	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
 	if (sqlite3_step(stmt) == SQLITE_ROW)
@@ -274,11 +274,12 @@ int cmd_dump(int argc, char **argv)
 				if (strcmp(optarg, dump_tables[i].name) == 0)
 					table = &dump_tables[i];
 			if (!table)
-				return ss_error(SS_EXIT_INPUT,
-						"dump: unknown table '%s' (calls, api_calls, meta, "
-						"sites, threads, comms, streams, stacks, ranges, "
-						"enqueue_aggregates, enqueue_histogram, step_figures)",
-						optarg);
+				return ss_error(
+				    SS_EXIT_INPUT,
+				    "dump: unknown table '%s' (calls, api_calls, meta, "
+				    "sites, threads, comms, streams, stacks, ranges, "
+				    "enqueue_aggregates, enqueue_histogram, step_figures)",
+				    optarg);
 			break;
 		case 'f':
 			if (strcmp(optarg, "tsv") == 0)

@@ -355,13 +355,14 @@ int cmd_export(int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		aggregated += dbs[i].aggregate;
 	if (code == SS_EXIT_OK && aggregated)
-		ss_print_line(stderr,
-			      "syncspy: export: note: %zu database%s recorded in aggregate mode: "
-			      "%s sync points and other calls are exported, %s enqueues are "
-			      "aggregated per site (syncspy info, dump --table enqueue_aggregates), "
-			      "not events",
-			      aggregated, aggregated == 1 ? "" : "s", aggregated == 1 ? "its" : "their",
-			      aggregated == 1 ? "its" : "their");
+		ss_print_line(
+		    stderr,
+		    "syncspy: export: note: %zu database%s recorded in aggregate mode: "
+		    "%s sync points and other calls are exported, %s enqueues are "
+		    "aggregated per site (syncspy info, dump --table enqueue_aggregates), "
+		    "not events",
+		    aggregated, aggregated == 1 ? "" : "s", aggregated == 1 ? "its" : "their",
+		    aggregated == 1 ? "its" : "their");
 out:
 	for (size_t i = 0; i < n; i++)
 		free(dbs[i].host);

@@ -75,7 +75,7 @@
 /* What aggregate mode kept instead of the enqueues' rows. */
 #define AGGREGATE_SQL                                                                              \
 	"SELECT 'enqueues' AS k, '=' AS eq,"                                                       \
-	" (SELECT coalesce(sum(count), 0) FROM enqueue_aggregates) AS v"                            \
+	" (SELECT coalesce(sum(count), 0) FROM enqueue_aggregates) AS v"                           \
 	" UNION ALL SELECT 'aggregates', '=', (SELECT count(*) FROM enqueue_aggregates)"           \
 	" UNION ALL SELECT 'step_figures', '=', (SELECT count(*) FROM step_figures)"
 #define IS_AGGREGATE_SQL                                                                           \
@@ -95,11 +95,12 @@
 	"  FROM (" per_class "))),"                                                                \
 	" 'sync_points', json((SELECT json_object('calls', calls, 'blocked_ns', blocked_ns)"       \
 	"  FROM (" SYNC_TOTAL_SQL "))),"                                                           \
-	" 'dropped', json((SELECT json_group_object(key, value) FROM (" DROPPED_SQL ")))" extra ")"
+	" 'dropped', json((SELECT json_group_object(key, value) FROM (" DROPPED_SQL ")))" extra    \
+	")"
 #define JSON_SQL JSON_OF(CALLS_PER_API_SQL, CALLS_PER_CLASS_SQL, "")
 #define JSON_AGG_SQL                                                                               \
-	JSON_OF(CALLS_PER_API_AGG_SQL, CALLS_PER_CLASS_AGG_SQL,                                     \
-		", 'aggregate', json((SELECT json_group_object(k, v) FROM (SELECT k,"               \
+	JSON_OF(CALLS_PER_API_AGG_SQL, CALLS_PER_CLASS_AGG_SQL,                                    \
+		", 'aggregate', json((SELECT json_group_object(k, v) FROM (SELECT k,"              \
 		" v FROM (" AGGREGATE_SQL "))))")
 
 static const struct ss_rows_style key_value_style = {"  ", " ", 0, "(none)"};
@@ -199,9 +200,10 @@ static int print_text(sqlite3 *db, const char *path, char *err, size_t errlen)
 	if (code == SS_EXIT_OK)
 		code = print_sync_total(db, path, err, errlen);
 	if (code == SS_EXIT_OK && aggregate)
-		code = print_section(db, path,
-				     "\naggregate mode (enqueues counted per site, not a row each):",
-				     AGGREGATE_SQL, &key_value_style, err, errlen);
+		code = print_section(
+		    db, path,
+		    "\naggregate mode (enqueues counted per site, not a row each):", AGGREGATE_SQL,
+		    &key_value_style, err, errlen);
 	if (code == SS_EXIT_OK)
 		code = print_section(db, path, "\ndropped events:", DROPPED_SQL, &key_value_style,
 				     err, errlen);

@@ -1,8 +1,8 @@
 /*
  * report/cmd_run.c: `syncspy run [-o DIR] [--cupti|--no-cupti] [--cupti-sample auto|all|ON/PERIOD]
  * [--delay S] [--duration S] [--capture-range cudaProfilerApi|nvtx] [--nvtx-capture NAME]
- * [--aggregate] -- CMD ARGS...`, recording a program (a launcher such as torchrun or mpirun, or a shell script,
- * and all their children) without writing LD_PRELOAD by hand.
+ * [--aggregate] -- CMD ARGS...`, recording a program (a launcher such as torchrun or mpirun, or a
+ * shell script, and all their children) without writing LD_PRELOAD by hand.
  *
  * It sets LD_PRELOAD (libsyncspy.so first, the caller's own preloads kept after it),
  * SYNCSPY_OUTPUT (absolute, so that a child that changes directory still writes there),
@@ -242,7 +242,7 @@ static const char *reading_command(void)
 #define SUMMARY_SQL                                                                                \
 	"SELECT coalesce((SELECT value FROM meta WHERE key = 'rank'), '-'),"                       \
 	" (SELECT count(*) FROM calls c JOIN classes k ON k.class = c.class WHERE k.sync_point),"  \
-	" (SELECT count(*) FROM calls) + coalesce((SELECT value FROM meta WHERE key ="            \
+	" (SELECT count(*) FROM calls) + coalesce((SELECT value FROM meta WHERE key ="             \
 	"  'aggregate_enqueues' AND typeof(value) = 'integer'), 0),"                               \
 	" EXISTS (SELECT 1 FROM meta WHERE key = 'exit_reason'),"                                  \
 	" EXISTS (SELECT 1 FROM meta WHERE key = 'mode' AND value = 'aggregate')"
@@ -297,8 +297,8 @@ static void print_summary(const char *dir, const struct timespec *start)
 				      (const char *)sqlite3_column_text(stmt, 0),
 				      (long long)sqlite3_column_int64(stmt, 1),
 				      (long long)sqlite3_column_int64(stmt, 2),
-				      sqlite3_column_int(stmt, 4) ? " (enqueues aggregated)" : "", name,
-				      sqlite3_column_int(stmt, 3) ? "" : " (unfinished)");
+				      sqlite3_column_int(stmt, 4) ? " (enqueues aggregated)" : "",
+				      name, sqlite3_column_int(stmt, 3) ? "" : " (unfinished)");
 		else
 			ss_print_line(stderr, "  %s: %s", name, sqlite3_errmsg(db));
 		sqlite3_finalize(stmt);

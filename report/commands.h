@@ -48,7 +48,7 @@ enum ss_exit {
 	  "  --capture-range cudaProfilerApi  record between cudaProfilerStart and "               \
 	  "cudaProfilerStop\n"                                                                     \
 	  "  --capture-range nvtx --nvtx-capture NAME  record inside the NVTX ranges named NAME\n" \
-	  "  --aggregate  set SYNCSPY_MODE=aggregate: sync points one row each, enqueues counted "  \
+	  "  --aggregate  set SYNCSPY_MODE=aggregate: sync points one row each, enqueues counted " \
 	  "per site (runs of hours: the file grows with syncs and steps, not enqueues)\n"          \
 	  "  exit status: CMD's; 128+N when signal N ended it; 127 when CMD is not found\n")       \
 	X(check,                                                                                   \

@@ -78,7 +78,7 @@
  * program's last commit may hold enqueues after its last sync). */
 #define LAST_CALL_AGGREGATE_SQL                                                                    \
 	"SELECT max(coalesce((SELECT max(end_ns) FROM calls), 0),"                                 \
-	" coalesce((SELECT max(last_ns) FROM enqueue_aggregates"                                    \
+	" coalesce((SELECT max(last_ns) FROM enqueue_aggregates"                                   \
 	"  WHERE typeof(last_ns) = 'integer' AND last_ns BETWEEN 0 AND 1152921504606846976), 0))"
 
 /* The capture table's intervals (schema version 3, only with a capture range): how many, and
@@ -186,9 +186,9 @@ static int load_capture(struct loader *ld, struct db_state *st, long long end_ns
  * readers select: a database whose meta says aggregate and lacks them is damaged. */
 #define AGGREGATE_COLUMNS_SQL                                                                      \
 	"SELECT (SELECT count(*) FROM pragma_table_info('enqueue_aggregates') WHERE name IN"       \
-	" ('id', 'tid', 'api_id', 'class', 'stream', 'dir', 'host_mem', 'site_id', 'count',"      \
-	" 'bytes', 'errors', 'first_ns', 'last_ns', 'host_ns', 'max_ns')) = 15,"                  \
-	" (SELECT count(*) FROM pragma_table_info('step_figures') WHERE name IN"                  \
+	" ('id', 'tid', 'api_id', 'class', 'stream', 'dir', 'host_mem', 'site_id', 'count',"       \
+	" 'bytes', 'errors', 'first_ns', 'last_ns', 'host_ns', 'max_ns')) = 15,"                   \
+	" (SELECT count(*) FROM pragma_table_info('step_figures') WHERE name IN"                   \
 	" ('start_ns', 'enqueues')) = 2"
 
 static int check_aggregate_tables(struct loader *ld, struct db_state *st)
@@ -277,7 +277,8 @@ int load_meta(struct loader *ld, struct db_state *st)
 	}
 	if (end_ns < 0) { /* an unfinished recording: it lasted until its last call */
 		code = query_row(ld, st,
-				 rk->aggregate ? LAST_CALL_AGGREGATE_SQL : "SELECT max(end_ns) FROM calls",
+				 rk->aggregate ? LAST_CALL_AGGREGATE_SQL
+					       : "SELECT max(end_ns) FROM calls",
 				 &stmt);
 		if (code != SS_EXIT_OK)
 			return code;
@@ -939,7 +940,7 @@ int insert_row(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt)
 	"SELECT id, tid, api_id, class, stream, dir, host_mem, site_id, count, bytes, errors,"     \
 	" first_ns, last_ns, host_ns, max_ns FROM enqueue_aggregates ORDER BY id"
 static const char *const aggregate_columns[15] = {
-    "id",    "tid",	"api_id",   "class",   "stream",  "dir",     "host_mem", "site_id",
+    "id",    "tid",   "api_id", "class",    "stream",  "dir",	  "host_mem", "site_id",
     "count", "bytes", "errors", "first_ns", "last_ns", "host_ns", "max_ns"};
 
 /* An enqueue_aggregates row the schema does not allow, worded as bad_row words a calls row's. */
@@ -966,11 +967,12 @@ static int bad_aggregate(struct loader *ld, struct db_state *st, sqlite3_stmt *s
 		long long max = c == 11 || c == 12 || c == 14 ? SS_DB_TIME_MAX_NS : INT64_MAX;
 
 		if (v < 0 || v > max)
-			return fail(ld, SS_EXIT_INPUT,
-				    "%s: damaged syncspy database: enqueue_aggregates row %lld: %s out "
-				    "of range (%lld; from 0 to %lld)",
-				    st->path, (long long)sqlite3_column_int64(stmt, 0),
-				    aggregate_columns[c], v, max);
+			return fail(
+			    ld, SS_EXIT_INPUT,
+			    "%s: damaged syncspy database: enqueue_aggregates row %lld: %s out "
+			    "of range (%lld; from 0 to %lld)",
+			    st->path, (long long)sqlite3_column_int64(stmt, 0),
+			    aggregate_columns[c], v, max);
 	}
 	return 0;
 }
@@ -1017,7 +1019,8 @@ static int add_aggregates(struct loader *ld, struct db_state *st, struct scan *s
 			return SS_EXIT_INPUT;
 		}
 		long long count = sqlite3_column_int64(stmt, 8);
-		long long first = sqlite3_column_int64(stmt, 11), last = sqlite3_column_int64(stmt, 12);
+		long long first = sqlite3_column_int64(stmt, 11),
+			  last = sqlite3_column_int64(stmt, 12);
 		int has_stream = sqlite3_column_type(stmt, 4) != SQLITE_NULL;
 		long long stream = sqlite3_column_int64(stmt, 4);
 

@@ -55,7 +55,7 @@
 #define RANK_AGGREGATE_SQL                                                                         \
 	"UPDATE docs SET doc = json_set(doc, '$.aggregate', json_object('enqueues', ?1,"           \
 	" 'aggregates', ?2, 'enqueues_per_step', ?3,"                                              \
-	" 'rules_not_run', json('[\"' || replace(?4, ',', '\",\"') || '\"]')))"                      \
+	" 'rules_not_run', json('[\"' || replace(?4, ',', '\",\"') || '\"]')))"                    \
 	" WHERE id = last_insert_rowid()"
 
 /* With two ranks or more, each rank's clock alignment (docs/rules.md, "Clock alignment") follows
