@@ -51,6 +51,11 @@
  *            where tracing it cost 25-40%: CUPTI also sees the API calls syncspy does not
  *            wrap. The continuous start (setup included) and phases the program or a
  *            capture range held off are not measured.
+ *   CUPTI-7  In aggregate mode (SYNCSPY_MODE=aggregate, interpose/aggregate.c) `auto` becomes
+ *            windows of AGG_ON_NS whose gaps double, from AGG_FIRST_OFF_NS: the GPU rows of a
+ *            run grow with the logarithm of its length (13 windows in an hour, 16 in ten),
+ *            not with its enqueues; CUPTI-4's windows otherwise (switched at sync points,
+ *            paused and counted the same way). `all` and ON/PERIOD keep their meaning.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -115,6 +120,11 @@ static unsigned sample_windows;
 #define AUTO_NS_PER_CALL     3000
 #define AUTO_MEASURE_TICKS   20 /* sync points seen on and off before the measure counts */
 static int sample_auto, auto_sampling;
+/* CUPTI-7: aggregate mode's windows, the gap after each twice the one before */
+#define AGG_ON_NS	 (50 * 1000000ull)
+#define AGG_FIRST_OFF_NS (1000 * 1000000ull)
+#define AGG_MAX_OFF_NS	 (1ull << 50) /* no overflow in a run of any length */
+static int sample_growing;
 static uint64_t auto_eval_ns, auto_eval_records;
 static unsigned auto_estimate_permille, auto_peak_permille;
 /* CUPTI-6: what tracing costs, measured: the program's sync points per second while the
@@ -283,6 +293,12 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_
 static void parse_sample(const char *text)
 {
 	unsigned long long on = 0, period = 0;
+	if (strcmp(text, SS_CUPTI_SAMPLE_AGGREGATE) == 0) { /* CUPTI-7 */
+		sample_on_ns = AGG_ON_NS;
+		sample_off_ns = AGG_FIRST_OFF_NS;
+		sample_growing = 1;
+		return;
+	}
 	switch (ss_parse_sample(text, &on, &period)) {
 	case SS_SAMPLE_ALL:
 		return;
@@ -701,6 +717,8 @@ void ss_cupti_sample_tick(void)
 		measure_phase_locked(now, sample_off);
 		sample_off = !sample_off;
 		sample_windows += !sample_off;
+		if (!sample_off && sample_growing && sample_off_ns < AGG_MAX_OFF_NS)
+			sample_off_ns *= 2; /* CUPTI-7: the next gap */
 		follow_pauses_locked(was_off);
 		uint64_t phase = sample_off ? sample_off_ns : sample_on_ns;
 		/* CUPTI-5: back on after auto stopped sampling, it stays on */

@@ -45,6 +45,9 @@ enum ss_gpu_kind {
  * live as long as the process. Never fails the program: the reason it did not start is in
  * ss_cupti_status (meta.cupti). */
 void ss_cupti_start(const char *kinds, const char *sample);
+/* SAMPLE in aggregate mode where SYNCSPY_CUPTI_SAMPLE is auto: windows spaced ever wider
+ * (CUPTI-7); meta.cupti_sample then says "aggregate". */
+#define SS_CUPTI_SAMPLE_AGGREGATE "aggregate"
 /* App thread, at exit or exec: asks CUPTI for what it still buffers. */
 void ss_cupti_flush(void);
 /* Fork child: CUPTI's session and threads stay with the parent; the child records host data

@@ -195,6 +195,7 @@ static void write_meta_start(void)
 	ss_meta_int("sqlite_private", ss_sq.private_copy);
 	snprintf(text, sizeof(text), "%ld", ss_config.SYNCSPY_BUFFER_MB);
 	ss_meta_text("buffer_mb", text);
+	ss_meta_text("mode", ss_config.SYNCSPY_MODE); /* SHIM-7: trace or aggregate */
 	/* the command line, NUL-separated in /proc: joined with spaces */
 	char cmdline[4096];
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -400,6 +401,9 @@ static int build_init(char *err, size_t errlen)
 		 ss_db_exec("BEGIN") == SQLITE_OK && ss_db_exec(SS_SCHEMA_SQL) == SQLITE_OK &&
 		 ss_sq.sqlite3_prepare_v2(ss_db, statement_sql[SS_ST_META], -1,
 					  &ss_statements[SS_ST_META], NULL) == SQLITE_OK;
+	/* aggregate mode's tables with the schema: a .partial whose meta says aggregate has them */
+	if (ok && ss_aggregate_mode)
+		ok = ss_db_exec(SS_AGGREGATE_SQL) == SQLITE_OK;
 	if (ok) {
 		fill_lookup_tables();
 		write_meta_start();

@@ -12,6 +12,7 @@
 #include "shim.h"
 
 struct ss_config ss_config;
+int ss_aggregate_mode;
 
 static long parse_int(const char *name, const char *value, const char *def)
 {
@@ -58,4 +59,12 @@ void ss_config_load(void)
 		ss_config.SYNCSPY_DRAIN_MS = ss_config.SYNCSPY_COMMIT_MS;
 	if (ss_config.SYNCSPY_BUFFER_MB == 0)
 		ss_config.SYNCSPY_BUFFER_MB = 1;
+	/* SHIM-7: the mode is the writer's alone (the wrappers record alike in both) */
+	ss_aggregate_mode = strcmp(ss_config.SYNCSPY_MODE, "aggregate") == 0;
+	if (!ss_aggregate_mode && strcmp(ss_config.SYNCSPY_MODE, "trace") != 0) {
+		fprintf(stderr,
+			"syncspy: ignoring SYNCSPY_MODE=%s (not trace or aggregate), using trace\n",
+			ss_config.SYNCSPY_MODE);
+		ss_config.SYNCSPY_MODE = "trace";
+	}
 }

@@ -16,6 +16,8 @@ struct ss_config {
 #undef SS_CONFIG_FIELD
 };
 extern struct ss_config ss_config;
+/* SYNCSPY_MODE=aggregate (SHIM-7), decided by ss_config_load; 0: trace */
+extern int ss_aggregate_mode;
 void ss_config_load(void);
 
 #endif

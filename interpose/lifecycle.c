@@ -219,9 +219,12 @@ void ss_start(void)
 			if (ss_config.SYNCSPY_CUPTI && !ss_capturing())
 				ss_cupti_capture(
 				    0); /* starts off outside a capture range (SHIM-6) */
+			/* aggregate mode's bounded GPU timeline unless asked otherwise (CUPTI-7) */
+			const char *sample = ss_config.SYNCSPY_CUPTI_SAMPLE;
+			if (ss_aggregate_mode && strcmp(sample, "auto") == 0)
+				sample = SS_CUPTI_SAMPLE_AGGREGATE;
 			if (ss_config.SYNCSPY_CUPTI)
-				ss_cupti_start(ss_config.SYNCSPY_CUPTI_KINDS,
-					       ss_config.SYNCSPY_CUPTI_SAMPLE);
+				ss_cupti_start(ss_config.SYNCSPY_CUPTI_KINDS, sample);
 		} else {
 			atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 		}

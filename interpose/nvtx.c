@@ -19,6 +19,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "aggregate.h" /* ss_stepping_tid */
 #include "capture.h"
 #include "clock.h"
 #include "env.h"
@@ -56,6 +57,12 @@ static void emit_marker(int kind, const char *name, uint64_t aux)
 	struct ss_ring *ring = tls->ring;
 	if (!ring || tls->generation != atomic_load(&ss_hot.generation))
 		ring = ss_ring_attach(tls);
+	/* the process's stepping thread (aggregate mode's step figures), known before the writer
+	 * can read its first mark */
+	pid_t none = 0;
+	if (kind == SS_REC_STEP && ring &&
+	    !atomic_load_explicit(&ss_stepping_tid, memory_order_relaxed))
+		atomic_compare_exchange_strong(&ss_stepping_tid, &none, ring->tid);
 	if (!ring || (ss_ring_close_poll(ring), !ss_ring_push(ring, &rec)))
 		free(copy);
 	tls->depth--;

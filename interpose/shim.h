@@ -25,6 +25,13 @@
  *           is counted, per class, into meta.capture_skipped_calls, the GPU timeline is off,
  *           and the capture table says which intervals were recorded. The real call runs
  *           either way (SHIM-2).
+ *   SHIM-7  SYNCSPY_MODE=aggregate changes only what the writer makes of the records
+ *           (aggregate.c): the wrappers and rings do exactly what they do in trace mode. Every
+ *           sync point (S1-S7), N1 and X1 call keeps its row, stacks and site; every enqueue
+ *           (E1-E3, N2) is counted into its (thread, API, class, stream, direction, host
+ *           memory kind, site) aggregate instead of a row, and into the syncspy_step step it
+ *           started in; aggregates and step figures reach the file at every commit, so a
+ *           killed process keeps them as of its last commit.
  */
 #ifndef SYNCSPY_SHIM_H
 #define SYNCSPY_SHIM_H

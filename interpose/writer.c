@@ -12,7 +12,9 @@
  * written at a commit while it still runs and completed when it ends (SCHEMA-5); N1 and
  * stream-creation records also fill the comms and streams tables; NVTX and step markers are
  * paired into ranges. What a call's caller address and stacks become is sites.c's, the GPU
- * timeline's rows gpu_tables.c's, the file itself dbfile.c's.
+ * timeline's rows gpu_tables.c's, the file itself dbfile.c's. In aggregate mode (SHIM-7) the
+ * enqueue records go to aggregate.c instead of calls rows, with the sync points and step marks
+ * it also counts per step; everything else is as in trace mode.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,12 +30,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "aggregate.h"
 #include "capture.h"
 #include "clock.h"
 #include "dbfile.h"
 #include "driver.h"
 #include "env.h"
 #include "gpu_tables.h"
+#include "guard.h" /* ss_is_sync_point */
 #include "lifecycle.h"
 #include "native.h"
 #include "ring.h"
@@ -187,6 +191,7 @@ static int explicit_ids;
 static void transaction_lost(void)
 {
 	uint64_t lost = 0;
+	ss_agg_lost();	  /* rewritten whole at the next commit: nothing of theirs is lost */
 	explicit_ids = 1; /* the rows rolled back leave the writer's count ahead of SQLite's */
 	for (int c = 0; c < SS_CLASS_COUNT; c++) {
 		write_dropped_calls[c] += txn_rows[c];
@@ -481,6 +486,8 @@ static void store_marker(struct ss_ring *ring, struct ring_state *rs, const stru
 			insert_range(ring->tid, "step", rs->step.name, rs->step.start_ns, 1, t, -1);
 			free(rs->step.name);
 		}
+		if (ss_aggregate_mode)
+			ss_agg_step(ring->tid, name, t);
 		rs->step = (struct open_range){name, t, 0, ring->tid};
 		return;
 	}
@@ -495,6 +502,8 @@ static void close_step(struct ss_ring *ring, struct ring_state *rs, uint64_t ns)
 	insert_range(ring->tid, "step", rs->step.name, rs->step.start_ns, 1, ns, -1);
 	free(rs->step.name);
 	rs->step.name = NULL;
+	if (ss_aggregate_mode)
+		ss_agg_step_end(ring->tid, ns);
 }
 
 /* ------------------------------------------------------------------ capture ranges */
@@ -591,6 +600,21 @@ static void close_open_ranges(void)
 	started = NULL;
 	nstarted = started_capacity = 0;
 }
+/* SHIM-7: an enqueue (E1-E3, N2) is counted into its aggregate in aggregate mode, not a row. */
+static int aggregated(int cls)
+{
+	return ss_aggregate_mode && ((cls >= SS_E1 && cls <= SS_E3) || cls == SS_N2);
+}
+
+static void aggregate_call(struct ss_ring *ring, const struct ss_rec *r)
+{
+	uint64_t start_ns = ss_clock_to_ns(r->t_start);
+	uint64_t end_ns = r->t_end == r->t_start ? start_ns : ss_clock_to_ns(r->t_end);
+	layers_seen |= 1u << ss_apis[r->api].layer;
+	if (ss_agg_enqueue(ring->tid, r, start_ns, end_ns, ss_site_id(r->caller)) != 0)
+		write_dropped_calls[r->cls]++; /* out of memory: counted as lost (SHIM-5) */
+}
+
 static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss_rec *r)
 {
 	if (r->api == SS_REC_NATIVE_STACK) {
@@ -631,10 +655,18 @@ static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss
 	}
 	if (!rs->thread_known)
 		note_thread(ring, rs, ss_clock_to_ns(r->t_start));
+	if (aggregated(r->cls)) {
+		aggregate_call(ring, r);
+		return;
+	}
 	if (r->cls == SS_S7)
 		store_loop(ring, rs, r);
 	else
 		rs->last_call_rowid = insert_call(ring, r);
+	/* aggregate mode's step figures: each sync point once, a polling loop when it ends */
+	if (ss_aggregate_mode && ss_is_sync_point(r->cls))
+		ss_agg_sync(ss_clock_to_ns(r->t_start), ss_clock_to_ns(r->t_end),
+			    r->cls == SS_S7 ? r->aux : 1);
 }
 
 /* Records drained by the last pass: the writer does not sleep while it is behind; after
@@ -643,15 +675,31 @@ static uint64_t drained_last_pass, last_busy_ns;
 static uint64_t drained_total; /* since the start: SYNCSPY_CUPTI_SAMPLE=auto's rate (CUPTI-5) */
 #define TRIM_AFTER_NS (100 * 1000000ull)
 
-static void drain_ring(struct ss_ring *ring)
+/* A ring's state as a drain pass starts: whether its thread had exited, and its head. */
+struct ring_snapshot {
+	int orphaned;
+	uint64_t head;
+};
+
+static struct ring_snapshot snapshot(struct ss_ring *ring)
+{
+	struct ring_snapshot s;
+	s.orphaned = atomic_load_explicit(&ring->orphaned, memory_order_acquire);
+	s.head = atomic_load_explicit(&ring->head, memory_order_acquire);
+	return s;
+}
+
+/* Drains RING up to its head as read now, or as SNAP read it. */
+static void drain_ring(struct ss_ring *ring, const struct ring_snapshot *snap)
 {
 	if (ring->released)
 		return;
 	struct ring_state *rs = state_of(ring);
 	if (rs == NULL)
 		return;
-	int orphaned = atomic_load_explicit(&ring->orphaned, memory_order_acquire);
-	uint64_t head = atomic_load_explicit(&ring->head, memory_order_acquire);
+	struct ring_snapshot now = snap ? *snap : snapshot(ring);
+	int orphaned = now.orphaned;
+	uint64_t head = now.head;
 	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
 	const struct ss_rec *r;
 	while ((r = ss_ring_peek(ring, tail, head)) != NULL) {
@@ -849,6 +897,11 @@ static int open_database(char *err, size_t errlen)
 {
 	if (ss_db_open(err, errlen) != 0)
 		return -1;
+	if (ss_aggregate_mode && ss_agg_open() != 0)
+		fprintf(stderr,
+			"syncspy: aggregate mode: cannot prepare its tables (%s); enqueues "
+			"are not recorded\n",
+			ss_db_first_error_text());
 	classify_apis();
 	write_meta_progress();
 	if (ss_db_exec("COMMIT") != SQLITE_OK) {
@@ -865,6 +918,7 @@ static void commit(void)
 		if (ring->writer_state)
 			store_open_loop(ring, ring->writer_state);
 	flush_calls();
+	ss_agg_flush(); /* SHIM-7: the aggregates as of this commit */
 	write_meta_progress();
 	if (in_transaction) {
 		if (ss_db_exec("COMMIT") == SQLITE_OK) {
@@ -887,22 +941,47 @@ static void drain_all(void)
 	}
 	drained_last_pass = 0;
 	ss_ring_prefault();
-	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
-		drain_ring(ring);
+	pid_t stepper = ss_aggregate_mode ? ss_agg_stepper() : 0;
+	if (!stepper) {
+		for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+			drain_ring(ring, NULL);
+	} else {
+		/* aggregate.c places every record in the step it started in: the other rings'
+		 * heads are read first, the stepping thread's ring is drained after, to its head
+		 * of now, so that its marks up to any of their records' start are known when those
+		 * are placed */
+		size_t n = 0;
+		for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+			n++;
+		struct ring_snapshot *snaps = calloc(n ? n : 1, sizeof(*snaps));
+		size_t i = 0;
+		for (struct ss_ring *ring = ss_ring_list(); snaps && ring; ring = ring->next, i++)
+			if (ring->tid != stepper)
+				snaps[i] = snapshot(ring);
+		for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
+			if (ring->tid == stepper)
+				drain_ring(ring, NULL);
+		i = 0;
+		for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next, i++)
+			if (ring->tid != stepper)
+				drain_ring(ring, snaps ? &snaps[i] : NULL);
+		free(snaps);
+	}
 	drained_total += drained_last_pass;
 	ss_cupti_calls_drained(drained_total); /* CUPTI-5: what tracing them costs */
 	store_capture();
 	ss_gpu_tables_store();
 }
 
-static void print_summary(int self_contained)
+/* FOLDED: the enqueues aggregate mode counted instead of writing rows (SHIM-7). */
+static void print_summary(int self_contained, uint64_t folded)
 {
 	uint64_t sync_points = 0, enqueues = 0;
 #define SS_SUM(c, sync, desc) sync_points += sync ? rows_per_class[SS_##c] : 0;
 	SS_CLASSES(SS_SUM)
 #undef SS_SUM
 	enqueues = rows_per_class[SS_E1] + rows_per_class[SS_E2] + rows_per_class[SS_E3] +
-		   rows_per_class[SS_N2];
+		   rows_per_class[SS_N2] + folded;
 	char rank[16] = "-";
 	if (atomic_load(&ss_process.rank) >= 0)
 		snprintf(rank, sizeof(rank), "%d", ss_process.rank);
@@ -920,8 +999,9 @@ static void print_summary(int self_contained)
 	}
 	if (ss_config.SYNCSPY_QUIET)
 		return;
-	fprintf(stderr, "syncspy: rank %s: %llu sync points, %llu enqueues -> %s\n", rank,
-		(unsigned long long)sync_points, (unsigned long long)enqueues, ss_db_final_path());
+	fprintf(stderr, "syncspy: rank %s: %llu sync points, %llu enqueues%s -> %s\n", rank,
+		(unsigned long long)sync_points, (unsigned long long)enqueues,
+		ss_aggregate_mode ? " (aggregated)" : "", ss_db_final_path());
 }
 
 /* What one database counted (a failed exec or a fork child starts another). */
@@ -952,8 +1032,10 @@ static void close_database(const char *reason)
 	commit();
 	ss_sites_close();
 	ss_gpu_tables_close();
+	uint64_t folded = ss_agg_enqueues();
+	ss_agg_close();
 	int self_contained = ss_db_close() == 0;
-	print_summary(self_contained);
+	print_summary(self_contained, folded);
 	/* Per-database writer state goes; the rings stay (a failed exec records on). */
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next) {
 		struct ring_state *rs = ring->writer_state;
@@ -1113,6 +1195,7 @@ void ss_writer_fork_child(void)
 	ss_db_fork_child();
 	ss_sites_fork_child();
 	ss_gpu_tables_fork_child();
+	ss_agg_fork_child();
 	for (size_t i = 0; i < nstarted; i++) /* the parent's open NVTX ranges are not ours */
 		free(started[i].name);
 	free(started);

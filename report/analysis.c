@@ -446,7 +446,8 @@ static int run_database_rules(struct loader *ld, struct db_state *st)
 	int code = SS_EXIT_OK;
 
 	for (size_t r = 0; code == SS_EXIT_OK && r < ss_nrules; r++)
-		if (ss_rules[r]->phase == SS_RULE_DATABASE)
+		if (ss_rules[r]->phase == SS_RULE_DATABASE &&
+		    !(st->rank->aggregate && ss_rules[r]->needs_enqueue_rows)) /* ANALYSIS-6 */
 			code = ss_rules[r]->run_database(ld, st);
 	return code;
 }
@@ -497,6 +498,7 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	rk->comm_ns = rk->exposed_comm_ns = -1;
 	rk->comm_overlap = -1;
 	rk->steady_gpu_idle_ns = rk->step_ns = rk->steady_start_ns = rk->steady_end_ns = -1;
+	rk->step_enqueues = -1;
 	rk->steps_source = "none";
 	if (job->summary) { /* what summarize kept of the database (SUMMARY-2) */
 		job->code = summary_load_rank(&ld, job, rk);
@@ -849,6 +851,55 @@ static int add_rank_note(struct ss_report *r, size_t *count, char *note)
 	return SS_EXIT_OK;
 }
 
+const char *ss_rules_needing_enqueue_rows(void)
+{
+	static char ids[256];
+
+	if (!ids[0])
+		for (size_t k = 0; k < ss_nrules; k++)
+			if (ss_rules[k]->needs_enqueue_rows)
+				snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%s",
+					 ids[0] ? "," : "", ss_rules[k]->id);
+	return ids;
+}
+
+/* ANALYSIS-6: one note for every database recorded in aggregate mode, naming the rules that
+ * did not run on them. */
+static int add_aggregate_note(struct ss_report *r)
+{
+	size_t n = 0, first = 0, nrules = 0;
+	char rules[256] = "";
+
+	for (size_t i = 0; i < r->nranks; i++)
+		if (r->ranks[i].aggregate && n++ == 0)
+			first = i;
+	if (!n)
+		return SS_EXIT_OK;
+	for (size_t k = 0; k < ss_nrules; k++)
+		nrules += ss_rules[k]->needs_enqueue_rows;
+	for (size_t k = 0, i = 0; k < ss_nrules; k++)
+		if (ss_rules[k]->needs_enqueue_rows) {
+			i++;
+			snprintf(rules + strlen(rules), sizeof(rules) - strlen(rules), "%s%s",
+				 i == 1	       ? ""
+				 : i == nrules ? " and "
+					       : ", ",
+				 ss_rules[k]->id);
+		}
+	char *who = n == 1 ? format("%s: recorded", r->ranks[first].path)
+			   : format("%zu of %zu databases recorded", n, r->nranks);
+	int code =
+	    !who ? SS_EXIT_INTERNAL
+		 : add_note(r, format("%s in aggregate mode (SYNCSPY_MODE=aggregate): "
+				      "enqueues are counted per site, not a row each, so %s "
+				      "did not run on %s (they need a row per enqueue, as "
+				      "does the clock alignment by collectives); sync points, "
+				      "steps and the other rules are as in trace mode",
+				      who, rules, n == 1 ? "it" : "them"));
+	free(who);
+	return code;
+}
+
 static int add_notes(struct ss_report *r)
 {
 	size_t more[NOTE_KINDS] = {0};
@@ -883,12 +934,16 @@ static int add_notes(struct ss_report *r)
 		if (code == SS_EXIT_OK && rk->cupti_sample) {
 			/* CUPTI-4's windows as asked, or CUPTI-5's (auto) with what it estimated */
 			int automatic = strcmp(rk->cupti_sample, "auto") == 0;
+			/* CUPTI-7: aggregate mode's windows, ever further apart */
+			int aggregate = strcmp(rk->cupti_sample, "aggregate") == 0;
 			char *setting =
 			    automatic
 				? format("auto: tracing every call would have cost about %.1f%% "
 					 "of the run",
 					 rk->cupti_auto_permille / 10.0)
-				: format("%s ms", rk->cupti_sample);
+			    : aggregate ? format("auto in aggregate mode: windows of 50 ms, the "
+						 "gaps between them 1 s, 2 s, 4 s, ...")
+					: format("%s ms", rk->cupti_sample);
 			double traced_s =
 			    (rk->cupti_traced_ns >= 0 ? rk->cupti_traced_ns
 						      : rk->wall_ns - rk->cupti_paused_ns) /
@@ -903,10 +958,11 @@ static int add_notes(struct ss_report *r)
 					     "%lld windows, %.3f s of %.3f s traced: %s",
 					     rk->path, setting, rk->cupti_windows, traced_s,
 					     rk->wall_ns / 1e9,
-					     automatic ? "GPU figures are scaled from the traced "
-							 "steps (SYNCSPY_CUPTI_SAMPLE=all traces "
-							 "the whole run)"
-						       : "GPU figures cover the traced part only"));
+					     automatic || aggregate
+						 ? "GPU figures are scaled from the traced "
+						   "steps (SYNCSPY_CUPTI_SAMPLE=all traces "
+						   "the whole run)"
+						 : "GPU figures cover the traced part only"));
 			free(setting);
 		} else if (code == SS_EXIT_OK && rk->cupti_pauses > 0)
 			code = add_rank_note(
@@ -980,6 +1036,8 @@ static int add_notes(struct ss_report *r)
 		if (strcmp(rk->host, r->ranks[0].host) != 0)
 			hosts_differ = 1;
 	}
+	if (code == SS_EXIT_OK)
+		code = add_aggregate_note(r);
 	for (size_t k = 0; code == SS_EXIT_OK && k < NOTE_KINDS; k++)
 		if (more[k] > SS_NOTES_PER_KIND)
 			code = add_note(

@@ -27,6 +27,11 @@
  *               start_realtime_ns - clock_offset_ns there. clock_offset_ns is 0 exactly on the
  *               reference's host; on another host it is estimated from the end times of
  *               blocking collectives (ss_clock_fit), else 0 (the wall clock alone).
+ *   ANALYSIS-6  a rule that needs a row per enqueue (ss_rule.needs_enqueue_rows) does not run on
+ *               a database recorded in aggregate mode (ss_rank.aggregate), whose enqueues are
+ *               per-site aggregates; one note of the report names those rules, and the JSON
+ *               lists them per such rank. Every other rule reads sync points, which keep their
+ *               rows there, and per-site enqueue counts from the aggregates.
  */
 #ifndef SYNCSPY_REPORT_ANALYSIS_H
 #define SYNCSPY_REPORT_ANALYSIS_H
@@ -89,6 +94,13 @@ struct ss_rank {
 	long long captured_ns;		/* their total length (one left open ends with the run) */
 	long long capture_skipped;	/* meta.capture_skipped_calls: calls outside them */
 	char *capture_skipped_by_class; /* meta.capture_skipped_by_class ("E1:12,S2:3"); NULL */
+	/* Aggregate mode (meta.mode, docs/recording.md "Aggregate mode"): the enqueues were
+	 * counted per site (enqueue_aggregates), not recorded one row each */
+	int aggregate;		       /* 1: recorded in aggregate mode */
+	long long aggregated_enqueues; /* calls in its aggregates (the sum of their counts) */
+	long long enqueue_aggregates;  /* its aggregates (rows) */
+	long long step_enqueues;       /* median enqueues per steady syncspy_step step (its
+					  step_figures); -1 unknown */
 	long long comm_ns;	   /* union of the NCCL kernels' intervals */
 	double comm_overlap;	   /* compute during communication / comm_ns, 0..1; -1 unknown */
 	long long exposed_comm_ns; /* comm_ns not overlapped by non-NCCL kernels */
@@ -203,6 +215,10 @@ int ss_analyze(char *const *paths, size_t npaths, const struct ss_analysis_optio
 	       struct ss_report *report, char *err, size_t errlen);
 
 void ss_report_free(struct ss_report *report);
+
+/* ANALYSIS-6: the ids of the rules that need a row per enqueue and so do not run on a database
+ * recorded in aggregate mode, comma-separated, in registry order. */
+const char *ss_rules_needing_enqueue_rows(void);
 
 /* The steady state of one database (docs/rules.md, "Steady state"), for `syncspy check`'s
  * steady warm-up: its window (-1, -1 without steps) and its steady steps (0 without). Returns

@@ -213,6 +213,10 @@ struct ss_rule {
 	const char *advice; /* the fix, printed with every finding */
 	enum ss_rule_phase phase;
 	enum ss_rule_cost cost;
+	/* 1: the rule reads enqueues one row each (their order, times or GPU joins): it does not
+	 * run on a database recorded in aggregate mode, and the report's note names it
+	 * (ANALYSIS-6) */
+	int needs_enqueue_rows;
 	/* SS_RULE_SITE: SITE_RULE_SQL(its WHERE) and the fewest calls a site needs; the figures
 	 * it keeps (bytes, estimate: else -1); keep(), when set, may drop a site's row; detail()
 	 * the finding's detail from the APIs seen, worst ns, bytes, estimate and rows */

@@ -40,6 +40,7 @@
 
 #define RECORDING_META_SQL                                                                         \
 	"SELECT (SELECT value FROM meta WHERE key = 'rank' AND typeof(value) = 'integer'),"        \
-	" coalesce((SELECT value FROM meta WHERE key = 'dropped_events'), 0)"
+	" coalesce((SELECT value FROM meta WHERE key = 'dropped_events'), 0),"                     \
+	" EXISTS (SELECT 1 FROM meta WHERE key = 'mode' AND value = 'aggregate')"
 
 #endif

@@ -620,7 +620,7 @@ static int copy_recording(struct check *ck, sqlite3 *db, const char *path, int i
 {
 	sqlite3_stmt *read = NULL, *meta = NULL, *add = NULL, *add_api = NULL, *add_rec = NULL;
 	long long rank = -1, dropped = 0, steps = 0;
-	int rc, code = SS_EXIT_OK;
+	int rc, code = SS_EXIT_OK, aggregate = 0;
 
 	ck->steady_start = ck->steady_end = -1;
 	if (ck->budget.warmup_steady) { /* the report's steady state (docs/rules.md) */
@@ -634,10 +634,22 @@ static int copy_recording(struct check *ck, sqlite3 *db, const char *path, int i
 		if (sqlite3_column_type(meta, 0) != SQLITE_NULL)
 			rank = sqlite3_column_int64(meta, 0);
 		dropped = sqlite3_column_int64(meta, 1);
+		aggregate = sqlite3_column_int(meta, 2);
 		rc = SQLITE_OK;
 	}
 	if (rc != SQLITE_OK) {
 		code = recording_failure(ck, db, rc, path);
+		goto out;
+	}
+	/* The sync points are rows in aggregate mode as in trace mode, so every limit and warm-up
+	 * judges them alike, but the first N calls: enqueues have no rows there. */
+	if (aggregate && ck->budget.warmup_calls > 0) {
+		code = ss_error(
+		    SS_EXIT_INPUT,
+		    "%s: recorded in aggregate mode (SYNCSPY_MODE=aggregate): a \"warmup\" "
+		    "by calls counts every call, and its enqueues have no rows (use "
+		    "\"seconds\" or {\"steady\": true})",
+		    path);
 		goto out;
 	}
 

@@ -25,16 +25,21 @@
 static const struct dump_table {
 	const char *name;
 	const char *order;
+	int aggregate; /* aggregate mode's table: only in a database recorded so */
 } dump_tables[] = {
-    {"api_calls", "start_ns, id"},
-    {"calls", "start_ns, id"},
-    {"meta", "key"},
-    {"sites", "id"},
-    {"threads", "tid"},
-    {"comms", "created_ns, comm"},
-    {"streams", "created_ns, stream"},
-    {"stacks", "id"},
-    {"ranges", "start_ns, id"},
+    {"api_calls", "start_ns, id", 0},
+    {"calls", "start_ns, id", 0},
+    {"meta", "key", 0},
+    {"sites", "id", 0},
+    {"threads", "tid", 0},
+    {"comms", "created_ns, comm", 0},
+    {"streams", "created_ns, stream", 0},
+    {"stacks", "id", 0},
+    {"ranges", "start_ns, id", 0},
+    /* aggregate mode's (docs/schema.md): a database recorded in trace mode has none */
+    {"enqueue_aggregates", "id", 1},
+    {"enqueue_histogram", "aggregate_id, bucket", 1},
+    {"step_figures", "start_ns, id", 1},
 };
 
 enum dump_format { FORMAT_TSV, FORMAT_CSV, FORMAT_JSON };
@@ -183,6 +188,23 @@ static char *build_query(sqlite3 *db, const struct dump_table *table, const char
 	return sqlite3_str_finish(sql);
 }
 
+/* Whether the database has table NAME (0 on an error: the query that follows says what). */
+static int has_table(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *stmt;
+	int found = 0;
+
+	if (sqlite3_prepare_v2(
+		db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", -1,
+		&stmt, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		found = sqlite3_column_int(stmt, 0) > 0;
+	sqlite3_finalize(stmt);
+	return found;
+}
+
 static int dump_one(const char *path, const struct dump_table *table, const char *where,
 		    enum dump_format format, int first, char *err, size_t errlen)
 {
@@ -194,6 +216,14 @@ static int dump_one(const char *path, const struct dump_table *table, const char
 	code = ss_db_open(path, &db, err, errlen);
 	if (code != SS_EXIT_OK)
 		return code;
+	if (table->aggregate && !has_table(db, table->name)) {
+		snprintf(err, errlen,
+			 "dump: %s: no table '%s' (aggregate mode's: this recording was made in "
+			 "trace mode)",
+			 path, table->name);
+		sqlite3_close(db);
+		return SS_EXIT_INPUT;
+	}
 	sqlite3_set_authorizer(db, read_only_authorizer, NULL);
 	sql = build_query(db, table, where, format, &rc);
 	if (sql)
@@ -244,10 +274,12 @@ int cmd_dump(int argc, char **argv)
 				if (strcmp(optarg, dump_tables[i].name) == 0)
 					table = &dump_tables[i];
 			if (!table)
-				return ss_error(SS_EXIT_INPUT,
-						"dump: unknown table '%s' (calls, api_calls, meta, "
-						"sites, threads, comms, streams, stacks, ranges)",
-						optarg);
+				return ss_error(
+				    SS_EXIT_INPUT,
+				    "dump: unknown table '%s' (calls, api_calls, meta, "
+				    "sites, threads, comms, streams, stacks, ranges, "
+				    "enqueue_aggregates, enqueue_histogram, step_figures)",
+				    optarg);
 			break;
 		case 'f':
 			if (strcmp(optarg, "tsv") == 0)

@@ -35,7 +35,8 @@
 	"  - (SELECT value FROM meta WHERE key = 'start_mono_ns'),"                                \
 	" t.first, t.n, t.lo, t.hi,"                                                               \
 	" (SELECT value FROM meta WHERE key = 'start_mono_ns'),"                                   \
-	" (SELECT value FROM meta WHERE key = 'start_realtime_ns')"                                \
+	" (SELECT value FROM meta WHERE key = 'start_realtime_ns'),"                               \
+	" EXISTS (SELECT 1 FROM meta WHERE key = 'mode' AND value = 'aggregate')"                  \
 	" FROM (SELECT min(start_ns) AS first, count(*) AS n,"                                     \
 	"  min(min(start_ns), min(end_ns)) AS lo,"                                                 \
 	"  max(max(start_ns), max(end_ns)) AS hi FROM calls) t"
@@ -47,6 +48,7 @@ struct placed_db {
 	long long mono_to_real; /* add to a CLOCK_MONOTONIC time: wall-clock ns */
 	int has_calls;
 	long long first_real;
+	int aggregate; /* recorded in aggregate mode: its enqueues are not rows (a note says so) */
 };
 
 static int place(sqlite3 *db, const char *path, struct placed_db *p, char *err, size_t errlen)
@@ -73,6 +75,7 @@ static int place(sqlite3 *db, const char *path, struct placed_db *p, char *err, 
 	p->first_real = sqlite3_column_int64(stmt, 4) + p->mono_to_real;
 	p->info.calls = sqlite3_column_int64(stmt, 5);
 	p->start_mono = sqlite3_column_int64(stmt, 8);
+	p->aggregate = sqlite3_column_int(stmt, 10);
 	/* times the report refuses (db.h's range) are refused here too, in the same words */
 	if (p->has_calls && (sqlite3_column_int64(stmt, 6) < 0 ||
 			     sqlite3_column_int64(stmt, 7) > SS_DB_TIME_MAX_NS)) {
@@ -347,6 +350,19 @@ int cmd_export(int argc, char **argv)
 			    stderr, "syncspy: export: %zu database%s, %zu events (%zu flows) -> %s",
 			    n, n == 1 ? "" : "s", out.events, out.flows, output);
 	}
+	/* aggregate mode (docs/recording.md): what the trace lacks, said once */
+	size_t aggregated = 0;
+	for (size_t i = 0; i < n; i++)
+		aggregated += dbs[i].aggregate;
+	if (code == SS_EXIT_OK && aggregated)
+		ss_print_line(
+		    stderr,
+		    "syncspy: export: note: %zu database%s recorded in aggregate mode: "
+		    "%s sync points and other calls are exported, %s enqueues are "
+		    "aggregated per site (syncspy info, dump --table enqueue_aggregates), "
+		    "not events",
+		    aggregated, aggregated == 1 ? "" : "s", aggregated == 1 ? "its" : "their",
+		    aggregated == 1 ? "its" : "their");
 out:
 	for (size_t i = 0; i < n; i++)
 		free(dbs[i].host);

@@ -5,7 +5,8 @@
  * class, and the dropped-event counters. The text is plain and aligned, in a stable order (sync
  * classes S1-S7 first, then the others, as in model.h; then API name), so that golden tests can
  * compare it. --json gives the same content as one JSON array built by SQLite's own JSON
- * functions.
+ * functions. A database recorded in aggregate mode (meta.mode, docs/recording.md) counts its
+ * enqueues' aggregates among the calls and has a section of its own.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -51,18 +52,56 @@
 
 #define DROPPED_SQL "SELECT key, '=', value FROM meta WHERE key GLOB 'dropped*' ORDER BY key"
 
-/* One JSON object per database, from the same queries as the text. */
-#define JSON_SQL                                                                                   \
+/*
+ * Aggregate mode: the calls rows and the enqueues' aggregates (enqueue_aggregates: count calls,
+ * host_ns of them where timed) as one source of (api_id, class, calls, ns), summed as above.
+ */
+#define AGG_CALLS_SRC                                                                              \
+	"(SELECT api_id, class, CASE WHEN class = 'S7' THEN count ELSE 1 END AS n,"                \
+	" max(end_ns - start_ns, 0) AS ns FROM calls UNION ALL"                                    \
+	" SELECT api_id, class, count, coalesce(host_ns, 0) FROM enqueue_aggregates)"
+#define CALLS_PER_API_AGG_SQL                                                                      \
+	"SELECT a.name AS api, c.class AS class, sum(c.n) AS calls, sum(c.ns) AS total_ns"         \
+	" FROM " AGG_CALLS_SRC " c JOIN apis a ON a.id = c.api_id"                                 \
+	" LEFT JOIN classes k ON k.class = c.class"                                                \
+	" GROUP BY c.class, a.name"                                                                \
+	" ORDER BY coalesce(k.sync_point, 0) DESC, c.class, a.name"
+#define CALLS_PER_CLASS_AGG_SQL                                                                    \
+	"SELECT k.class AS class, CASE WHEN k.sync_point THEN 'yes' ELSE 'no' END AS sync,"        \
+	" coalesce(t.calls, 0) AS calls, coalesce(t.total_ns, 0) AS total_ns"                      \
+	" FROM classes k LEFT JOIN (SELECT class, sum(n) AS calls, sum(ns) AS total_ns"            \
+	"  FROM " AGG_CALLS_SRC " GROUP BY class) t ON t.class = k.class"                          \
+	" ORDER BY k.sync_point DESC, k.class"
+/* What aggregate mode kept instead of the enqueues' rows. */
+#define AGGREGATE_SQL                                                                              \
+	"SELECT 'enqueues' AS k, '=' AS eq,"                                                       \
+	" (SELECT coalesce(sum(count), 0) FROM enqueue_aggregates) AS v"                           \
+	" UNION ALL SELECT 'aggregates', '=', (SELECT count(*) FROM enqueue_aggregates)"           \
+	" UNION ALL SELECT 'step_figures', '=', (SELECT count(*) FROM step_figures)"
+#define IS_AGGREGATE_SQL                                                                           \
+	"SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'mode' AND value = 'aggregate')"            \
+	" AND (SELECT count(*) FROM sqlite_master WHERE type = 'table'"                            \
+	" AND name IN ('enqueue_aggregates', 'step_figures')) = 2"
+
+/* One JSON object per database, from the same queries as the text (aggregate mode: with an
+ * "aggregate" object). */
+#define JSON_OF(per_api, per_class, extra)                                                         \
 	"SELECT json_object('path', ?1,"                                                           \
 	" 'meta', json((SELECT json_group_object(key, value) FROM (" META_SQL "))),"               \
 	" 'apis', json((SELECT json_group_array(json_object('api', api, 'class', class,"           \
-	"  'calls', calls, 'total_ns', total_ns)) FROM (" CALLS_PER_API_SQL "))),"                 \
+	"  'calls', calls, 'total_ns', total_ns)) FROM (" per_api "))),"                           \
 	" 'classes', json((SELECT json_group_array(json_object('class', class,"                    \
 	"  'sync_point', sync = 'yes', 'calls', calls, 'total_ns', total_ns))"                     \
-	"  FROM (" CALLS_PER_CLASS_SQL "))),"                                                      \
+	"  FROM (" per_class "))),"                                                                \
 	" 'sync_points', json((SELECT json_object('calls', calls, 'blocked_ns', blocked_ns)"       \
 	"  FROM (" SYNC_TOTAL_SQL "))),"                                                           \
-	" 'dropped', json((SELECT json_group_object(key, value) FROM (" DROPPED_SQL "))))"
+	" 'dropped', json((SELECT json_group_object(key, value) FROM (" DROPPED_SQL ")))" extra    \
+	")"
+#define JSON_SQL JSON_OF(CALLS_PER_API_SQL, CALLS_PER_CLASS_SQL, "")
+#define JSON_AGG_SQL                                                                               \
+	JSON_OF(CALLS_PER_API_AGG_SQL, CALLS_PER_CLASS_AGG_SQL,                                    \
+		", 'aggregate', json((SELECT json_group_object(k, v) FROM (SELECT k,"              \
+		" v FROM (" AGGREGATE_SQL "))))")
 
 static const struct ss_rows_style key_value_style = {"  ", " ", 0, "(none)"};
 static const struct ss_rows_style table_style = {"  ", NULL, 1, "(none)"};
@@ -124,24 +163,47 @@ static int print_state(sqlite3 *db, const char *path, char *err, size_t errlen)
 	return code;
 }
 
+/* 1 when the database was recorded in aggregate mode with its tables, 0 when not, -1 on error. */
+static int is_aggregate(sqlite3 *db)
+{
+	sqlite3_stmt *stmt;
+	int aggregate = -1;
+
+	if (sqlite3_prepare_v2(db, IS_AGGREGATE_SQL, -1, &stmt, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		aggregate = sqlite3_column_int(stmt, 0);
+	sqlite3_finalize(stmt);
+	return aggregate;
+}
+
 static int print_text(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
-	int code;
+	int code, aggregate = is_aggregate(db);
 
 	fputs("== ", stdout);
 	ss_put_printable(stdout, path);
 	fputc('\n', stdout);
-	code = print_state(db, path, err, errlen);
+	code = aggregate < 0 ? ss_db_failure(db, sqlite3_errcode(db), path, err, errlen)
+			     : print_state(db, path, err, errlen);
 	if (code == SS_EXIT_OK)
 		code = print_section(db, path, "meta:", META_SQL, &key_value_style, err, errlen);
 	if (code == SS_EXIT_OK)
-		code = print_section(db, path, "\ncalls per API:", CALLS_PER_API_SQL, &table_style,
-				     err, errlen);
-	if (code == SS_EXIT_OK)
-		code = print_section(db, path, "\ncalls per class:", CALLS_PER_CLASS_SQL,
+		code = print_section(db, path, "\ncalls per API:",
+				     aggregate ? CALLS_PER_API_AGG_SQL : CALLS_PER_API_SQL,
 				     &table_style, err, errlen);
 	if (code == SS_EXIT_OK)
+		code = print_section(db, path, "\ncalls per class:",
+				     aggregate ? CALLS_PER_CLASS_AGG_SQL : CALLS_PER_CLASS_SQL,
+				     &table_style, err, errlen);
+
+	if (code == SS_EXIT_OK)
 		code = print_sync_total(db, path, err, errlen);
+	if (code == SS_EXIT_OK && aggregate)
+		code = print_section(
+		    db, path,
+		    "\naggregate mode (enqueues counted per site, not a row each):", AGGREGATE_SQL,
+		    &key_value_style, err, errlen);
 	if (code == SS_EXIT_OK)
 		code = print_section(db, path, "\ndropped events:", DROPPED_SQL, &key_value_style,
 				     err, errlen);
@@ -151,9 +213,11 @@ static int print_text(sqlite3 *db, const char *path, char *err, size_t errlen)
 static int print_json(sqlite3 *db, const char *path, int first, char *err, size_t errlen)
 {
 	sqlite3_stmt *stmt;
-	int rc, code = SS_EXIT_OK;
+	int rc, code = SS_EXIT_OK, aggregate = is_aggregate(db);
 
-	rc = sqlite3_prepare_v2(db, JSON_SQL, -1, &stmt, NULL);
+	if (aggregate < 0)
+		return ss_db_failure(db, sqlite3_errcode(db), path, err, errlen);
+	rc = sqlite3_prepare_v2(db, aggregate ? JSON_AGG_SQL : JSON_SQL, -1, &stmt, NULL);
 	if (rc != SQLITE_OK) {
 		if (strstr(sqlite3_errmsg(db), "no such function")) {
 			snprintf(err, errlen, "--json: this SQLite (%s) lacks the JSON functions",

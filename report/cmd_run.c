@@ -1,15 +1,16 @@
 /*
  * report/cmd_run.c: `syncspy run [-o DIR] [--cupti|--no-cupti] [--cupti-sample auto|all|ON/PERIOD]
- * [--delay S] [--duration S] [--capture-range cudaProfilerApi|nvtx] [--nvtx-capture NAME] --
- * CMD ARGS...`, recording a program (a launcher such as torchrun or mpirun, or a shell script,
- * and all their children) without writing LD_PRELOAD by hand.
+ * [--delay S] [--duration S] [--capture-range cudaProfilerApi|nvtx] [--nvtx-capture NAME]
+ * [--aggregate] -- CMD ARGS...`, recording a program (a launcher such as torchrun or mpirun, or a
+ * shell script, and all their children) without writing LD_PRELOAD by hand.
  *
  * It sets LD_PRELOAD (libsyncspy.so first, the caller's own preloads kept after it),
  * SYNCSPY_OUTPUT (absolute, so that a child that changes directory still writes there),
  * NVTX_INJECTION64_PATH (libsyncspy.so, so NVTX ranges are recorded: unless the caller set it
  * to another tool) and, with --cupti/--no-cupti and --cupti-sample, SYNCSPY_CUPTI and
  * SYNCSPY_CUPTI_SAMPLE, with the capture options (as nsys's) SYNCSPY_DELAY, SYNCSPY_DURATION,
- * SYNCSPY_CAPTURE_RANGE and SYNCSPY_NVTX_CAPTURE; every other variable (NCCL_*, CUDA_*, the
+ * SYNCSPY_CAPTURE_RANGE and SYNCSPY_NVTX_CAPTURE, with --aggregate SYNCSPY_MODE=aggregate (runs
+ * of hours: docs/recording.md, "Aggregate mode"); every other variable (NCCL_*, CUDA_*, the
  * caller's SYNCSPY_*) reaches CMD unchanged. Then it runs CMD, waits, prints a short summary of the
  * databases written during the run on stderr and exits with CMD's status, as a shell would: CMD's
  * exit code, 128+N when a signal N ended it, 127 when CMD cannot be found.
@@ -235,12 +236,16 @@ static const char *reading_command(void)
 	return "info";
 }
 
-/* The rank (or "-") and the sync points of one database: S1-S7 rows, as the shim counts them. */
+/* The rank (or "-") and the sync points of one database: S1-S7 rows, as the shim counts them;
+ * its calls: rows, and in aggregate mode the enqueues its aggregates counted (meta, so that the
+ * query needs no table a trace-mode database lacks). */
 #define SUMMARY_SQL                                                                                \
 	"SELECT coalesce((SELECT value FROM meta WHERE key = 'rank'), '-'),"                       \
 	" (SELECT count(*) FROM calls c JOIN classes k ON k.class = c.class WHERE k.sync_point),"  \
-	" (SELECT count(*) FROM calls),"                                                           \
-	" EXISTS (SELECT 1 FROM meta WHERE key = 'exit_reason')"
+	" (SELECT count(*) FROM calls) + coalesce((SELECT value FROM meta WHERE key ="             \
+	"  'aggregate_enqueues' AND typeof(value) = 'integer'), 0),"                               \
+	" EXISTS (SELECT 1 FROM meta WHERE key = 'exit_reason'),"                                  \
+	" EXISTS (SELECT 1 FROM meta WHERE key = 'mode' AND value = 'aggregate')"
 
 /* Whether path was modified at or after start (the run's own databases, not older ones). */
 static int written_since(const char *path, const struct timespec *start)
@@ -288,11 +293,12 @@ static void print_summary(const char *dir, const struct timespec *start)
 		}
 		if (sqlite3_prepare_v2(db, SUMMARY_SQL, -1, &stmt, NULL) == SQLITE_OK &&
 		    sqlite3_step(stmt) == SQLITE_ROW)
-			ss_print_line(stderr, "  rank %s: %lld sync points, %lld calls: %s%s",
+			ss_print_line(stderr, "  rank %s: %lld sync points, %lld calls%s: %s%s",
 				      (const char *)sqlite3_column_text(stmt, 0),
 				      (long long)sqlite3_column_int64(stmt, 1),
-				      (long long)sqlite3_column_int64(stmt, 2), name,
-				      sqlite3_column_int(stmt, 3) ? "" : " (unfinished)");
+				      (long long)sqlite3_column_int64(stmt, 2),
+				      sqlite3_column_int(stmt, 4) ? " (enqueues aggregated)" : "",
+				      name, sqlite3_column_int(stmt, 3) ? "" : " (unfinished)");
 		else
 			ss_print_line(stderr, "  %s: %s", name, sqlite3_errmsg(db));
 		sqlite3_finalize(stmt);
@@ -311,7 +317,8 @@ enum {
 	OPT_DELAY,
 	OPT_DURATION,
 	OPT_CAPTURE_RANGE,
-	OPT_NVTX_CAPTURE
+	OPT_NVTX_CAPTURE,
+	OPT_AGGREGATE
 };
 
 /* --delay, --duration: seconds, a decimal >= 0 (the shim reads the same, capture.c). */
@@ -336,10 +343,11 @@ int cmd_run(int argc, char **argv)
 	    {"duration", required_argument, NULL, OPT_DURATION},
 	    {"capture-range", required_argument, NULL, OPT_CAPTURE_RANGE},
 	    {"nvtx-capture", required_argument, NULL, OPT_NVTX_CAPTURE},
+	    {"aggregate", no_argument, NULL, OPT_AGGREGATE},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *output = SS_DEFAULT_OUTPUT_DIR, *cupti = NULL, *sample = NULL;
+	const char *output = SS_DEFAULT_OUTPUT_DIR, *cupti = NULL, *sample = NULL, *mode = NULL;
 	/* capture ranges (docs/recording.md, "Capture ranges") */
 	const char *delay = NULL, *duration = NULL, *capture_range = NULL, *nvtx_capture = NULL;
 	unsigned long long on_ms, period_ms;
@@ -391,6 +399,9 @@ int cmd_run(int argc, char **argv)
 						"run: --nvtx-capture needs a range name");
 			nvtx_capture = optarg;
 			break;
+		case OPT_AGGREGATE:
+			mode = "aggregate";
+			break;
 		case 'h':
 			ss_command_usage(stdout, "run");
 			return SS_EXIT_OK;
@@ -431,7 +442,8 @@ int cmd_run(int argc, char **argv)
 	    (delay && setenv("SYNCSPY_DELAY", delay, 1) != 0) ||
 	    (duration && setenv("SYNCSPY_DURATION", duration, 1) != 0) ||
 	    (capture_range && setenv("SYNCSPY_CAPTURE_RANGE", capture_range, 1) != 0) ||
-	    (nvtx_capture && setenv("SYNCSPY_NVTX_CAPTURE", nvtx_capture, 1) != 0)) {
+	    (nvtx_capture && setenv("SYNCSPY_NVTX_CAPTURE", nvtx_capture, 1) != 0) ||
+	    (mode && setenv("SYNCSPY_MODE", mode, 1) != 0)) {
 		free(shim);
 		free(dir);
 		return ss_error(SS_EXIT_INTERNAL, "run: out of memory");

@@ -93,6 +93,7 @@ int cmd_schema(int argc, char **argv)
 		puts("-- extension tables: present when the recording has their data");
 		fputs(SS_MODULES_SQL, stdout);
 		fputs(SS_GPU_TABLES_SQL, stdout);
+		fputs(SS_AGGREGATE_SQL, stdout); /* aggregate mode's (SYNCSPY_MODE) */
 	}
 	return lookups ? print_lookups() : SS_EXIT_OK;
 }

@@ -33,7 +33,8 @@ enum ss_exit {
 	  "")                                                                                      \
 	X(run,                                                                                     \
 	  "[-o DIR] [--cupti|--no-cupti] [--cupti-sample MODE] [--delay S] [--duration S] "        \
-	  "[--capture-range cudaProfilerApi|nvtx] [--nvtx-capture NAME] [--] CMD [ARGS...]",       \
+	  "[--capture-range cudaProfilerApi|nvtx] [--nvtx-capture NAME] [--aggregate] [--] CMD "   \
+	  "[ARGS...]",                                                                             \
 	  "run CMD (and its children) with libsyncspy.so preloaded, then summarize the recording", \
 	  "  -o DIR      where the databases go (default " SS_DEFAULT_OUTPUT_DIR                   \
 	  "; made absolute)\n"                                                                     \
@@ -47,6 +48,8 @@ enum ss_exit {
 	  "  --capture-range cudaProfilerApi  record between cudaProfilerStart and "               \
 	  "cudaProfilerStop\n"                                                                     \
 	  "  --capture-range nvtx --nvtx-capture NAME  record inside the NVTX ranges named NAME\n" \
+	  "  --aggregate  set SYNCSPY_MODE=aggregate: sync points one row each, enqueues counted " \
+	  "per site (runs of hours: the file grows with syncs and steps, not enqueues)\n"          \
 	  "  exit status: CMD's; 128+N when signal N ended it; 127 when CMD is not found\n")       \
 	X(check,                                                                                   \
 	  "--budget FILE [--junit FILE] [--top N] DB|DIR|SUMMARY... | --init [-o FILE] "           \

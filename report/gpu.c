@@ -926,7 +926,8 @@ int run_gpu(struct loader *ld, struct db_state *st)
 		code = kernel_launch_times(ld, st, &g);
 	/* the GPU-timeline rules (SS_RULE_GPU), in registry order */
 	for (size_t r = 0; code == SS_EXIT_OK && r < ss_nrules; r++)
-		if (ss_rules[r]->phase == SS_RULE_GPU)
+		if (ss_rules[r]->phase == SS_RULE_GPU &&
+		    !(st->rank->aggregate && ss_rules[r]->needs_enqueue_rows)) /* ANALYSIS-6 */
 			code = ss_rules[r]->run_gpu(ld, st, &g);
 	gpu_rows_free(&g);
 	return code;

@@ -3,7 +3,9 @@
  * calls into the aggregate ss_agg (steps 1 and 2 of analysis.c's outline), the steady state's
  * phases (steps.h), the N2 calls that collectives.c groups for the clock alignment and
  * nccl-straggler (step 3) and the NVTX range statistics (step 4). The rules read what this file
- * leaves in db_state and in ss_agg; none is here.
+ * leaves in db_state and in ss_agg; none is here. A database recorded in aggregate mode (its
+ * enqueues counted per site in enqueue_aggregates, docs/recording.md) gets its aggregates added
+ * to ss_agg beside the rows of its sync points (add_aggregates).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -68,8 +70,16 @@
 	" max(CASE key WHEN 'capture_range' THEN value END),"                                      \
 	" max(CASE key WHEN 'capture_skipped_calls' THEN value END),"                              \
 	" max(CASE key WHEN 'capture_skipped_by_class' THEN value END),"                           \
-	" max(CASE key WHEN 'cupti_auto_permille' THEN value END)"                                 \
+	" max(CASE key WHEN 'cupti_auto_permille' THEN value END),"                                \
+	" max(key = 'mode' AND value = 'aggregate')"                                               \
 	" FROM meta"
+
+/* An aggregate recording's last call: a row, or the last enqueue an aggregate counted (a killed
+ * program's last commit may hold enqueues after its last sync). */
+#define LAST_CALL_AGGREGATE_SQL                                                                    \
+	"SELECT max(coalesce((SELECT max(end_ns) FROM calls), 0),"                                 \
+	" coalesce((SELECT max(last_ns) FROM enqueue_aggregates"                                   \
+	"  WHERE typeof(last_ns) = 'integer' AND last_ns BETWEEN 0 AND 1152921504606846976), 0))"
 
 /* The capture table's intervals (schema version 3, only with a capture range): how many, and
  * how long in all; one left open (a killed recording) lasts until the recording's end (?1). */
@@ -172,6 +182,34 @@ static int load_capture(struct loader *ld, struct db_state *st, long long end_ns
 	return end_rows(ld, st, stmt, rc == SQLITE_ROW ? SQLITE_DONE : rc, SS_EXIT_OK);
 }
 
+/* Aggregate mode's tables (include/syncspy/schema.h, SS_AGGREGATE_SQL), with the columns the
+ * readers select: a database whose meta says aggregate and lacks them is damaged. */
+#define AGGREGATE_COLUMNS_SQL                                                                      \
+	"SELECT (SELECT count(*) FROM pragma_table_info('enqueue_aggregates') WHERE name IN"       \
+	" ('id', 'tid', 'api_id', 'class', 'stream', 'dir', 'host_mem', 'site_id', 'count',"       \
+	" 'bytes', 'errors', 'first_ns', 'last_ns', 'host_ns', 'max_ns')) = 15,"                   \
+	" (SELECT count(*) FROM pragma_table_info('step_figures') WHERE name IN"                   \
+	" ('start_ns', 'enqueues')) = 2"
+
+static int check_aggregate_tables(struct loader *ld, struct db_state *st)
+{
+	sqlite3_stmt *stmt;
+	int code = query_row(ld, st, AGGREGATE_COLUMNS_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	const char *missing = !sqlite3_column_int(stmt, 0)   ? "enqueue_aggregates"
+			      : !sqlite3_column_int(stmt, 1) ? "step_figures"
+							     : NULL;
+	sqlite3_finalize(stmt);
+	if (missing)
+		return fail(ld, SS_EXIT_INPUT,
+			    "%s: damaged syncspy database: recorded in aggregate mode (meta.mode), "
+			    "but table '%s' is missing or lacks its columns",
+			    st->path, missing);
+	return SS_EXIT_OK;
+}
+
 int load_meta(struct loader *ld, struct db_state *st)
 {
 	struct ss_rank *rk = st->rank;
@@ -210,7 +248,13 @@ int load_meta(struct loader *ld, struct db_state *st)
 	const char *skipped = (const char *)sqlite3_column_text(stmt, 19);
 	int has_skipped = skipped && *skipped;
 	rk->capture_skipped_by_class = has_skipped ? xstrdup(skipped) : NULL;
+	rk->aggregate = sqlite3_column_int(stmt, 21) == 1;
 	sqlite3_finalize(stmt);
+	if (rk->aggregate) {
+		code = check_aggregate_tables(ld, st);
+		if (code != SS_EXIT_OK)
+			return code;
+	}
 	if (!rk->host || (cupti && !rk->cupti) || (sample && !rk->cupti_sample) ||
 	    (has_by_class && !rk->dropped_by_class) || (capture && !rk->capture_range) ||
 	    (has_skipped && !rk->capture_skipped_by_class))
@@ -232,7 +276,10 @@ int load_meta(struct loader *ld, struct db_state *st)
 					    i == 1 ? SS_DB_REALTIME_MAX_NS : SS_DB_TIME_MAX_NS);
 	}
 	if (end_ns < 0) { /* an unfinished recording: it lasted until its last call */
-		code = query_row(ld, st, "SELECT max(end_ns) FROM calls", &stmt);
+		code = query_row(ld, st,
+				 rk->aggregate ? LAST_CALL_AGGREGATE_SQL
+					       : "SELECT max(end_ns) FROM calls",
+				 &stmt);
 		if (code != SS_EXIT_OK)
 			return code;
 		end_ns = column_or(stmt, 0, rk->start_mono_ns);
@@ -887,6 +934,175 @@ int insert_row(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt)
 	return code;
 }
 
+/* ------------------------------------------------------------------ aggregate mode */
+
+#define AGGREGATES_SQL                                                                             \
+	"SELECT id, tid, api_id, class, stream, dir, host_mem, site_id, count, bytes, errors,"     \
+	" first_ns, last_ns, host_ns, max_ns FROM enqueue_aggregates ORDER BY id"
+static const char *const aggregate_columns[15] = {
+    "id",    "tid",   "api_id", "class",    "stream",  "dir",	  "host_mem", "site_id",
+    "count", "bytes", "errors", "first_ns", "last_ns", "host_ns", "max_ns"};
+
+/* An enqueue_aggregates row the schema does not allow, worded as bad_row words a calls row's. */
+static int bad_aggregate(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt)
+{
+	static const char *const types[] = {"?", "integer", "real", "text", "blob", "null"};
+
+	for (int c = 0; c < 15; c++) {
+		int t = sqlite3_column_type(stmt, c);
+		/* NOT NULL in the schema: id, tid, api_id, class, count, errors, first/last_ns */
+		int required = c <= 3 || c == 8 || c == 10 || c == 11 || c == 12;
+		int ok = c == 3 ? t == SQLITE_TEXT
+				: t == SQLITE_INTEGER || (t == SQLITE_NULL && !required);
+
+		if (!ok)
+			return fail(ld, SS_EXIT_INPUT,
+				    "%s: damaged syncspy database: enqueue_aggregates row %lld: %s "
+				    "holds a %s value",
+				    st->path, (long long)sqlite3_column_int64(stmt, 0),
+				    aggregate_columns[c], types[t]);
+	}
+	for (int c = 8; c <= 14; c++) {
+		long long v = sqlite3_column_int64(stmt, c);
+		long long max = c == 11 || c == 12 || c == 14 ? SS_DB_TIME_MAX_NS : INT64_MAX;
+
+		if (v < 0 || v > max)
+			return fail(
+			    ld, SS_EXIT_INPUT,
+			    "%s: damaged syncspy database: enqueue_aggregates row %lld: %s out "
+			    "of range (%lld; from 0 to %lld)",
+			    st->path, (long long)sqlite3_column_int64(stmt, 0),
+			    aggregate_columns[c], v, max);
+	}
+	return 0;
+}
+
+/* The steady step a time falls in (STEPS-2), clamped into the steady window. */
+static size_t steady_step_of(const struct ss_steps *s, long long t)
+{
+	size_t step, lo = s->first_steady, hi = s->nsteps - 1;
+
+	if (t < s->start[lo])
+		return lo;
+	if (t >= s->start[s->nsteps])
+		return hi;
+	(void)ss_steps_phase(s, t, &step);
+	return step == (size_t)-1 ? lo : step;
+}
+
+/*
+ * Aggregate mode: each enqueue aggregate becomes one group of ph beside the sync points' rows,
+ * so that the per-site SQL, the totals and the calls per API see every enqueue. A group has no
+ * call times but its first and last: its phase is the steady state's when that span overlaps
+ * the steady window, and its steps the steady steps the span overlaps (docs/recording.md,
+ * "Aggregate mode": what the report can judge from aggregates); else the phase of its first
+ * call. Work on a blocking stream there makes the legacy stream serialize (other_streams).
+ */
+static int add_aggregates(struct loader *ld, struct db_state *st, struct scan *sc, struct scan *ph)
+{
+	const struct ss_steps *s = &st->steps;
+	size_t steady = ss_steps_steady(s);
+	sqlite3_stmt *stmt;
+	int rc, code = prepare(ld, st, AGGREGATES_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct agg_group key = {.api_id = sqlite3_column_int64(stmt, 2),
+					.last_step = (size_t)-1},
+				 *g;
+		size_t index, step;
+		int nulls = 0, klass;
+
+		if (bad_aggregate(ld, st, stmt)) {
+			sqlite3_finalize(stmt);
+			return SS_EXIT_INPUT;
+		}
+		long long count = sqlite3_column_int64(stmt, 8);
+		long long first = sqlite3_column_int64(stmt, 11),
+			  last = sqlite3_column_int64(stmt, 12);
+		int has_stream = sqlite3_column_type(stmt, 4) != SQLITE_NULL;
+		long long stream = sqlite3_column_int64(stmt, 4);
+
+		klass = scan_class(sc, (const char *)sqlite3_column_text(stmt, 3));
+		if (klass < 0)
+			break;
+		key.klass = klass;
+		key.dir = nullable(sqlite3_column_value(stmt, 5), 1, &nulls);
+		key.host_mem = nullable(sqlite3_column_value(stmt, 6), 2, &nulls);
+		key.site_id = nullable(sqlite3_column_value(stmt, 7), 4, &nulls);
+		key.nulls = nulls;
+		key.legacy = has_stream && stream == 1;
+		if (last < first)
+			last = first;
+		key.steady = (int)ss_steps_phase(s, first, &step);
+		long long steps = 0;
+		if (steady && first < s->start[s->nsteps] && last >= s->start[s->first_steady]) {
+			key.steady = SS_PHASE_STEADY;
+			steps = (long long)(steady_step_of(s, last) - steady_step_of(s, first)) + 1;
+		}
+		g = find_group(ph, &key, &index);
+		if (!g)
+			break;
+		g->n = add_sat(g->n, count);
+		g->queries = add_sat(g->queries, count);
+		g->t = add_sat(g->t, sqlite3_column_int64(stmt, 13));
+		if (sqlite3_column_int64(stmt, 14) > g->w)
+			g->w = sqlite3_column_int64(stmt, 14);
+		if (sqlite3_column_type(stmt, 9) != SQLITE_NULL) {
+			g->b = add_sat(g->b, sqlite3_column_int64(stmt, 9));
+			g->has_b = 1;
+		}
+		if (steps > g->steps)
+			g->steps = steps; /* aggregates of one group (threads) overlap in time */
+		if (has_stream && key.steady == SS_PHASE_STEADY &&
+		    (stream == 2 ||
+		     (stream > 2 && sorted_contains(sc->blocking_streams, sc->nblocking, stream))))
+			st->other_streams = 1;
+		st->rank->aggregated_enqueues = add_sat(st->rank->aggregated_enqueues, count);
+		st->rank->enqueue_aggregates++;
+	}
+	if (rc == SQLITE_ROW) {
+		sqlite3_finalize(stmt);
+		return out_of_memory(ld);
+	}
+	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+}
+
+/* The median of the enqueues of the steady steps' step_figures (the lower middle); -1 when
+ * none lies in the steady window. */
+#define STEP_ENQUEUES_SQL                                                                          \
+	"SELECT enqueues FROM step_figures WHERE typeof(enqueues) = 'integer'"                     \
+	" AND start_ns >= ?1 AND start_ns < ?2 ORDER BY enqueues"
+
+static int load_step_enqueues(struct loader *ld, struct db_state *st)
+{
+	const struct ss_steps *s = &st->steps;
+	long long *values = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	st->rank->step_enqueues = -1;
+	if (!ss_steps_steady(s))
+		return SS_EXIT_OK;
+	code = prepare(ld, st, STEP_ENQUEUES_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	sqlite3_bind_int64(stmt, 1, s->start[s->first_steady]);
+	sqlite3_bind_int64(stmt, 2, s->start[s->nsteps]);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+		if (!PUSH(values, n, cap, sqlite3_column_int64(stmt, 0))) {
+			code = out_of_memory(ld);
+			break;
+		}
+	code = end_rows(ld, st, stmt, rc, code);
+	if (code == SS_EXIT_OK && n)
+		st->rank->step_enqueues = values[(n - 1) / 2];
+	free(values);
+	return code;
+}
+
 /* Writes what the pass found into the TEMP tables, in one transaction of the temp schema. */
 /* The groups of ph, with the class texts of sc. */
 static int fill_tables(struct loader *ld, struct db_state *st, const struct scan *sc,
@@ -973,6 +1189,10 @@ int build_aggregate(struct loader *ld, struct db_state *st)
 	lap(&t, st->path, "steps");
 	if (code == SS_EXIT_OK)
 		code = phase_groups(ld, st, &sc, &ph);
+	if (code == SS_EXIT_OK && rk->aggregate)
+		code = add_aggregates(ld, st, &sc, &ph);
+	if (code == SS_EXIT_OK && rk->aggregate)
+		code = load_step_enqueues(ld, st);
 	if (code == SS_EXIT_OK) {
 		code = fill_tables(ld, st, &sc, &ph);
 		keep_for_rules(st, &sc);

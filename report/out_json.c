@@ -49,6 +49,15 @@
 	" 'intervals', ?2, 'captured_ns', ?3, 'skipped_calls', ?4, 'skipped_by_class', ?5))"       \
 	" WHERE id = last_insert_rowid()"
 
+/* Recorded in aggregate mode (docs/recording.md, "Aggregate mode"): its enqueues' aggregates,
+ * the enqueues per steady step and the rules that did not run (ANALYSIS-6); a trace-mode
+ * recording stays as it was. */
+#define RANK_AGGREGATE_SQL                                                                         \
+	"UPDATE docs SET doc = json_set(doc, '$.aggregate', json_object('enqueues', ?1,"           \
+	" 'aggregates', ?2, 'enqueues_per_step', ?3,"                                              \
+	" 'rules_not_run', json('[\"' || replace(?4, ',', '\",\"') || '\"]')))"                    \
+	" WHERE id = last_insert_rowid()"
+
 /* With two ranks or more, each rank's clock alignment (docs/rules.md, "Clock alignment") follows
  * its other fields; a one-rank report stays as it was. */
 #define RANK_CLOCK_SQL                                                                             \
@@ -200,6 +209,16 @@ static int json_rank(FILE *out, const struct ss_report *report, const struct ss_
 		sqlite3_bind_int64(stmt, 4, rk->capture_skipped);
 		if (rk->capture_skipped_by_class)
 			sqlite3_bind_text(stmt, 5, rk->capture_skipped_by_class, -1, SQLITE_STATIC);
+		if (run(stmt) != SS_EXIT_OK)
+			return SS_EXIT_INTERNAL;
+	}
+	if (rk->aggregate) {
+		if (sqlite3_prepare_v2(doc_db, RANK_AGGREGATE_SQL, -1, &stmt, NULL) != SQLITE_OK)
+			return sql_failed();
+		sqlite3_bind_int64(stmt, 1, rk->aggregated_enqueues);
+		sqlite3_bind_int64(stmt, 2, rk->enqueue_aggregates);
+		bind_optional(stmt, 3, rk->step_enqueues);
+		sqlite3_bind_text(stmt, 4, ss_rules_needing_enqueue_rows(), -1, SQLITE_STATIC);
 		if (run(stmt) != SS_EXIT_OK)
 			return SS_EXIT_INTERNAL;
 	}

@@ -27,7 +27,7 @@
 /* "SSUM" in the SQLite header (PRAGMA application_id): found without opening the file as SQL. */
 #define SS_SUMMARY_APPLICATION_ID 0x5353554d
 #define SS_SUMMARY_KIND		  "syncspy-summary"
-#define SS_SUMMARY_VERSION	  1
+#define SS_SUMMARY_VERSION	  2 /* 2: the ranks' aggregate-mode fields (docs/schema.md) */
 
 /*
  * The fields of struct ss_rank a summary keeps, one column each of its ranks table:
@@ -70,6 +70,10 @@
 	X(captured_ns, LL)                                                                         \
 	X(capture_skipped, LL)                                                                     \
 	X(capture_skipped_by_class, STR)                                                           \
+	X(aggregate, INT)                                                                          \
+	X(aggregated_enqueues, LL)                                                                 \
+	X(enqueue_aggregates, LL)                                                                  \
+	X(step_enqueues, LL)                                                                       \
 	X(comm_ns, LL)                                                                             \
 	X(comm_overlap, DBL)                                                                       \
 	X(exposed_comm_ns, LL)                                                                     \

@@ -30,6 +30,11 @@
 	X(SYNCSPY_FORK, STR, "child",                                                              \
 	  "child: a forked child that uses CUDA writes its own database; off: children record "    \
 	  "nothing")                                                                               \
+	X(SYNCSPY_MODE, STR, "trace",                                                              \
+	  "trace: a row per recorded call; aggregate: for runs of hours, sync points keep their "  \
+	  "rows, enqueues (E1-E3, N2) are counted per site with a log2 histogram of their host "   \
+	  "times, and each syncspy_step step gets one row of figures: the database grows with "    \
+	  "syncs and steps, not enqueues (docs/recording.md, \"Aggregate mode\")")                 \
 	X(SYNCSPY_ENQUEUE_TIMING, BOOL, "0",                                                       \
 	  "1: also time the end of enqueue calls (E1-E3); 0: enqueue rows carry their start "      \
 	  "time only (end_ns = start_ns), which halves their clock reads")                         \

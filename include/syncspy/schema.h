@@ -19,13 +19,15 @@
  *             return address into the caller of the entry point (docs/attribution.md).
  *
  * Version history: 1 (first); 2 adds stacks, calls.py_stack_id, calls.native_stack_id and
- * ranges (NVTX, steps); 3 adds the extension table capture (capture ranges). Readers accept
- * SS_SCHEMA_VERSION_MIN to SS_SCHEMA_VERSION: a version 2 file is one without capture ranges.
+ * ranges (NVTX, steps); 3 adds the extension table capture (capture ranges); 4 adds meta.mode
+ * and the extension tables of aggregate mode (enqueue_aggregates, enqueue_histogram,
+ * step_figures). Readers accept SS_SCHEMA_VERSION_MIN to SS_SCHEMA_VERSION: a version 2 file is
+ * one without capture ranges, a version 2 or 3 file one recorded in trace mode.
  */
 #ifndef SYNCSPY_SCHEMA_H
 #define SYNCSPY_SCHEMA_H
 
-#define SS_SCHEMA_VERSION     3
+#define SS_SCHEMA_VERSION     4
 #define SS_SCHEMA_VERSION_MIN 2 /* the oldest version readers still read */
 
 /* Tables. Lookup tables (classes, apis, memkinds, dirs) are filled by the writer from the same
@@ -92,5 +94,25 @@
 #define SS_CAPTURE_SQL                                                                             \
 	"CREATE TABLE IF NOT EXISTS capture(start_ns INTEGER NOT NULL, end_ns INTEGER,"            \
 	" started_by TEXT, stopped_by TEXT);\n"
+/* Aggregate mode (SYNCSPY_MODE=aggregate, meta.mode; interpose/aggregate.c, SHIM-7): created
+ * with the schema of such a recording only. The enqueues (E1-E3, N2) that trace mode writes as
+ * calls rows, counted per (thread, API, class, stream, direction, host memory kind, site): one
+ * row per key, rewritten at every commit; host_ns and max_ns NULL where the calls were not
+ * timed (E1-E3 without SYNCSPY_ENQUEUE_TIMING). enqueue_histogram: per aggregate, how many of
+ * its timed calls took a host time of bit length `bucket` (0: 0 ns; b: [2^(b-1), 2^b) ns).
+ * step_figures: one row per syncspy_step step of the process's stepping thread, with the
+ * enqueues and sync points of every thread that started in it. */
+#define SS_AGGREGATE_SQL                                                                           \
+	"CREATE TABLE IF NOT EXISTS enqueue_aggregates(id INTEGER PRIMARY KEY,"                    \
+	" tid INTEGER NOT NULL, api_id INTEGER NOT NULL, class TEXT NOT NULL, stream INTEGER,"     \
+	" dir INTEGER, host_mem INTEGER, site_id INTEGER, count INTEGER NOT NULL, bytes INTEGER,"  \
+	" errors INTEGER NOT NULL, first_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL,"           \
+	" host_ns INTEGER, max_ns INTEGER);\n"                                                     \
+	"CREATE TABLE IF NOT EXISTS enqueue_histogram(aggregate_id INTEGER NOT NULL,"              \
+	" bucket INTEGER NOT NULL, count INTEGER NOT NULL, PRIMARY KEY(aggregate_id, bucket))"     \
+	" WITHOUT ROWID;\n"                                                                        \
+	"CREATE TABLE IF NOT EXISTS step_figures(id INTEGER PRIMARY KEY, tid INTEGER NOT NULL,"    \
+	" step INTEGER NOT NULL, name TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER,"            \
+	" enqueues INTEGER NOT NULL, syncs INTEGER NOT NULL, sync_ns INTEGER NOT NULL);\n"
 
 #endif

@@ -7,6 +7,8 @@ plain lists of dicts otherwise:
     calls     every recorded call, the database's api_calls view (docs/schema.md), with the
               database's rank and path
     gpu       the GPU timeline's gpu_activity rows (docs/cupti.md), where CUPTI recorded them
+    aggregates  a recording in aggregate mode's enqueue_aggregates rows (docs/schema.md), with
+              the API's name and the site's text: its enqueues, which are not calls rows there
     findings  `syncspy report --format json`'s findings (docs/report-json.md)
     steps     each rank's repeating step and per-step figures (report JSON, ranks[].steps)
     ranks     each rank's totals (report JSON, ranks[], without its steps and calls)
@@ -58,7 +60,13 @@ def _read(path):
         if "gpu_activity" in tables:
             gpu = [dict(row, **extra) for row in
                    _rows(connection, "SELECT * FROM gpu_activity ORDER BY start_ns")]
-        return calls, gpu
+        aggregates = []
+        if meta.get("mode") == "aggregate" and "enqueue_aggregates" in tables:
+            aggregates = [dict(row, **extra) for row in _rows(
+                connection, "SELECT g.*, a.name AS api, s.text AS site FROM enqueue_aggregates g"
+                " JOIN apis a ON a.id = g.api_id LEFT JOIN sites s ON s.id = g.site_id"
+                " ORDER BY g.id")]
+        return calls, gpu, aggregates
     except sqlite3.DatabaseError as error:
         raise ValueError("syncspy.load: %s: not a syncspy database (%s)" % (path, error))
     finally:
@@ -77,7 +85,7 @@ def _report(paths):
 class Recording:
     """What load() read: the tables below, DataFrames or lists of dicts."""
 
-    TABLES = ("calls", "gpu", "findings", "steps", "ranks", "ranges")
+    TABLES = ("calls", "gpu", "aggregates", "findings", "steps", "ranks", "ranges")
 
     def __init__(self, paths, tables, report):
         self.databases = paths
@@ -94,17 +102,19 @@ def load(path, pandas=None):
     """The recording at PATH (a database or a directory of them). pandas: None to use it when
     it is installed, False for lists of dicts, True to require it."""
     paths = databases(os.fspath(path))
-    calls, gpu = [], []
+    calls, gpu, aggregates = [], [], []
     for database in paths:
-        database_calls, database_gpu = _read(database)
+        database_calls, database_gpu, database_aggregates = _read(database)
         calls += database_calls
         gpu += database_gpu
+        aggregates += database_aggregates
     report = _report(paths)
     steps = [dict(rank["steps"], rank=rank["rank"], database=rank["path"])
              for rank in report["ranks"]]
     ranks = [{key: value for key, value in rank.items() if key not in ("steps", "calls")}
              for rank in report["ranks"]]
-    tables = {"calls": calls, "gpu": gpu, "findings": report["findings"], "steps": steps,
+    tables = {"calls": calls, "gpu": gpu, "aggregates": aggregates,
+              "findings": report["findings"], "steps": steps,
               "ranks": ranks, "ranges": report["ranges"]}
     frames = None
     if pandas is not False:

@@ -271,6 +271,7 @@ const struct ss_rule ss_rule_copy_on_compute_stream = {
 	      "wait with cudaEventRecord/cudaStreamWaitEvent, so the copy overlaps the current "
 	      "compute.",
     .phase = SS_RULE_DATABASE,
+    .needs_enqueue_rows = 1, /* a copy's next row of its thread */
     .run_database = run_overlap_rule,
     .confirm = confirm_on_gpu,
 };

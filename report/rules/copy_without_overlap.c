@@ -206,5 +206,6 @@ const struct ss_rule ss_rule_copy_without_overlap = {
 	      "the compute run at the same time.",
     .phase = SS_RULE_GPU,
     .cost = SS_COST_ESTIMATE,
+    .needs_enqueue_rows = 1, /* a copy's site is its host call's row */
     .run_gpu = copy_rule,
 };

@@ -161,5 +161,6 @@ const struct ss_rule ss_rule_nccl_straggler = {
     .advice = "Look at what this rank does before the collective (data loading, host syncs, "
 	      "uneven work): every other rank waits for it.",
     .phase = SS_RULE_RANKS,
+    .needs_enqueue_rows = 1, /* the k-th call of each collective: N2 rows */
     .run_ranks = run_straggler_rule,
 };

@@ -51,8 +51,8 @@ expect 2 "noversion.sqlite: not a syncspy database (no schema_version" \
 	"$SYNCSPY" info "$tmp/noversion.sqlite"
 
 # A syncspy database of another version, and damaged ones.
-sh "$make_db" --schema-version 4 "$tmp/v2.sqlite"
-expect 2 "v2.sqlite: unknown schema version 4 (this syncspy reads 2 to 3)" "$SYNCSPY" info "$tmp/v2.sqlite"
+sh "$make_db" --schema-version 5 "$tmp/v2.sqlite"
+expect 2 "v2.sqlite: unknown schema version 5 (this syncspy reads 2 to 4)" "$SYNCSPY" info "$tmp/v2.sqlite"
 head -c 3000 "$tmp/good.sqlite" >"$tmp/truncated.sqlite"
 expect 2 "truncated.sqlite: corrupt or truncated database" "$SYNCSPY" info "$tmp/truncated.sqlite"
 cp "$tmp/good.sqlite" "$tmp/noview.sqlite"
@@ -76,7 +76,7 @@ expect 2 "no syncspy databases in $tmp/emptydir" "$SYNCSPY" info "$tmp/emptydir"
 expect 2 "missing.sqlite: No such file or directory" "$SYNCSPY" info "$tmp/missing.sqlite"
 
 # One bad database among good ones: the good ones are still printed, the exit code is 2.
-expect 2 "v2.sqlite: unknown schema version 4" "$SYNCSPY" info "$tmp/good.sqlite" "$tmp/v2.sqlite"
+expect 2 "v2.sqlite: unknown schema version 5" "$SYNCSPY" info "$tmp/good.sqlite" "$tmp/v2.sqlite"
 grep -q "^== $tmp/good.sqlite\$" "$tmp/out" || {
 	echo "FAIL: the good database was not printed next to a bad one"
 	failures=$((failures + 1))

@@ -20,7 +20,7 @@ fi
 j "json_type(d, '\$.schema_version') || ' ' || json_type(d, '\$.report_version') || ' ' ||
    json_type(d, '\$.syncspy_version') || ' ' || json_type(d, '\$.ranks') || ' ' ||
    json_type(d, '\$.findings') || ' ' || json_type(d, '\$.notes') || ' ' || json_extract(d, '\$.schema_version')" >"$tmp/actual"
-echo "integer text text array array array 3" | diff -u - "$tmp/actual" >&2 || fail "top-level fields"
+echo "integer text text array array array 4" | diff -u - "$tmp/actual" >&2 || fail "top-level fields"
 
 # Every rank: the documented keys, in order (the clock_* fields: reports of 2+ ranks), and the
 # numbers the scenario makes.

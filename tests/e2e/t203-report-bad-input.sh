@@ -27,7 +27,7 @@ make_db "$tmp/twin.sqlite"
 "$SQLITE3" -batch "$tmp/twin.sqlite" "UPDATE meta SET value = 999 WHERE key = 'pid'" || fail "twin"
 
 expect 2 "syncspy: TMP/text.sqlite: not a syncspy database (not SQLite)" "$tmp/text.sqlite"
-expect 2 "syncspy: TMP/v9.sqlite: unknown schema version 9 (this syncspy reads 2 to 3)" "$tmp/v9.sqlite"
+expect 2 "syncspy: TMP/v9.sqlite: unknown schema version 9 (this syncspy reads 2 to 4)" "$tmp/v9.sqlite"
 expect 2 "syncspy: no syncspy databases in TMP/empty" "$tmp/empty"
 expect 2 "syncspy: TMP/twin.sqlite: rank 0 of 2 is also recorded by TMP/good.sqlite (pid 4242): name the databases of one run only" "$tmp/good.sqlite" "$tmp/twin.sqlite"
 expect 2 "syncspy: report: unknown format 'xml' (text, json or html)" --format xml "$tmp/good.sqlite"

@@ -26,7 +26,7 @@ for t in calls api_calls meta sites threads comms streams stacks; do
 	"$SYNCSPY" dump --table $t --format csv "$db" >/dev/null || fail "dump --table $t"
 done
 "$SYNCSPY" dump --table meta --format csv --where "key IN ('schema_version', 'exit_reason')" "$db" | sed 1d >"$tmp/actual"
-printf 'key,value\nexit_reason,exit\nschema_version,3\n' >"$tmp/expected"
+printf 'key,value\nexit_reason,exit\nschema_version,4\n' >"$tmp/expected"
 diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "dump CSV differs"
 
 # JSON: one array, an object per database, the rows' values typed.

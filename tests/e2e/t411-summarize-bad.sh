@@ -70,7 +70,7 @@ damage() { # NAME GLOB SQL
 	expect2 "report, $1" "syncspy: $f: $2" "$SYNCSPY" report --format json -o "$tmp/d.json" "$f"
 	expect2 "check, $1" "syncspy: $f: $2" "$SYNCSPY" check --budget "$tmp/budget.json" "$f"
 }
-damage "another version" "syncspy summary version 99; this syncspy reads version 1*" \
+damage "another version" "syncspy summary version 99; this syncspy reads version 2*" \
 	"UPDATE meta SET value = 99 WHERE key = 'summary_version'"
 damage "no kind" "damaged syncspy summary: no meta.kind*" "DELETE FROM meta WHERE key = 'kind'"
 damage "no findings table" "damaged syncspy summary: no such table: findings" "DROP TABLE findings"

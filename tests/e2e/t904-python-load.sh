@@ -28,6 +28,7 @@ expected() { # expected KIND: the output of py_load.py with tables of KIND
 	cat <<END
 calls: $1 $calls
 gpu: $1 $gpu
+aggregates: $1 0
 findings: $1 $findings
 steps: $1 1
 ranks: $1 1
@@ -36,7 +37,7 @@ rules: $rules
 steps: $steps
 sync points: $syncs
 first call: $(q "SELECT api FROM api_calls ORDER BY start_ns, id LIMIT 1") True
-<syncspy.Recording of 1 database(s): calls=$calls, gpu=$gpu, findings=$findings, steps=1, ranks=1, ranges=$ranges>
+<syncspy.Recording of 1 database(s): calls=$calls, gpu=$gpu, aggregates=0, findings=$findings, steps=1, ranks=1, ranges=$ranges>
 END
 }
 "$tmp/plain/bin/python" "$TOP_SRCDIR/tests/progs/py_load.py" "$trace" lists >"$tmp/lists.out" 2>&1 ||
