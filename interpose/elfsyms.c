@@ -3,7 +3,8 @@
  * program or library? nvcc links the runtime statically by default; its functions then live in
  * the user's own module, where the module-based rule for the user call site (sites.c,
  * ss_framework_module) cannot tell them apart. Their names can: the module's .symtab (kept unless
- * the module was stripped) names them cuda*, __cuda* or cudart::*.
+ * the module was stripped) names them cuda*, __cuda* or cudart::*; Thrust's and CUB's functions
+ * instantiated there are counted with them (ELFSYMS-1).
  *
  * The writer thread calls this while symbolizing stacks, an application thread the first time
  * an enqueue comes along a new path (native.c); the cache is under a lock.
@@ -36,11 +37,17 @@ static struct module_symbols *modules;
 static size_t module_count;
 
 /* The runtime's functions, and the host stubs nvcc generates for kernels (`__device_stub__`,
- * mangled or not: a <<<>>> launch passes through one, and its line is the caller's). */
+ * mangled or not: a <<<>>> launch passes through one, and its line is the caller's).
+ * ELFSYMS-1: also the functions of the toolkit's header libraries that a program instantiates
+ * in its own binary, Thrust's and CUB's (mangled _ZN6thrust..., _ZN3cub..., const members
+ * _ZNK...): thrust::count_if's temporary allocation and cub::SyncStream are frames of their
+ * own there, and the user's line is the one that called into the library (t226). */
 static int runtime_name(const char *name)
 {
 	return !strncmp(name, "cuda", 4) || !strncmp(name, "__cuda", 6) ||
-	       strstr(name, "cudart") != NULL || strstr(name, "__device_stub__") != NULL;
+	       strstr(name, "cudart") != NULL || strstr(name, "__device_stub__") != NULL ||
+	       !strncmp(name, "_ZN6thrust", 10) || !strncmp(name, "_ZNK6thrust", 11) ||
+	       !strncmp(name, "_ZN3cub", 7) || !strncmp(name, "_ZNK3cub", 8);
 }
 
 static int by_start(const void *a, const void *b)

@@ -22,6 +22,8 @@
 
 #include <cuda.h>
 
+#include "copy_shapes.h"
+
 #define CHECK(call)                                                                                \
 	do {                                                                                       \
 		CUresult rc_ = (call);                                                             \
@@ -53,49 +55,15 @@ static void more_copies(CUstream s, CUdeviceptr dev, char *host)
 	CHECK(cuMemAlloc(&dev2, 4096));
 	CHECK(cuMemAllocHost(&pinned, 4096));
 	CHECK(cuMemAlloc(&flags, 64));
-	CUDA_MEMCPY2D down = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
-			      .srcDevice = dev,
-			      .srcPitch = 64,
-			      .dstMemoryType = CU_MEMORYTYPE_HOST,
-			      .dstHost = host,
-			      .dstPitch = 64,
-			      .WidthInBytes = 64,
-			      .Height = 64};
+	CUDA_MEMCPY2D down = copy2d_down(dev, host);
 	CHECK(cuMemcpy2DUnaligned(&down));
 	/* 4 slices of 16 rows of 64 bytes: down to pageable memory, up from pinned memory */
-	CUDA_MEMCPY3D down3 = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
-			       .srcDevice = dev,
-			       .srcPitch = 64,
-			       .srcHeight = 16,
-			       .dstMemoryType = CU_MEMORYTYPE_HOST,
-			       .dstHost = host,
-			       .dstPitch = 64,
-			       .dstHeight = 16,
-			       .WidthInBytes = 64,
-			       .Height = 16,
-			       .Depth = 4};
-	CUDA_MEMCPY3D up3 = down3;
-	up3.srcMemoryType = CU_MEMORYTYPE_HOST;
-	up3.srcHost = pinned;
-	up3.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-	up3.dstDevice = dev;
+	CUDA_MEMCPY3D down3 = copy3d_down(dev, host), up3 = copy3d_up(pinned, dev);
 	CHECK(cuMemcpy3D(&down3));
 	CHECK(cuMemcpy3DAsync(&up3, s));
 	CHECK(cuMemcpyPeer(dev2, ctx, dev, ctx, 4096));
 	CHECK(cuMemcpyPeerAsync(dev, ctx, dev2, ctx, 4096, s));
-	CUDA_MEMCPY3D_PEER peer3 = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
-				    .srcDevice = dev,
-				    .srcContext = ctx,
-				    .srcPitch = 64,
-				    .srcHeight = 16,
-				    .dstMemoryType = CU_MEMORYTYPE_DEVICE,
-				    .dstDevice = dev2,
-				    .dstContext = ctx,
-				    .dstPitch = 64,
-				    .dstHeight = 16,
-				    .WidthInBytes = 64,
-				    .Height = 16,
-				    .Depth = 4};
+	CUDA_MEMCPY3D_PEER peer3 = copy3d_peer(dev, dev2, ctx);
 	CHECK(cuMemcpy3DPeer(&peer3));
 	CHECK(cuMemcpy3DPeerAsync(&peer3, s));
 	/* a batch of two halves from pinned memory; a 3D batch (its bytes are not recorded) */
@@ -105,11 +73,7 @@ static void more_copies(CUstream s, CUdeviceptr dev, char *host)
 	size_t sizes[2] = {2048, 2048}, attr_index = 0;
 	CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
 	CHECK(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &attr_index, 1, s));
-	CUDA_MEMCPY3D_BATCH_OP op = {
-	    .src = {.type = CU_MEMCPY_OPERAND_TYPE_POINTER, .op.ptr = {.ptr = dev2}},
-	    .dst = {.type = CU_MEMCPY_OPERAND_TYPE_POINTER, .op.ptr = {.ptr = dev}},
-	    .extent = {4096, 1, 1},
-	    .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+	CUDA_MEMCPY3D_BATCH_OP op = copy3d_batch_op(dev2, dev);
 	CHECK(cuMemcpy3DBatchAsync(1, &op, 0, s));
 	/* memsets: device memory, and pinned memory (an implicit sync when not async: S6) */
 	CHECK(cuMemsetD16(dev, 7, 2048));
@@ -177,22 +141,7 @@ static int linked(void)
 	memset(host, 0, sizeof(host));
 	CHECK(cuMemcpyDtoH(host, dev, sizeof(host)));
 	/* the same 4096 bytes as 64 rows of 64: down blocking, up asynchronously (pageable: S5) */
-	CUDA_MEMCPY2D down = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
-			      .srcDevice = dev,
-			      .srcPitch = 64,
-			      .dstMemoryType = CU_MEMORYTYPE_HOST,
-			      .dstHost = host,
-			      .dstPitch = 64,
-			      .WidthInBytes = 64,
-			      .Height = 64};
-	CUDA_MEMCPY2D up = {.srcMemoryType = CU_MEMORYTYPE_HOST,
-			    .srcHost = host,
-			    .srcPitch = 64,
-			    .dstMemoryType = CU_MEMORYTYPE_DEVICE,
-			    .dstDevice = dev,
-			    .dstPitch = 64,
-			    .WidthInBytes = 64,
-			    .Height = 64};
+	CUDA_MEMCPY2D down = copy2d_down(dev, host), up = copy2d_up(host, dev);
 	CHECK(cuMemcpy2D(&down));
 	CHECK(cuMemcpy2DAsync(&up, s));
 	CHECK(cuStreamSynchronize(s));

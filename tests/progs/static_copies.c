@@ -29,6 +29,8 @@
 
 #include <cuda.h>
 
+#include "copy_shapes.h"
+
 typedef CUresult (*get_proc_t)(const char *, void **, int, cuuint64_t,
 			       CUdriverProcAddressQueryResult *);
 
@@ -207,14 +209,7 @@ static void *pinned;
 static char host[4096];
 static CUcontext ctx;
 
-/* Every buffer is 4096 bytes: 64 rows of 64, or 4 slices of 16 such rows. */
-static const CUDA_MEMCPY2D down = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
-				   .srcPitch = 64,
-				   .dstMemoryType = CU_MEMORYTYPE_HOST,
-				   .dstHost = host,
-				   .dstPitch = 64,
-				   .WidthInBytes = 64,
-				   .Height = 64};
+/* Every buffer is 4096 bytes: 64 rows of 64, or 4 slices of 16 such rows (copy_shapes.h). */
 
 static int setup(void)
 {
@@ -234,47 +229,15 @@ static void calls(void)
 	for (int round = 0; round < 2; round++) {
 		drv = round ? &per_thread : &legacy;
 		CUstream s = round ? NULL : stream; /* per-thread: stream 0 */
-		CUDA_MEMCPY2D down2 = down;
-		down2.srcDevice = dev;
-		CUDA_MEMCPY3D down3 = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
-				       .srcDevice = dev,
-				       .srcPitch = 64,
-				       .srcHeight = 16,
-				       .dstMemoryType = CU_MEMORYTYPE_HOST,
-				       .dstHost = host,
-				       .dstPitch = 64,
-				       .dstHeight = 16,
-				       .WidthInBytes = 64,
-				       .Height = 16,
-				       .Depth = 4};
-		CUDA_MEMCPY3D up3 = down3;
-		up3.srcMemoryType = CU_MEMORYTYPE_HOST;
-		up3.srcHost = pinned;
-		up3.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-		up3.dstDevice = dev;
-		CUDA_MEMCPY3D_PEER peer3 = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
-					    .srcDevice = dev,
-					    .srcContext = ctx,
-					    .srcPitch = 64,
-					    .srcHeight = 16,
-					    .dstMemoryType = CU_MEMORYTYPE_DEVICE,
-					    .dstDevice = dev2,
-					    .dstContext = ctx,
-					    .dstPitch = 64,
-					    .dstHeight = 16,
-					    .WidthInBytes = 64,
-					    .Height = 16,
-					    .Depth = 4};
+		CUDA_MEMCPY2D down2 = copy2d_down(dev, host);
+		CUDA_MEMCPY3D down3 = copy3d_down(dev, host), up3 = copy3d_up(pinned, dev);
+		CUDA_MEMCPY3D_PEER peer3 = copy3d_peer(dev, dev2, ctx);
 		CUdeviceptr dsts[2] = {dev, dev + 2048};
 		CUdeviceptr srcs[2] = {(CUdeviceptr)(uintptr_t)pinned,
 				       (CUdeviceptr)(uintptr_t)pinned + 2048};
 		size_t sizes[2] = {2048, 2048}, attr_index = 0;
 		CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
-		CUDA_MEMCPY3D_BATCH_OP op = {
-		    .src = {.type = CU_MEMCPY_OPERAND_TYPE_POINTER, .op.ptr = {.ptr = dev2}},
-		    .dst = {.type = CU_MEMCPY_OPERAND_TYPE_POINTER, .op.ptr = {.ptr = dev}},
-		    .extent = {4096, 1, 1},
-		    .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+		CUDA_MEMCPY3D_BATCH_OP op = copy3d_batch_op(dev2, dev);
 		CUdeviceptr word = words + 32 * round;
 		CUstreamBatchMemOpParams ops[2] = {
 		    {.writeValue = {.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32,
@@ -332,8 +295,7 @@ static void loop(int steps)
 {
 	void (*step)(const char *) = (void (*)(const char *))dlsym(RTLD_DEFAULT, "syncspy_step");
 	static CUgraphExec kept[KEPT_MAX];
-	CUDA_MEMCPY2D down2 = down;
-	down2.srcDevice = dev;
+	CUDA_MEMCPY2D down2 = copy2d_down(dev, host);
 	if (steps > KEPT_MAX)
 		steps = KEPT_MAX;
 	for (int i = 0; i < steps; i++) {

@@ -1,0 +1,28 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# t226: a sync point reached through Thrust's or CUB's functions compiled into the program
+# (templates instantiated in the user's binary, frames of their own) is named by the program's
+# line that called into them, not by a line inside them (interpose/elfsyms.c, ELFSYMS-1: the
+# module's .symtab names them thrust:: and cub::). tests/progs/thrust_frames.cc allocates
+# through thrust::detail::temporary_allocate and syncs through cub::SyncStream every step:
+# alloc-in-loop names the @site thrust-alloc line of main, the sync's finding @site cub-sync;
+# before ELFSYMS-1 both named lines inside the namespaces' functions (the corpus' c27 on the
+# H200: count_if's temporary allocations named inside Thrust).
+. "$E2E_DIR/lib.sh"
+src="$TOP_SRCDIR/tests/progs/thrust_frames.cc"
+under_shim "$PROGS/thrust_frames" >"$tmp/stdout" 2>&1 || fail "program failed: $(cat "$tmp/stdout")"
+one_db
+"$SYNCSPY" report --format json "$db" >"$tmp/r.json" || fail "report failed"
+site_of() { # RULE: the site of its first finding
+	rq "SELECT json_extract(value, '\$.site') FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
+		WHERE json_extract(value, '\$.rule') = '$1' LIMIT 1"
+}
+for pair in alloc-in-loop:thrust-alloc host-sync:cub-sync; do
+	rule=${pair%%:*} mark=${pair#*:}
+	line=$(grep -n "@site $mark\$" "$src" | cut -d: -f1)
+	site=$(site_of "$rule")
+	case $site in
+	*/progs/thrust_frames.cc:"$line in main") ;;
+	*) fail "$rule: site '$site', want thrust_frames.cc:$line in main (findings: $(rq "SELECT group_concat(json_extract(value, '\$.rule') || ' ' || json_extract(value, '\$.site'), '; ') FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))"))" ;;
+	esac
+done
