@@ -181,15 +181,15 @@ static void describe_copy3d(struct ss_rec *rec, const struct cudaMemcpy3DParms *
 	    (uint64_t)p->extent.width * p->extent.height * p->extent.depth, p->kind, async);
 }
 
-static void describe_batch(struct ss_rec *rec, void *const *dsts, const void *const *srcs,
-			   const size_t *sizes, size_t count)
+void ss_describe_batch(struct ss_rec *rec, const void *dst0, const void *src0, const size_t *sizes,
+		       size_t count)
 {
-	if (!dsts || !srcs || !sizes || count == 0)
+	if (!sizes || count == 0)
 		return;
 	uint64_t total = 0;
 	for (size_t i = 0; i < count; i++)
 		total += sizes[i];
-	ss_describe_copy(rec, dsts[0], srcs[0], total, cudaMemcpyDefault, 1);
+	ss_describe_copy(rec, dst0, src0, total, cudaMemcpyDefault, 1);
 }
 
 /* Non-async memsets to pinned or managed memory are implicit syncs (S6). */
@@ -223,7 +223,9 @@ static uint64_t ss_sum_sizes(const size_t *sizes, size_t count)
 #define COPY_D2D(n)                                                                                \
 	rec.dir = SS_DIR_D2D;                                                                      \
 	rec.bytes = (n);
-#define COPY_BATCH(dsts, srcs, sizes, count) describe_batch(&rec, dsts, srcs, sizes, count);
+#define COPY_BATCH(dsts, srcs, sizes, count)                                                       \
+	if ((dsts) && (srcs))                                                                      \
+		ss_describe_batch(&rec, (dsts)[0], (srcs)[0], sizes, count);
 #define MEMSET(ptr, n, async)		     ss_describe_memset(&rec, ptr, n, async);
 
 /* ------------------------------------------------------------------ the wrappers */

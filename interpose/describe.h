@@ -18,6 +18,11 @@ uint64_t ss_stream_id(const void *stream, int per_thread_variant);
  * NULL stands for a device-side object. Sets bytes, dir, host_mem and S5 for a pageable async. */
 void ss_describe_copy(struct ss_rec *rec, const void *dst, const void *src, uint64_t bytes,
 		      int kind, int async);
+/* A batch of async copies (cudaMemcpyBatchAsync, cuMemcpyBatchAsync): every copy's bytes, and
+ * the first copy's direction and host memory kind, DST0 and SRC0 its pointers: a batch is
+ * usually of one kind, and the sum costs one add per copy. */
+void ss_describe_batch(struct ss_rec *rec, const void *dst0, const void *src0, const size_t *sizes,
+		       size_t count);
 /* A memset: bytes, target memory kind, and S6 for a non-async one on pinned/managed memory. */
 void ss_describe_memset(struct ss_rec *rec, const void *ptr, uint64_t bytes, int async);
 

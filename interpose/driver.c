@@ -133,7 +133,10 @@ SS_PRE_INIT void *ss_dlsym(void *handle, const char *name) /* DRIVER-2 */
 #define COPY_PEER(n)                                                                               \
 	rec.dir = SS_DIR_PEER;                                                                     \
 	rec.bytes = (n);
-#define COPY_BATCH(dsts, srcs, sizes, count) describe_batch(&rec, dsts, srcs, sizes, count);
+#define COPY_BATCH(dsts, srcs, sizes, count)                                                       \
+	if ((dsts) && (srcs))                                                                      \
+		ss_describe_batch(&rec, (const void *)(uintptr_t)(dsts)[0],                        \
+				  (const void *)(uintptr_t)(srcs)[0], sizes, count);
 #define MEM_OPS(count, ops)		     describe_mem_ops(&rec, count, ops);
 
 /* The host side of a CUDA_MEMCPY2D's or CUDA_MEMCPY3D's source or destination: its host
@@ -163,20 +166,6 @@ static void describe_sides(struct ss_rec *rec, CUmemorytype src_type, const void
 			 copy_host_side(src_type, src_host, src_device), bytes, kind, async);
 }
 
-/* cuMemcpyBatchAsync: every copy's bytes, and the first copy's direction and host memory kind
- * (as cudaMemcpyBatchAsync, cudart.c): a batch is usually of one kind, and the sum costs one
- * add per copy. */
-static void describe_batch(struct ss_rec *rec, const CUdeviceptr *dsts, const CUdeviceptr *srcs,
-			   const size_t *sizes, size_t count)
-{
-	if (!dsts || !srcs || !sizes || count == 0)
-		return;
-	uint64_t total = 0;
-	for (size_t i = 0; i < count; i++)
-		total += sizes[i];
-	ss_describe_copy(rec, (const void *)(uintptr_t)dsts[0], (const void *)(uintptr_t)srcs[0],
-			 total, cudaMemcpyDefault, 1);
-}
 
 /* cuStreamBatchMemOp: its operations' count; a batch that waits for a value is a stream wait
  * (E3), one that only writes values or flushes is a signal other streams wait for (E2). */
