@@ -43,7 +43,8 @@
 # coverage, procaddr (a few seconds: tests/progs/gpu_procaddr.c), bench-cupti, nvtx, pylines
 # (under a minute: tests/gpu/python_lines.py), stack, bench-calls; the environment checks always
 # run. The part corpus (tests/gpu/corpus.sh: the labelled corpus of examples/corpus recorded, its
-# traces put into databases.tar.gz under corpus/) runs only when PARTS names it: "all" would not
+# traces put into databases.tar.gz under corpus/) and the part python (tests/gpu/python.sh: the
+# Python package with torch, about a minute) run only when PARTS names them: "all" would not
 # fit one call.
 # DEBUG_INFO=1 builds the reference workloads with -g (sites with file:line, at= lines checked).
 #
@@ -545,6 +546,23 @@ case " ${PARTS:-} " in
 		cp "$work/corpus/corpus-score.txt" "$work/keep/corpus-score.txt" 2>/dev/null
 	else
 		check "corpus: tests/gpu/corpus.sh ran" FAIL
+	fi ;;
+esac
+
+# The Python package (issue 16): tests/gpu/python.sh installs the carried wheel offline into a
+# venv and runs the guard, the recording, the pytest plugin, load() and the guard's bench with
+# torch; its PASS/FAIL/SKIP lines join this run's checks (SKIP lines as they are, in the log).
+case " ${PARTS:-} " in
+*" python "*)
+	section "the Python package (tests/gpu/python.sh)"
+	timeout -s KILL "$(step_limit 240)" bash tests/gpu/python.sh "$work/python" >/dev/null 2>&1
+	cat "$work/python/python.log" >>"$log_file" 2>/dev/null
+	if [ -f "$work/python/python-summary.txt" ]; then
+		grep -E '^(PASS|FAIL) ' "$work/python/python-summary.txt" | sed 's/^\(PASS\|FAIL\) /\1  python: /' >"$work/python/checks"
+		checks_from "$work/python/checks"
+		grep '^SKIP' "$work/python/python-summary.txt" >>"$log_file"
+	else
+		check "python: tests/gpu/python.sh ran" FAIL
 	fi ;;
 esac
 
