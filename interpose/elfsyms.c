@@ -24,6 +24,7 @@
 
 struct runtime_range {
 	uint64_t start, end; /* [start, end) of one runtime function, as in the file */
+	int kind;	     /* SS_FRAME_RUNTIME or SS_FRAME_LIBRARY */
 };
 
 struct module_symbols {
@@ -44,10 +45,13 @@ static size_t module_count;
  * own there, and the user's line is the one that called into the library (t226). */
 static int runtime_name(const char *name)
 {
-	return !strncmp(name, "cuda", 4) || !strncmp(name, "__cuda", 6) ||
-	       strstr(name, "cudart") != NULL || strstr(name, "__device_stub__") != NULL ||
-	       !strncmp(name, "_ZN6thrust", 10) || !strncmp(name, "_ZNK6thrust", 11) ||
-	       !strncmp(name, "_ZN3cub", 7) || !strncmp(name, "_ZNK3cub", 8);
+	if (!strncmp(name, "cuda", 4) || !strncmp(name, "__cuda", 6) ||
+	    strstr(name, "cudart") != NULL || strstr(name, "__device_stub__") != NULL)
+		return SS_FRAME_RUNTIME;
+	if (!strncmp(name, "_ZN6thrust", 10) || !strncmp(name, "_ZNK6thrust", 11) ||
+	    !strncmp(name, "_ZN3cub", 7) || !strncmp(name, "_ZNK3cub", 8))
+		return SS_FRAME_LIBRARY;
+	return 0;
 }
 
 static int by_start(const void *a, const void *b)
@@ -144,7 +148,8 @@ static void load_module(struct module_symbols *m)
 					      (kn->text[0] == '_' && strlen(name) == kn->len - 1 &&
 					       !strncmp(name, kn->text + 1, kn->len - 1));
 			}
-			if (!kernel_host && !runtime_name(name))
+			int kind = kernel_host ? SS_FRAME_RUNTIME : runtime_name(name);
+			if (!kind)
 				continue;
 			struct runtime_range *grown =
 			    realloc(m->ranges, (m->count + 1) * sizeof(*grown));
@@ -155,7 +160,7 @@ static void load_module(struct module_symbols *m)
 			m->ranges = grown;
 			uint64_t start = syms[k].st_value;
 			m->ranges[m->count++] = (struct runtime_range){
-			    start, start + (syms[k].st_size ? syms[k].st_size : 1)};
+			    start, start + (syms[k].st_size ? syms[k].st_size : 1), kind};
 		}
 		free(kernels);
 	}
@@ -191,7 +196,7 @@ static int runtime_frame(const char *module_path, uintptr_t module_base, uintptr
 		else
 			hi = mid;
 	}
-	return lo > 0 && address < m->ranges[lo - 1].end;
+	return lo > 0 && address < m->ranges[lo - 1].end ? m->ranges[lo - 1].kind : 0;
 }
 
 /* The writer (symbolizing stacks) and an application thread (learning the path of an enqueue

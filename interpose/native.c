@@ -284,7 +284,7 @@ static __thread unsigned paths_used, path_last,
  * dynamic symbol table: libtorch's hold hundreds of thousands, and the frames a cuBLAS launch
  * walks past cost hundreds of microseconds each. The verdicts are forgotten when a module was
  * unloaded (the loader's count of unloads, read at each walk), since another may take its
- * addresses. Open addressing, lock-free: IP << 1 | verdict in a cell, 0 for an empty one. */
+ * addresses. Open addressing, lock-free: IP << 2 | verdict in a cell, 0 for an empty one. */
 #define VERDICTS       4096 /* a power of two: 32 KiB */
 #define VERDICT_PROBES 8
 static _Atomic uint64_t verdicts[VERDICTS];
@@ -293,32 +293,44 @@ static _Atomic unsigned long long verdicts_unloads;
 #if defined(__x86_64__)
 /* Is IP (a return address) in the user's code: not the shim, not a module of CUDA or a
  * framework, not a function of a static runtime, not an nvcc stub? */
+/* A frame's verdict: USER_CODE, NOT_USER, or LIBRARY_CODE (Thrust or CUB compiled into the
+ * user's module, ELFSYMS-1: the site when no frame of the user's own is near). */
+enum { NOT_USER = 0, USER_CODE = 1, LIBRARY_CODE = 2 };
+
 static int module_user_code(uintptr_t lookup)
 {
 	Dl_info info;
 	atomic_fetch_add_explicit(&ss_enqueue_path_lookups, 1, memory_order_relaxed);
 	if (!dladdr((void *)lookup, &info) || !info.dli_fname)
-		return 1; /* code of no module (generated): the program's own */
-	return !ss_framework_module(info.dli_fname) &&
-	       !ss_static_runtime_frame(info.dli_fname, (uintptr_t)info.dli_fbase, lookup);
+		return USER_CODE; /* code of no module (generated): the program's own */
+	if (ss_framework_module(info.dli_fname))
+		return NOT_USER;
+	switch (ss_static_runtime_frame(info.dli_fname, (uintptr_t)info.dli_fbase, lookup)) {
+	case 0:
+		return USER_CODE;
+	case SS_FRAME_LIBRARY:
+		return LIBRARY_CODE;
+	default:
+		return NOT_USER;
+	}
 }
 
 static int user_code(uintptr_t ip)
 {
 	uintptr_t lookup = ip - 1; /* inside the call */
 	if (lookup >= own_lo && lookup < own_hi)
-		return 0;
+		return NOT_USER;
 	size_t home = (size_t)(((uint64_t)ip * 0x9e3779b97f4a7c15ull) >> 52); /* 12 bits */
 	for (size_t i = 0; i < VERDICT_PROBES; i++) {
 		uint64_t cell =
 		    atomic_load_explicit(&verdicts[(home + i) % VERDICTS], memory_order_relaxed);
 		if (cell == 0)
 			break;
-		if (cell >> 1 == ip)
-			return (int)(cell & 1);
+		if (cell >> 2 == ip)
+			return (int)(cell & 3);
 	}
 	int user = module_user_code(lookup);
-	uint64_t want = (uint64_t)ip << 1 | (uint64_t)user;
+	uint64_t want = (uint64_t)ip << 2 | (uint64_t)user;
 	for (size_t i = 0; i < VERDICT_PROBES; i++) { /* full: asked again next time */
 		uint64_t expected = 0;
 		if (atomic_compare_exchange_strong_explicit(&verdicts[(home + i) % VERDICTS],
@@ -354,6 +366,7 @@ static void verdicts_check_unloads(void)
 struct path_walk {
 	struct enqueue_path *path;
 	int found, done, skipped;
+	int16_t library; /* the first LIBRARY_CODE frame, in words from slot; 0: none */
 };
 
 /* libgcc calls this for each frame, innermost first, before it steps past the frame: the CFA
@@ -374,11 +387,15 @@ static _Unwind_Reason_Code path_frame(struct _Unwind_Context *context, void *arg
 	}
 	if (*ip_slot != ip) /* frames not laid out as assumed: keep CALLER */
 		return _URC_END_OF_STACK;
-	if (user_code(ip)) {
+	int verdict = user_code(ip);
+	if (verdict == USER_CODE) {
 		path->user = (int16_t)(ip_slot - path->slot);
 		walk->done = 1;
 		return _URC_END_OF_STACK;
 	}
+	if (verdict == LIBRARY_CODE && !walk->library && ip_slot != path->slot &&
+	    ip_slot - path->slot <= INT16_MAX)
+		walk->library = (int16_t)(ip_slot - path->slot);
 	if (ip_slot != path->slot) {
 		if (path->checks == PATH_FRAMES || ip_slot - path->slot > INT16_MAX)
 			return _URC_END_OF_STACK;
@@ -400,7 +417,9 @@ __attribute__((noinline, cold)) static uint64_t learn_path(struct enqueue_path *
 		verdicts_check_unloads();
 		struct path_walk walk = {.path = path};
 		gcc_backtrace(path_frame, &walk);
-		if (!walk.done) /* no user frame near: the site stays CALLER, and costs no walk */
+		if (!walk.done && walk.library) /* ELFSYMS-1: Thrust's or CUB's frame, checked */
+			path->user = walk.library;
+		else if (!walk.done) /* no user frame near: the site stays CALLER, costs no walk */
 			path->user = 0, path->checks = 0;
 	}
 	atomic_fetch_add_explicit(&ss_enqueue_path_walks, 1, memory_order_relaxed);

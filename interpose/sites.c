@@ -387,6 +387,8 @@ void ss_store_native_stack(const struct ss_rec *r, int64_t call_rowid)
 				offset = ip - (uintptr_t)info.dli_fbase;
 				symbol = info.dli_sname;
 				symbol_offset = ip - (uintptr_t)info.dli_saddr;
+				/* ELFSYMS-1's library frames are not the user's either; with no
+				 * user frame, the call's own return address stays its site */
 				if (!user_site && !ss_framework_module(info.dli_fname) &&
 				    !ss_static_runtime_frame(info.dli_fname,
 							     (uintptr_t)info.dli_fbase, lookup))

@@ -14,6 +14,10 @@
  * `static_launch depths N ROUNDS` instead launches from one line (LAUNCH-DEPTH) at N stack
  * depths in turn, ROUNDS times: N paths to the driver along the same runtime frames, each
  * learnt once however many there are (NATIVE-1, t223).
+ *
+ * `static_launch library` launches from inside a function of Thrust's namespace (by its mangled
+ * name), 16 of its frames deep: no user frame within the 12 a path keeps, so the site is the
+ * library's launching line (LAUNCH-LIBRARY), not the runtime's (ELFSYMS-1, t226).
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -148,6 +152,20 @@ __attribute__((noinline)) static void launch_at_depth(int depth, CUstream s)
 	__asm__ volatile("");		  /* nor is the launch */
 }
 
+/* A function of Thrust's as a program instantiates it (the name thrust::detail::launch(int,
+ * CUstream), mangled), DEPTH frames of its own above its launch */
+__attribute__((noinline, noipa)) void thrust_launch(int depth, CUstream s) __asm__("_ZN6thrust6detail6launchEiP11CUstream_st");
+__attribute__((noinline, noipa)) void thrust_launch(int depth, CUstream s)
+{
+	if (depth > 0) {
+		thrust_launch(depth - 1, s);
+		__asm__ volatile("");
+		return;
+	}
+	SLEEP_KERNEL(1, 1, s)((void *)1); /* LAUNCH-LIBRARY */
+	__asm__ volatile("");
+}
+
 int main(int argc, char **argv)
 {
 	void *libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -173,6 +191,14 @@ int main(int argc, char **argv)
 	if (stream_create(&s, CU_STREAM_DEFAULT) || mem_alloc(&dev, 4096) ||
 	    mem_alloc_host(&host, 4096))
 		return 4;
+	if (argc == 2 && !strcmp(argv[1], "library")) {
+		for (int r = 0; r < 10; r++)
+			thrust_launch(15, s);
+		if (ctx_sync())
+			return 7;
+		printf("static launch library ok\n");
+		return 0;
+	}
 	if (argc == 4 && !strcmp(argv[1], "depths")) {
 		int depths = atoi(argv[2]), rounds = atoi(argv[3]);
 		for (int r = 0; r < rounds; r++)
