@@ -5,7 +5,7 @@
  * kind per step and a few sync points.
  *
  *   aggregate [steps N | seconds S] [launches K] [host_us U] [unmarked] [helper] [progress]
- *             [legacy]
+ *             [made FILE] [legacy]
  *
  * Each step: syncspy_step("train") (unless unmarked; looked up at run time, so the program runs
  * without the shim too); K no-op kernels on the compute stream (@launch); an async H2D copy from
@@ -21,10 +21,14 @@
  * or as many as fit in S seconds.
  * Prints "steps N launches L enqueues E" at the end (every enqueue call it made: E1-E3, N2) and,
  * with progress, "progress STEPS ENQUEUES" after each step that ends 50 ms or more after the
- * last line (stdout flushed: a test that kills the program reads them).
+ * last line (stdout flushed: a test that kills the program reads them). With made FILE, after
+ * every step FILE holds "STEPS ENQUEUES" as of that step, rewritten in place: a test that kills
+ * the program reads there how much it had made in all, which the throttled progress lines do not
+ * say (t039 once took the last line for it and failed when 8 steps followed that line).
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <nccl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -32,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "progs.h"
 
@@ -97,7 +102,7 @@ int main(int argc, char **argv)
 {
 	long steps = 20, launches = 200;
 	double seconds = 0;
-	int marked = 1, with_helper = 0, progress = 0, legacy = 0;
+	int marked = 1, with_helper = 0, progress = 0, legacy = 0, made_fd = -1;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "steps") == 0 && i + 1 < argc)
 			steps = atol(argv[++i]);
@@ -113,7 +118,13 @@ int main(int argc, char **argv)
 			with_helper = 1;
 		else if (strcmp(argv[i], "progress") == 0)
 			progress = 1;
-		else if (strcmp(argv[i], "legacy") == 0)
+		else if (strcmp(argv[i], "made") == 0 && i + 1 < argc) {
+			made_fd = open(argv[++i], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (made_fd < 0) {
+				perror(argv[i]);
+				return 2;
+			}
+		} else if (strcmp(argv[i], "legacy") == 0)
 			legacy = 1;
 		else {
 			fprintf(stderr, "aggregate: unknown argument %s\n", argv[i]);
@@ -175,6 +186,15 @@ int main(int argc, char **argv)
 		CHECK(cudaFree(scratch));		   /* @free */
 		if (step % 4 == 3)
 			CHECK(cudaMemcpy(&result, dev, 4, cudaMemcpyDeviceToHost)); /* @read */
+		if (made_fd >= 0) {
+			/* fixed width, so that a shorter count never leaves a longer one's tail */
+			char made[64];
+			int n = snprintf(made, sizeof made, "%20ld %20ld\n", step + 1, enqueues);
+			if (pwrite(made_fd, made, (size_t)n, 0) != n) {
+				perror("made");
+				return 1;
+			}
+		}
 		if (progress && now_s() - last_progress >= 0.05) {
 			printf("progress %ld %ld\n", step + 1, enqueues);
 			fflush(stdout);
