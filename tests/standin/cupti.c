@@ -55,7 +55,8 @@ static int subscribed, driver_domain, runtime_domain;
 static CUpti_CallbackFunc subscriber_callback;
 static void *subscriber_userdata;
 static char subscriber_name[64];
-static char subscriber_token; /* its handle's address */
+static char subscriber_token;	 /* its handle's address */
+static _Atomic int callbacks_on; /* subscribed && driver_domain: read first, without mu */
 /* Instrumented: a kind was enabled since the last cuptiFinalize (STANDIN_CUPTI_LAUNCH_COST_US's
  * persistent mode); detached: finalized and not touched since. */
 static _Atomic int instrumented, detached;
@@ -220,6 +221,8 @@ static void sync_record(uint32_t correlation, uint32_t stream, uint32_t type, ui
  * driver domain is enabled. Called without mu (the callback may call cuptiFinalize). */
 static void api_site(uint32_t cbid, int exit)
 {
+	if (!atomic_load(&callbacks_on)) /* no subscriber: one load, as before the callback API */
+		return;
 	pthread_mutex_lock(&mu);
 	CUpti_CallbackFunc callback = subscribed && driver_domain ? subscriber_callback : NULL;
 	void *userdata = subscriber_userdata;
@@ -385,6 +388,7 @@ static CUptiResult subscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackF
 	}
 	subscribed = 1;
 	driver_domain = runtime_domain = 0;
+	atomic_store(&callbacks_on, 0);
 	subscriber_callback = callback;
 	subscriber_userdata = userdata;
 	snprintf(subscriber_name, sizeof(subscriber_name), "%s", name ? name : "an unnamed client");
@@ -415,8 +419,10 @@ EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
 	touch();
 	pthread_mutex_lock(&mu);
 	int ok = subscribed && subscriber == (CUpti_SubscriberHandle)(void *)&subscriber_token;
-	if (ok)
+	if (ok) {
 		subscribed = 0;
+		atomic_store(&callbacks_on, 0);
+	}
 	pthread_mutex_unlock(&mu);
 	return ok ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
@@ -431,6 +437,7 @@ EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle sub
 		driver_domain = enable != 0;
 	else if (ok && domain == CUPTI_CB_DOMAIN_RUNTIME_API)
 		runtime_domain = enable != 0; /* the stand-in runtime reports no calls of its own */
+	atomic_store(&callbacks_on, subscribed && driver_domain);
 	pthread_mutex_unlock(&mu);
 	return ok ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
@@ -455,6 +462,7 @@ EXPORT CUptiResult cuptiFinalize(void)
 	for (size_t i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
 		atomic_store(&driver_api_off[i], 0);
 	subscribed = driver_domain = runtime_domain = 0;
+	atomic_store(&callbacks_on, 0);
 	subscriber_callback = NULL;
 	atomic_store(&instrumented, 0);
 	atomic_store(&detached, 1);
