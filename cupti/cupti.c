@@ -713,11 +713,12 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 	if (atomic_load(&attach_state) == DETACH_PENDING) {
 		uint64_t start = now_ns();
 		CUptiResult result = api.finalize(); /* the subscriber goes with it */
-		subscriber = NULL;
 		if (result == CUPTI_SUCCESS) {
 			atomic_store(&attach_state, DETACHED);
 			detaches++;
 		} else { /* still attached, the kinds disabled: pause as CUPTI-3 from here */
+			/* no callback at every call, and room for another subscriber */
+			api.unsubscribe(subscriber);
 			const char *text = NULL;
 			if (api.result_string)
 				api.result_string(result, &text);
@@ -727,6 +728,7 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 			detach_mode = 0;
 			atomic_store(&attach_state, ATTACHED);
 		}
+		subscriber = NULL;
 		detach_total_ns += now_ns() - start;
 	}
 	pthread_mutex_unlock(&owner_lock);
