@@ -20,6 +20,11 @@
 #   all:LIST    all (traced whole) with SYNCSPY_CUPTI_KINDS=LIST
 #   sample:S    shim+cupti with SYNCSPY_CUPTI_SAMPLE=S (sample:1/600000: traced only in the
 #               first ms, paused for the rest: what CUPTI costs while paused)
+#   detach      shim+cupti (the default sampler, auto) with SYNCSPY_CUPTI_PAUSE=detach: CUPTI
+#               detached (cuptiFinalize) between windows instead of its kinds disabled, and
+#               attached again for each window (CUPTI-8); the candidate default of issue 17
+#   detach:S    detach with SYNCSPY_CUPTI_SAMPLE=S (detach:1/600000: traced in the first ms,
+#               detached for the rest: sample:1/600000's twin, what a detached CUPTI costs)
 # and writes, per size, the median step time of each configuration and its overhead against
 # plain: the median over rounds of (config / plain of the same round - 1), which cancels the
 # drift between rounds, beside the ratio of the medians. SIZES="small" times one size only;
@@ -61,12 +66,16 @@ run_config() { # CONFIG ROUND
 		SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
 	sample:*) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=${config#sample:} SYNCSPY_QUIET=1 \
 		SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
+	detach) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_PAUSE=detach SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db \
+		LD_PRELOAD=$shim "${cmd[@]}" ;;
+	detach:*) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_PAUSE=detach SYNCSPY_CUPTI_SAMPLE=${config#detach:} \
+		SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
 	esac 2>>"$tmp/stderr" | sed -n "s|^step_us |$config |p"
 }
 
 for config in ${CONFIGS:-}; do
 	case $config in
-	plain | disabled | nostack | shim | base | shim+cupti | all | profiler | cupti:?* | all:?* | sample:?*) ;;
+	plain | disabled | nostack | shim | base | shim+cupti | all | profiler | cupti:?* | all:?* | sample:?* | detach | detach:?*) ;;
 	*) echo "cupti_overhead.sh: unknown configuration $config (see the top of this file)" >&2; exit 2 ;;
 	esac
 done
@@ -82,15 +91,22 @@ for path in glob.glob(sys.argv[1] + "/*.sqlite"):
     meta = dict(sqlite3.connect(path).execute("SELECT key, value FROM meta"))
     wall = (int(meta.get("end_mono_ns", 0)) - int(meta.get("start_mono_ns", 0))) / 1e9
     traced = int(meta.get("cupti_traced_ns", 0)) / 1e9 if "cupti_traced_ns" in meta else wall
+    # CUPTI-8 (detach, detach:S): how often CUPTI was detached and attached, what that took
+    detach = ("; detached %s times in %.2f ms, attached %s times in %.2f ms%s"
+              % (meta.get("cupti_detaches", "-"), int(meta.get("cupti_detach_ns", 0)) / 1e6,
+                 meta.get("cupti_attaches", "-"), int(meta.get("cupti_attach_ns", 0)) / 1e6,
+                 " (fell back: %s)" % meta["cupti_detach_fallback"]
+                 if "cupti_detach_fallback" in meta else "")
+              if "cupti_pause" in meta else "")
     print("round %s %s: cupti_sample=%s windows=%s estimate=%s permille (measured %s, syncs"
           " on/off %s) traced %.2f s of %.2f s; enqueue paths walked %s in %.1f ms, %s frames"
-          " looked up"
+          " looked up%s"
           % (sys.argv[2], sys.argv[3], meta.get("cupti_sample", "-"),
              meta.get("cupti_windows", "-"), meta.get("cupti_auto_permille", "-"),
              meta.get("cupti_auto_measured_permille", "-"),
              meta.get("cupti_auto_measured_syncs", "-"), traced, wall,
              meta.get("enqueue_path_walks", "-"), int(meta.get("enqueue_path_walk_ns", 0)) / 1e6,
-             meta.get("enqueue_path_lookups", "-")))
+             meta.get("enqueue_path_lookups", "-"), detach))
 PY
 		fi
 		rm -rf "$tmp/db-$config-$round" # only its meta was needed

@@ -56,6 +56,26 @@
  *            run grow with the logarithm of its length (13 windows in an hour, 16 in ten),
  *            not with its enqueues; CUPTI-4's windows otherwise (switched at sync points,
  *            paused and counted the same way). `all` and ON/PERIOD keep their meaning.
+ *   CUPTI-8  SYNCSPY_CUPTI_PAUSE=detach: wherever CUPTI-3 to CUPTI-7 turn the timeline off,
+ *            syncspy also detaches CUPTI from the process (cuptiFinalize), and attaches it again
+ *            where the timeline comes back on; everything else is as for a pause (gpu_paused,
+ *            meta, the report's scaling). On the H200 a loop stayed slow while CUPTI's kinds
+ *            were disabled (tests/gpu/results/2026-12-04-h200-session8); a detached CUPTI
+ *            costs nothing. How: at the pause (owner_lock held, on the thread that paused)
+ *            the kinds are disabled, CUPTI's buffers flushed to syncspy, and a callback
+ *            subscriber made for the runtime and driver domains; the callback, at the next API
+ *            exit of any thread (where cuptiFinalize is documented to be safe), calls
+ *            cuptiFinalize, which drops the subscriber, the kinds and the callbacks. It only
+ *            trylocks owner_lock (a thread holding it may be inside CUPTI: the next exit will
+ *            do) and calls nothing but cuptiFinalize. While detached syncspy calls no CUPTI
+ *            function (any call would attach CUPTI again). The resume registers the timestamp
+ *            and buffer callbacks again and enables the kinds (start_locked's steps); a resume
+ *            before any API exit only unsubscribes. Only one subscriber may exist: where
+ *            cuptiSubscribe fails (torch.profiler, Nsight) or CUPTI lacks the functions,
+ *            syncspy pauses as CUPTI-3 does for the rest of the run and meta says why. A client
+ *            that registers while syncspy is detached gets CUPTI (CUPTI-2: syncspy has
+ *            nothing to flush and never attaches again). meta.cupti_detaches, _attaches,
+ *            _detach_ns, _attach_ns give what it cost.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -88,6 +108,14 @@ static struct {
 	CUptiResult (*event_device_timestamps)(uint8_t); /* optional (CUPTI 12.8 and later) */
 	CUptiResult (*enable_runtime_api)(CUpti_CallbackId, uint8_t); /* optional: per function */
 	CUptiResult (*enable_driver_api)(CUpti_CallbackId, uint8_t);
+	/* CUPTI-8, SYNCSPY_CUPTI_PAUSE=detach only */
+	CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+	/* optional: names the other subscriber where there is one */
+	CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *,
+				    CUpti_SubscriberParams *);
+	CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
+	CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+	CUptiResult (*finalize)(void);
 } api;
 
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -143,6 +171,16 @@ static int timeline_off(void)
 	return paused || sample_off || capture_off;
 }
 static unsigned enabled_kinds; /* KIND_* of SYNCSPY_CUPTI_KINDS, once started */
+/* CUPTI-8: SYNCSPY_CUPTI_PAUSE=detach asked for (detach_asked) and not given up (detach_mode);
+ * where CUPTI is (attach_state: read by the API callback without the lock, written under
+ * owner_lock); the subscriber while a detach waits for an API exit; what detaching cost. */
+enum { ATTACHED, DETACH_PENDING, DETACHED };
+static int detach_asked, detach_mode;
+static _Atomic int attach_state;
+static CUpti_SubscriberHandle subscriber;
+static unsigned detaches, attaches;
+static uint64_t detach_total_ns, attach_total_ns;
+static char detach_fallback[224]; /* why detach_mode was given up, empty if it was not */
 static char status_text[256];
 
 static uint64_t CUPTIAPI now_ns(void)
@@ -322,9 +360,11 @@ static void start_locked(unsigned wanted);
 static unsigned wanted_kinds(const char *list);
 static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER; /* started, other_client */
 static char other_client[160]; /* CUPTI-1/2: who else registered, non-empty once someone did */
+/* CUPTI-8: when a resume's attach began, until its kinds are on (attach_total_ns) */
+static uint64_t attaching_since_ns;
 
 static int attempted; /* start_once ran in this process or in the parent before a fork */
-static const char *kinds_setting, *sample_setting; /* ss_cupti_start's */
+static const char *kinds_setting, *sample_setting, *pause_setting; /* ss_cupti_start's */
 
 static void start_once(void)
 {
@@ -332,6 +372,12 @@ static void start_once(void)
 	attempted = 1;
 	/* read here, so that a bad value is warned of even where CUPTI does not start */
 	parse_sample(sample_setting);
+	detach_asked = detach_mode = strcmp(pause_setting, "detach") == 0; /* CUPTI-8 */
+	if (!detach_asked && strcmp(pause_setting, "disable") != 0)
+		fprintf(stderr,
+			"syncspy: ignoring SYNCSPY_CUPTI_PAUSE='%s' (disable or detach): pausing "
+			"as 'disable' does\n",
+			pause_setting);
 	const char *injection = getenv("CUDA_INJECTION64_PATH");
 	if (other_client[0]) { /* CUPTI-1 */
 		snprintf(status_text, sizeof(status_text),
@@ -378,7 +424,15 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegiste
 	if (!other_client[0])
 		snprintf(other_client, sizeof(other_client), "%s", caller);
 	if (started) { /* CUPTI-2 */
-		api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		/* CUPTI-8: detached, syncspy's records were flushed at the pause, and CUPTI is the
+		 * other client's to attach; a detach still waiting is called off */
+		int state = atomic_load(&attach_state);
+		if (state == DETACH_PENDING)
+			api.unsubscribe(subscriber);
+		if (state != DETACHED)
+			api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		atomic_store(&attach_state, ATTACHED);
+		subscriber = NULL;
 		started = 0;
 		if (!timeline_off())
 			traced_total_ns += now_ns() - traced_since_ns;
@@ -574,7 +628,20 @@ static void start_locked(unsigned wanted)
 	FIND(event_device_timestamps, "cuptiActivityEnableCudaEventDeviceTimestamps");
 	FIND(enable_runtime_api, "cuptiActivityEnableRuntimeApi");
 	FIND(enable_driver_api, "cuptiActivityEnableDriverApi");
+	FIND(subscribe, "cuptiSubscribe");
+	FIND(subscribe_v2, "cuptiSubscribe_v2");
+	FIND(unsubscribe, "cuptiUnsubscribe");
+	FIND(enable_domain, "cuptiEnableDomain");
+	FIND(finalize, "cuptiFinalize");
 #undef FIND
+	if (detach_mode && (!api.subscribe || !api.unsubscribe || !api.enable_domain ||
+			    !api.finalize)) { /* CUPTI-8 */
+		detach_mode = 0;
+		snprintf(
+		    detach_fallback, sizeof(detach_fallback),
+		    "libcupti.so.13 lacks cuptiSubscribe, cuptiEnableDomain, cuptiUnsubscribe or "
+		    "cuptiFinalize: paused by disabling kinds");
+	}
 	if (!api.register_callbacks || !api.register_timestamp || !api.enable || !api.disable ||
 	    !api.next_record || !api.flush_all) {
 		ss_cupti_status = "off: libcupti.so.13 lacks the activity API; host data only";
@@ -625,6 +692,123 @@ static void start_locked(unsigned wanted)
 	}
 }
 
+/* CUPTI-8, at API exits while a detach waits: detaches CUPTI (cuptiFinalize) on the program's
+ * thread. Short, and never waits for a lock: where owner_lock is taken (its holder may be in
+ * CUPTI, or be this thread), the next API exit detaches. */
+static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain,
+				     CUpti_CallbackId cbid, const void *data)
+{
+	(void)userdata;
+	(void)cbid;
+	if (atomic_load_explicit(&attach_state, memory_order_relaxed) != DETACH_PENDING)
+		return;
+	if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) ||
+	    !data || ((const CUpti_CallbackData *)data)->callbackSite != CUPTI_API_EXIT)
+		return;
+	int saved_errno = errno; /* SHIM-2: inside the program's call */
+	if (pthread_mutex_trylock(&owner_lock) != 0) {
+		errno = saved_errno;
+		return;
+	}
+	if (atomic_load(&attach_state) == DETACH_PENDING) {
+		uint64_t start = now_ns();
+		CUptiResult result = api.finalize(); /* the subscriber goes with it */
+		if (result == CUPTI_SUCCESS) {
+			atomic_store(&attach_state, DETACHED);
+			detaches++;
+		} else { /* still attached, the kinds disabled: pause as CUPTI-3 from here */
+			/* no callback at every call, and room for another subscriber */
+			api.unsubscribe(subscriber);
+			const char *text = NULL;
+			if (api.result_string)
+				api.result_string(result, &text);
+			snprintf(detach_fallback, sizeof(detach_fallback),
+				 "cuptiFinalize: %s (%d): paused by disabling kinds",
+				 text ? text : "?", (int)result);
+			detach_mode = 0;
+			atomic_store(&attach_state, ATTACHED);
+		}
+		subscriber = NULL;
+		detach_total_ns += now_ns() - start;
+	}
+	pthread_mutex_unlock(&owner_lock);
+	errno = saved_errno;
+}
+
+/* CUPTI-8, at a pause (owner_lock held, the kinds just disabled): hands syncspy what CUPTI
+ * buffers and asks the next API exit to detach CUPTI; where no subscriber can be made (another
+ * one exists), pauses as CUPTI-3 for the rest of the run and says why. */
+static void request_detach_locked(uint64_t now)
+{
+	if (atomic_load(&attach_state) != ATTACHED)
+		return;
+	api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* finalizing would drop them */
+	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
+	CUptiResult result;
+	if (api.subscribe_v2) {
+		CUpti_SubscriberParams params = {.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+						 .subscriberName = "syncspy",
+						 .oldSubscriberName = other,
+						 .oldSubscriberSize = sizeof(other)};
+		result = api.subscribe_v2(&subscriber, on_api_callback, NULL, &params);
+	} else {
+		result = api.subscribe(&subscriber, on_api_callback, NULL);
+	}
+	const char *what = "cuptiSubscribe";
+	if (result == CUPTI_SUCCESS) {
+		what = "cuptiEnableDomain";
+		result = api.enable_domain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+		if (result == CUPTI_SUCCESS)
+			result = api.enable_domain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+		if (result != CUPTI_SUCCESS)
+			api.unsubscribe(subscriber);
+	}
+	if (result != CUPTI_SUCCESS) {
+		const char *text = NULL;
+		if (api.result_string)
+			api.result_string(result, &text);
+		other[sizeof(other) - 1] = '\0';
+		snprintf(detach_fallback, sizeof(detach_fallback),
+			 "%s: %s (%d)%s%s%s: paused by disabling kinds", what, text ? text : "?",
+			 (int)result, other[0] ? " (subscriber: " : "", other, other[0] ? ")" : "");
+		detach_mode = 0;
+		subscriber = NULL;
+		return;
+	}
+	atomic_store(&attach_state, DETACH_PENDING);
+	detach_total_ns += now_ns() - now;
+}
+
+/* CUPTI-8, at a resume (owner_lock held): CUPTI attached again where the pause detached it, as
+ * start_locked attached it (the kinds are the caller's); a detach still waiting for an API exit
+ * is called off. Returns 0 and sets ss_cupti_status when CUPTI refuses. */
+static int attach_locked(void)
+{
+	int state = atomic_load(&attach_state);
+	if (state == DETACH_PENDING) {
+		atomic_store(&attach_state, ATTACHED);
+		api.unsubscribe(subscriber);
+		subscriber = NULL;
+		return 1;
+	}
+	if (state != DETACHED)
+		return 1;
+	attaching_since_ns = now_ns(); /* to the kinds enabled: attach_total_ns */
+	atomic_store(&attach_state, ATTACHED);
+	attaches++;
+	CUptiResult result = api.register_timestamp(now_ns); /* before any activity */
+	if (result != CUPTI_SUCCESS) {
+		set_status("cuptiActivityRegisterTimestampCallback (attaching again)", result);
+		return 0;
+	}
+	result = api.register_callbacks(buffer_requested, buffer_completed);
+	if (result != CUPTI_SUCCESS) {
+		set_status("cuptiActivityRegisterCallbacks (attaching again)", result);
+		return 0;
+	}
+	return 1;
+}
+
 /* After the program (paused) or the sampler (sample_off) changed its mind, owner_lock held:
  * the enabled kinds follow the two together, and the time off is counted (CUPTI-3, CUPTI-4). */
 static void follow_pauses_locked(int was_off)
@@ -641,10 +825,17 @@ static void follow_pauses_locked(int was_off)
 			for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 				if (enabled_kinds & kinds[i].option)
 					api.disable(kinds[i].kind);
+			if (detach_mode)
+				request_detach_locked(now); /* CUPTI-8 */
 		}
 	} else {
-		if (started && !enable_kinds(enabled_kinds))
+		/* CUPTI-8: attached again first, where the pause detached it */
+		if (started && (!attach_locked() || !enable_kinds(enabled_kinds)))
 			started = 0; /* CUPTI refused: host data only from here, status says why */
+		if (atomic_load(&attach_state) == ATTACHED && attaching_since_ns) {
+			attach_total_ns += now_ns() - attaching_since_ns;
+			attaching_since_ns = 0;
+		}
 		traced_since_ns = now;
 		paused_total_ns += now - paused_since_ns;
 		if (noff_intervals == off_intervals_capacity) {
@@ -851,18 +1042,21 @@ size_t ss_cupti_off_intervals(size_t from, uint64_t (**intervals)[2], int *open)
 	return n;
 }
 
-void ss_cupti_start(const char *kinds, const char *sample)
+void ss_cupti_start(const char *kinds, const char *sample, const char *pause)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	kinds_setting = kinds;
 	sample_setting = sample;
+	pause_setting = pause;
 	pthread_once(&once, start_once);
 }
 
 void ss_cupti_flush(void)
 {
 	pthread_mutex_lock(&owner_lock);
-	if (started) /* not after CUPTI-2: the buffers are another client's then */
+	/* not after CUPTI-2: the buffers are another client's then; not detached (CUPTI-8): they
+	 * were flushed at the pause, and a call would attach CUPTI again */
+	if (started && atomic_load(&attach_state) != DETACHED)
 		api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	pthread_mutex_unlock(&owner_lock);
 }
@@ -874,6 +1068,10 @@ void ss_cupti_fork_child(void)
 	free(queue); /* the parent's records, the parent stores them */
 	atomic_store_explicit(&sample_next_ns, 0, memory_order_relaxed);
 	auto_sampling = 0; /* CUPTI-5: the child is not traced (below) */
+	/* CUPTI-8: the child never detaches nor attaches (the callback does nothing) */
+	atomic_store(&attach_state, ATTACHED);
+	subscriber = NULL;
+	detach_mode = 0;
 	noff_intervals = 0; /* the parent's timeline */
 	queue = NULL;
 	queued = queue_capacity = 0;
@@ -882,6 +1080,19 @@ void ss_cupti_fork_child(void)
 		ss_cupti_status =
 		    "off: a forked child (CUPTI stays with the parent); host data only";
 	}
+}
+
+const char *ss_cupti_detach_stats(int *asked, unsigned *detach_count, unsigned *attach_count,
+				  uint64_t *detach_ns, uint64_t *attach_ns)
+{
+	pthread_mutex_lock(&owner_lock);
+	*asked = detach_asked;
+	*detach_count = detaches;
+	*attach_count = attaches;
+	*detach_ns = detach_total_ns;
+	*attach_ns = attach_total_ns;
+	pthread_mutex_unlock(&owner_lock);
+	return detach_fallback[0] ? detach_fallback : NULL;
 }
 
 size_t ss_cupti_take(struct ss_gpu_rec **records)

@@ -41,10 +41,11 @@ enum ss_gpu_kind {
 /* ------------------------------------------------------------------ what interpose/ calls */
 
 /* App thread, first recorded call: loads CUPTI and enables the activities KINDS names
- * (SYNCSPY_CUPTI_KINDS), sampled as SAMPLE says (SYNCSPY_CUPTI_SAMPLE, CUPTI-4); both strings
- * live as long as the process. Never fails the program: the reason it did not start is in
- * ss_cupti_status (meta.cupti). */
-void ss_cupti_start(const char *kinds, const char *sample);
+ * (SYNCSPY_CUPTI_KINDS), sampled as SAMPLE says (SYNCSPY_CUPTI_SAMPLE, CUPTI-4), turned off as
+ * PAUSE says (SYNCSPY_CUPTI_PAUSE: "disable" or "detach", CUPTI-8); the strings live as long as
+ * the process. Never fails the program: the reason it did not start is in ss_cupti_status
+ * (meta.cupti). */
+void ss_cupti_start(const char *kinds, const char *sample, const char *pause);
 /* SAMPLE in aggregate mode where SYNCSPY_CUPTI_SAMPLE is auto: windows spaced ever wider
  * (CUPTI-7); meta.cupti_sample then says "aggregate". */
 #define SS_CUPTI_SAMPLE_AGGREGATE "aggregate"
@@ -82,6 +83,12 @@ void ss_cupti_pauses(uint64_t *paused_ns, unsigned *count, unsigned *windows, ui
  * order, and last, when the timeline is off now, the open one ending now (*open set);
  * *intervals is malloc'd, the caller frees it. Returns how many. */
 size_t ss_cupti_off_intervals(size_t from, uint64_t (**intervals)[2], int *open);
+/* Writer, for meta (CUPTI-8): whether SYNCSPY_CUPTI_PAUSE=detach was asked for (*asked), how
+ * often CUPTI was detached and attached again, and how long that took in all (ns: the flush and
+ * subscription at each pause and cuptiFinalize; the callbacks registered and kinds enabled at
+ * each resume). Returns why detaching was given up for pausing by disabling kinds, or NULL. */
+const char *ss_cupti_detach_stats(int *asked, unsigned *detaches, unsigned *attaches,
+				  uint64_t *detach_ns, uint64_t *attach_ns);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
 extern const char *volatile ss_cupti_status;

@@ -14,10 +14,20 @@
 
 const char *volatile ss_cupti_status = "off: not built (configure --enable-cupti)";
 
-void ss_cupti_start(const char *kinds, const char *sample)
+void ss_cupti_start(const char *kinds, const char *sample, const char *pause)
 {
 	(void)kinds;
 	(void)sample;
+	(void)pause;
+}
+
+const char *ss_cupti_detach_stats(int *asked, unsigned *detaches, unsigned *attaches,
+				  uint64_t *detach_ns, uint64_t *attach_ns)
+{
+	*asked = 0;
+	*detaches = *attaches = 0;
+	*detach_ns = *attach_ns = 0;
+	return NULL;
 }
 
 void ss_cupti_flush(void)

@@ -194,6 +194,21 @@ void ss_gpu_tables_meta(void)
 		ss_meta_int("cupti_traced_ns", (int64_t)traced_ns);
 		store_gpu_paused();
 	}
+	/* CUPTI-8: SYNCSPY_CUPTI_PAUSE=detach, what detaching and attaching again cost */
+	int detach_asked;
+	unsigned detaches, attaches;
+	uint64_t detach_ns, attach_ns;
+	const char *fallback =
+	    ss_cupti_detach_stats(&detach_asked, &detaches, &attaches, &detach_ns, &attach_ns);
+	if (detach_asked && (cupti_on || strncmp(ss_cupti_status, "yielded", 7) == 0)) {
+		ss_meta_text("cupti_pause", "detach");
+		ss_meta_int("cupti_detaches", detaches);
+		ss_meta_int("cupti_attaches", attaches);
+		ss_meta_int("cupti_detach_ns", (int64_t)detach_ns);
+		ss_meta_int("cupti_attach_ns", (int64_t)attach_ns);
+		if (fallback)
+			ss_meta_text("cupti_detach_fallback", fallback);
+	}
 	/* CUPTI-4, CUPTI-5 (auto: only when it did pause; it may have decided to sample and
 	 * changed its mind before the next sync point) */
 	int sampled = windows && (pauses || strcmp(ss_cupti_sample_text(), "auto") != 0);

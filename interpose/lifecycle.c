@@ -224,7 +224,8 @@ void ss_start(void)
 			if (ss_aggregate_mode && strcmp(sample, "auto") == 0)
 				sample = SS_CUPTI_SAMPLE_AGGREGATE;
 			if (ss_config.SYNCSPY_CUPTI)
-				ss_cupti_start(ss_config.SYNCSPY_CUPTI_KINDS, sample);
+				ss_cupti_start(ss_config.SYNCSPY_CUPTI_KINDS, sample,
+					       ss_config.SYNCSPY_CUPTI_PAUSE);
 		} else {
 			atomic_store(&ss_hot.state, SS_STATE_CLOSED);
 		}

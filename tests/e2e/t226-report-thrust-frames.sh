@@ -16,14 +16,21 @@ src="$TOP_SRCDIR/tests/progs/thrust_frames.cc"
 under_shim "$PROGS/thrust_frames" >"$tmp/stdout" 2>&1 || fail "program failed: $(cat "$tmp/stdout")"
 one_db
 "$SYNCSPY" report --format json "$db" >"$tmp/r.json" || fail "report failed"
-site_of() { # RULE: the site of its first finding
+site_of() { # RULE LINE: the site of its finding at main's LINE, else of its first one (the
+	# loop's cudaFree is an alloc-in-loop finding too, at its own line of main: which of the two
+	# costs more per step depends on the machine's load)
 	rq "SELECT json_extract(value, '\$.site') FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
-		WHERE json_extract(value, '\$.rule') = '$1' LIMIT 1"
+		WHERE json_extract(value, '\$.rule') = '$1'
+		ORDER BY json_extract(value, '\$.site') NOT LIKE '%/progs/thrust_frames.cc:$2 in main' LIMIT 1"
 }
+# no finding names a line inside Thrust's or CUB's functions
+[ "$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.site') NOT LIKE '%/progs/thrust_frames.cc:% in main'")" = 0 ] ||
+	fail "findings inside the libraries: $(rq "SELECT group_concat(json_extract(value, '\$.rule') || ' ' || json_extract(value, '\$.site'), '; ') FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))")"
 for pair in alloc-in-loop:thrust-alloc host-sync:cub-sync; do
 	rule=${pair%%:*} mark=${pair#*:}
 	line=$(grep -n "@site $mark\$" "$src" | cut -d: -f1)
-	site=$(site_of "$rule")
+	site=$(site_of "$rule" "$line")
 	case $site in
 	*/progs/thrust_frames.cc:"$line in main") ;;
 	*) fail "$rule: site '$site', want thrust_frames.cc:$line in main (findings: $(rq "SELECT group_concat(json_extract(value, '\$.rule') || ' ' || json_extract(value, '\$.site'), '; ') FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))"))" ;;

@@ -159,6 +159,7 @@ static void cupti_sync(uint64_t start, uint32_t cbid, uint32_t stream, uint32_t 
 	uint64_t end = cupti->now();
 	cupti->sync(correlation, stream, type, start, end);
 	cupti->api_end(correlation, cbid, start, end);
+	cupti->api_site(cbid, 1);
 }
 
 CUresult cuInit(unsigned int flags)
@@ -294,6 +295,8 @@ static void ctx_synchronize_traced(void)
 {
 	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
 	uint64_t start = cupti ? cupti->now() : 0;
+	if (cupti)
+		cupti->api_site(CBID_cuCtxSynchronize, 0);
 	ctx_synchronize();
 	if (cupti)
 		cupti_sync(start, CBID_cuCtxSynchronize, 0, 4);
@@ -777,6 +780,8 @@ static CUresult stream_sync(CUstream hStream, enum default_stream def)
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
 	uint64_t start = cupti ? cupti->now() : 0;
+	if (cupti)
+		cupti->api_site(CBID_cuStreamSynchronize, 0);
 	stream_synchronize(s);
 	if (cupti)
 		cupti_sync(start, CBID_cuStreamSynchronize, s->cupti_id, 3);
@@ -1113,13 +1118,17 @@ static CUresult launch(CUfunction f, CUstream hStream, void **kernelParams, enum
 	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
 	uint64_t start = cupti ? cupti->now() : 0;
 	uint32_t correlation = cupti ? cupti->api_begin() : 0;
+	if (cupti)
+		cupti->api_site(CBID_cuLaunchKernel, 0);
 	struct op *op = op_new(OP_CALL);
 	op->call.fn = (void (*)(void *))(void *)f;
 	op->call.arg = kernelParams && kernelParams[0] ? *(void **)kernelParams[0] : NULL;
 	op->cupti_correlation = cupti && cupti->kernels_traced() ? correlation : 0;
 	stream_submit(s, op, NULL);
-	if (cupti)
+	if (cupti) {
 		cupti->api_end(correlation, CBID_cuLaunchKernel, start, cupti->now());
+		cupti->api_site(CBID_cuLaunchKernel, 1);
+	}
 	return CUDA_SUCCESS;
 }
 

@@ -10,11 +10,26 @@
  * recorded when CONCURRENT_KERNEL was on at its launch. Built into tests/standin/cupti/, apart
  * from the other stand-ins, so that only the tests that put that directory first in the
  * library path get it.
+ *
+ * The callback API as far as detaching needs it (CUPTI-8 in cupti/cupti.c): one subscriber at
+ * a time (cuptiSubscribe, cuptiSubscribe_v2: else CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED),
+ * cuptiEnableDomain for the driver and runtime domains, called at the entry and exit of the
+ * driver calls libcuda reports (launches, stream and context syncs: driver domain, a
+ * CUpti_CallbackData with callbackSite CUPTI_API_ENTER or CUPTI_API_EXIT), cuptiUnsubscribe; and
+ * cuptiFinalize, which drops all of CUPTI's state (kinds, per-function settings, the activity
+ * and timestamp callbacks, the subscriber, records not yet flushed: counted as lost) until a
+ * client registers and enables again. Any API call after it attaches CUPTI again, as the real
+ * one's lazy initialization does (counted).
+ *
+ * STANDIN_CUPTI_REPORT=FILE: at exit, what it saw, a "name value" line each: launches, launches
+ * made while instrumented (a kind enabled since the last cuptiFinalize), finalizes, attaches
+ * after one, records lost.
  */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,12 +44,31 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* the buffer and the callbacks */
 static CUpti_BuffersCallbackRequestFunc request_buffer;
 static CUpti_BuffersCallbackCompleteFunc complete_buffer;
-static CUpti_TimestampCallbackFunc timestamp;
-static _Atomic uint64_t enabled; /* bit per CUpti_ActivityKind */
+static _Atomic(CUpti_TimestampCallbackFunc) timestamp; /* read by the stream workers */
+static _Atomic uint64_t enabled;		       /* bit per CUpti_ActivityKind */
 static _Atomic uint8_t driver_api_off[CUPTI_DRIVER_TRACE_CBID_SIZE];
 static _Atomic uint32_t next_correlation = 1;
 static uint8_t *buffer;
 static size_t buffer_size, buffer_used;
+/* the callback API (mu): the one subscriber, its domains */
+static int subscribed, driver_domain, runtime_domain;
+static CUpti_CallbackFunc subscriber_callback;
+static void *subscriber_userdata;
+static char subscriber_name[64];
+static char subscriber_token;	 /* its handle's address */
+static _Atomic int callbacks_on; /* subscribed && driver_domain: read first, without mu */
+/* Instrumented: a kind was enabled since the last cuptiFinalize (STANDIN_CUPTI_LAUNCH_COST_US's
+ * persistent mode); detached: finalized and not touched since. */
+static _Atomic int instrumented, detached;
+static _Atomic unsigned long launches, instrumented_launches, finalizes, attaches, lost_records;
+
+/* Every API function: after cuptiFinalize, a call attaches CUPTI again (lazily, as the real
+ * one's initialization). */
+static void touch(void)
+{
+	if (atomic_exchange(&detached, 0))
+		atomic_fetch_add(&attaches, 1);
+}
 
 static int kind_on(CUpti_ActivityKind kind)
 {
@@ -43,8 +77,9 @@ static int kind_on(CUpti_ActivityKind kind)
 
 static uint64_t now(void)
 {
-	if (timestamp)
-		return timestamp();
+	CUpti_TimestampCallbackFunc clock = atomic_load(&timestamp);
+	if (clock)
+		return clock();
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -90,6 +125,16 @@ static void add_record(const void *record, CUpti_ActivityKind kind)
 
 /* ------------------------------------------------------------------ what libcuda reports */
 
+/* The names of the driver functions libcuda reports; every other id has none here. */
+static const struct {
+	uint32_t cbid;
+	const char *name;
+} callback_names[] = {
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize"},
+    {CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize"},
+};
+
 static uint32_t api_begin(void)
 {
 	return atomic_fetch_add(&next_correlation, 1);
@@ -97,16 +142,24 @@ static uint32_t api_begin(void)
 
 /* STANDIN_CUPTI_LAUNCH_COST_US=N: each launch made while kernels are traced spins N us, as
  * the real CUPTI's work per traced launch slows a launch-bound loop (t221: CUPTI-6 measures
- * it). 0 or unset: free. */
+ * it). N,persistent: each launch made while instrumented spins, traced or not: once a kind
+ * was enabled, the cost stays while the kinds are disabled, until cuptiFinalize (what the
+ * H200 showed: tests/gpu/results/2026-12-04-h200-session8, run 4; t227). 0 or unset: free. */
 static int kernels_traced(void)
 {
 	static long cost_ns = -1;
+	static int persistent;
 	if (cost_ns < 0) {
 		const char *cost = getenv("STANDIN_CUPTI_LAUNCH_COST_US");
+		persistent = cost && strstr(cost, ",persistent");
 		cost_ns = cost ? atol(cost) * 1000 : 0;
 	}
 	int on = kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-	if (on && cost_ns > 0) {
+	int costly = persistent ? atomic_load(&instrumented) : on;
+	atomic_fetch_add(&launches, 1);
+	if (atomic_load(&instrumented))
+		atomic_fetch_add(&instrumented_launches, 1);
+	if (costly && cost_ns > 0) {
 		struct timespec start, t;
 		clock_gettime(CLOCK_MONOTONIC, &start);
 		do
@@ -164,8 +217,29 @@ static void sync_record(uint32_t correlation, uint32_t stream, uint32_t type, ui
 	add_record(&s, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
 }
 
-static const struct standin_cupti_hooks hooks = {now,	  api_begin, kernels_traced,
-						 api_end, kernel,    sync_record};
+/* At the entry and exit of a driver call libcuda reports: the subscriber's callback, where the
+ * driver domain is enabled. Called without mu (the callback may call cuptiFinalize). */
+static void api_site(uint32_t cbid, int exit)
+{
+	if (!atomic_load(&callbacks_on)) /* no subscriber: one load, as before the callback API */
+		return;
+	pthread_mutex_lock(&mu);
+	CUpti_CallbackFunc callback = subscribed && driver_domain ? subscriber_callback : NULL;
+	void *userdata = subscriber_userdata;
+	pthread_mutex_unlock(&mu);
+	if (!callback)
+		return;
+	const char *name = NULL;
+	for (size_t i = 0; i < sizeof(callback_names) / sizeof(callback_names[0]); i++)
+		if (callback_names[i].cbid == cbid)
+			name = callback_names[i].name;
+	CUpti_CallbackData data = {.callbackSite = exit ? CUPTI_API_EXIT : CUPTI_API_ENTER,
+				   .functionName = name};
+	callback(userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+}
+
+static const struct standin_cupti_hooks hooks = {now,	 api_begin,   kernels_traced, api_end,
+						 kernel, sync_record, api_site};
 
 EXPORT const struct standin_cupti_hooks *standin_cupti_hooks(void)
 {
@@ -189,6 +263,7 @@ __attribute__((constructor)) static void connect_to_driver(void)
 EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
 						  CUpti_BuffersCallbackCompleteFunc complete)
 {
+	touch();
 	if (!request || !complete)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&mu);
@@ -200,17 +275,20 @@ EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFu
 
 EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc callback)
 {
+	touch();
 	if (!callback)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	timestamp = callback;
+	atomic_store(&timestamp, callback);
 	return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
 {
+	touch();
 	if ((unsigned)kind >= 64)
 		return CUPTI_ERROR_INVALID_KIND;
 	atomic_fetch_or(&enabled, (uint64_t)1 << kind);
+	atomic_store(&instrumented, 1);
 	if (kind == CUPTI_ACTIVITY_KIND_DRIVER) /* the kind overrides per-function settings */
 		for (size_t i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
 			atomic_store(&driver_api_off[i], 0);
@@ -219,6 +297,7 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
 
 EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind)
 {
+	touch();
 	if ((unsigned)kind >= 64)
 		return CUPTI_ERROR_INVALID_KIND;
 	atomic_fetch_and(&enabled, ~((uint64_t)1 << kind));
@@ -227,6 +306,7 @@ EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind)
 
 EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable)
 {
+	touch();
 	if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	atomic_store(&driver_api_off[cbid], !enable);
@@ -235,6 +315,7 @@ EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t e
 
 EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable)
 {
+	touch();
 	(void)
 	    cbid; /* the stand-in runtime reports no runtime records: its calls reach the driver */
 	(void)enable;
@@ -243,6 +324,7 @@ EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t 
 
 EXPORT CUptiResult cuptiActivityEnableCudaEventDeviceTimestamps(uint8_t enable)
 {
+	touch();
 	(void)enable;
 	return CUPTI_SUCCESS;
 }
@@ -258,6 +340,7 @@ EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_
 
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
+	touch();
 	(void)flag;
 	pthread_mutex_lock(&mu);
 	deliver_locked();
@@ -267,27 +350,137 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 
 EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char **str)
 {
-	*str = result == CUPTI_SUCCESS ? "CUPTI_SUCCESS" : "CUPTI stand-in error";
+	touch();
+	*str = result == CUPTI_SUCCESS ? "CUPTI_SUCCESS"
+	       : result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+		   ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
+		   : "CUPTI stand-in error";
 	return CUPTI_SUCCESS;
 }
 
-/* The names of the driver functions libcuda reports; every other id has none here. */
 EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
 					const char **name)
 {
-	static const struct {
-		uint32_t cbid;
-		const char *name;
-	} names[] = {
-	    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
-	    {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize"},
-	    {CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize"},
-	};
+	touch();
 	if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			if (names[i].cbid == cbid) {
-				*name = names[i].name;
+		for (size_t i = 0; i < sizeof(callback_names) / sizeof(callback_names[0]); i++)
+			if (callback_names[i].cbid == cbid) {
+				*name = callback_names[i].name;
 				return CUPTI_SUCCESS;
 			}
 	return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+/* ------------------------------------------------------------------ the callback API */
+
+static CUptiResult subscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
+			     void *userdata, const char *name, char *old_name, size_t old_size)
+{
+	touch();
+	if (!subscriber)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&mu);
+	if (subscribed) {
+		if (old_name && old_size)
+			snprintf(old_name, old_size, "CUPTI for %s", subscriber_name);
+		pthread_mutex_unlock(&mu);
+		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	}
+	subscribed = 1;
+	driver_domain = runtime_domain = 0;
+	atomic_store(&callbacks_on, 0);
+	subscriber_callback = callback;
+	subscriber_userdata = userdata;
+	snprintf(subscriber_name, sizeof(subscriber_name), "%s", name ? name : "an unnamed client");
+	*subscriber = (CUpti_SubscriberHandle)(void *)&subscriber_token;
+	pthread_mutex_unlock(&mu);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
+				  void *userdata)
+{
+	return subscribe(subscriber, callback, userdata, NULL, NULL, 0);
+}
+
+EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
+				     CUpti_CallbackFunc callback, void *userdata,
+				     CUpti_SubscriberParams *params)
+{
+	if (params && params->structSize == 0)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	return subscribe(subscriber, callback, userdata, params ? params->subscriberName : NULL,
+			 params ? params->oldSubscriberName : NULL,
+			 params ? params->oldSubscriberSize : 0);
+}
+
+EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
+{
+	touch();
+	pthread_mutex_lock(&mu);
+	int ok = subscribed && subscriber == (CUpti_SubscriberHandle)(void *)&subscriber_token;
+	if (ok) {
+		subscribed = 0;
+		atomic_store(&callbacks_on, 0);
+	}
+	pthread_mutex_unlock(&mu);
+	return ok ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
+				     CUpti_CallbackDomain domain)
+{
+	touch();
+	pthread_mutex_lock(&mu);
+	int ok = subscribed && subscriber == (CUpti_SubscriberHandle)(void *)&subscriber_token;
+	if (ok && domain == CUPTI_CB_DOMAIN_DRIVER_API)
+		driver_domain = enable != 0;
+	else if (ok && domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		runtime_domain = enable != 0; /* the stand-in runtime reports no calls of its own */
+	atomic_store(&callbacks_on, subscribed && driver_domain);
+	pthread_mutex_unlock(&mu);
+	return ok ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+/* Detaches: every setting, callback and subscriber dropped; the records not flushed are lost
+ * (counted), their buffer freed. */
+EXPORT CUptiResult cuptiFinalize(void)
+{
+	pthread_mutex_lock(&mu);
+	if (buffer) {
+		CUpti_Activity *record = NULL;
+		while (cuptiActivityGetNextRecord(buffer, buffer_used, &record) == CUPTI_SUCCESS)
+			atomic_fetch_add(&lost_records, 1);
+		free(buffer);
+	}
+	buffer = NULL;
+	buffer_size = buffer_used = 0;
+	request_buffer = NULL;
+	complete_buffer = NULL;
+	atomic_store(&timestamp, NULL);
+	atomic_store(&enabled, 0);
+	for (size_t i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
+		atomic_store(&driver_api_off[i], 0);
+	subscribed = driver_domain = runtime_domain = 0;
+	atomic_store(&callbacks_on, 0);
+	subscriber_callback = NULL;
+	atomic_store(&instrumented, 0);
+	atomic_store(&detached, 1);
+	atomic_fetch_add(&finalizes, 1);
+	pthread_mutex_unlock(&mu);
+	return CUPTI_SUCCESS;
+}
+
+__attribute__((destructor)) static void write_report(void)
+{
+	const char *path = getenv("STANDIN_CUPTI_REPORT");
+	FILE *file = path && path[0] ? fopen(path, "w") : NULL;
+	if (!file)
+		return;
+	fprintf(file,
+		"launches %lu\ninstrumented_launches %lu\nfinalizes %lu\nattaches %lu\n"
+		"lost_records %lu\n",
+		atomic_load(&launches), atomic_load(&instrumented_launches),
+		atomic_load(&finalizes), atomic_load(&attaches), atomic_load(&lost_records));
+	fclose(file);
 }

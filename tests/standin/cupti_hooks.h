@@ -2,7 +2,7 @@
 /*
  * cupti_hooks.h: how the libcuda.so.1 stand-in reports to the libcupti.so.13 stand-in
  * (cupti.c) what a GPU's driver reports to the real CUPTI: API calls with their correlation
- * ids, kernels as they ran, and synchronizations as they waited.
+ * ids and their entry and exit, kernels as they ran, and synchronizations as they waited.
  *
  * The two find each other whichever is loaded first: libcupti's constructor hands its hooks to
  * libcuda when libcuda is there (standin_cuda_set_cupti), and libcuda asks for them
@@ -25,6 +25,9 @@ struct standin_cupti_hooks {
 	/* a SYNCHRONIZATION record (type 3 stream, 4 context), when that kind is on */
 	void (*sync)(uint32_t correlation, uint32_t stream, uint32_t type, uint64_t start,
 		     uint64_t end);
+	/* the entry (EXIT 0) and exit (1) of a reported driver call: the callback API's subscriber
+	 * is called there (CUPTI-8 detaches at an exit) */
+	void (*api_site)(uint32_t cbid, int exit);
 };
 
 const struct standin_cupti_hooks *standin_cupti_hooks(void);	      /* libcupti.so.13 */
