@@ -101,3 +101,25 @@ extern "C" __global__ void diffuse_ring(uint32_t *next, const uint32_t *cur, int
 		src = (src ^ (src >> 15)) * 2246822519u;
 	next[i] = ((l >> 2) + (c >> 1) + (r >> 2)) + (src & 255u);
 }
+
+/* d18: a three-tap horizontal blur of a pitched frame (edges clamped; pitch in bytes), summed
+ * into a per-frame slot. One block row per image row, 256 threads a block. */
+extern "C" __global__ void blur_sum_pitched(const uint32_t *img, size_t pitch, int width, int height, unsigned long long *acc)
+{
+	__shared__ unsigned long long sh[256];
+	int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+	unsigned long long s = 0;
+	if (x < width && y < height) {
+		const uint32_t *row = (const uint32_t *)((const char *)img + (size_t)y * pitch);
+		uint32_t l = row[x > 0 ? x - 1 : 0], c = row[x], r = row[x < width - 1 ? x + 1 : width - 1];
+		s = ((l >> 2) + (c >> 1) + (r >> 2)) >> 4;
+	}
+	sh[threadIdx.x] = s;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		unsigned long long t = 0;
+		for (int k = 0; k < 256; k++)
+			t += sh[k];
+		atomicAdd(acc, t);
+	}
+}
