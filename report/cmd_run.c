@@ -1,19 +1,20 @@
 /*
  * report/cmd_run.c: `syncspy run [-o DIR] [--cupti|--no-cupti] [--cupti-sample auto|all|ON/PERIOD]
- * [--delay S] [--duration S] [--capture-range cudaProfilerApi|nvtx] [--nvtx-capture NAME]
- * [--aggregate] -- CMD ARGS...`, recording a program (a launcher such as torchrun or mpirun, or a
- * shell script, and all their children) without writing LD_PRELOAD by hand.
+ * [--cupti-pause disable|detach] [--delay S] [--duration S] [--capture-range cudaProfilerApi|nvtx]
+ * [--nvtx-capture NAME] [--aggregate] -- CMD ARGS...`, recording a program (a launcher such as
+ * torchrun or mpirun, or a shell script, and all their children) without writing LD_PRELOAD by
+ * hand.
  *
  * It sets LD_PRELOAD (libsyncspy.so first, the caller's own preloads kept after it),
  * SYNCSPY_OUTPUT (absolute, so that a child that changes directory still writes there),
  * NVTX_INJECTION64_PATH (libsyncspy.so, so NVTX ranges are recorded: unless the caller set it
- * to another tool) and, with --cupti/--no-cupti and --cupti-sample, SYNCSPY_CUPTI and
- * SYNCSPY_CUPTI_SAMPLE, with the capture options (as nsys's) SYNCSPY_DELAY, SYNCSPY_DURATION,
- * SYNCSPY_CAPTURE_RANGE and SYNCSPY_NVTX_CAPTURE, with --aggregate SYNCSPY_MODE=aggregate (runs
- * of hours: docs/recording.md, "Aggregate mode"); every other variable (NCCL_*, CUDA_*, the
- * caller's SYNCSPY_*) reaches CMD unchanged. Then it runs CMD, waits, prints a short summary of the
- * databases written during the run on stderr and exits with CMD's status, as a shell would: CMD's
- * exit code, 128+N when a signal N ended it, 127 when CMD cannot be found.
+ * to another tool) and, with --cupti/--no-cupti, --cupti-sample and --cupti-pause, SYNCSPY_CUPTI,
+ * SYNCSPY_CUPTI_SAMPLE and SYNCSPY_CUPTI_PAUSE, with the capture options (as nsys's) SYNCSPY_DELAY,
+ * SYNCSPY_DURATION, SYNCSPY_CAPTURE_RANGE and SYNCSPY_NVTX_CAPTURE, with --aggregate
+ * SYNCSPY_MODE=aggregate (runs of hours: docs/recording.md, "Aggregate mode"); every other variable
+ * (NCCL_*, CUDA_*, the caller's SYNCSPY_*) reaches CMD unchanged. Then it runs CMD, waits, prints a
+ * short summary of the databases written during the run on stderr and exits with CMD's status, as a
+ * shell would: CMD's exit code, 128+N when a signal N ended it, 127 when CMD cannot be found.
  *
  * Signals (RUN-1): CMD stays in syncspy's process group, so a ^C on the terminal reaches both
  * directly. syncspy forwards to CMD only the SIGINT/SIGTERM/SIGHUP/SIGQUIT that someone sent to
@@ -318,7 +319,8 @@ enum {
 	OPT_DURATION,
 	OPT_CAPTURE_RANGE,
 	OPT_NVTX_CAPTURE,
-	OPT_AGGREGATE
+	OPT_AGGREGATE,
+	OPT_CUPTI_PAUSE
 };
 
 /* --delay, --duration: seconds, a decimal >= 0 (the shim reads the same, capture.c). */
@@ -339,6 +341,7 @@ int cmd_run(int argc, char **argv)
 	    {"cupti", no_argument, NULL, OPT_CUPTI},
 	    {"no-cupti", no_argument, NULL, OPT_NO_CUPTI},
 	    {"cupti-sample", required_argument, NULL, OPT_CUPTI_SAMPLE},
+	    {"cupti-pause", required_argument, NULL, OPT_CUPTI_PAUSE},
 	    {"delay", required_argument, NULL, OPT_DELAY},
 	    {"duration", required_argument, NULL, OPT_DURATION},
 	    {"capture-range", required_argument, NULL, OPT_CAPTURE_RANGE},
@@ -347,7 +350,8 @@ int cmd_run(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *output = SS_DEFAULT_OUTPUT_DIR, *cupti = NULL, *sample = NULL, *mode = NULL;
+	const char *output = SS_DEFAULT_OUTPUT_DIR, *cupti = NULL, *sample = NULL, *mode = NULL,
+		   *pause = NULL;
 	/* capture ranges (docs/recording.md, "Capture ranges") */
 	const char *delay = NULL, *duration = NULL, *capture_range = NULL, *nvtx_capture = NULL;
 	unsigned long long on_ms, period_ms;
@@ -377,6 +381,13 @@ int cmd_run(int argc, char **argv)
 				return ss_error(SS_EXIT_INPUT, "run: --cupti-sample %s: not %s",
 						optarg, SS_SAMPLE_SYNTAX);
 			sample = optarg;
+			break;
+		case OPT_CUPTI_PAUSE: /* CUPTI-8: the shim warns of others, run refuses them */
+			if (strcmp(optarg, "disable") != 0 && strcmp(optarg, "detach") != 0)
+				return ss_error(SS_EXIT_INPUT,
+						"run: --cupti-pause %s: not disable or detach",
+						optarg);
+			pause = optarg;
 			break;
 		case OPT_DELAY:
 		case OPT_DURATION:
@@ -439,6 +450,7 @@ int cmd_run(int argc, char **argv)
 	    setenv("NVTX_INJECTION64_PATH", shim, 0) != 0 ||
 	    (cupti && setenv("SYNCSPY_CUPTI", cupti, 1) != 0) ||
 	    (sample && setenv("SYNCSPY_CUPTI_SAMPLE", sample, 1) != 0) ||
+	    (pause && setenv("SYNCSPY_CUPTI_PAUSE", pause, 1) != 0) ||
 	    (delay && setenv("SYNCSPY_DELAY", delay, 1) != 0) ||
 	    (duration && setenv("SYNCSPY_DURATION", duration, 1) != 0) ||
 	    (capture_range && setenv("SYNCSPY_CAPTURE_RANGE", capture_range, 1) != 0) ||

@@ -32,9 +32,10 @@ enum ss_exit {
 	  "formats",                                                                               \
 	  "")                                                                                      \
 	X(run,                                                                                     \
-	  "[-o DIR] [--cupti|--no-cupti] [--cupti-sample MODE] [--delay S] [--duration S] "        \
-	  "[--capture-range cudaProfilerApi|nvtx] [--nvtx-capture NAME] [--aggregate] [--] CMD "   \
-	  "[ARGS...]",                                                                             \
+	  "[-o DIR] [--cupti|--no-cupti] [--cupti-sample MODE] [--cupti-pause HOW] [--delay S] "   \
+	  "[--duration S] [--capture-range cudaProfilerApi|nvtx] [--nvtx-capture NAME] "           \
+	  "[--aggregate] "                                                                         \
+	  "[--] CMD [ARGS...]",                                                                    \
 	  "run CMD (and its children) with libsyncspy.so preloaded, then summarize the recording", \
 	  "  -o DIR      where the databases go (default " SS_DEFAULT_OUTPUT_DIR                   \
 	  "; made absolute)\n"                                                                     \
@@ -43,6 +44,9 @@ enum ss_exit {
 	  "  --cupti-sample MODE  set SYNCSPY_CUPTI_SAMPLE: auto (the default: windows when "      \
 	  "tracing every call costs too much), all (the whole run), or ON/PERIOD (ON ms of every " \
 	  "PERIOD ms)\n"                                                                           \
+	  "  --cupti-pause HOW  set SYNCSPY_CUPTI_PAUSE: disable (the default: CUPTI's kinds "     \
+	  "disabled where the GPU timeline is off) or detach (CUPTI detached there and attached "  \
+	  "again after: docs/cupti.md, CUPTI-8)\n"                                                 \
 	  "  --delay S   set SYNCSPY_DELAY: record nothing for the first S seconds\n"              \
 	  "  --duration S  set SYNCSPY_DURATION: record S seconds (after the delay)\n"             \
 	  "  --capture-range cudaProfilerApi  record between cudaProfilerStart and "               \

@@ -35,15 +35,17 @@ echo "preload=\$LD_PRELOAD"
 echo "output=\$SYNCSPY_OUTPUT"
 echo "cupti=\${SYNCSPY_CUPTI-unset}"
 echo "sample=\${SYNCSPY_CUPTI_SAMPLE-unset}"
+echo "pause=\${SYNCSPY_CUPTI_PAUSE-unset}"
 "$PROGS/scenarios" s1 >/dev/null
 cd "$tmp/elsewhere" && "$PROGS/scenarios" s2 >/dev/null
 END
 chmod +x "$tmp/job.sh"
-LD_PRELOAD=${SANITIZER_PRELOAD:+$SANITIZER_PRELOAD:}libc.so.6 "$SYNCSPY" run -o script-out --cupti --cupti-sample 100/1000 "$tmp/job.sh" >"$tmp/stdout" 2>"$tmp/err" || fail "script run exited $?: $(cat "$tmp/err")"
+LD_PRELOAD=${SANITIZER_PRELOAD:+$SANITIZER_PRELOAD:}libc.so.6 "$SYNCSPY" run -o script-out --cupti --cupti-sample 100/1000 --cupti-pause detach "$tmp/job.sh" >"$tmp/stdout" 2>"$tmp/err" || fail "script run exited $?: $(cat "$tmp/err")"
 grep -q "^preload=$SHIM:libc.so.6\$" "$tmp/stdout" || grep -q "^preload=.*/libsyncspy.so:${SANITIZER_PRELOAD:+$SANITIZER_PRELOAD:}libc.so.6\$" "$tmp/stdout" || fail "LD_PRELOAD: $(cat "$tmp/stdout")"
 grep -q "^output=$tmp/script-out\$" "$tmp/stdout" || fail "SYNCSPY_OUTPUT: $(cat "$tmp/stdout")"
 grep -q "^cupti=1\$" "$tmp/stdout" || fail "SYNCSPY_CUPTI: $(cat "$tmp/stdout")"
 grep -q "^sample=100/1000\$" "$tmp/stdout" || fail "SYNCSPY_CUPTI_SAMPLE: $(cat "$tmp/stdout")"
+grep -q "^pause=detach\$" "$tmp/stdout" || fail "SYNCSPY_CUPTI_PAUSE: $(cat "$tmp/stdout")"
 [ "$(ls "$tmp"/script-out/*.sqlite | wc -l)" -eq 2 ] || fail "expected 2 databases: $(ls "$tmp/script-out")"
 grep -q '^syncspy: run: 2 databases in ' "$tmp/err" || fail "summary: $(cat "$tmp/err")"
 [ -z "$(ls "$tmp/elsewhere")" ] || fail "a child wrote into its own directory"
@@ -57,6 +59,16 @@ for bad in 100 0/10 10/10 1/2x; do
 	[ "$(cat "$tmp/err")" = "syncspy: run: --cupti-sample $bad: not auto, all, or ON/PERIOD in ms with 0 < ON < PERIOD" ] ||
 		fail "--cupti-sample $bad: $(cat "$tmp/err")"
 	[ ! -s "$tmp/stdout" ] && [ ! -e "$tmp/bad-sample-out" ] || fail "--cupti-sample $bad: the command ran"
+done
+
+# --cupti-pause with anything but disable or detach: exit 2, one message, the command does not run.
+for bad in pause DETACH ""; do
+	"$SYNCSPY" run -o bad-pause-out --cupti-pause "$bad" "$tmp/job.sh" >"$tmp/stdout" 2>"$tmp/err"
+	rc=$?
+	[ $rc -eq 2 ] || fail "--cupti-pause '$bad': exit $rc"
+	[ "$(cat "$tmp/err")" = "syncspy: run: --cupti-pause $bad: not disable or detach" ] ||
+		fail "--cupti-pause '$bad': $(cat "$tmp/err")"
+	[ ! -s "$tmp/stdout" ] && [ ! -e "$tmp/bad-pause-out" ] || fail "--cupti-pause '$bad': the command ran"
 done
 
 # Signal forwarding: SIGTERM to syncspy reaches the child, which finishes its database.
