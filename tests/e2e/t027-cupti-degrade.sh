@@ -53,6 +53,20 @@ for bad in abc 100/100 0/10 5/10x 2000/1000; do
 	[ "$(grep -c "^syncspy: ignoring SYNCSPY_CUPTI_SAMPLE='$bad' (auto, all, or ON/PERIOD in ms with 0 < ON < PERIOD): sampling as 'auto' does" "$tmp/sample.all")" = 1 ] ||
 		fail "SYNCSPY_CUPTI_SAMPLE=$bad: $(cat "$tmp/sample.all")"
 done
+# SYNCSPY_CUPTI_PAUSE (CUPTI-8): anything but disable or detach is ignored with one warning
+# (pausing as the default, disable, does), and the program runs unchanged; a good value draws none.
+for bad in pause DETACH; do
+	SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_PAUSE=$bad SYNCSPY_OUTPUT="$tmp/pause" LD_PRELOAD="$SHIM_PRELOAD" \
+		"$PROGS/scenarios" s4 >"$tmp/pause.all" 2>&1 || fail "scenario failed with SYNCSPY_CUPTI_PAUSE=$bad"
+	grep -v '^syncspy:' "$tmp/pause.all" | diff -u "$tmp/plain" - >&2 || fail "output differs with SYNCSPY_CUPTI_PAUSE=$bad"
+	[ "$(grep -c "^syncspy: ignoring SYNCSPY_CUPTI_PAUSE='$bad' (disable or detach): pausing as 'disable' does" "$tmp/pause.all")" = 1 ] ||
+		fail "SYNCSPY_CUPTI_PAUSE=$bad: $(cat "$tmp/pause.all")"
+done
+for good in disable detach; do
+	SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_PAUSE=$good SYNCSPY_OUTPUT="$tmp/pause" LD_PRELOAD="$SHIM_PRELOAD" \
+		"$PROGS/scenarios" s4 >"$tmp/pause.all" 2>&1 || fail "scenario failed with SYNCSPY_CUPTI_PAUSE=$good"
+	grep "SYNCSPY_CUPTI_PAUSE" "$tmp/pause.all" && fail "SYNCSPY_CUPTI_PAUSE=$good warned"
+done
 for good in auto all 100/1000; do # the last one's database is checked below
 	rm -rf "$tmp/sample"
 	SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=$good SYNCSPY_OUTPUT="$tmp/sample" LD_PRELOAD="$SHIM_PRELOAD" \
