@@ -1,0 +1,3 @@
+# tests/gpu/results/2026-12-04-h200-session10/session10-run2.sh: device call of run 2 (README.md beside it):
+# issue 17 item 1: CUPTI-8's detach against the default (disable) pause, 6 rounds interleaved, pinned
+export LD_LIBRARY_PATH=$PWD/.carry/lib NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1; SIZES=mlp8 STEPS=1000 ROUNDS=6 PIN=2-5 CONFIGS="plain shim+cupti detach detach:1/600000 sample:1/600000" PARTIAL=$OUT/bench-partial.txt timeout -s KILL 560 bash bench/cupti_overhead.sh $OUT/cupti-overhead-mlp8.txt; echo rc=$?; tail -40 $OUT/cupti-overhead-mlp8.txt 2>/dev/null || tail -40 $OUT/bench-partial.txt
