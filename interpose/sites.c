@@ -259,12 +259,22 @@ int64_t ss_site_id(uint64_t address)
 
 /* docs/attribution.md: a frame of the frameworks, the libraries or the interpreter; the user
  * call site is the innermost frame that is none of these. FILE is a frame's file, or a frame
- * line "file:line in function" (which starts with it). */
+ * line "file:line in function" (which starts with it), ended by its NUL. */
 int ss_framework_python_file(const char *file)
 {
 	return file[0] == '<' || strstr(file, "/site-packages/") ||
 	       strstr(file, "/dist-packages/") || strstr(file, "/lib/python3.") ||
 	       strstr(file, "/lib64/python3.");
+}
+
+/* ss_framework_python_file on one line of a stack's text, LENGTH bytes from LINE: the frames
+ * after it are not its own (a user line inside nn.Module.forward is followed by torch's
+ * module.py frames, which must not make it a framework frame). */
+static int framework_python_line(const char *line, size_t length)
+{
+	char frame[1024];
+	snprintf(frame, sizeof(frame), "%.*s", (int)length, line);
+	return ss_framework_python_file(frame);
 }
 
 /* The site of a Python frame line "file:line in function", by its text. */
@@ -315,7 +325,7 @@ void ss_store_python_stack(const struct ss_rec *r, const int64_t *calls, size_t 
 		const char *user = frames, *line = frames;
 		for (;;) {
 			const char *end = strchr(line, '\n');
-			if (!ss_framework_python_file(line)) {
+			if (!framework_python_line(line, end ? (size_t)(end - line) : strlen(line))) {
 				user = line;
 				break;
 			}
