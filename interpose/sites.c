@@ -325,7 +325,8 @@ void ss_store_python_stack(const struct ss_rec *r, const int64_t *calls, size_t 
 		const char *user = frames, *line = frames;
 		for (;;) {
 			const char *end = strchr(line, '\n');
-			if (!framework_python_line(line, end ? (size_t)(end - line) : strlen(line))) {
+			if (!framework_python_line(line,
+						   end ? (size_t)(end - line) : strlen(line))) {
 				user = line;
 				break;
 			}

@@ -406,7 +406,11 @@ static int run_site_rules(struct loader *ld, struct db_state *st)
 			long long steps = sqlite3_column_int64(stmt, 14);
 			/* steady: the site's calls recur in the steady state (steps.h), and the
 			 * finding's figures are the steady state's; else the whole run's, `info` */
-			int steady = ss_steps_recurring(&st->steps, steps, steady_rows);
+			int steady =
+			    ss_steps_recurring(&st->steps, steps, steady_rows) ||
+			    (sr->spread_recurs && sqlite3_column_type(stmt, 16) != SQLITE_NULL &&
+			     ss_steps_spread(&st->steps, steps, sqlite3_column_int64(stmt, 16),
+					     sqlite3_column_int64(stmt, 17)));
 
 			if (steady) {
 				count = sqlite3_column_int64(stmt, 8);

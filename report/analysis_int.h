@@ -29,7 +29,8 @@
  * Per-site rules on ss_agg: one row per site (ANALYSIS-2) with, over the whole run, count (S7:
  * queries), blocked, worst, bytes, estimate, rows (S7: loops) and the APIs seen there, most
  * calls first; then the same over the steady state (ss_agg.steady = SS_PHASE_STEADY) and the
- * most distinct steady steps one of the site's groups came in (a lower bound for the site).
+ * most distinct steady steps one of the site's groups came in (a lower bound for the site); then
+ * the first and the last steady step of its calls (NULL without steps: ss_steps_spread).
  */
 #define STEADY(x) "CASE WHEN g.steady = 1 THEN " x " END"
 #define SITE_RULE_SQL(where)                                                                       \
@@ -37,13 +38,15 @@
 	" group_concat(api || ' x' || n, ', '), coalesce(sum(sn), 0), coalesce(sum(st), 0),"       \
 	" coalesce(max(sw), 0), sum(sb), sum(sest), coalesce(sum(srows), 0),"                     \
 	" coalesce(max(ssteps), 0), group_concat(CASE WHEN sn > 0 THEN api || ' x' || sn END,"     \
-	" ', ') FROM (SELECT coalesce(s.text, '" NO_SITE "') AS site, a.name AS api,"              \
+	" ', '), min(sfirst), max(slast)"                                                          \
+	" FROM (SELECT coalesce(s.text, '" NO_SITE "') AS site, a.name AS api,"                    \
 	" sum(CASE WHEN g.class = 'S7' THEN g.queries ELSE g.n END) AS n,"                         \
 	" sum(g.n) AS rows, sum(g.t) AS t, max(g.w) AS w, sum(g.b) AS b, sum(g.est) AS est,"       \
 	" sum(" STEADY("CASE WHEN g.class = 'S7' THEN g.queries ELSE g.n END") ") AS sn,"         \
 	" sum(" STEADY("g.n") ") AS srows, sum(" STEADY("g.t") ") AS st,"                         \
 	" max(" STEADY("g.w") ") AS sw, sum(" STEADY("g.b") ") AS sb,"                            \
-	" sum(" STEADY("g.est") ") AS sest, max(" STEADY("g.steps") ") AS ssteps"                 \
+	" sum(" STEADY("g.est") ") AS sest, max(" STEADY("g.steps") ") AS ssteps,"                \
+	" min(" STEADY("g.first_step") ") AS sfirst, max(" STEADY("g.last_step") ") AS slast"     \
 	" FROM temp.ss_agg g JOIN apis a ON a.id = g.api_id LEFT JOIN sites s ON s.id = g.site_id" \
 	" WHERE " where " GROUP BY site, api ORDER BY site, n DESC, api)"                           \
 	" GROUP BY site HAVING sum(n) >= :min_count"
@@ -223,6 +226,9 @@ struct ss_rule {
 	const char *sql;
 	long long min_count;
 	int keeps_bytes, keeps_estimate;
+	/* 1: a site whose calls keep coming all through the steady state recurs even in fewer
+	 * steps than SS_RECURRING_PERCENT (steps.h, ss_steps_spread) */
+	int spread_recurs;
 	int (*keep)(long long count, long long rows);
 	char *(*detail)(const struct db_state *st, const char *apis, long long worst,
 			long long bytes, long long estimate, long long rows);

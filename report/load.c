@@ -42,7 +42,7 @@
 
 #define TEMP_SQL                                                                                   \
 	"CREATE TEMP TABLE ss_agg(api_id, class, dir, host_mem, site_id, legacy, steady, n,"       \
-	" queries, t, w, b, est, steps);"                                                          \
+	" queries, t, w, b, est, steps, first_step, last_step);"                                   \
 	"CREATE TEMP TABLE ss_overlap(id INTEGER PRIMARY KEY)"
 
 /* The APIs whose call right after an async H2D copy makes the copy "before a kernel". */
@@ -307,8 +307,9 @@ struct agg_group {
 	int klass, legacy, steady, nulls; /* steady: the enum ss_phase of the calls */
 	long long n, queries, t, w, b, est;
 	int has_b, has_est;
-	long long steps;  /* distinct steady steps the calls came in (steps.h) */
-	size_t last_step; /* the last of them, (size_t)-1 before the first */
+	long long steps;   /* distinct steady steps the calls came in (steps.h) */
+	size_t first_step; /* the first of them, (size_t)-1 before it (ss_steps_spread) */
+	size_t last_step;  /* the last of them, (size_t)-1 before the first */
 };
 
 /* A call as the phase pass reads it again once the steps are known (find_steps): the steps
@@ -875,6 +876,7 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 					.klass = base->klass,
 					.legacy = base->legacy,
 					.nulls = base->nulls,
+					.first_step = (size_t)-1,
 					.last_step = (size_t)-1},
 				 *g;
 		size_t index, step;
@@ -896,6 +898,8 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 		}
 		if (step != (size_t)-1 && step != g->last_step) {
 			g->steps++;
+			if (g->first_step == (size_t)-1)
+				g->first_step = step;
 			g->last_step = step;
 		}
 		if (sc->classes[key.klass].s5 && !(key.nulls & 1) && (key.dir == 1 || key.dir == 2) &&
@@ -1009,6 +1013,7 @@ static int add_aggregates(struct loader *ld, struct db_state *st, struct scan *s
 		return code;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct agg_group key = {.api_id = sqlite3_column_int64(stmt, 2),
+					.first_step = (size_t)-1,
 					.last_step = (size_t)-1},
 				 *g;
 		size_t index, step;
@@ -1113,7 +1118,7 @@ static int fill_tables(struct loader *ld, struct db_state *st, const struct scan
 
 	if (code == SS_EXIT_OK)
 		code = prepare(ld, st,
-			       "INSERT INTO temp.ss_agg VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &agg);
+			       "INSERT INTO temp.ss_agg VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &agg);
 	for (size_t i = 0; code == SS_EXIT_OK && i < ph->ngroups; i++) {
 		const struct agg_group *g = &ph->groups[i];
 
@@ -1131,6 +1136,8 @@ static int fill_tables(struct loader *ld, struct db_state *st, const struct scan
 		bind_nullable(agg, 12, !g->has_b, g->b);
 		bind_nullable(agg, 13, !g->has_est, g->est);
 		sqlite3_bind_int64(agg, 14, g->steps);
+		bind_nullable(agg, 15, g->first_step == (size_t)-1, (long long)g->first_step);
+		bind_nullable(agg, 16, g->last_step == (size_t)-1, (long long)g->last_step);
 		code = insert_row(ld, st, agg);
 	}
 	sqlite3_finalize(agg);

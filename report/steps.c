@@ -69,6 +69,17 @@ int ss_steps_recurring(const struct ss_steps *s, long long steps, long long call
 	return steps >= need;
 }
 
+int ss_steps_spread(const struct ss_steps *s, long long steps, long long first, long long last)
+{
+	long long steady = (long long)ss_steps_steady(s), begin = (long long)s->first_steady;
+
+	if (!s->nsteps || steady < 4 * SS_SPREAD_MIN_STEPS || steps < SS_SPREAD_MIN_STEPS ||
+	    first < begin || last < first)
+		return 0;
+	/* first in [begin, begin + steady/4), last in [begin + 3*steady/4, nsteps) */
+	return (first - begin) * 4 < steady && (last - begin + 1) * 4 > 3 * steady;
+}
+
 static int compare_ll(const void *a, const void *b)
 {
 	long long x = *(const long long *)a, y = *(const long long *)b;

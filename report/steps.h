@@ -38,6 +38,13 @@
  * steps (and in 2 of them at least): a sync every step, or every other, is; one that happened
  * in the first iterations only (allocator growth) or once at the end is not. */
 #define SS_RECURRING_PERCENT 20
+/* A site whose calls keep coming all through the steady state, in fewer steps than
+ * SS_RECURRING_PERCENT (a cache or a buffer grown a little every few steps: the caching
+ * allocator asks the driver again whenever the size outgrows what it holds), recurs too, for the
+ * rules that opt in (ss_rule.spread_recurs: alloc-in-loop): at least SS_SPREAD_MIN_STEPS steps,
+ * the first in the first quarter of the steady steps and the last in the last quarter. Growth in
+ * the first iterations only ends early and stays `info`. */
+#define SS_SPREAD_MIN_STEPS 4
 /* Without steps: a site is repeating from this many calls (a final read is one call, a setup
  * pair of pinned buffers two). */
 #define SS_FALLBACK_MIN_CALLS 3
@@ -84,6 +91,10 @@ enum ss_phase ss_steps_phase(const struct ss_steps *s, long long t, size_t *step
 /* Whether calls seen in `steps` distinct steady steps (without steps: `calls` calls) are in the
  * steady state (SS_RECURRING_PERCENT, SS_FALLBACK_MIN_CALLS). */
 int ss_steps_recurring(const struct ss_steps *s, long long steps, long long calls);
+
+/* Whether calls seen in `steps` distinct steady steps, the first and last of them step indexes
+ * first and last, keep coming all through the steady state (SS_SPREAD_MIN_STEPS). */
+int ss_steps_spread(const struct ss_steps *s, long long steps, long long first, long long last);
 
 /* Steps from marks (sorted by start). Returns 1 and fills *s when a usable step name was found,
  * 0 when not, -1 when out of memory. */

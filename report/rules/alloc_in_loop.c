@@ -28,6 +28,7 @@ const struct ss_rule ss_rule_alloc_in_loop = {
     .phase = SS_RULE_SITE,
     .sql = SITE_RULE_SQL("g.class = 'S6' AND g.dir IS NULL"),
     .min_count = SS_LOOP_MIN_CALLS,
+    .spread_recurs = 1, /* a cache grown every few steps all through the loop (steps.h) */
     .detail = detail,
 };
 

@@ -2,7 +2,7 @@
  * tests/progs/steady.c: a program with a setup, a step loop and a teardown, for the report's
  * steady state (report/steps.c, docs/rules.md "Steady state"; t212).
  *
- *   steady [marked|pipeline|legacy|varying]
+ *   steady [marked|pipeline|legacy|varying|growing]
  *
  * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers,
  *           the weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
@@ -14,8 +14,8 @@
  *           workspace allocation (@warmup-alloc: the caching allocator's growth);
  * teardown: the result read with a blocking copy (@final-read), the buffers freed.
  * marked: each step starts with syncspy_step("train") (looked up at run time, so the program
- * runs without the shim too). pipeline, legacy: below. The @tags are what the test greps for to
- * know the lines.
+ * runs without the shim too). pipeline, legacy, varying, growing: below. The @tags are what the
+ * test greps for to know the lines.
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -111,8 +111,43 @@ static int varying(void)
 	return 0;
 }
 
+/* A cache grown all through the loop, a little every few steps (as a KV cache concatenated one
+ * token longer at every decode step makes torch's caching allocator ask for a larger block every
+ * few steps), beside a workspace grown in the first steps only (the allocator's warm-up): 60
+ * steps of a kernel and a stream sync. */
+static int growing(void)
+{
+	void (*step_mark)(const char *) =
+	    (void (*)(const char *))dlsym(RTLD_DEFAULT, "syncspy_step");
+	cudaStream_t s;
+	void *cache[60], *early[3];
+	int ncache = 0;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	for (int step = 0; step < 60; step++) {
+		if (step_mark) /* marked: a loop this plain has a period of its own every 7 steps */
+			step_mark("decode");
+		if (step >= 1 && step <= 3)
+			CHECK(cudaMalloc(&early[step - 1], BYTES)); /* @early-alloc */
+		size_t grown = (size_t)(step + 1) * 4096;
+		if (step % 7 == 3)
+			CHECK(cudaMalloc(&cache[ncache++], grown)); /* @grow-alloc */
+		launch(s, 200);
+		CHECK(cudaStreamSynchronize(s));
+	}
+	printf("steady: 60 steps, growing %d\n", ncache);
+	for (int i = 0; i < ncache; i++)
+		CHECK(cudaFree(cache[i]));
+	for (int i = 0; i < 3; i++)
+		CHECK(cudaFree(early[i]));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "growing") == 0)
+		return growing();
 	if (argc > 1 && strcmp(argv[1], "varying") == 0)
 		return varying();
 	if (argc > 1 && strcmp(argv[1], "pipeline") == 0)
