@@ -39,7 +39,8 @@
  *            sampler estimates what tracing the calls behind them costs (AUTO_NS_PER_CALL
  *            each: docs/architecture.md F14) and, above the budget, traces windows of
  *            AUTO_ON_NS with a duty cycle of budget / estimate (CUPTI-4's windows, switched
- *            at sync points the same way); below two thirds of the budget it traces
+ *            at sync points the same way; detached, CUPTI-8, the gap also pays for the
+ *            attach and detach each window costs); below two thirds of the budget it traces
  *            continuously again. A program that makes few calls is traced whole; `all`
  *            traces every run whole. The report scales what it measured in the windows to
  *            the steps it did not see (report/gpu.c, GPU-IDLE-4).
@@ -56,7 +57,7 @@
  *            run grow with the logarithm of its length (13 windows in an hour, 16 in ten),
  *            not with its enqueues; CUPTI-4's windows otherwise (switched at sync points,
  *            paused and counted the same way). `all` and ON/PERIOD keep their meaning.
- *   CUPTI-8  SYNCSPY_CUPTI_PAUSE=detach: wherever CUPTI-3 to CUPTI-7 turn the timeline off,
+ *   CUPTI-8  SYNCSPY_CUPTI_PAUSE=detach (the default): wherever CUPTI-3 to CUPTI-7 turn the timeline off,
  *            syncspy also detaches CUPTI from the process (cuptiFinalize), and attaches it again
  *            where the timeline comes back on; everything else is as for a pause (gpu_paused,
  *            meta, the report's scaling). On the H200 a loop stayed slow while CUPTI's kinds
@@ -960,8 +961,15 @@ void ss_cupti_calls_drained(uint64_t records)
 				auto_estimate_permille = measured_permille;
 		}
 		if (auto_estimate_permille > AUTO_BUDGET_PERMILLE) {
-			/* duty = budget / estimate: off = on x (estimate / budget - 1) */
-			uint64_t off = AUTO_ON_NS * (auto_estimate_permille - AUTO_BUDGET_PERMILLE) /
+			/* duty = budget / estimate: off = on x (estimate / budget - 1); detached
+			 * (CUPTI-8), a window also pays for one attach and one detach, as measured
+			 * so far (~16 ms on the H200: tests/gpu/results/2026-12-04-h200-session10):
+			 * off = (on x (estimate - budget) + switch x 1000) / budget */
+			uint64_t switch_ns = 0;
+			if (detach_mode && attaches && detaches)
+				switch_ns = attach_total_ns / attaches + detach_total_ns / detaches;
+			uint64_t off = (AUTO_ON_NS * (auto_estimate_permille - AUTO_BUDGET_PERMILLE) +
+					switch_ns * 1000) /
 				       AUTO_BUDGET_PERMILLE;
 			sample_on_ns = AUTO_ON_NS;
 			sample_off_ns = off > AUTO_MAX_OFF_NS ? AUTO_MAX_OFF_NS : off;

@@ -44,9 +44,9 @@ enum ss_exit {
 	  "  --cupti-sample MODE  set SYNCSPY_CUPTI_SAMPLE: auto (the default: windows when "      \
 	  "tracing every call costs too much), all (the whole run), or ON/PERIOD (ON ms of every " \
 	  "PERIOD ms)\n"                                                                           \
-	  "  --cupti-pause HOW  set SYNCSPY_CUPTI_PAUSE: disable (the default: CUPTI's kinds "     \
-	  "disabled where the GPU timeline is off) or detach (CUPTI detached there and attached "  \
-	  "again after: docs/cupti.md, CUPTI-8)\n"                                                 \
+	  "  --cupti-pause HOW  set SYNCSPY_CUPTI_PAUSE: detach (the default: CUPTI detached "     \
+	  "where the GPU timeline is off and attached again after: docs/cupti.md, CUPTI-8) or "    \
+	  "disable (CUPTI's kinds disabled there, CUPTI staying attached)\n"                       \
 	  "  --delay S   set SYNCSPY_DELAY: record nothing for the first S seconds\n"              \
 	  "  --duration S  set SYNCSPY_DURATION: record S seconds (after the delay)\n"             \
 	  "  --capture-range cudaProfilerApi  record between cudaProfilerStart and "               \

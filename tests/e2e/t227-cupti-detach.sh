@@ -105,3 +105,17 @@ done
 [ $((wall_detach * 3)) -lt $((wall_disable * 2)) ] ||
 	fail "cost: detached, the run took $((wall_detach / 1000000)) ms, paused $((wall_disable / 1000000)) ms"
 echo "detached: $costly_detach of 1600 launches instrumented, $((wall_detach / 1000000)) ms; paused: $((wall_disable / 1000000)) ms"
+
+# Detaching is the default (measured on the H200 in session 10: docs/cupti.md): without
+# SYNCSPY_CUPTI_PAUSE a window's gap detaches CUPTI as SYNCSPY_CUPTI_PAUSE=detach does.
+rm -rf "$out" && mkdir -p "$out"
+(unset SYNCSPY_CUPTI_PAUSE; STANDIN_CUPTI_REPORT=$tmp/default.standin SYNCSPY_CUPTI_SAMPLE=20/60 \
+	under_shim "$PROGS/gpu_loop" 200 >"$tmp/default.out" 2>&1) || fail "default: gpu_loop failed: $(cat "$tmp/default.out")"
+one_db
+golden "SELECT value FROM meta WHERE key = 'cupti_pause' UNION ALL
+	SELECT value > 0 FROM meta WHERE key = 'cupti_detaches'" <<'END'
+detach
+1
+END
+[ "$(sed -n 's/^finalizes //p' "$tmp/default.standin")" -gt 0 ] 2>/dev/null ||
+	fail "default: the stand-in saw no cuptiFinalize: $(cat "$tmp/default.standin")"
