@@ -278,10 +278,15 @@ static char *source_line(Dwfl_Module *mod, long long module_offset)
 	 * (its parents where it was declared), and an inlined chain can stop after its innermost
 	 * link (thrust's count_if: SyncStream, then the unit). The concrete tree around the
 	 * innermost instance has every link, each with its call site, up to the function it was
-	 * all inlined into (as eu-addr2line -i walks it). */
-	if (nscopes > 0 && dw.tag(&scopes[0]) == DW_TAG_inlined_subroutine) {
+	 * all inlined into (as eu-addr2line -i walks it). The innermost scopes may be lexical
+	 * blocks inside the innermost inlined function (thrust::cuda_cub::malloc's, whose chain
+	 * by address then stops at the unit): the chain starts at that function. */
+	int innermost = 0;
+	while (innermost < nscopes && dw.tag(&scopes[innermost]) == DW_TAG_lexical_block)
+		innermost++;
+	if (innermost < nscopes && dw.tag(&scopes[innermost]) == DW_TAG_inlined_subroutine) {
 		Dwarf_Die *chain = NULL;
-		int nchain = dw.getscopes_die(&scopes[0], &chain);
+		int nchain = dw.getscopes_die(&scopes[innermost], &chain);
 
 		if (nchain > 0) {
 			free(scopes);

@@ -30,11 +30,36 @@ template <typename T, typename N> inline __attribute__((always_inline)) N dispat
 	return reduce_then_sync(stream, n);
 }
 
+// The innermost inlined function's call lies in lexical blocks of its own (as in
+// thrust::cuda_cub::malloc, inlined into count_if's temporary allocation): by address the scopes
+// are those blocks, then the function, then the unit.
+template <typename N> inline __attribute__((always_inline)) void *device_malloc(N n)
+{
+	void *p = nullptr;
+	if (n > 0) {
+		size_t rounded = ((size_t)n + 255) & ~(size_t)255;
+		if (cudaMalloc(&p, rounded) != cudaSuccess)
+			p = nullptr;
+	}
+	return p;
+}
+
+template <typename N> inline __attribute__((always_inline)) void *temporary_allocate(N n)
+{
+	return device_malloc(n);
+}
+
 } // namespace detail
 
 template <typename T, typename N> inline __attribute__((always_inline)) N count_if(T stream, N n)
 {
 	return detail::dispatch(stream, n);
+}
+
+// A temporary buffer for one call, as thrust::count_if allocates one (freed in the caller).
+template <typename N> inline __attribute__((always_inline)) void *temporary_buffer(N n)
+{
+	return detail::temporary_allocate(n);
 }
 
 } // namespace fakecuda
