@@ -18,6 +18,8 @@
  *              CREATED_STREAM(s, flags, priority)       CREATED_EVENT(e, flags)
  *              CREATED_GRAPH_EXEC(exec)   the executable graph made (aux, as launches and
  *                                         destroys name theirs)
+ *              CREATED_MODULE(m)          the library loaded (aux, as cudaLibraryGetKernel and
+ *                                         cudaLibraryUnload name theirs)
  *            and either: PROFILER(on)  a capture range's start or stop (capture.h)
  *
  * Generated from this table: the API ids and names (shim.h, resolve.c), the wrappers and their
@@ -318,6 +320,26 @@
 	  (pGraphExec, graph, instantiateParams), , CREATED_GRAPH_EXEC(*pGraphExec))               \
 	X(cudaGraphExecDestroy, NONE, X1, (cudaGraphExec_t graphExec), (graphExec),                \
 	  AUX(graphExec), )                                                                        \
+	X(cudaLibraryLoadData, NONE, X1,                                                           \
+	  (cudaLibrary_t * library, const void *code, enum cudaJitOption *jitOptions,              \
+	   void **jitOptionsValues, unsigned int numJitOptions,                                    \
+	   enum cudaLibraryOption *libraryOptions, void **libraryOptionValues,                     \
+	   unsigned int numLibraryOptions),                                                        \
+	  (library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,             \
+	   libraryOptionValues, numLibraryOptions),                                                \
+	  , CREATED_MODULE(*library))                                                              \
+	X(cudaLibraryLoadFromFile, NONE, X1,                                                       \
+	  (cudaLibrary_t * library, const char *fileName, enum cudaJitOption *jitOptions,          \
+	   void **jitOptionsValues, unsigned int numJitOptions,                                    \
+	   enum cudaLibraryOption *libraryOptions, void **libraryOptionValues,                     \
+	   unsigned int numLibraryOptions),                                                        \
+	  (library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,         \
+	   libraryOptionValues, numLibraryOptions),                                                \
+	  , CREATED_MODULE(*library))                                                              \
+	X(cudaLibraryGetKernel, NONE, X1,                                                          \
+	  (cudaKernel_t * pKernel, cudaLibrary_t library, const char *name),                       \
+	  (pKernel, library, name), AUX(library), )                                                \
+	X(cudaLibraryUnload, NONE, X1, (cudaLibrary_t library), (library), AUX(library), )         \
 	X(cudaEventCreate, NONE, X1, (cudaEvent_t * event), (event), , CREATED_EVENT(*event, 0))   \
 	X(cudaEventCreateWithFlags, NONE, X1, (cudaEvent_t * event, unsigned int flags),           \
 	  (event, flags), , CREATED_EVENT(*event, flags))                                          \

@@ -14,7 +14,8 @@
  * async), COPY_3D(CUDA_MEMCPY3D *, async), COPY_PEER(n), COPY_BATCH(dsts, srcs, sizes, count);
  * MEMSET(ptr, n, async); MEM_OPS(count, CUstreamBatchMemOpParams *) (a wait among them: E3,
  * else E2); FREE(ptr); post: ALLOC(ptr, n, kind), CREATED_STREAM(s, flags, priority),
- * CREATED_EVENT(e, flags), CREATED_GRAPH_EXEC(exec); either: PROFILER(on) (capture.h).
+ * CREATED_EVENT(e, flags), CREATED_GRAPH_EXEC(exec), CREATED_MODULE(m) (a module or library);
+ * either: PROFILER(on) (capture.h).
  *
  * A stream memory operation's word (cuStreamWaitValue*, cuStreamWriteValue*) is its EVENT: a
  * write and the waits that read it order streams as an event record and its waits do
@@ -208,6 +209,19 @@
 	X(cuMemHostRegister_v2, NONE, S6, (void *p, size_t bytesize, unsigned int Flags),          \
 	  (p, bytesize, Flags), AUX(Flags), ALLOC(p, bytesize, SS_MEM_PINNED))                     \
 	X(cuMemHostUnregister, NONE, S6, (void *p), (p), FREE(p), )                                \
+	X(cuArrayCreate_v2, NONE, S6,                                                              \
+	  (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray),                        \
+	  (pHandle, pAllocateArray), , )                                                           \
+	X(cuArray3DCreate_v2, NONE, S6,                                                            \
+	  (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray),                      \
+	  (pHandle, pAllocateArray), , )                                                           \
+	X(cuMipmappedArrayCreate, NONE, S6,                                                        \
+	  (CUmipmappedArray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,         \
+	   unsigned int numMipmapLevels),                                                          \
+	  (pHandle, pMipmappedArrayDesc, numMipmapLevels), , )                                     \
+	X(cuArrayDestroy, NONE, S6, (CUarray hArray), (hArray), , )                                \
+	X(cuMipmappedArrayDestroy, NONE, S6, (CUmipmappedArray hMipmappedArray),                   \
+	  (hMipmappedArray), , )                                                                   \
 	X(cuMemAllocAsync, PTSZ, E1, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),      \
 	  (dptr, bytesize, hStream), STREAM(hStream),                                              \
 	  ALLOC(*dptr, bytesize, SS_MEM_DEVICE | SS_RANGE_ASYNC))                                  \
@@ -222,6 +236,36 @@
 	X(cuEventCreate, NONE, X1, (CUevent * phEvent, unsigned int Flags), (phEvent, Flags), ,    \
 	  CREATED_EVENT(*phEvent, Flags))                                                          \
 	X(cuEventDestroy_v2, NONE, X1, (CUevent hEvent), (hEvent), EVENT(hEvent), )                \
+	X(cuModuleLoad, NONE, X1, (CUmodule * module, const char *fname), (module, fname), ,       \
+	  CREATED_MODULE(*module))                                                                 \
+	X(cuModuleLoadData, NONE, X1, (CUmodule * module, const void *image), (module, image), ,   \
+	  CREATED_MODULE(*module))                                                                 \
+	X(cuModuleLoadDataEx, NONE, X1,                                                            \
+	  (CUmodule * module, const void *image, unsigned int numOptions, CUjit_option *options,   \
+	   void **optionValues),                                                                   \
+	  (module, image, numOptions, options, optionValues), , CREATED_MODULE(*module))           \
+	X(cuModuleLoadFatBinary, NONE, X1, (CUmodule * module, const void *fatCubin),              \
+	  (module, fatCubin), , CREATED_MODULE(*module))                                           \
+	X(cuModuleGetFunction, NONE, X1, (CUfunction * hfunc, CUmodule hmod, const char *name),    \
+	  (hfunc, hmod, name), AUX(hmod), )                                                        \
+	X(cuModuleUnload, NONE, X1, (CUmodule hmod), (hmod), AUX(hmod), )                          \
+	X(cuLibraryLoadData, NONE, X1,                                                             \
+	  (CUlibrary * library, const void *code, CUjit_option *jitOptions,                        \
+	   void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions,   \
+	   void **libraryOptionValues, unsigned int numLibraryOptions),                            \
+	  (library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,             \
+	   libraryOptionValues, numLibraryOptions),                                                \
+	  , CREATED_MODULE(*library))                                                              \
+	X(cuLibraryLoadFromFile, NONE, X1,                                                         \
+	  (CUlibrary * library, const char *fileName, CUjit_option *jitOptions,                    \
+	   void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions,   \
+	   void **libraryOptionValues, unsigned int numLibraryOptions),                            \
+	  (library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,         \
+	   libraryOptionValues, numLibraryOptions),                                                \
+	  , CREATED_MODULE(*library))                                                              \
+	X(cuLibraryGetKernel, NONE, X1, (CUkernel * pKernel, CUlibrary library, const char *name), \
+	  (pKernel, library, name), AUX(library), )                                                \
+	X(cuLibraryUnload, NONE, X1, (CUlibrary library), (library), AUX(library), )               \
 	X(cuProfilerStart, NONE, X1, (void), (), PROFILER(1), )                                    \
 	X(cuProfilerStop, NONE, X1, (void), (), , PROFILER(0))
 

@@ -66,6 +66,13 @@
 	if (ret == 0)                                                                              \
 		rec.aux = (uint64_t)(uintptr_t)(exec);
 
+/* The module or library a load made (cuModuleLoad*, cuLibraryLoad*, cudaLibraryLoad*), in aux
+ * as the lookups of its functions (cuModuleGetFunction, cu/cudaLibraryGetKernel) and its unload
+ * name theirs: the rule module-load-in-loop pairs a lookup with its load by it. */
+#define CREATED_MODULE(m)                                                                          \
+	if (ret == 0)                                                                              \
+		rec.aux = (uint64_t)(uintptr_t)(m);
+
 /* cudaProfilerStart/Stop, cuProfilerStart/Stop: a capture range's trigger in cudaProfilerApi
  * mode (capture.h). Start switches in `pre`, stop in `post`: both rows are recorded, since a
  * call is when the range was on as it started. */

@@ -536,6 +536,8 @@ static void load_one(struct job *job, struct ss_rank *rk)
 		code = ss_alloc_regrowth(&ld, &st);
 	if (code == SS_EXIT_OK)
 		code = ss_graph_exec_destroys(&ld, &st);
+	if (code == SS_EXIT_OK)
+		code = ss_module_function_lookups(&ld, &st);
 	lap(&t, path, "site rules");
 	if (code == SS_EXIT_OK)
 		code = run_database_rules(&ld, &st);

@@ -259,6 +259,9 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st);
 /* rules/graph_instantiate_in_loop.c: after the site rules, the destroys every step of the
  * executable graphs a steady instantiation finding's site made get a finding of their own. */
 int ss_graph_exec_destroys(struct loader *ld, struct db_state *st);
+/* rules/module_load_in_loop.c: after the site rules, the lookups every step of the functions of
+ * the modules a steady load finding's site loaded get a finding of their own. */
+int ss_module_function_lookups(struct loader *ld, struct db_state *st);
 /* rules/host_sync.c: after the GPU figures, a steady sync without a user line that is the same
  * operation (the same instruction in its native stack) as one with a user line is folded in. */
 int ss_sync_same_operation(struct loader *ld, struct db_state *st);

@@ -18,6 +18,7 @@
 	X(legacy_stream)                                                                           \
 	X(polling)                                                                                 \
 	X(graph_instantiate_in_loop)                                                               \
+	X(module_load_in_loop)                                                                     \
 	/* SS_RULE_DATABASE: per database, in C */                                                 \
 	X(copy_on_compute_stream)                                                                  \
 	/* SS_RULE_GPU: per database with a GPU timeline */                                        \

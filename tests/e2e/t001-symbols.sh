@@ -76,5 +76,12 @@ if [ -f "$static" ] && command -v strings >/dev/null 2>&1; then
 	[ -s "$tmp/static_bases" ] || fail "no driver names found in $static"
 	comm -23 "$tmp/static_bases" "$tmp/shim_bases" >"$tmp/static_missing"
 	[ -s "$tmp/static_missing" ] && fail "the static runtime looks up copies, memsets, waits or graph calls the shim does not wrap: $(tr '\n' ' ' <"$tmp/static_missing")"
+	# and the CUDA arrays' creates and destroys (S6, as cudaMallocArray and cudaFreeArray) and the
+	# loads and lookups of modules and libraries (X1: examples/corpus c44 and d17 static)
+	strings "$static" | grep -E '^cu(ArrayCreate|Array3DCreate|ArrayDestroy|MipmappedArrayCreate|MipmappedArrayDestroy|ModuleLoad|ModuleLoadData|ModuleLoadDataEx|ModuleLoadFatBinary|ModuleGetFunction|ModuleUnload|LibraryLoadData|LibraryLoadFromFile|LibraryGetKernel|LibraryUnload)(_v2)?$' |
+		base >"$tmp/static_more"
+	[ "$(wc -l <"$tmp/static_more")" -ge 5 ] || fail "no array or module names found in $static"
+	comm -23 "$tmp/static_more" "$tmp/shim_bases" >"$tmp/static_missing"
+	[ -s "$tmp/static_missing" ] && fail "the static runtime looks up array or module calls the shim does not wrap: $(tr '\n' ' ' <"$tmp/static_missing")"
 fi
 echo "exported $(wc -l <"$tmp/exported") symbols; needs: $needed"

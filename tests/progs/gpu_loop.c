@@ -4,7 +4,7 @@
  * launches two kernels on a stream (host functions of the CPU stand-in that sleep KERNEL_US)
  * and waits for them with cudaStreamSynchronize; every tenth step also syncs the device.
  *
- *   gpu_loop STEPS [pause|burst|graph|graph-once]
+ *   gpu_loop STEPS [pause|burst|graph|graph-once|library]
  *
  * pause: the middle third of the steps runs with the GPU timeline paused
  * (syncspy_gpu_trace(0), looked up at run time so the program also runs without the shim), and
@@ -15,6 +15,10 @@
  * graph: each step captures its two kernels into a graph, instantiates it, launches it and
  * destroys it (graph-instantiate-in-loop at both lines: t222); graph-once: captured and
  * instantiated once before the loop, launched every step, destroyed after it (the fix).
+ * library: each step loads a library (cudaLibraryLoadData), gets its kernel
+ * (cudaLibraryGetKernel: the stand-in finds gpu_loop_kernel among the program's exported
+ * functions), launches it, syncs and unloads it (module-load-in-loop at the load's and the
+ * lookup's lines: t232).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -39,6 +43,17 @@ static unsigned long long now_ns(void)
 	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
+/* The kernel of the library mode's library (exported: the stand-in looks it up by name). */
+void gpu_loop_kernel(void *usec);
+
+void gpu_loop_kernel(void *usec)
+{
+	sleep_kernel(usec);
+}
+
+/* cudaLibraryLoadData's JIT and library options: none */
+#define NO_OPTIONS NULL, NULL, 0, NULL, NULL, 0
+
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 30;
@@ -46,6 +61,10 @@ int main(int argc, char **argv)
 	int burst = argc > 2 && strcmp(argv[2], "burst") == 0;
 	int graph = argc > 2 && strcmp(argv[2], "graph") == 0;
 	int graph_once = argc > 2 && strcmp(argv[2], "graph-once") == 0;
+	int library = argc > 2 && strcmp(argv[2], "library") == 0;
+	static const char image[] = "gpu_loop library image", name[] = "gpu_loop_kernel";
+	cudaLibrary_t lib;
+	cudaKernel_t kernel;
 	cudaGraph_t captured = NULL;
 	cudaGraphExec_t exec = NULL;
 	int (*gpu_trace)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "syncspy_gpu_trace");
@@ -86,6 +105,14 @@ int main(int argc, char **argv)
 				CHECK(cudaGraphExecDestroy(exec)); /* MARK:destroy */
 				CHECK(cudaGraphDestroy(captured));
 			}
+			continue;
+		}
+		if (library) {
+			CHECK(cudaLibraryLoadData(&lib, image, NO_OPTIONS)); /* MARK:libload */
+			CHECK(cudaLibraryGetKernel(&kernel, lib, name));     /* MARK:libget */
+			CHECK(cudaLaunchKernel((const void *)kernel, one, one, args, 0, stream));
+			CHECK(cudaStreamSynchronize(stream));
+			CHECK(cudaLibraryUnload(lib));
 			continue;
 		}
 		if (burst) {

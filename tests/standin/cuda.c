@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cudaProfiler.h>
 
@@ -1567,6 +1568,211 @@ VARIANTS(cuStreamBatchMemOp_v2, cuStreamBatchMemOp_v2_ptsz,
 	  unsigned int flags),
 	 batch_mem_op, stream, count, paramArray, flags)
 
+/* ================================================================== arrays */
+
+/* A CUDA array (cuArrayCreate, cuArray3DCreate) or mipmapped array: a handle with its bytes in
+ * host memory. Creating and destroying one synchronizes the context, as cuMemAlloc and cuMemFree
+ * do (S6). The stand-in has no textures, so nothing reads the bytes but a later destroy. */
+struct array {
+	uint32_t magic;
+	void *bytes;
+};
+
+static size_t format_bytes(CUarray_format format)
+{
+	switch (format) {
+	case CU_AD_FORMAT_UNSIGNED_INT16:
+	case CU_AD_FORMAT_SIGNED_INT16:
+	case CU_AD_FORMAT_HALF:
+		return 2;
+	case CU_AD_FORMAT_UNSIGNED_INT32:
+	case CU_AD_FORMAT_SIGNED_INT32:
+	case CU_AD_FORMAT_FLOAT:
+		return 4;
+	default:
+		return 1;
+	}
+}
+
+static CUresult array_create(void **out, uint32_t magic, size_t width, size_t height, size_t depth,
+			     CUarray_format format, unsigned int channels)
+{
+	if (!out || width == 0 || (channels != 1 && channels != 2 && channels != 4))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct array *a = malloc(sizeof(*a));
+	size_t bytes =
+	    width * (height ? height : 1) * (depth ? depth : 1) * channels * format_bytes(format);
+	if (!a)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	ctx_synchronize(); /* implicit sync (S6) */
+	a->magic = magic;
+	a->bytes = calloc(1, bytes);
+	if (!a->bytes) {
+		free(a);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	handles_add(a);
+	*out = a;
+	return CUDA_SUCCESS;
+}
+
+static CUresult array_destroy(void *h, uint32_t magic)
+{
+	if (!handles_check(h, magic))
+		return CUDA_ERROR_INVALID_HANDLE;
+	ctx_synchronize(); /* implicit sync (S6): streams may still read it */
+	handles_remove(h);
+	free(((struct array *)h)->bytes);
+	free(h);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
+{
+	const CUDA_ARRAY_DESCRIPTOR *d = pAllocateArray;
+	if (!d)
+		return CUDA_ERROR_INVALID_VALUE;
+	return array_create((void **)pHandle, MAGIC_ARRAY, d->Width, d->Height, 0, d->Format,
+			    d->NumChannels);
+}
+
+CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
+{
+	const CUDA_ARRAY3D_DESCRIPTOR *d = pAllocateArray;
+	if (!d)
+		return CUDA_ERROR_INVALID_VALUE;
+	return array_create((void **)pHandle, MAGIC_ARRAY, d->Width, d->Height, d->Depth, d->Format,
+			    d->NumChannels);
+}
+
+CUresult cuArrayDestroy(CUarray hArray)
+{
+	return array_destroy(hArray, MAGIC_ARRAY);
+}
+
+/* Every level in one block of the first level's size times two (what the levels add up to). */
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+				const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+				unsigned int numMipmapLevels)
+{
+	const CUDA_ARRAY3D_DESCRIPTOR *d = pMipmappedArrayDesc;
+	if (!d || numMipmapLevels == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return array_create((void **)pHandle, MAGIC_MIPMAPPED, 2 * d->Width, d->Height, d->Depth,
+			    d->Format, d->NumChannels);
+}
+
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
+{
+	return array_destroy(hMipmappedArray, MAGIC_MIPMAPPED);
+}
+
+/* ================================================================== modules and libraries */
+
+/* A module (cuModuleLoad*) or library (cuLibraryLoad*) holds no code: its functions and
+ * kernels are the program's own host functions of the same name (the kernel convention),
+ * found with dlsym(RTLD_DEFAULT), so a program that loads them exports them (-rdynamic). A load
+ * takes STANDIN_MODULE_LOAD_US of real time, as parsing an image does. */
+#define STANDIN_MODULE_LOAD_US 300
+
+struct module {
+	uint32_t magic;
+};
+
+static CUresult module_load(void **out, uint32_t magic, const void *image)
+{
+	if (!out || !image)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct module *m = malloc(sizeof(*m));
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->magic = magic;
+	usleep(STANDIN_MODULE_LOAD_US);
+	handles_add(m);
+	*out = m;
+	return CUDA_SUCCESS;
+}
+
+static CUresult module_get(void **out, const void *h, uint32_t magic, const char *name)
+{
+	if (!out || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!handles_check(h, magic))
+		return CUDA_ERROR_INVALID_HANDLE;
+	void *fn = dlsym(RTLD_DEFAULT, name);
+	if (!fn)
+		return CUDA_ERROR_NOT_FOUND;
+	*out = fn;
+	return CUDA_SUCCESS;
+}
+
+static CUresult module_unload(void *h, uint32_t magic)
+{
+	if (!handles_check(h, magic))
+		return CUDA_ERROR_INVALID_HANDLE;
+	handles_remove(h);
+	free(h);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+	return module_load((void **)module, MAGIC_MODULE, fname);
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	return module_load((void **)module, MAGIC_MODULE, image);
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+			    CUjit_option *options, void **optionValues)
+{
+	return module_load((void **)module, MAGIC_MODULE, image);
+}
+
+CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+	return module_load((void **)module, MAGIC_MODULE, fatCubin);
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	return module_get((void **)hfunc, hmod, MAGIC_MODULE, name);
+}
+
+CUresult cuModuleUnload(CUmodule hmod)
+{
+	return module_unload(hmod, MAGIC_MODULE);
+}
+
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+			   void **jitOptionsValues, unsigned int numJitOptions,
+			   CUlibraryOption *libraryOptions, void **libraryOptionValues,
+			   unsigned int numLibraryOptions)
+{
+	return module_load((void **)library, MAGIC_LIBRARY, code);
+}
+
+CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+			       void **jitOptionsValues, unsigned int numJitOptions,
+			       CUlibraryOption *libraryOptions, void **libraryOptionValues,
+			       unsigned int numLibraryOptions)
+{
+	return module_load((void **)library, MAGIC_LIBRARY, fileName);
+}
+
+/* A kernel of a library is launched as a function (CUkernel casts to CUfunction). */
+CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+	return module_get((void **)pKernel, library, MAGIC_LIBRARY, name);
+}
+
+CUresult cuLibraryUnload(CUlibrary library)
+{
+	return module_unload(library, MAGIC_LIBRARY);
+}
+
 /* ================================================================== cuGetProcAddress */
 
 /* What cuGetProcAddress can hand out: the name as callers ask for it (without _v2), the
@@ -1701,6 +1907,21 @@ static const struct proc_entry proc_table[] = {
     PS("cuGraphUpload", 11010, cuGraphUpload, cuGraphUpload_ptsz),
     P("cuGraphDestroy", 10000, cuGraphDestroy),
     P("cuGraphExecDestroy", 10000, cuGraphExecDestroy),
+    P("cuArrayCreate", 3020, cuArrayCreate_v2),
+    P("cuArray3DCreate", 3020, cuArray3DCreate_v2),
+    P("cuArrayDestroy", 2000, cuArrayDestroy),
+    P("cuMipmappedArrayCreate", 5000, cuMipmappedArrayCreate),
+    P("cuMipmappedArrayDestroy", 5000, cuMipmappedArrayDestroy),
+    P("cuModuleLoad", 2000, cuModuleLoad),
+    P("cuModuleLoadData", 2000, cuModuleLoadData),
+    P("cuModuleLoadDataEx", 2010, cuModuleLoadDataEx),
+    P("cuModuleLoadFatBinary", 2000, cuModuleLoadFatBinary),
+    P("cuModuleGetFunction", 2000, cuModuleGetFunction),
+    P("cuModuleUnload", 2000, cuModuleUnload),
+    P("cuLibraryLoadData", 12000, cuLibraryLoadData),
+    P("cuLibraryLoadFromFile", 12000, cuLibraryLoadFromFile),
+    P("cuLibraryGetKernel", 12000, cuLibraryGetKernel),
+    P("cuLibraryUnload", 12000, cuLibraryUnload),
 };
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,

@@ -146,7 +146,11 @@ PTDS(cudaMemset2D);
 	X(GraphLaunch, "cuGraphLaunch", cuGraphLaunch)                                             \
 	X(GraphUpload, "cuGraphUpload", cuGraphUpload)                                             \
 	X(GraphDestroy, "cuGraphDestroy", cuGraphDestroy)                                          \
-	X(GraphExecDestroy, "cuGraphExecDestroy", cuGraphExecDestroy)
+	X(GraphExecDestroy, "cuGraphExecDestroy", cuGraphExecDestroy)                              \
+	X(LibraryLoadData, "cuLibraryLoadData", cuLibraryLoadData)                                 \
+	X(LibraryLoadFromFile, "cuLibraryLoadFromFile", cuLibraryLoadFromFile)                     \
+	X(LibraryGetKernel, "cuLibraryGetKernel", cuLibraryGetKernel)                              \
+	X(LibraryUnload, "cuLibraryUnload", cuLibraryUnload)
 
 struct driver {
 #define DRIVER_FIELD(field, name, fn) __typeof__(&fn) field;
@@ -1164,4 +1168,43 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
 {
 	GET_DRIVER(d, false);
 	return from_cu(d->GraphExecDestroy(graphExec));
+}
+
+/* ================================================================== libraries */
+
+/* The runtime's libraries are the driver's (cudaLibrary_t is a CUlibrary, cudaKernel_t a
+ * CUkernel); the options' enums are passed through as the driver's. */
+cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
+				enum cudaJitOption *jitOptions, void **jitOptionsValues,
+				unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions,
+				void **libraryOptionValues, unsigned int numLibraryOptions)
+{
+	GET_DRIVER(d, false);
+	return from_cu(d->LibraryLoadData(
+	    library, code, (CUjit_option *)jitOptions, jitOptionsValues, numJitOptions,
+	    (CUlibraryOption *)libraryOptions, libraryOptionValues, numLibraryOptions));
+}
+
+cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *fileName,
+				    enum cudaJitOption *jitOptions, void **jitOptionsValues,
+				    unsigned int numJitOptions,
+				    enum cudaLibraryOption *libraryOptions,
+				    void **libraryOptionValues, unsigned int numLibraryOptions)
+{
+	GET_DRIVER(d, false);
+	return from_cu(d->LibraryLoadFromFile(
+	    library, fileName, (CUjit_option *)jitOptions, jitOptionsValues, numJitOptions,
+	    (CUlibraryOption *)libraryOptions, libraryOptionValues, numLibraryOptions));
+}
+
+cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name)
+{
+	GET_DRIVER(d, false);
+	return from_cu(d->LibraryGetKernel(pKernel, library, name));
+}
+
+cudaError_t cudaLibraryUnload(cudaLibrary_t library)
+{
+	GET_DRIVER(d, false);
+	return from_cu(d->LibraryUnload(library));
 }

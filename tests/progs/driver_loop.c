@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/progs/driver_loop.c: a training-like loop on the CUDA driver API alone (no libcudart),
+ * as a program built with nvcc's default static cudart reaches it: each step launches a kernel
+ * (a host function of the CPU stand-in that sleeps KERNEL_US) on a stream and waits for it with
+ * cuStreamSynchronize, which is where the report's steps come from.
+ *
+ *   driver_loop STEPS arrays            creates and destroys CUDA arrays every step (a 2D, a 3D
+ *                                       and a mipmapped one: alloc-in-loop at each line, t229),
+ *                                       calling the driver through its link-time symbols
+ *   driver_loop STEPS arrays-procaddr   the same lines, with the functions got through
+ *                                       dlopen("libcuda.so.1") and cuGetProcAddress
+ *   driver_loop STEPS modules           loads a module (cuModuleLoad) and a library
+ *                                       (cuLibraryLoadData) every step and gets the step's
+ *                                       kernel from each (module-load-in-loop at the four lines,
+ *                                       t232); the modules are kept and unloaded after the loop,
+ *                                       each library is unloaded in its step
+ *   driver_loop STEPS modules-once      the fix: loaded once before the loop, each kernel got
+ *                                       once, launched every step, unloaded after the loop
+ *
+ * The stand-in finds a module's functions by name among the program's own (-rdynamic).
+ * Lines that tests look up carry a MARK: comment.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#define KERNEL_US 500
+#define MAX_STEPS 1000
+/* cuLibraryLoadData's JIT and library options: none */
+#define NO_OPTIONS NULL, NULL, 0, NULL, NULL, 0
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		CUresult rc_ = (call);                                                             \
+		if (rc_ != CUDA_SUCCESS) {                                                         \
+			fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)rc_); \
+			exit(10);                                                                  \
+		}                                                                                  \
+	} while (0)
+
+/* The kernels the modules and libraries hold (exported: the stand-in looks them up by name). */
+void driver_loop_module_kernel(void *usec);
+void driver_loop_library_kernel(void *usec);
+
+void driver_loop_module_kernel(void *usec)
+{
+	usleep((useconds_t)(uintptr_t)usec);
+}
+
+void driver_loop_library_kernel(void *usec)
+{
+	usleep((useconds_t)(uintptr_t)usec);
+}
+
+/* The array functions, from the link or from cuGetProcAddress. */
+struct array_api {
+	CUresult (*create)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
+	CUresult (*create3d)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
+	CUresult (*destroy)(CUarray);
+	CUresult (*mipmapped_create)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *,
+				     unsigned int);
+	CUresult (*mipmapped_destroy)(CUmipmappedArray);
+};
+
+static void launch(CUfunction f, CUstream s)
+{
+	void *param = (void *)(uintptr_t)KERNEL_US;
+	void *args[] = {&param};
+	CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+}
+
+static void array_step(const struct array_api *api, CUfunction kernel, CUstream s)
+{
+	CUDA_ARRAY_DESCRIPTOR d2 = {
+	    .Width = 64, .Height = 64, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+	CUDA_ARRAY3D_DESCRIPTOR d3 = {.Width = 16,
+				      .Height = 16,
+				      .Depth = 16,
+				      .Format = CU_AD_FORMAT_UNSIGNED_INT8,
+				      .NumChannels = 4};
+	CUarray a2, a3;
+	CUmipmappedArray mm;
+
+	CHECK(api->create(&a2, &d2));		   /* MARK:array-create */
+	CHECK(api->create3d(&a3, &d3));		   /* MARK:array3d-create */
+	CHECK(api->mipmapped_create(&mm, &d3, 4)); /* MARK:mipmapped-create */
+	launch(kernel, s);
+	CHECK(cuStreamSynchronize(s));
+	CHECK(api->destroy(a2));	   /* MARK:array-destroy */
+	CHECK(api->destroy(a3));	   /* MARK:array3d-destroy */
+	CHECK(api->mipmapped_destroy(mm)); /* MARK:mipmapped-destroy */
+}
+
+typedef CUresult (*get_proc_t)(const char *, void **, int, cuuint64_t,
+			       CUdriverProcAddressQueryResult *);
+
+static void *get(get_proc_t get_proc, const char *name)
+{
+	void *fn = NULL;
+	CUdriverProcAddressQueryResult status;
+	CHECK(get_proc(name, &fn, 13000, 0, &status));
+	return fn;
+}
+
+static int arrays(int steps, int procaddr)
+{
+	struct array_api api = {cuArrayCreate, cuArray3DCreate, cuArrayDestroy,
+				cuMipmappedArrayCreate, cuMipmappedArrayDestroy};
+	CUmodule mod;
+	CUfunction kernel;
+	CUstream s;
+
+	if (procaddr) {
+		void *libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (!libcuda)
+			return 3;
+		get_proc_t get_proc = (get_proc_t)dlsym(libcuda, "cuGetProcAddress_v2");
+		api.create = get(get_proc, "cuArrayCreate");
+		api.create3d = get(get_proc, "cuArray3DCreate");
+		api.destroy = get(get_proc, "cuArrayDestroy");
+		api.mipmapped_create = get(get_proc, "cuMipmappedArrayCreate");
+		api.mipmapped_destroy = get(get_proc, "cuMipmappedArrayDestroy");
+	}
+	CHECK(cuInit(0));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuModuleLoad(&mod, "driver_loop.cubin"));
+	CHECK(cuModuleGetFunction(&kernel, mod, "driver_loop_module_kernel"));
+	for (int step = 0; step < steps; step++)
+		array_step(&api, kernel, s);
+	CHECK(cuModuleUnload(mod));
+	CHECK(cuStreamDestroy(s));
+	printf("arrays ok\n");
+	return 0;
+}
+
+static int modules(int steps, int once)
+{
+	static const char image[] = "driver_loop library image", path[] = "driver_loop.cubin";
+	static const char fn_name[] = "driver_loop_module_kernel";
+	static const char kernel_name[] = "driver_loop_library_kernel";
+	CUmodule mods[MAX_STEPS];
+	CUlibrary lib = NULL;
+	CUfunction fn = NULL;
+	CUkernel kernel = NULL;
+	CUstream s;
+	int nmods = 0;
+
+	if (steps > MAX_STEPS)
+		return 2;
+	CHECK(cuInit(0));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	if (once) {
+		CHECK(cuModuleLoad(&mods[nmods++], path));
+		CHECK(cuModuleGetFunction(&fn, mods[0], fn_name));
+		CHECK(cuLibraryLoadData(&lib, image, NO_OPTIONS));
+		CHECK(cuLibraryGetKernel(&kernel, lib, kernel_name));
+	}
+	for (int step = 0; step < steps; step++) {
+		if (!once) {
+			CHECK(cuModuleLoad(&mods[nmods], path));		 /* MARK:load */
+			CHECK(cuModuleGetFunction(&fn, mods[nmods++], fn_name)); /* MARK:get */
+			CHECK(cuLibraryLoadData(&lib, image, NO_OPTIONS));	 /* MARK:libload */
+			CHECK(cuLibraryGetKernel(&kernel, lib, kernel_name));	 /* MARK:libget */
+		}
+		launch(fn, s);
+		launch((CUfunction)(void *)kernel, s);
+		CHECK(cuStreamSynchronize(s));
+		if (!once)
+			CHECK(cuLibraryUnload(lib)); /* MARK:libunload */
+	}
+	for (int i = 0; i < nmods; i++)
+		CHECK(cuModuleUnload(mods[i])); /* MARK:unload */
+	if (once)
+		CHECK(cuLibraryUnload(lib));
+	CHECK(cuStreamDestroy(s));
+	printf("modules ok\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int steps = argc > 1 ? atoi(argv[1]) : 0;
+	const char *mode = argc > 2 ? argv[2] : "";
+
+	if (steps > 0 && !strcmp(mode, "arrays"))
+		return arrays(steps, 0);
+	if (steps > 0 && !strcmp(mode, "arrays-procaddr"))
+		return arrays(steps, 1);
+	if (steps > 0 && !strcmp(mode, "modules"))
+		return modules(steps, 0);
+	if (steps > 0 && !strcmp(mode, "modules-once"))
+		return modules(steps, 1);
+	fprintf(stderr, "usage: driver_loop STEPS arrays|arrays-procaddr|modules|modules-once\n");
+	return 2;
+}
