@@ -222,7 +222,8 @@
 	X(cudaMemPrefetchAsync, PTSZ, E1,                                                          \
 	  (const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags,  \
 	   cudaStream_t stream),                                                                   \
-	  (devPtr, count, location, flags, stream), STREAM(stream) BYTES(count), )                 \
+	  (devPtr, count, location, flags, stream),                                                \
+	  STREAM(stream) BYTES(count) PREFETCH(devPtr, location), )                                \
 	X(cudaMemPrefetchBatchAsync, PTSZ, E1,                                                     \
 	  (void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs,        \
 	   size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,              \

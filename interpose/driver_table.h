@@ -227,6 +227,11 @@
 	  ALLOC(*dptr, bytesize, SS_MEM_DEVICE | SS_RANGE_ASYNC))                                  \
 	X(cuMemFreeAsync, PTSZ, E1, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream),         \
 	  STREAM(hStream) FREE(dptr), )                                                            \
+	X(cuMemPrefetchAsync_v2, PTSZ, E1,                                                         \
+	  (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,           \
+	   CUstream hStream),                                                                      \
+	  (devPtr, count, location, flags, hStream),                                               \
+	  STREAM(hStream) BYTES(count) PREFETCH(devPtr, location), )                               \
 	X(cuStreamCreate, NONE, X1, (CUstream * phStream, unsigned int Flags), (phStream, Flags),  \
 	  , CREATED_STREAM(*phStream, Flags, 0))                                                   \
 	X(cuStreamCreateWithPriority, NONE, X1,                                                    \

@@ -73,6 +73,14 @@
 	if (ret == 0)                                                                              \
 		rec.aux = (uint64_t)(uintptr_t)(m);
 
+/* A prefetch of managed memory (cudaMemPrefetchAsync, cuMemPrefetchAsync): the range's start in
+ * calls.ptr, where it goes in aux: the location's type (1 device, 2 host, 3 host NUMA node, 4
+ * the calling thread's NUMA node) in the high 32 bits, its id (device ordinal, NUMA node) in the
+ * low ones. The rule managed-round-trip pairs a range's moves to the host and back by them. */
+#define PREFETCH(ptr, location)                                                                    \
+	rec.obj = (uintptr_t)(ptr);                                                                \
+	rec.aux = ((uint64_t)(uint32_t)(location).type << 32) | (uint32_t)(location).id;
+
 /* cudaProfilerStart/Stop, cuProfilerStart/Stop: a capture range's trigger in cudaProfilerApi
  * mode (capture.h). Start switches in `pre`, stop in `post`: both rows are recorded, since a
  * call is when the range was on as it started. */

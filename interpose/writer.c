@@ -84,7 +84,9 @@ static void classify_apis(void)
 							does (driver_table.h) */
 		else if (starts_with(name, "cudaMalloc") || starts_with(name, "cudaFree") ||
 			 starts_with(name, "cudaHost") || starts_with(name, "cuMemAlloc") ||
-			 starts_with(name, "cuMemFree") || starts_with(name, "cuMemHost"))
+			 starts_with(name, "cuMemFree") || starts_with(name, "cuMemHost") ||
+			 starts_with(name, "cudaMemPrefetchAsync") ||
+			 starts_with(name, "cuMemPrefetchAsync"))
 			obj_column[api] = OBJ_PTR;
 	}
 }

@@ -21,6 +21,7 @@
 	X(module_load_in_loop)                                                                     \
 	/* SS_RULE_DATABASE: per database, in C */                                                 \
 	X(copy_on_compute_stream)                                                                  \
+	X(managed_round_trip)                                                                      \
 	/* SS_RULE_GPU: per database with a GPU timeline */                                        \
 	X(copy_without_overlap)                                                                    \
 	/* SS_RULE_RANKS: across ranks, after the clock alignment */                               \

@@ -2,7 +2,7 @@
  * tests/progs/steady.c: a program with a setup, a step loop and a teardown, for the report's
  * steady state (report/steps.c, docs/rules.md "Steady state"; t212).
  *
- *   steady [marked|pipeline|legacy|varying|growing]
+ *   steady [marked|pipeline|legacy|varying|growing|managed|managed-once]
  *
  * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers,
  *           the weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
@@ -14,7 +14,7 @@
  *           workspace allocation (@warmup-alloc: the caching allocator's growth);
  * teardown: the result read with a blocking copy (@final-read), the buffers freed.
  * marked: each step starts with syncspy_step("train") (looked up at run time, so the program
- * runs without the shim too). pipeline, legacy, varying, growing: below. The @tags are what the
+ * runs without the shim too). pipeline, legacy, varying, growing, managed: below. The @tags are what the
  * test greps for to know the lines.
  */
 #define _GNU_SOURCE
@@ -144,8 +144,54 @@ static int growing(void)
 	return 0;
 }
 
+/* Managed memory moved to the host and back every step (@managed-to-host, @managed-to-gpu: a
+ * kernel works on the grid, the host counts something in it), 30 steps; `managed-once`: the
+ * grid prefetched to the GPU once at setup and the host reading a small result instead. */
+static int managed(int round_trip)
+{
+	void (*step_mark)(const char *) =
+	    (void (*)(const char *))dlsym(RTLD_DEFAULT, "syncspy_step");
+	struct cudaMemLocation host = {cudaMemLocationTypeHost, 0};
+	struct cudaMemLocation gpu = {cudaMemLocationTypeDevice, 0};
+	cudaStream_t s;
+	unsigned char *grid, *result;
+	long count = 0;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaMallocManaged((void **)&grid, BYTES, cudaMemAttachGlobal));
+	CHECK(cudaMallocHost((void **)&result, 64));
+	memset(grid, 1, BYTES);
+	CHECK(cudaMemPrefetchAsync(grid, BYTES, gpu, 0, s)); /* @managed-setup */
+	for (int step = 0; step < 30; step++) {
+		if (step_mark)
+			step_mark("tick");
+		launch(s, 200);
+		if (round_trip) {
+			CHECK(cudaMemPrefetchAsync(grid, BYTES, host, 0, s)); /* @managed-to-host */
+			CHECK(cudaStreamSynchronize(s));
+			for (size_t i = 0; i < BYTES; i += 4096)
+				count += grid[i];
+			CHECK(cudaMemPrefetchAsync(grid, BYTES, gpu, 0, s)); /* @managed-to-gpu */
+		} else {
+			CHECK(cudaMemcpyAsync(result, grid, 64, cudaMemcpyDeviceToHost, s));
+			CHECK(cudaStreamSynchronize(s));
+			count += result[0];
+		}
+	}
+	CHECK(cudaStreamSynchronize(s));
+	printf("steady: 30 steps, managed %ld\n", count);
+	CHECK(cudaFree(grid));
+	CHECK(cudaFreeHost(result));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "managed") == 0)
+		return managed(1);
+	if (argc > 1 && strcmp(argv[1], "managed-once") == 0)
+		return managed(0);
 	if (argc > 1 && strcmp(argv[1], "growing") == 0)
 		return growing();
 	if (argc > 1 && strcmp(argv[1], "varying") == 0)

@@ -48,6 +48,7 @@ PTSZ(cuGraphLaunch);
 PTSZ(cuGraphUpload);
 PTSZ(cuMemAllocAsync);
 PTSZ(cuMemFreeAsync);
+PTSZ(cuMemPrefetchAsync_v2);
 PTSZ(cuMemcpyAsync);
 PTSZ(cuMemcpyHtoDAsync_v2);
 PTSZ(cuMemcpyDtoHAsync_v2);
@@ -584,6 +585,29 @@ static CUresult mem_free_async(CUdeviceptr dptr, CUstream hStream, enum default_
 
 VARIANTS(cuMemFreeAsync, cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), mem_free_async,
 	 dptr, hStream)
+
+/* A prefetch of managed memory: a hint to the driver about where pages should live; here, where
+ * all memory is the host's, it checks its arguments as the driver does and moves nothing. */
+static CUresult mem_prefetch_async(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+				   unsigned int flags, CUstream hStream, enum default_stream def)
+{
+	struct mem_range r;
+
+	RESOLVE_STREAM(s, hStream, def);
+	(void)s;
+	if (flags != 0 || count == 0 || !mem_lookup(dptr_to_ptr(devPtr), &r))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (location.type == CU_MEM_LOCATION_TYPE_DEVICE ? location.id != 0
+							 : location.type < CU_MEM_LOCATION_TYPE_HOST)
+		return CUDA_ERROR_INVALID_DEVICE;
+	return CUDA_SUCCESS;
+}
+
+/* clang-format off */
+VARIANTS(cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz,
+	 (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
+	  CUstream hStream), mem_prefetch_async, devPtr, count, location, flags, hStream)
+/* clang-format on */
 
 CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
 {
@@ -1833,6 +1857,7 @@ static const struct proc_entry proc_table[] = {
     P("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2),
     P("cuMemAllocManaged", 6000, cuMemAllocManaged),
     PS("cuMemAllocAsync", 11020, cuMemAllocAsync, cuMemAllocAsync_ptsz),
+    PS("cuMemPrefetchAsync", 12020, cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz),
     PS("cuMemFreeAsync", 11020, cuMemFreeAsync, cuMemFreeAsync_ptsz),
     P("cuMemGetInfo", 3020, cuMemGetInfo_v2),
     P("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2),

@@ -66,6 +66,7 @@ PTSZ(cudaMemcpy2DAsync);
 PTSZ(cudaMemcpyToSymbolAsync);
 PTSZ(cudaMemcpyFromSymbolAsync);
 PTSZ(cudaMemsetAsync);
+PTSZ(cudaMemPrefetchAsync);
 PTSZ(cudaMemset2DAsync);
 PTDS(cudaMemcpy);
 PTDS(cudaMemcpy2D);
@@ -123,6 +124,7 @@ PTDS(cudaMemset2D);
 	X(MemAllocManaged, "cuMemAllocManaged", cuMemAllocManaged)                                 \
 	X(MemAllocAsync, "cuMemAllocAsync", cuMemAllocAsync)                                       \
 	X(MemFreeAsync, "cuMemFreeAsync", cuMemFreeAsync)                                          \
+	X(MemPrefetchAsync, "cuMemPrefetchAsync", cuMemPrefetchAsync_v2)                           \
 	X(PointerGetAttributes, "cuPointerGetAttributes", cuPointerGetAttributes)                  \
 	X(Memcpy, "cuMemcpy", cuMemcpy)                                                            \
 	X(MemcpyAsync, "cuMemcpyAsync", cuMemcpyAsync)                                             \
@@ -1050,6 +1052,22 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int s
 	return from_cu(
 	    d->MemcpyPeerAsync(dptr(dst), primary_ctx, dptr(src), primary_ctx, count, stream));
 }
+
+/* ================================================================== managed memory */
+
+static cudaError_t mem_prefetch(bool per_thread, const void *devPtr, size_t count,
+				struct cudaMemLocation location, unsigned int flags,
+				cudaStream_t stream)
+{
+	GET_DRIVER(d, per_thread);
+	CUmemLocation where = {(CUmemLocationType)location.type, location.id};
+	return from_cu(d->MemPrefetchAsync(dptr(devPtr), count, where, flags, stream));
+}
+
+VARIANTS(cudaMemPrefetchAsync, cudaMemPrefetchAsync_ptsz,
+	 (const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags,
+	  cudaStream_t stream),
+	 mem_prefetch, devPtr, count, location, flags, stream)
 
 /* ================================================================== memsets */
 
