@@ -216,9 +216,13 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 	long long cost = f->blocked_ns;
 	char *detail;
 
+	int min_share_permille = 0;
+
 	for (size_t r = 0; r < ss_nrules; r++)
-		if (strcmp(f->rule, ss_rules[r]->id) == 0)
+		if (strcmp(f->rule, ss_rules[r]->id) == 0) {
 			kind = ss_rules[r]->cost;
+			min_share_permille = ss_rules[r]->min_share_permille;
+		}
 	sync = kind == SS_COST_GPU_IDLE;
 	if (sync && f->gpu_idle_ns >= 0)
 		cost = f->gpu_idle_ns;
@@ -237,6 +241,12 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 			    "the GPU stayed busy behind these syncs (idle under 0.1% of the "
 			    "step): no throughput lost";
 	}
+	/* an upper bound of the gain under the rule's floor: nothing worth the fix */
+	if (min_share_permille > 0 && !f->cleared && strcmp(f->phase, "steady") == 0 &&
+	    rk->steady_steps > 0 && rk->step_ns > 0 &&
+	    cost / rk->steady_steps * 1000 < rk->step_ns * min_share_permille)
+		f->cleared = "at most this much to win back, under 1% of the step: not worth "
+			     "restructuring for";
 	if (f->cleared) {
 		f->severity = "info";
 		f->share = 0;

@@ -220,6 +220,10 @@ struct ss_rule {
 	 * run on a database recorded in aggregate mode, and the report's note names it
 	 * (ANALYSIS-6) */
 	int needs_enqueue_rows;
+	/* > 0: the rule's cost is an upper bound of what its fix wins back; a steady finding whose
+	 * cost per step is under this share of the step (permille) is `info`: the fix (a second
+	 * stream, events) is not worth making for it (analysis.c, judge_finding) */
+	int min_share_permille;
 	/* SS_RULE_SITE: SITE_RULE_SQL(its WHERE) and the fewest calls a site needs; the figures
 	 * it keeps (bytes, estimate: else -1); keep(), when set, may drop a site's row; detail()
 	 * the finding's detail from the APIs seen, worst ns, bytes, estimate and rows */

@@ -207,5 +207,6 @@ const struct ss_rule ss_rule_copy_without_overlap = {
     .phase = SS_RULE_GPU,
     .cost = SS_COST_ESTIMATE,
     .needs_enqueue_rows = 1, /* a copy's site is its host call's row */
+    .min_share_permille = 10, /* at most 1% of the step to win back: info */
     .run_gpu = copy_rule,
 };
