@@ -22,7 +22,9 @@
 #               first ms, paused for the rest: what CUPTI costs while paused)
 #   detach      shim+cupti (the default sampler, auto) with SYNCSPY_CUPTI_PAUSE=detach: CUPTI
 #               detached (cuptiFinalize) between windows instead of its kinds disabled, and
-#               attached again for each window (CUPTI-8); the candidate default of issue 17
+#               attached again for each window (CUPTI-8); the default since session 10
+#   disable     shim+cupti with SYNCSPY_CUPTI_PAUSE=disable: the kinds disabled between
+#               windows, CUPTI staying attached (the default before session 10)
 #   detach:S    detach with SYNCSPY_CUPTI_SAMPLE=S (detach:1/600000: traced in the first ms,
 #               detached for the rest: sample:1/600000's twin, what a detached CUPTI costs)
 # and writes, per size, the median step time of each configuration and its overhead against
@@ -68,6 +70,8 @@ run_config() { # CONFIG ROUND
 		SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
 	detach) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_PAUSE=detach SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db \
 		LD_PRELOAD=$shim "${cmd[@]}" ;;
+	disable) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_PAUSE=disable SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db \
+		LD_PRELOAD=$shim "${cmd[@]}" ;;
 	detach:*) SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_PAUSE=detach SYNCSPY_CUPTI_SAMPLE=${config#detach:} \
 		SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$db LD_PRELOAD=$shim "${cmd[@]}" ;;
 	esac 2>>"$tmp/stderr" | sed -n "s|^step_us |$config |p"
@@ -75,7 +79,7 @@ run_config() { # CONFIG ROUND
 
 for config in ${CONFIGS:-}; do
 	case $config in
-	plain | disabled | nostack | shim | base | shim+cupti | all | profiler | cupti:?* | all:?* | sample:?* | detach | detach:?*) ;;
+	plain | disabled | nostack | shim | base | shim+cupti | all | profiler | cupti:?* | all:?* | sample:?* | detach | disable | detach:?*) ;;
 	*) echo "cupti_overhead.sh: unknown configuration $config (see the top of this file)" >&2; exit 2 ;;
 	esac
 done
