@@ -1,0 +1,4 @@
+# tests/gpu/results/2026-12-04-h200-session10/session10-run4.sh: device call of run 4 (README.md beside it):
+# the held-out PyTorch workloads run 3's budget did not reach, then issue 17's loop with the new
+# default (detach, the gap paying for the switch) beside the old one (disable) and torch.profiler
+export LD_LIBRARY_PATH=$PWD/.carry/lib NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1; mkdir -p $OUT/c $OUT/b; ONLY='^(t4[7-9]|t5[0-8])' JOBS=12 TOTAL_BUDGET_S=200 timeout 230 bash tests/gpu/corpus.sh $OUT/c >/dev/null 2>&1; tail -4 $OUT/c/corpus-summary.txt; SIZES=mlp8 STEPS=1000 ROUNDS=6 PIN=2-5 CONFIGS="plain shim+cupti disable profiler" PARTIAL=$OUT/b/bench-partial.txt timeout -s KILL 320 bash bench/cupti_overhead.sh $OUT/b/cupti-overhead-mlp8.txt; echo rc=$?; grep -A8 "^size" $OUT/b/cupti-overhead-mlp8.txt; grep "round . shim+cupti" $OUT/b/cupti-overhead-mlp8.txt | head -3
