@@ -5,12 +5,9 @@
  * call site. Instantiation checks and lays out the whole graph on the host, so a graph captured
  * and instantiated every step costs more host time than its launches save; the cost is that host
  * time. Then ss_graph_exec_destroys: where the executable graphs instantiated every step are also
- * destroyed every step, the destroy's line is flagged too, right after the instantiation's.
+ * destroyed every step, the destroy's line is flagged too, right after the instantiation's (the pairing:
+ * rules/paired_lines.c).
  */
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "../analysis_int.h"
 #include "../commands.h"
 
@@ -59,102 +56,6 @@ const struct ss_rule ss_rule_graph_instantiate_in_loop = {
  * (SITE_RULE_SQL's columns). */
 #define DESTROY_SITES_SQL SITE_RULE_SQL("g.class = 'X1' AND " DESTROY_APIS)
 
-struct exec_call {
-	long long exec;
-	size_t order; /* in time */
-	int destroy;
-	char *site;
-};
-
-/* How often a destroy site destroyed what an instantiation site made. */
-struct exec_pair {
-	char *destroy_site, *instantiate_site;
-	long long n;
-};
-
-static int compare_exec_calls(const void *a, const void *b)
-{
-	const struct exec_call *x = a, *y = b;
-
-	if (x->exec != y->exec)
-		return x->exec < y->exec ? -1 : 1;
-	return (x->order > y->order) - (x->order < y->order);
-}
-
-/* This rule's finding at site (steady ones only when steady is set), or NULL. */
-static struct ss_finding *finding_at(struct ss_report *r, const char *site, int steady)
-{
-	for (size_t i = 0; i < r->nfindings; i++) {
-		struct ss_finding *f = &r->findings[i];
-
-		if (f->rule == ss_rule_graph_instantiate_in_loop.id && strcmp(f->site, site) == 0 &&
-		    (!steady || (!f->cleared && strcmp(f->phase, "steady") == 0)))
-			return f;
-	}
-	return NULL;
-}
-
-/* Reads EXECS_SQL and pairs each destroy with the latest instantiation of the same executable
- * graph before it (a handle's address comes back for later graphs). */
-static int pair_destroys(struct loader *ld, struct db_state *st, struct exec_pair **pairs,
-			 size_t *npairs)
-{
-	struct exec_call *calls = NULL;
-	size_t n = 0, cap = 0, cap_pairs = 0;
-	sqlite3_stmt *stmt;
-	int rc, code = prepare(ld, st, EXECS_SQL, &stmt);
-
-	if (code != SS_EXIT_OK)
-		return code;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		struct exec_call one = {sqlite3_column_int64(stmt, 0), n,
-					sqlite3_column_int(stmt, 1),
-					xstrdup((const char *)sqlite3_column_text(stmt, 2))};
-
-		if (!one.site || !PUSH(calls, n, cap, one)) {
-			free(one.site);
-			code = out_of_memory(ld);
-			break;
-		}
-	}
-	code = end_rows(ld, st, stmt, rc, code);
-	if (code == SS_EXIT_OK && n > 1)
-		qsort(calls, n, sizeof(*calls), compare_exec_calls);
-	/* per executable graph, in time order: a destroy pairs with the instantiation last seen */
-	for (size_t i = 0, made = SIZE_MAX; code == SS_EXIT_OK && i < n; i++) {
-		if (i == 0 || calls[i].exec != calls[i - 1].exec)
-			made = SIZE_MAX;
-		if (!calls[i].destroy) {
-			made = i;
-			continue;
-		}
-		if (made == SIZE_MAX)
-			continue; /* made before the recording, or by an entry point not recorded */
-		size_t p = 0;
-		while (p < *npairs && (strcmp((*pairs)[p].destroy_site, calls[i].site) != 0 ||
-				       strcmp((*pairs)[p].instantiate_site, calls[made].site) != 0))
-			p++;
-		if (p == *npairs) {
-			struct exec_pair pair = {xstrdup(calls[i].site), xstrdup(calls[made].site),
-						 0};
-
-			if (!pair.destroy_site || !pair.instantiate_site ||
-			    !PUSH(*pairs, *npairs, cap_pairs, pair)) {
-				free(pair.destroy_site);
-				free(pair.instantiate_site);
-				code = out_of_memory(ld);
-				break;
-			}
-		}
-		(*pairs)[p].n++;
-		made = SIZE_MAX; /* destroyed: a second destroy of the handle pairs with nothing */
-	}
-	for (size_t i = 0; i < n; i++)
-		free(calls[i].site);
-	free(calls);
-	return code;
-}
-
 /*
  * The executable graph instantiated every step is often destroyed every step too (capture,
  * instantiate, launch, destroy): the destroy's line is part of the same rebuild and changes with
@@ -168,89 +69,18 @@ static int pair_destroys(struct loader *ld, struct db_state *st, struct exec_pai
  */
 int ss_graph_exec_destroys(struct loader *ld, struct db_state *st)
 {
-	struct ss_report *r = ld->report;
-	struct exec_pair *pairs = NULL;
-	size_t npairs = 0, any = 0, first = r->nfindings, nowners = 0, cap_owners = 0;
-	char **owners = NULL; /* the instantiation site of each destroy finding added */
-	sqlite3_stmt *stmt;
-	int rc, code;
+	static const struct ss_line_pairing destroys = {
+	    .rule = &ss_rule_graph_instantiate_in_loop,
+	    .calls_sql = EXECS_SQL,
+	    .use_sites_sql = DESTROY_SITES_SQL,
+	    .use_releases = 1,
+	    .uses = "destroys",
+	    .of_what = "of the executable graphs it made",
+	    .every_step = "destroys every step the executable graph instantiated at",
+	    .fix = "instantiate it once before the loop and update it (cudaGraphExecUpdate, or "
+		   "cudaGraphExecKernelNodeSetParams for kernel parameters) instead of destroying "
+		   "and instantiating it again",
+	};
 
-	while (any < r->nfindings &&
-	       !(r->findings[any].rule == ss_rule_graph_instantiate_in_loop.id &&
-		 strcmp(r->findings[any].phase, "steady") == 0))
-		any++;
-	if (any == r->nfindings)
-		return SS_EXIT_OK; /* no graph rebuilt every step: no destroy to pair */
-	code = pair_destroys(ld, st, &pairs, &npairs);
-	if (code == SS_EXIT_OK)
-		code = prepare(ld, st, DESTROY_SITES_SQL, &stmt);
-	if (code != SS_EXIT_OK)
-		goto out;
-	bind_named_int(stmt, ":min_count", SS_INSTANTIATE_MIN_CALLS);
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		const char *site = (const char *)sqlite3_column_text(stmt, 0);
-		long long count = sqlite3_column_int64(stmt, 8);
-		long long blocked = sqlite3_column_int64(stmt, 9);
-		long long worst = sqlite3_column_int64(stmt, 10);
-		long long steady_rows = sqlite3_column_int64(stmt, 13);
-		long long steps = sqlite3_column_int64(stmt, 14);
-		const char *apis = (const char *)sqlite3_column_text(stmt, 15);
-		struct ss_finding *owner = NULL;
-		long long paired = 0;
-
-		if (!site || !ss_steps_recurring(&st->steps, steps, steady_rows))
-			continue; /* setup or teardown: how graphs are released */
-		for (size_t p = 0; p < npairs; p++) {
-			struct ss_finding *f;
-
-			if (strcmp(pairs[p].destroy_site, site) != 0 || pairs[p].n <= paired ||
-			    !(f = finding_at(r, pairs[p].instantiate_site, 1)))
-				continue;
-			owner = f;
-			paired = pairs[p].n;
-		}
-		if (!owner || finding_at(r, site, 0))
-			continue; /* ANALYSIS-2: a line that also instantiates keeps its one finding
-				   */
-		char *more = format("%s; and %lld destroys (%.3f ms) of the executable graphs it "
-				    "made, at %s",
-				    owner->detail, count, ms(blocked), site);
-		char *owner_site = xstrdup(owner->site); /* owner moves when the findings grow */
-		if (!more || !owner_site || !PUSH(owners, nowners, cap_owners, owner_site)) {
-			free(more);
-			free(owner_site);
-			code = out_of_memory(ld);
-			break;
-		}
-		free(owner->detail);
-		owner->detail = more;
-		owner->blocked_ns += blocked;
-		code =
-		    add_finding(ld, &ss_rule_graph_instantiate_in_loop, st->rank, count, blocked,
-				worst, -1, -1, xstrdup(site),
-				format("%s: destroys every step the executable graph instantiated "
-				       "at %s, whose finding carries these calls' host time; "
-				       "instantiate it once before the loop and update it "
-				       "(cudaGraphExecUpdate, or cudaGraphExecKernelNodeSetParams "
-				       "for kernel parameters) instead of destroying and "
-				       "instantiating it again",
-				       apis ? apis : "", owner_site));
-		if (code != SS_EXIT_OK)
-			break;
-		set_phase(&r->findings[r->nfindings - 1], &st->steps, 1, steps);
-	}
-	code = end_rows(ld, st, stmt, rc, code);
-	/* each destroy's cost: its instantiation's, every destroy of its graphs included */
-	for (size_t i = 0; code == SS_EXIT_OK && i < nowners; i++)
-		r->findings[first + i].estimate_ns = finding_at(r, owners[i], 1)->blocked_ns;
-out:
-	for (size_t p = 0; p < npairs; p++) {
-		free(pairs[p].destroy_site);
-		free(pairs[p].instantiate_site);
-	}
-	free(pairs);
-	for (size_t i = 0; i < nowners; i++)
-		free(owners[i]);
-	free(owners);
-	return code;
+	return ss_pair_lines(ld, st, &destroys);
 }

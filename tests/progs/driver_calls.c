@@ -23,15 +23,7 @@
 #include <cuda.h>
 
 #include "copy_shapes.h"
-
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		CUresult rc_ = (call);                                                             \
-		if (rc_ != CUDA_SUCCESS) {                                                         \
-			fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)rc_); \
-			exit(10);                                                                  \
-		}                                                                                  \
-	} while (0)
+#include "cu_check.h"
 
 static void sleep_kernel(void *usec)
 {

@@ -30,19 +30,12 @@
 
 #include <cuda.h>
 
+#include "cu_check.h"
+
 #define KERNEL_US 500
 #define MAX_STEPS 1000
 /* cuLibraryLoadData's JIT and library options: none */
 #define NO_OPTIONS NULL, NULL, 0, NULL, NULL, 0
-
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		CUresult rc_ = (call);                                                             \
-		if (rc_ != CUDA_SUCCESS) {                                                         \
-			fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)rc_); \
-			exit(10);                                                                  \
-		}                                                                                  \
-	} while (0)
 
 /* The kernels the modules and libraries hold (exported: the stand-in looks them up by name). */
 void driver_loop_module_kernel(void *usec);
