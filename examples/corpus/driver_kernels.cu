@@ -123,3 +123,41 @@ extern "C" __global__ void blur_sum_pitched(const uint32_t *img, size_t pitch, i
 		atomicAdd(acc, t);
 	}
 }
+
+/* d22: one level of a breadth-first expansion over an implicit graph (node v links to
+ * (3v+1) mod n and (7v+5) mod n): every newly reached node gets depth level+1 and is appended
+ * to the next frontier through an atomic counter. */
+extern "C" __global__ void bfs_expand(const unsigned int *frontier, unsigned int len, unsigned int *depth, unsigned int *next, unsigned int *next_len, unsigned int n, unsigned int level)
+{
+	unsigned int j = blockIdx.x * blockDim.x + threadIdx.x;
+	if (j >= len)
+		return;
+	unsigned int v = frontier[j];
+	unsigned int nb[2] = {(unsigned int)((3ull * v + 1) % n), (unsigned int)((7ull * v + 5) % n)};
+	for (int k = 0; k < 2; k++)
+		if (atomicCAS(&depth[nb[k]], 0xffffffffu, level + 1) == 0xffffffffu)
+			next[atomicAdd(next_len, 1u)] = nb[k];
+}
+
+/* d23: a per-channel colour lookup (three 256-entry tables, one after the other) on packed
+ * 0x00BBGGRR pixels, the output's channel sum added into *acc. */
+extern "C" __global__ void apply_lut_rgb(const uint32_t *in, uint32_t *out, const uint32_t *lut, int n, unsigned long long *acc)
+{
+	__shared__ unsigned long long sh[256];
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned long long s = 0;
+	if (i < n) {
+		uint32_t p = in[i];
+		uint32_t r = lut[p & 255u], g = lut[256 + ((p >> 8) & 255u)], b = lut[512 + ((p >> 16) & 255u)];
+		out[i] = r | (g << 8) | (b << 16);
+		s = r + g + b;
+	}
+	sh[threadIdx.x] = s;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		unsigned long long t = 0;
+		for (int k = 0; k < 256; k++)
+			t += sh[k];
+		atomicAdd(acc, t);
+	}
+}
