@@ -263,7 +263,7 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st);
 /* rules/graph_instantiate_in_loop.c: after the site rules, the destroys every step of the
  * executable graphs a steady instantiation finding's site made get a finding of their own. */
 int ss_graph_exec_destroys(struct loader *ld, struct db_state *st);
-/* rules/paired_lines.c: the line that uses or releases every step a handle a rule's steady
+/* paired_lines.c: the line that uses or releases every step a handle a rule's steady
  * finding makes every step (a graph's destroy, a module's lookup), flagged with it as one cost */
 struct ss_line_pairing {
 	const struct ss_rule *rule;   /* its steady findings are at the lines that make */

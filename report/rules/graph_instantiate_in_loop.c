@@ -6,7 +6,7 @@
  * and instantiated every step costs more host time than its launches save; the cost is that host
  * time. Then ss_graph_exec_destroys: where the executable graphs instantiated every step are also
  * destroyed every step, the destroy's line is flagged too, right after the instantiation's (the pairing:
- * rules/paired_lines.c).
+ * report/paired_lines.c).
  */
 #include "../analysis_int.h"
 #include "../commands.h"

@@ -9,7 +9,7 @@
  * step; the cost is the loads' host time. Then ss_module_function_lookups: where the functions
  * of the modules loaded every step are also looked up every step (cuModuleGetFunction,
  * cuLibraryGetKernel, cudaLibraryGetKernel), the lookup's line is flagged too, right after the
- * load's (the pairing: rules/paired_lines.c).
+ * load's (the pairing: report/paired_lines.c).
  */
 #include "../analysis_int.h"
 #include "../commands.h"

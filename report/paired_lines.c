@@ -1,5 +1,5 @@
 /*
- * report/rules/paired_lines.c: the second line of a rebuild every step, for the site rules whose
+ * report/paired_lines.c: the second line of a rebuild every step, for the site rules whose
  * steady finding is at a line that makes a handle every step (graph-instantiate-in-loop's
  * instantiation, module-load-in-loop's load) while another line uses or releases that handle
  * every step too (the executable graph's destroy, the module's function lookup). Both lines
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis_int.h"
-#include "../commands.h"
+#include "analysis_int.h"
+#include "commands.h"
 
 struct handle_call {
 	long long handle;
