@@ -373,11 +373,12 @@ static void start_once(void)
 	attempted = 1;
 	/* read here, so that a bad value is warned of even where CUPTI does not start */
 	parse_sample(sample_setting);
-	detach_asked = detach_mode = strcmp(pause_setting, "detach") == 0; /* CUPTI-8 */
-	if (!detach_asked && strcmp(pause_setting, "disable") != 0)
+	/* CUPTI-8: anything but disable detaches, the default; a bad value says so once */
+	detach_asked = detach_mode = strcmp(pause_setting, "disable") != 0;
+	if (detach_asked && strcmp(pause_setting, "detach") != 0)
 		fprintf(stderr,
 			"syncspy: ignoring SYNCSPY_CUPTI_PAUSE='%s' (disable or detach): pausing "
-			"as 'disable' does\n",
+			"as 'detach', the default, does\n",
 			pause_setting);
 	const char *injection = getenv("CUDA_INJECTION64_PATH");
 	if (other_client[0]) { /* CUPTI-1 */

@@ -54,12 +54,12 @@ for bad in abc 100/100 0/10 5/10x 2000/1000; do
 		fail "SYNCSPY_CUPTI_SAMPLE=$bad: $(cat "$tmp/sample.all")"
 done
 # SYNCSPY_CUPTI_PAUSE (CUPTI-8): anything but disable or detach is ignored with one warning
-# (pausing as the default, disable, does), and the program runs unchanged; a good value draws none.
+# (pausing as the default, detach, does), and the program runs unchanged; a good value draws none.
 for bad in pause DETACH; do
 	SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_PAUSE=$bad SYNCSPY_OUTPUT="$tmp/pause" LD_PRELOAD="$SHIM_PRELOAD" \
 		"$PROGS/scenarios" s4 >"$tmp/pause.all" 2>&1 || fail "scenario failed with SYNCSPY_CUPTI_PAUSE=$bad"
 	grep -v '^syncspy:' "$tmp/pause.all" | diff -u "$tmp/plain" - >&2 || fail "output differs with SYNCSPY_CUPTI_PAUSE=$bad"
-	[ "$(grep -c "^syncspy: ignoring SYNCSPY_CUPTI_PAUSE='$bad' (disable or detach): pausing as 'disable' does" "$tmp/pause.all")" = 1 ] ||
+	[ "$(grep -c "^syncspy: ignoring SYNCSPY_CUPTI_PAUSE='$bad' (disable or detach): pausing as 'detach', the default, does" "$tmp/pause.all")" = 1 ] ||
 		fail "SYNCSPY_CUPTI_PAUSE=$bad: $(cat "$tmp/pause.all")"
 done
 for good in disable detach; do
