@@ -13,6 +13,7 @@ workspace, TF32 off, deterministic algorithms where torch has them, values print
 import contextlib
 import os
 import sys
+import time
 import warnings
 
 # Before cuBLAS initializes: a fixed workspace makes its kernels reproducible.
@@ -41,7 +42,21 @@ def setup(name, argv):
 
 @contextlib.contextmanager
 def step_loop(name, sync_debug):
-    """Wraps the step loop; with sync_debug, counts torch's synchronization warnings in it."""
+    """Wraps the step loop; with sync_debug, counts torch's synchronization warnings in it.
+    For bench/reference_overhead.sh: EXAMPLES_LOOP_TIME=1 prints the loop's time on stderr
+    ("loop_ns=N", from a device sync before it to one after it), EXAMPLES_TORCH_PROFILER=1 runs
+    the loop under torch.profiler (CPU and CUDA activities; its trace processing, at the
+    profiler's exit, outside the timed loop)."""
+    if os.environ.get("EXAMPLES_LOOP_TIME") == "1":
+        with _profiled_loop(), _timed_loop(), _sync_debug_loop(sync_debug):
+            yield
+    else:
+        with _sync_debug_loop(sync_debug):
+            yield
+
+
+@contextlib.contextmanager
+def _sync_debug_loop(sync_debug):
     if not sync_debug:
         yield
         return
@@ -57,6 +72,25 @@ def step_loop(name, sync_debug):
             torch.cuda.set_sync_debug_mode("default")
     count = sum(1 for w in caught if "synchroniz" in str(w.message))
     print("sync-debug: warnings=%d" % count, file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _timed_loop():
+    torch.cuda.synchronize()
+    start = time.perf_counter_ns()
+    yield
+    torch.cuda.synchronize()
+    print("loop_ns=%d" % (time.perf_counter_ns() - start), file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _profiled_loop():
+    if os.environ.get("EXAMPLES_TORCH_PROFILER") != "1":
+        yield
+        return
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities):
+        yield
 
 
 def mlp(device, in_features, hidden, out_features):

@@ -10,7 +10,9 @@
 # `syncspy report --format json`: per host-sync / sync-copy site, gpu_idle_ns per steady step;
 # per copy-without-overlap site, its cost per step; the rank's GPU idle per step and whether
 # the timeline was sampled. Prints them side by side and, per value, auto / all - 1 and
-# all2 / all - 1. Exit 0 always when it ran (it measures; tests/gpu/README.md explains).
+# all2 / all - 1. Then tests/gpu/check_clock.py on the launch-bound loop's auto recording (the
+# GPU rows on the host's clock after each re-attach). Exit 0 always when it ran (it measures;
+# tests/gpu/README.md explains).
 #
 # Expects the build carried in .carry/ (tests/gpu/carry.sh); nvcc and torch on the machine.
 set -u
@@ -72,6 +74,16 @@ for w in "${workloads[@]}"; do
 	done
 done
 
+# The GPU rows on the host's clock after each re-attach (CUPTI-8): the launch-bound loop's
+# default recording is the one that detaches and attaches again.
+clock_db=$(ls "$work"/db-torch_step-mlp8-auto/*.sqlite 2>/dev/null | head -n1)
+if [ -n "$clock_db" ]; then
+	python3 tests/gpu/check_clock.py "$clock_db" >"$work/clock" 2>&1
+	echo "exit $?" >>"$work/clock"
+else
+	echo "no database of torch_step-mlp8 with auto" >"$work/clock"
+fi
+
 {
 	echo "# tests/gpu/sample_compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
 	echo "# commit $(cat .carry/COMMIT 2>/dev/null); per steady step, ns; auto vs all and all2 vs all"
@@ -102,6 +114,9 @@ for name in names:
         print("%-26s %-52s %12s %12s %12s %8s %8s" % (name, key[:52], a.get(key, "-"), s.get(key, "-"),
               a2.get(key, "-"), rel(s.get(key), a.get(key)), rel(a2.get(key), a.get(key))))
 PY
+	echo
+	echo "# tests/gpu/check_clock.py on torch_step-mlp8's auto recording:"
+	sed 's/^/#   /' "$work/clock"
 	echo
 	echo "# errors:"
 	sed 's/^/#   /' "$work/errors" 2>/dev/null | head -40
