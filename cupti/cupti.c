@@ -76,7 +76,10 @@
  *            syncspy pauses as CUPTI-3 does for the rest of the run and meta says why. A client
  *            that registers while syncspy is detached gets CUPTI (CUPTI-2: syncspy has
  *            nothing to flush and never attaches again). meta.cupti_detaches, _attaches,
- *            _detach_ns, _attach_ns give what it cost.
+ *            _detach_ns, _attach_ns give what it cost. After a finalize CUPTI numbers its
+ *            correlation ids from 1 again (on the H200: tests/gpu/results/
+ *            2026-12-04-h200-session11, run 2): the stored correlation_id is the attach
+ *            count above bit 32 and CUPTI's id below, unique over the run.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -180,6 +183,11 @@ static int detach_asked, detach_mode;
 static _Atomic int attach_state;
 static CUpti_SubscriberHandle subscriber;
 static unsigned detaches, attaches;
+/* CUPTI-8: CUPTI numbers correlation ids from 1 again after each cuptiFinalize; the records of
+ * attach N carry N above bit 32 (convert), so that each GPU row ties to its own window's API
+ * record. Written at an attach (owner_lock, no records in flight: the pause flushed them and
+ * the finalize dropped the rest), read by convert on CUPTI's threads. */
+static _Atomic uint32_t attach_epoch;
 static uint64_t detach_total_ns, attach_total_ns;
 static char detach_fallback[224]; /* why detach_mode was given up, empty if it was not */
 static char status_text[256];
@@ -229,6 +237,7 @@ static void enqueue(const struct ss_gpu_rec *rec)
 static void convert(const CUpti_Activity *record)
 {
 	struct ss_gpu_rec rec = {0};
+	uint64_t epoch = (uint64_t)atomic_load_explicit(&attach_epoch, memory_order_relaxed) << 32;
 	switch (record->kind) {
 	case CUPTI_ACTIVITY_KIND_KERNEL:
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -236,7 +245,7 @@ static void convert(const CUpti_Activity *record)
 		rec = (struct ss_gpu_rec){.kind = SS_GPU_KERNEL,
 					  .device = k->deviceId,
 					  .stream = k->streamId,
-					  .correlation = k->correlationId,
+					  .correlation = epoch | k->correlationId,
 					  .start_ns = k->start,
 					  .end_ns = k->end,
 					  .grid = {k->gridX, k->gridY, k->gridZ},
@@ -252,7 +261,7 @@ static void convert(const CUpti_Activity *record)
 					  .dst_kind = m->dstKind,
 					  .device = m->deviceId,
 					  .stream = m->streamId,
-					  .correlation = m->correlationId,
+					  .correlation = epoch | m->correlationId,
 					  .start_ns = m->start,
 					  .end_ns = m->end,
 					  .bytes = m->bytes};
@@ -263,7 +272,7 @@ static void convert(const CUpti_Activity *record)
 		rec = (struct ss_gpu_rec){.kind = SS_GPU_MEMSET,
 					  .device = m->deviceId,
 					  .stream = m->streamId,
-					  .correlation = m->correlationId,
+					  .correlation = epoch | m->correlationId,
 					  .detail = m->memoryKind,
 					  .start_ns = m->start,
 					  .end_ns = m->end,
@@ -275,7 +284,7 @@ static void convert(const CUpti_Activity *record)
 		    (const CUpti_ActivitySynchronization2 *)record;
 		rec = (struct ss_gpu_rec){.kind = SS_GPU_SYNC,
 					  .stream = s->streamId,
-					  .correlation = s->correlationId,
+					  .correlation = epoch | s->correlationId,
 					  .detail = s->type,
 					  .start_ns = s->start,
 					  .end_ns = s->end};
@@ -288,7 +297,7 @@ static void convert(const CUpti_Activity *record)
 		rec = (struct ss_gpu_rec){.kind = SS_GPU_EVENT,
 					  .device = e->deviceId,
 					  .stream = e->streamId,
-					  .correlation = e->correlationId,
+					  .correlation = epoch | e->correlationId,
 					  .detail = e->eventId,
 					  .start_ns = e->deviceTimestamp,
 					  .end_ns = e->deviceTimestamp};
@@ -304,7 +313,7 @@ static void convert(const CUpti_Activity *record)
 						  : CUPTI_CB_DOMAIN_DRIVER_API,
 					  a->cbid, &name);
 		rec = (struct ss_gpu_rec){.kind = runtime ? SS_GPU_RUNTIME_API : SS_GPU_DRIVER_API,
-					  .correlation = a->correlationId,
+					  .correlation = epoch | a->correlationId,
 					  .detail = a->cbid,
 					  .thread = a->threadId,
 					  .start_ns = a->start,
@@ -798,6 +807,7 @@ static int attach_locked(void)
 	attaching_since_ns = now_ns(); /* to the kinds enabled: attach_total_ns */
 	atomic_store(&attach_state, ATTACHED);
 	attaches++;
+	atomic_store(&attach_epoch, attaches);
 	CUptiResult result = api.register_timestamp(now_ns); /* before any activity */
 	if (result != CUPTI_SUCCESS) {
 		set_status("cuptiActivityRegisterTimestampCallback (attaching again)", result);

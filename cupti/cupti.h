@@ -19,8 +19,8 @@ struct ss_gpu_rec {
 	uint8_t kind;		    /* enum ss_gpu_kind */
 	uint8_t copy_kind;	    /* CUpti_ActivityMemcpyKind */
 	uint8_t src_kind, dst_kind; /* CUpti_ActivityMemoryKind (1 pageable, 2 pinned, 3 device) */
-	uint32_t device, stream, correlation,
-	    detail; /* detail: sync type, callback id, memory kind */
+	uint32_t device, stream, detail; /* detail: sync type, callback id, memory kind */
+	uint64_t correlation; /* CUPTI's id, with the attach it came from above bit 32 (CUPTI-8) */
 	uint64_t start_ns, end_ns, bytes;
 	int32_t grid[3], block[3];
 	uint32_t thread;      /* host thread of an API record */

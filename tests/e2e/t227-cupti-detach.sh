@@ -36,6 +36,19 @@ golden "SELECT (SELECT count(*) FROM gpu_activity g JOIN gpu_paused p ON g.start
 	+ (SELECT count(*) FROM gpu_api a JOIN gpu_paused p ON a.start_ns >= p.start_ns AND a.start_ns < p.end_ns)" <<'END'
 0
 END
+# CUPTI numbers correlation ids from 1 again after each finalize (the stand-in as the real one):
+# a correlation id names the records of one window only, and each GPU row joins the API record
+# of its own launch, which started before it
+golden "SELECT count(*) FROM (SELECT correlation_id FROM gpu_api GROUP BY correlation_id
+	HAVING max(start_ns) - min(start_ns) > 5000000)" <<'END'
+0
+END
+golden "SELECT count(*) FROM gpu_activity g JOIN gpu_api a USING (correlation_id)
+	WHERE g.kind = 'kernel' AND g.start_ns < a.start_ns" <<'END'
+0
+END
+[ "$(q "SELECT count(*) FROM gpu_activity g WHERE g.kind = 'kernel' AND NOT EXISTS
+	(SELECT 1 FROM gpu_api a WHERE a.correlation_id = g.correlation_id)")" = 0 ] || fail "detach: a kernel without its API record"
 pauses=$(q "SELECT value FROM meta WHERE key = 'cupti_pauses'")
 [ "${pauses:-0}" -ge 2 ] || fail "detach: meta.cupti_pauses '$pauses'"
 [ "$(q "SELECT count(*) FROM gpu_paused")" = "$pauses" ] || fail "detach: gpu_paused rows are not the $pauses pauses"

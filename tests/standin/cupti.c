@@ -17,9 +17,9 @@
  * driver calls libcuda reports (launches, stream and context syncs: driver domain, a
  * CUpti_CallbackData with callbackSite CUPTI_API_ENTER or CUPTI_API_EXIT), cuptiUnsubscribe; and
  * cuptiFinalize, which drops all of CUPTI's state (kinds, per-function settings, the activity
- * and timestamp callbacks, the subscriber, records not yet flushed: counted as lost) until a
- * client registers and enables again. Any API call after it attaches CUPTI again, as the real
- * one's lazy initialization does (counted).
+ * and timestamp callbacks, the subscriber, records not yet flushed: counted as lost; correlation
+ * ids start from 1 again) until a client registers and enables again. Any API call after it
+ * attaches CUPTI again, as the real one's lazy initialization does (counted).
  *
  * STANDIN_CUPTI_REPORT=FILE: at exit, what it saw, a "name value" line each: launches, launches
  * made while instrumented (a kind enabled since the last cuptiFinalize), finalizes, attaches
@@ -465,6 +465,9 @@ EXPORT CUptiResult cuptiFinalize(void)
 	atomic_store(&callbacks_on, 0);
 	subscriber_callback = NULL;
 	atomic_store(&instrumented, 0);
+	/* the real CUPTI numbers correlation ids from 1 again after a finalize (on the H200:
+	 * tests/gpu/results/2026-12-04-h200-session11, run 2) */
+	atomic_store(&next_correlation, 1);
 	atomic_store(&detached, 1);
 	atomic_fetch_add(&finalizes, 1);
 	pthread_mutex_unlock(&mu);
