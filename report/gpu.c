@@ -522,6 +522,14 @@ static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, si
 		 */
 		if (k == 0 || g->busy[k - 1].device != c->dev || g->busy[k - 1].e < c->start) {
 			long long own_time = c->end - c->start;
+			int before = k > 0 && g->busy[k - 1].device == c->dev;
+
+			/* GPU-IDLE-4: "idle" since the last work seen, but the timeline was off
+			 * since then (a window opened while work queued before it ran, on
+			 * another stream or behind an event): whether the sync drained work is
+			 * not known */
+			if (timeline_off_between(g, before ? g->busy[k - 1].e : LLONG_MIN, c->end))
+				return -1;
 
 			if (*idle > own_time)
 				*idle = own_time;
