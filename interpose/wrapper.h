@@ -43,7 +43,11 @@
 	rec.host_mem = freed_kind & ~SS_RANGE_ASYNC;                                               \
 	if ((freed_kind & SS_RANGE_ASYNC) && rec.cls == SS_S6)                                     \
 		rec.cls = SS_X1;
+/* A stream-ordered allocation (SS_RANGE_ASYNC) is an enqueue, timed all the same: a pool that
+ * gave its memory back at a sync maps it again inside the call (the rule async-alloc-slow). */
 #define ALLOC(ptr, n, kind)                                                                        \
+	if (((kind) & SS_RANGE_ASYNC) && rec.t_end == rec.t_start)                                 \
+		rec.t_end = ss_now();                                                              \
 	if (ret == 0) {                                                                            \
 		rec.bytes = (n);                                                                   \
 		rec.obj = (uintptr_t)(ptr);                                                        \

@@ -234,6 +234,9 @@ struct ss_rule {
 	 * steps than SS_RECURRING_PERCENT (steps.h, ss_steps_spread) */
 	int spread_recurs;
 	int (*keep)(long long count, long long rows);
+	/* > 0: a site whose calls took less host time than this on average is dropped (a slow
+	 * case of a call that is otherwise cheap: async-alloc-slow) */
+	long long min_mean_ns;
 	char *(*detail)(const struct db_state *st, const char *apis, long long worst,
 			long long bytes, long long estimate, long long rows);
 	/* SS_RULE_DATABASE; confirm(), when set, runs with a GPU timeline after the GPU rules,

@@ -476,6 +476,62 @@ static int queued_at(const struct issued_work *w, size_t n, long long d, long lo
 	return lo < n && w[lo].device == d && w[lo].issued >= 0 && w[lo].issued < t;
 }
 
+/* GPU-IDLE-5: the host's timed calls (sync points, allocations, stream-ordered allocations:
+ * those that end after they start), per thread in time order. The host time a sync's gap spent
+ * inside them is theirs (their findings' cost: an allocation the pool maps again, a free that
+ * syncs the device), not the sync's. */
+struct host_call {
+	long long tid, s, e;
+};
+struct host_calls {
+	struct host_call *call;
+	size_t n, cap;
+};
+#define HOST_CALLS_SQL                                                                             \
+	"SELECT tid, start_ns, end_ns FROM calls WHERE end_ns > start_ns ORDER BY tid, start_ns"
+
+static int load_host_calls(struct loader *ld, struct db_state *st, struct host_calls *h)
+{
+	sqlite3_stmt *stmt;
+	int rc, code = prepare(ld, st, HOST_CALLS_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if (!reserve(&h->call, &h->cap, h->n, sizeof(*h->call))) {
+			code = out_of_memory(ld);
+			break;
+		}
+		h->call[h->n++] = (struct host_call){sqlite3_column_int64(stmt, 0),
+						     sqlite3_column_int64(stmt, 1),
+						     sqlite3_column_int64(stmt, 2)};
+	}
+	return end_rows(ld, st, stmt, rc, code);
+}
+
+/* The host time thread tid spent in timed calls that ran inside [from, to]. One still running at
+ * `to` (a later sync the host entered while the GPU ran work the timeline did not show as
+ * busy) is not counted: what it waited for is not known here. */
+static long long host_time_in(const struct host_calls *h, long long tid, long long from,
+			      long long to)
+{
+	size_t lo = 0, hi = h->n;
+	long long sum = 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (h->call[mid].tid < tid || (h->call[mid].tid == tid && h->call[mid].s < from))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < h->n && h->call[lo].tid == tid && h->call[lo].s < to; lo++)
+		if (h->call[lo].e <= to)
+			sum += h->call[lo].e - h->call[lo].s;
+	return sum;
+}
+
 /* A sync of the host thread tid over [start, end] on device dev, and the GPU idle time it
  * caused (GPU-IDLE-1 to GPU-IDLE-3); returns 1 with *idle set, 0 when it cannot be measured
  * (nothing after it on the device), -1 when the timeline was off in between (GPU-IDLE-4). */
@@ -496,7 +552,7 @@ static int issued_by(const struct issued_work *x, const struct sync_call *c)
 }
 
 static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, size_t nw,
-		       const struct sync_call *c, long long *idle)
+		       const struct host_calls *h, const struct sync_call *c, long long *idle)
 {
 	size_t k = first_ending_after(g->busy, g->nbusy, c->dev, c->end);
 
@@ -516,6 +572,10 @@ static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, si
 		if (c->earlier_event)
 			return 1;
 		*idle = g->busy[k].s - c->end;
+		/* GPU-IDLE-5: less the host's time in other timed calls before that work */
+		*idle -= host_time_in(h, c->tid, c->end, g->busy[k].s);
+		if (*idle < 0)
+			*idle = 0;
 		/* GPU-IDLE-2: the sync waited for the GPU when work ran on the device during it.
 		 * One that found the device idle drained nothing: the GPU idled already, behind the
 		 * host (a host-bound step), and what the sync took from it is the call's own time.
@@ -618,6 +678,7 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 	long long only = g->nbusy ? g->busy[0].device : -1;
 	sqlite3_stmt *stmt;
 	long long steady_measured = 0, steady_off = 0; /* steady syncs seen, and missed (off) */
+	struct host_calls host = {0};
 	int rc, code;
 
 	for (size_t i = 1; i < g->nbusy; i++)
@@ -634,9 +695,12 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 	work = issued_work(st, g, &nwork);
 	if (!work)
 		return out_of_memory(ld);
-	code = prepare(ld, st, GPU_SYNCS_SQL, &stmt);
+	code = load_host_calls(ld, st, &host);
+	if (code == SS_EXIT_OK)
+		code = prepare(ld, st, GPU_SYNCS_SQL, &stmt);
 	if (code != SS_EXIT_OK) {
 		free(work);
+		free(host.call);
 		return code;
 	}
 	st->rank->steady_gpu_idle_ns = 0;
@@ -666,7 +730,7 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 					     (pr != SS_PHASE_STEADY || record_step < sync_step);
 		}
 
-		int measured = idle_behind(g, work, nwork, &call, &idle);
+		int measured = idle_behind(g, work, nwork, &host, &call, &idle);
 		if (!measured)
 			continue;
 		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE, copy);
@@ -750,6 +814,7 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 		f->detail = detail;
 	}
 	free(work);
+	free(host.call);
 	gpu_sites_free(sites, nsites);
 	return code;
 }

@@ -15,6 +15,7 @@
 	X(pageable_async_copy)                                                                     \
 	X(memset_pinned)                                                                           \
 	X(alloc_in_loop)                                                                           \
+	X(async_alloc_slow)                                                                        \
 	X(legacy_stream)                                                                           \
 	X(polling)                                                                                 \
 	X(graph_instantiate_in_loop)                                                               \

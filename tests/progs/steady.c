@@ -2,7 +2,7 @@
  * tests/progs/steady.c: a program with a setup, a step loop and a teardown, for the report's
  * steady state (report/steps.c, docs/rules.md "Steady state"; t212).
  *
- *   steady [marked|pipeline|legacy|varying|growing|managed|managed-once]
+ *   steady [marked|pipeline|legacy|varying|growing|managed|managed-once|requests]
  *
  * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers,
  *           the weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
@@ -14,7 +14,7 @@
  *           workspace allocation (@warmup-alloc: the caching allocator's growth);
  * teardown: the result read with a blocking copy (@final-read), the buffers freed.
  * marked: each step starts with syncspy_step("train") (looked up at run time, so the program
- * runs without the shim too). pipeline, legacy, varying, growing, managed: below. The @tags are what the
+ * runs without the shim too). pipeline, legacy, varying, growing, managed, requests: below. The @tags are what the
  * test greps for to know the lines.
  */
 #define _GNU_SOURCE
@@ -186,8 +186,50 @@ static int managed(int round_trip)
 	return 0;
 }
 
+/* A request loop, 30 requests, as a server answers them one at a time: a stream-ordered scratch
+ * allocation (@request-alloc), the query uploaded from pinned memory, a kernel, the scratch
+ * freed stream-ordered, the reply downloaded to pinned memory and the one wait of the protocol
+ * (@request-sync). Under the stand-in with STANDIN_POOL_REMAP_US=N the allocation after each
+ * sync maps memory again (a default pool, release threshold 0): N us of host time a request. */
+static int requests(void)
+{
+	void (*step_mark)(const char *) =
+	    (void (*)(const char *))dlsym(RTLD_DEFAULT, "syncspy_step");
+	cudaStream_t s;
+	unsigned *query, *reply, *d_query, *d_reply, *scratch;
+	unsigned long answers = 0;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaMallocHost((void **)&query, 4096));
+	CHECK(cudaMallocHost((void **)&reply, 64));
+	CHECK(cudaMalloc((void **)&d_query, 4096));
+	CHECK(cudaMalloc((void **)&d_reply, 64));
+	for (unsigned r = 0; r < 30; r++) {
+		if (step_mark)
+			step_mark("request");
+		memset(query, (int)r, 4096);
+		CHECK(cudaMallocAsync((void **)&scratch, 4096, s)); /* @request-alloc */
+		CHECK(cudaMemcpyAsync(d_query, query, 4096, cudaMemcpyHostToDevice, s));
+		launch(s, 200);
+		CHECK(cudaMemcpyAsync(d_reply, d_query, 64, cudaMemcpyDeviceToDevice, s));
+		CHECK(cudaFreeAsync(scratch, s));
+		CHECK(cudaMemcpyAsync(reply, d_reply, 64, cudaMemcpyDeviceToHost, s));
+		CHECK(cudaStreamSynchronize(s)); /* @request-sync */
+		answers += reply[0] & 0xff;
+	}
+	printf("steady: 30 requests, answers %lu\n", answers);
+	CHECK(cudaFree(d_query));
+	CHECK(cudaFree(d_reply));
+	CHECK(cudaFreeHost(query));
+	CHECK(cudaFreeHost(reply));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "requests") == 0)
+		return requests();
 	if (argc > 1 && strcmp(argv[1], "managed") == 0)
 		return managed(1);
 	if (argc > 1 && strcmp(argv[1], "managed-once") == 0)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cudaProfiler.h>
@@ -293,6 +294,34 @@ CUresult cuCtxGetDevice(CUdevice *device)
 	return CUDA_SUCCESS;
 }
 
+/* The default memory pool's release threshold is 0: at every synchronization the pool gives its
+ * unused memory back, and the next stream-ordered allocation maps memory again, on the host's
+ * time. STANDIN_POOL_REMAP_US=N: that allocation takes N us more (default 0: a pool that keeps
+ * its memory, as one with a raised threshold does). */
+static _Atomic int pool_released;
+
+static void pool_release_at_sync(void)
+{
+	atomic_store(&pool_released, 1);
+}
+
+static void pool_remap(void)
+{
+	static _Atomic long remap_us = -1;
+	long us = atomic_load(&remap_us);
+
+	if (us < 0) {
+		const char *text = getenv("STANDIN_POOL_REMAP_US");
+		us = text ? atol(text) : 0;
+		atomic_store(&remap_us, us);
+	}
+	if (us > 0 && atomic_exchange(&pool_released, 0)) {
+		struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+		while (nanosleep(&ts, &ts) != 0)
+			;
+	}
+}
+
 static void ctx_synchronize_traced(void)
 {
 	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
@@ -300,6 +329,7 @@ static void ctx_synchronize_traced(void)
 	if (cupti)
 		cupti->api_site(CBID_cuCtxSynchronize, 0);
 	ctx_synchronize();
+	pool_release_at_sync();
 	if (cupti)
 		cupti_sync(start, CBID_cuCtxSynchronize, 0, 4);
 }
@@ -553,6 +583,7 @@ static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hSt
 	RESOLVE_STREAM(s, hStream, def);
 	if (stream_is_capturing(s))
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* no graph memory nodes */
+	pool_remap();
 	/* the memory is usable from this point of the stream on; host memory is usable now */
 	CUresult rc = alloc_registered(&p, bytesize, MEM_ASYNC);
 	if (rc == CUDA_SUCCESS)
@@ -808,6 +839,7 @@ static CUresult stream_sync(CUstream hStream, enum default_stream def)
 	if (cupti)
 		cupti->api_site(CBID_cuStreamSynchronize, 0);
 	stream_synchronize(s);
+	pool_release_at_sync();
 	if (cupti)
 		cupti_sync(start, CBID_cuStreamSynchronize, s->cupti_id, 3);
 	return CUDA_SUCCESS;
@@ -1096,6 +1128,7 @@ CUresult cuEventSynchronize(CUevent hEvent)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (event_position((struct event *)hEvent, &s, &seq))
 		stream_wait_reached(s, seq);
+	pool_release_at_sync();
 	return CUDA_SUCCESS;
 }
 
