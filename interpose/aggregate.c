@@ -296,7 +296,9 @@ int ss_agg_enqueue(pid_t tid, const struct ss_rec *r, uint64_t start_ns, uint64_
 		a->has_bytes = 1;
 	}
 	a->errors += r->ret != 0;
-	if (ss_needs_end_time(r->cls)) { /* timed: N2, and E1-E3 with SYNCSPY_ENQUEUE_TIMING */
+	/* timed: N2, E1-E3 with SYNCSPY_ENQUEUE_TIMING, and stream-ordered allocations (ALLOC in
+	 * wrapper.h times them always) */
+	if (ss_needs_end_time(r->cls) || end_ns > start_ns) {
 		int b = ns ? 64 - __builtin_clzll(ns) : 0;
 		if (b >= BUCKETS)
 			b = BUCKETS - 1;
