@@ -280,9 +280,9 @@ static __thread unsigned paths_used, path_last,
     path_victim __attribute__((tls_model("initial-exec")));
 
 /* NATIVE-2: whether a return address is in the user's code is decided once per address, for
- * the process. dladdr finds a module and then the nearest symbol by scanning the module's whole
- * dynamic symbol table: libtorch's hold hundreds of thousands, and the frames a cuBLAS launch
- * walks past cost hundreds of microseconds each. The verdicts are forgotten when a module was
+ * the process, from its module (module_of: the loader's lookup, not dladdr, which also scans
+ * the module's whole dynamic symbol table for the nearest symbol: libtorch's hold hundreds of
+ * thousands, and the frames a cuBLAS launch walks past cost hundreds of microseconds each). The verdicts are forgotten when a module was
  * unloaded (the loader's count of unloads, read at each walk), since another may take its
  * addresses. Open addressing, lock-free: IP << 2 | verdict in a cell, 0 for an empty one. */
 #define VERDICTS       4096 /* a power of two: 32 KiB */
@@ -297,15 +297,43 @@ static _Atomic unsigned long long verdicts_unloads;
  * user's module, ELFSYMS-1: the site when no frame of the user's own is near). */
 enum { NOT_USER = 0, USER_CODE = 1, LIBRARY_CODE = 2 };
 
+/* glibc 2.35's lookup of the module holding an address: a binary search over the loaded
+ * modules, lock-free, no symbol scanned (weak: an older glibc has none, and dladdr does) */
+extern int _dl_find_object(void *address, struct dl_find_object *result) __attribute__((weak));
+
+/* NATIVE-2: the file and load address of the module holding LOOKUP, as dladdr gives them
+ * (dli_fname, dli_fbase), without dladdr's nearest-symbol scan: on the H200 the first walks of
+ * a PyTorch program's launch paths took 250-410 ms of its threads' time, 0.6 ms a frame, nearly
+ * all of it dladdr in libtorch's symbol tables (meta.enqueue_path_walk_ns of the corpus
+ * traces). The main program's link map has no name: dladdr names it by argv[0], as here. */
+static int module_of(uintptr_t lookup, const char **path, uintptr_t *base)
+{
+	struct dl_find_object found;
+	if (_dl_find_object && _dl_find_object((void *)lookup, &found) == 0 &&
+	    found.dlfo_link_map) {
+		const char *name = found.dlfo_link_map->l_name;
+		*path = name && *name ? name : program_invocation_name;
+		*base = (uintptr_t)found.dlfo_map_start;
+		return *path != NULL;
+	}
+	Dl_info info;
+	if (!dladdr((void *)lookup, &info) || !info.dli_fname)
+		return 0;
+	*path = info.dli_fname;
+	*base = (uintptr_t)info.dli_fbase;
+	return 1;
+}
+
 static int module_user_code(uintptr_t lookup)
 {
-	Dl_info info;
+	const char *path;
+	uintptr_t base;
 	atomic_fetch_add_explicit(&ss_enqueue_path_lookups, 1, memory_order_relaxed);
-	if (!dladdr((void *)lookup, &info) || !info.dli_fname)
+	if (!module_of(lookup, &path, &base))
 		return USER_CODE; /* code of no module (generated): the program's own */
-	if (ss_framework_module(info.dli_fname))
+	if (ss_framework_module(path))
 		return NOT_USER;
-	switch (ss_static_runtime_frame(info.dli_fname, (uintptr_t)info.dli_fbase, lookup)) {
+	switch (ss_static_runtime_frame(path, base, lookup)) {
 	case 0:
 		return USER_CODE;
 	case SS_FRAME_LIBRARY:
