@@ -161,3 +161,23 @@ extern "C" __global__ void apply_lut_rgb(const uint32_t *in, uint32_t *out, cons
 		atomicAdd(acc, t);
 	}
 }
+
+/* d29: the absolute difference of two frames (top 24 bits of each word), summed into *acc; a
+ * grid-stride loop, 256 threads a block. */
+extern "C" __global__ void abs_diff_sum(const uint32_t *a, const uint32_t *b, int n, unsigned long long *acc)
+{
+	__shared__ unsigned long long sh[256];
+	unsigned long long s = 0;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+		uint32_t x = a[i] >> 8, y = b[i] >> 8;
+		s += x > y ? x - y : y - x;
+	}
+	sh[threadIdx.x] = s;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		unsigned long long t = 0;
+		for (int k = 0; k < 256; k++)
+			t += sh[k];
+		atomicAdd(acc, t);
+	}
+}
