@@ -12,9 +12,9 @@ never paused. Run from anywhere: python3 tests/gpu/test_check_clock.py
 """
 import os
 import sqlite3
-import subprocess
 import sys
-import tempfile
+
+from selftest import SelfTest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "check_clock.py")
@@ -63,30 +63,16 @@ def make(path, restart_ids=False, shift_ns=0, paused=True):
     db.close()
 
 
-failures = 0
+cases = SelfTest(SCRIPT, make)
 
-
-def expect(label, want_rc, want_text, **kw):
-    global failures
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "t.sqlite")
-        make(path, **kw)
-        run = subprocess.run([sys.executable, SCRIPT, path], capture_output=True, text=True)
-    ok = run.returncode == want_rc and all(t in run.stdout for t in want_text)
-    print(("ok    " if ok else "WRONG ") + label)
-    if not ok:
-        print(run.stdout + run.stderr)
-        failures += 1
-
-
-expect("the recording the H200 gives passes", 0,
+cases.expect("the recording the H200 gives passes", 0,
        ["PASS  clock: after a re-attach, >= 99%", "PASS  clock: after a re-attach, no kernel",
         "(30 of 30)"])
-expect("correlation ids restarting at each attach fail", 1,
+cases.expect("correlation ids restarting at each attach fail", 1,
        ["FAIL  clock: after a re-attach, no kernel starts before its launch record"],
        restart_ids=True)
-expect("GPU rows 200 us off the host's clock after a re-attach fail", 1,
+cases.expect("GPU rows 200 us off the host's clock after a re-attach fail", 1,
        ["FAIL  clock: after a re-attach, >= 99% of CUPTI's launch records"], shift_ns=200000)
-expect("a recording never paused fails", 1,
+cases.expect("a recording never paused fails", 1,
        ["FAIL  clock: the timeline was paused and re-attached at least once"], paused=False)
-sys.exit(1 if failures else 0)
+sys.exit(cases.exit_status())

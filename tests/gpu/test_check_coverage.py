@@ -14,9 +14,9 @@ Run from anywhere: python3 tests/gpu/test_check_coverage.py
 """
 import os
 import sqlite3
-import subprocess
 import sys
-import tempfile
+
+from selftest import SelfTest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "check_coverage.py")
@@ -74,22 +74,12 @@ def make(path, calls=CALLS, gpu_api=GPU_API, gpu_activity=GPU_ACTIVITY):
     db.close()
 
 
-failures = 0
+cases = SelfTest(SCRIPT, make)
 
 
-def expect(label, want_rc, want_text, **tables):
-    global failures
-    extra = tables.pop("args", [])
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "t.sqlite")
-        make(path, **tables)
-        run = subprocess.run([sys.executable, SCRIPT, path, "t"] + extra,
-                             capture_output=True, text=True)
-    ok = run.returncode == want_rc and all(t in run.stdout for t in want_text)
-    print(("ok    " if ok else "WRONG ") + label)
-    if not ok:
-        print(run.stdout + run.stderr)
-        failures += 1
+def expect(label, want_rc, want_text, args=(), **tables):
+    """check_coverage.py DB t [ARGS]: the rank label "t" first."""
+    cases.expect(label, want_rc, want_text, args=["t"] + list(args), **tables)
 
 
 expect("a complete recording passes", 0,
@@ -118,4 +108,4 @@ expect("a call recorded before CUPTI started fails", 1,
 expect("a polling loop short of a query fails", 1,
        ["missed: runtime/cudaEventQuery 1"],
        calls=[c if c[1] != 5 else c[:6] + (2,) for c in CALLS])
-sys.exit(1 if failures else 0)
+sys.exit(cases.exit_status())

@@ -11,9 +11,9 @@ Run from anywhere: python3 tests/gpu/test_check_cupti.py
 """
 import os
 import sqlite3
-import subprocess
 import sys
-import tempfile
+
+from selftest import SelfTest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "check_cupti.py")
@@ -84,30 +84,16 @@ def make(path, kernel_late=0, sync_early=0, pinned_kind="pinned", demangled=True
     db.close()
 
 
-failures = 0
+cases = SelfTest(SCRIPT, make)
 
-
-def expect(label, want_rc, want_text, **kw):
-    global failures
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "t.sqlite")
-        make(path, **kw)
-        run = subprocess.run([sys.executable, SCRIPT, path], capture_output=True, text=True)
-    ok = run.returncode == want_rc and all(t in run.stdout for t in want_text)
-    print(("ok    " if ok else "WRONG ") + label)
-    if not ok:
-        print(run.stdout + run.stderr)
-        failures += 1
-
-
-expect("the recording the H200 gives passes", 0, ["PASS  cupti: every cudaStreamSynchronize",
+cases.expect("the recording the H200 gives passes", 0, ["PASS  cupti: every cudaStreamSynchronize",
                                                   "PASS  cupti: 40 kernels"])
-expect("a kernel before its launch call fails", 1,
+cases.expect("a kernel before its launch call fails", 1,
        ["FAIL  cupti: every kernel starts after its launch call"], kernel_late=2000)
-expect("a sync returning before its work ended fails", 1,
+cases.expect("a sync returning before its work ended fails", 1,
        ["FAIL  cupti: every cudaStreamSynchronize returns after the GPU finished"], sync_early=20000)
-expect("pinned copies reported pageable fail", 1,
+cases.expect("pinned copies reported pageable fail", 1,
        ["FAIL  cupti: 20 copies from pageable memory, 20 from pinned"], pinned_kind="pageable")
-expect("mangled kernel names fail", 1, ["FAIL  cupti: kernel names demangled"], demangled=False)
-expect("CUPTI off fails", 1, ["FAIL  cupti: meta.cupti is on"], cupti="off: no driver")
-sys.exit(1 if failures else 0)
+cases.expect("mangled kernel names fail", 1, ["FAIL  cupti: kernel names demangled"], demangled=False)
+cases.expect("CUPTI off fails", 1, ["FAIL  cupti: meta.cupti is on"], cupti="off: no driver")
+sys.exit(cases.exit_status())
