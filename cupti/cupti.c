@@ -30,7 +30,10 @@
  *            where tracing every kernel costs too much (a launch-bound loop: docs/cupti.md).
  *            The sampler switches only at the end of a host sync point (S1-S6), where the
  *            host has just waited for the GPU, so a window starts and ends at work the host
- *            saw finish. It pauses as CUPTI-3 does (the same kinds, the same meta, counted
+ *            saw finish. A window closes only after a sync point inside it (the one that
+ *            opened it does not count), so that a step longer than the window still has a
+ *            sync measured whole, and the gap after a window held open so grows in
+ *            proportion. It pauses as CUPTI-3 does (the same kinds, the same meta, counted
  *            together: the GPU timeline is on when neither the program nor the sampler has
  *            paused it); meta.cupti_sample and meta.cupti_windows say it sampled.
  *   CUPTI-5  SYNCSPY_CUPTI_SAMPLE=auto, the default, keeps CUPTI's cost near a budget
@@ -143,6 +146,8 @@ static size_t noff_intervals, off_intervals_capacity;
 static uint64_t sample_on_ns, sample_off_ns;
 static _Atomic uint64_t sample_next_ns;
 static unsigned sample_windows;
+/* CUPTI-4: when the window now on opened, and the sync points counted by then (owner_lock) */
+static uint64_t window_open_ns, window_open_ticks;
 /* CUPTI-5 (auto): on, sampling now, the last evaluation (time, records drained by then) and
  * the estimate it made (permille of the run time that tracing every call would cost). */
 #define AUTO_EVAL_NS	     (25 * 1000000ull)
@@ -915,7 +920,13 @@ void ss_cupti_sample_tick(void)
 		return;
 	pthread_mutex_lock(&owner_lock);
 	next = atomic_load_explicit(&sample_next_ns, memory_order_relaxed);
-	if (next && now >= next) { /* not switched by another thread meanwhile */
+	/* CUPTI-4: a window closes only after a sync point inside it, so that one sync at least
+	 * has its gap to the next work on the timeline (the one that opened it waited behind an
+	 * attach; the one that closes it has its gap off): steps longer than a window are
+	 * measured too */
+	uint64_t ticks = atomic_load_explicit(&sample_ticks, memory_order_relaxed);
+	int window_short = !sample_off && window_open_ns && ticks - window_open_ticks < 2;
+	if (next && now >= next && !window_short) { /* not switched by another thread meanwhile */
 		int was_off = timeline_off();
 		measure_phase_locked(now, sample_off);
 		sample_off = !sample_off;
@@ -924,6 +935,18 @@ void ss_cupti_sample_tick(void)
 			sample_off_ns *= 2; /* CUPTI-7: the next gap */
 		follow_pauses_locked(was_off);
 		uint64_t phase = sample_off ? sample_off_ns : sample_on_ns;
+		/* a window held open past its length: the gap after it grows alike (the duty
+		 * cycle stays) */
+		if (sample_off && window_open_ns && now - window_open_ns > sample_on_ns &&
+		    sample_on_ns && phase < AUTO_MAX_OFF_NS)
+			phase = (uint64_t)((double)phase * (double)(now - window_open_ns) /
+					   (double)sample_on_ns);
+		if (!sample_off) {
+			window_open_ns = now;
+			window_open_ticks = ticks;
+		} else {
+			window_open_ns = 0;
+		}
 		/* CUPTI-5: back on after auto stopped sampling, it stays on */
 		int again = started && (!sample_auto || auto_sampling);
 		atomic_store_explicit(&sample_next_ns, again ? now + phase : 0,

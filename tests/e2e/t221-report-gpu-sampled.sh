@@ -188,4 +188,23 @@ one_db
 golden "SELECT count(*) FROM meta WHERE key IN ('cupti_sample', 'cupti_pauses')" <<'END'
 0
 END
+rm -rf "$out"
+# windows shorter than the time between two syncs (1 ms of every 3, a sync every 1-1.5 ms):
+# each window stays open past its length until a sync inside it (CUPTI-4), so some syncs
+# have their gap on the timeline and are measured; the gaps grow alike and the share traced
+# stays near a third. Before, each window closed at the first sync after it opened, and no
+# sync of the loop was ever measured.
+SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=1/3 under_shim "$PROGS/gpu_loop" 200 >"$tmp/short.out" 2>&1 ||
+	fail "gpu_loop (1/3 windows) failed: $(cat "$tmp/short.out")"
+one_db
+"$SYNCSPY" report --format json "$db" >"$tmp/short.json" 2>"$tmp/err" || fail "report (1/3) exited $?: $(cat "$tmp/err")"
+rq "SELECT json_extract(value, '\$.gpu_idle_ns') IS NOT NULL, json_extract(value, '\$.detail')
+	FROM json_each(json_extract(readfile('$tmp/short.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.rule') = 'host-sync' AND json_extract(value, '\$.phase') = 'steady'
+	AND json_extract(value, '\$.site') LIKE '%gpu_loop.c:%' AND json_extract(value, '\$.count') >= 100" >"$tmp/short"
+grep -q '^1|.*measured behind [0-9]* of these [0-9]* syncs while the GPU timeline was on' "$tmp/short" ||
+	fail "1/3 windows: the loop's stream sync not measured: $(cat "$tmp/short")"
+[ "$(q "SELECT (SELECT value FROM meta WHERE key = 'cupti_traced_ns') * 100 /
+	((SELECT value FROM meta WHERE key = 'cupti_traced_ns') + (SELECT value FROM meta WHERE key = 'cupti_paused_ns'))
+	BETWEEN 15 AND 60")" = 1 ] || fail "1/3 windows: traced share off: $(q "SELECT key || '=' || value FROM meta WHERE key LIKE 'cupti_%ed_ns'")"
 finish
