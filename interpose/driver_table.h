@@ -225,6 +225,10 @@
 	X(cuMemAllocAsync, PTSZ, E1, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),      \
 	  (dptr, bytesize, hStream), STREAM(hStream),                                              \
 	  ALLOC(*dptr, bytesize, SS_MEM_DEVICE | SS_RANGE_ASYNC))                                  \
+	X(cuMemAllocFromPoolAsync, PTSZ, E1,                                                       \
+	  (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),              \
+	  (dptr, bytesize, pool, hStream), STREAM(hStream),                                        \
+	  ALLOC(*dptr, bytesize, SS_MEM_DEVICE | SS_RANGE_ASYNC))                                  \
 	X(cuMemFreeAsync, PTSZ, E1, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream),         \
 	  STREAM(hStream) FREE(dptr), )                                                            \
 	X(cuMemPrefetchAsync_v2, PTSZ, E1,                                                         \

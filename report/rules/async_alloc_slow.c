@@ -1,8 +1,8 @@
 /*
  * report/rules/async_alloc_slow.c: the async-alloc-slow rule (docs/rules.md), a site rule on the
  * aggregate (SS_RULE_SITE): stream-ordered allocations (cudaMallocAsync,
- * cudaMallocFromPoolAsync, cuMemAllocAsync) that take long on the host in the steady state, per
- * call site. Served from a pool's cached memory such an allocation returns in a few
+ * cudaMallocFromPoolAsync, cuMemAllocAsync, cuMemAllocFromPoolAsync) that take long on the host
+ * in the steady state, per call site. Served from a pool's cached memory such an allocation returns in a few
  * microseconds; the default pool's release threshold is 0, so at every synchronization it gives
  * its unused memory back to the driver and the next allocation maps memory again, tens of
  * microseconds or more, every step of a loop that synchronizes once a step (a request loop's
@@ -36,7 +36,8 @@ const struct ss_rule ss_rule_async_alloc_slow = {
     .phase = SS_RULE_SITE,
     .sql = SITE_RULE_SQL("a.name IN ('cudaMallocAsync', 'cudaMallocAsync_ptsz',"
 			 " 'cudaMallocFromPoolAsync', 'cudaMallocFromPoolAsync_ptsz',"
-			 " 'cuMemAllocAsync', 'cuMemAllocAsync_ptsz')"),
+			 " 'cuMemAllocAsync', 'cuMemAllocAsync_ptsz', 'cuMemAllocFromPoolAsync',"
+			 " 'cuMemAllocFromPoolAsync_ptsz')"),
     .min_count = SS_ASYNC_ALLOC_MIN_CALLS,
     .min_mean_ns = SS_ASYNC_ALLOC_SLOW_NS,
     .detail = detail,

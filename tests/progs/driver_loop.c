@@ -17,6 +17,10 @@
  *                                       each library is unloaded in its step
  *   driver_loop STEPS modules-once      the fix: loaded once before the loop, each kernel got
  *                                       once, launched every step, unloaded after the loop
+ *   driver_loop STEPS pool              a workspace from a memory pool every step
+ *                                       (cuMemAllocFromPoolAsync, freed stream-ordered), the
+ *                                       step's kernel, a stream sync (async-alloc-slow with the
+ *                                       stand-in's STANDIN_POOL_REMAP_US, t245)
  *
  * The stand-in finds a module's functions by name among the program's own (-rdynamic).
  * Lines that tests look up carry a MARK: comment.
@@ -176,6 +180,33 @@ static int modules(int steps, int once)
 	return 0;
 }
 
+/* The stand-in keeps no pools: any handle but NULL stands for one (cuMemPoolCreate is not in
+ * it), here the address of a local. */
+static int pool(int steps)
+{
+	static char pool_handle;
+	CUmemoryPool pool = (CUmemoryPool)(void *)&pool_handle;
+	CUmodule mod;
+	CUfunction kernel;
+	CUdeviceptr work;
+	CUstream s;
+
+	CHECK(cuInit(0));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuModuleLoad(&mod, "driver_loop.cubin"));
+	CHECK(cuModuleGetFunction(&kernel, mod, "driver_loop_module_kernel"));
+	for (int step = 0; step < steps; step++) {
+		CHECK(cuMemAllocFromPoolAsync(&work, 4096, pool, s)); /* MARK:pool-alloc */
+		launch(kernel, s);
+		CHECK(cuMemFreeAsync(work, s));
+		CHECK(cuStreamSynchronize(s));
+	}
+	CHECK(cuModuleUnload(mod));
+	CHECK(cuStreamDestroy(s));
+	printf("pool ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 0;
@@ -189,6 +220,8 @@ int main(int argc, char **argv)
 		return modules(steps, 0);
 	if (steps > 0 && !strcmp(mode, "modules-once"))
 		return modules(steps, 1);
-	fprintf(stderr, "usage: driver_loop STEPS arrays|arrays-procaddr|modules|modules-once\n");
+	if (steps > 0 && !strcmp(mode, "pool"))
+		return pool(steps);
+	fprintf(stderr, "usage: driver_loop STEPS arrays|arrays-procaddr|modules|modules-once|pool\n");
 	return 2;
 }

@@ -48,6 +48,7 @@ PTSZ(cuLaunchHostFunc);
 PTSZ(cuGraphLaunch);
 PTSZ(cuGraphUpload);
 PTSZ(cuMemAllocAsync);
+PTSZ(cuMemAllocFromPoolAsync);
 PTSZ(cuMemFreeAsync);
 PTSZ(cuMemPrefetchAsync_v2);
 PTSZ(cuMemcpyAsync);
@@ -595,6 +596,22 @@ static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hSt
 VARIANTS(cuMemAllocAsync, cuMemAllocAsync_ptsz,
 	 (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), mem_alloc_async, dptr, bytesize,
 	 hStream)
+/* clang-format on */
+
+/* From a pool: the stand-in has one memory, so the pool only has to be given (the default
+ * pool's behaviour, STANDIN_POOL_REMAP_US, applies to it as to cuMemAllocAsync). */
+static CUresult mem_alloc_from_pool_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+					  CUstream hStream, enum default_stream def)
+{
+	if (!pool)
+		return CUDA_ERROR_INVALID_VALUE;
+	return mem_alloc_async(dptr, bytesize, hStream, def);
+}
+
+/* clang-format off */
+VARIANTS(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz,
+	 (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
+	 mem_alloc_from_pool_async, dptr, bytesize, pool, hStream)
 /* clang-format on */
 
 static CUresult mem_free_async(CUdeviceptr dptr, CUstream hStream, enum default_stream def)
@@ -1890,6 +1907,7 @@ static const struct proc_entry proc_table[] = {
     P("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2),
     P("cuMemAllocManaged", 6000, cuMemAllocManaged),
     PS("cuMemAllocAsync", 11020, cuMemAllocAsync, cuMemAllocAsync_ptsz),
+    PS("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz),
     PS("cuMemPrefetchAsync", 12020, cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz),
     PS("cuMemFreeAsync", 11020, cuMemFreeAsync, cuMemFreeAsync_ptsz),
     P("cuMemGetInfo", 3020, cuMemGetInfo_v2),
