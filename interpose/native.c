@@ -282,9 +282,10 @@ static __thread unsigned paths_used, path_last,
 /* NATIVE-2: whether a return address is in the user's code is decided once per address, for
  * the process, from its module (module_of: the loader's lookup, not dladdr, which also scans
  * the module's whole dynamic symbol table for the nearest symbol: libtorch's hold hundreds of
- * thousands, and the frames a cuBLAS launch walks past cost hundreds of microseconds each). The verdicts are forgotten when a module was
- * unloaded (the loader's count of unloads, read at each walk), since another may take its
- * addresses. Open addressing, lock-free: IP << 2 | verdict in a cell, 0 for an empty one. */
+ * thousands, and the frames a cuBLAS launch walks past cost hundreds of microseconds each).
+ * The verdicts are forgotten when a module was unloaded (the loader's count of unloads, read
+ * at each walk), since another may take its addresses. Open addressing, lock-free: IP << 2 |
+ * verdict in a cell, 0 for an empty one. */
 #define VERDICTS       4096 /* a power of two: 32 KiB */
 #define VERDICT_PROBES 8
 static _Atomic uint64_t verdicts[VERDICTS];
@@ -303,9 +304,10 @@ extern int _dl_find_object(void *address, struct dl_find_object *result) __attri
 
 /* NATIVE-2: the file and load address of the module holding LOOKUP, as dladdr gives them
  * (dli_fname, dli_fbase), without dladdr's nearest-symbol scan: on the H200 the first walks of
- * a PyTorch program's launch paths took 250-410 ms of its threads' time, 0.6 ms a frame, nearly
- * all of it dladdr in libtorch's symbol tables (meta.enqueue_path_walk_ns of the corpus
- * traces). The main program's link map has no name: dladdr names it by argv[0], as here. */
+ * a PyTorch program's launch paths took 250-410 ms of its threads' time, 0.6 ms a frame looked
+ * up (meta.enqueue_path_walk_ns and _lookups of the corpus traces), the symbol scan the likely
+ * cause (not profiled: the next device session measures the walks again). The main program's
+ * link map has no name: dladdr names it by argv[0], as here. */
 static int module_of(uintptr_t lookup, const char **path, uintptr_t *base)
 {
 	struct dl_find_object found;

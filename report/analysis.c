@@ -433,7 +433,8 @@ static int run_site_rules(struct loader *ld, struct db_state *st)
 			}
 			if (sr->keep && !sr->keep(count, rows))
 				continue;
-			if (sr->min_mean_ns > 0 && (count <= 0 || blocked / count < sr->min_mean_ns))
+			if (sr->min_mean_ns > 0 &&
+			    (count <= 0 || blocked / count < sr->min_mean_ns))
 				continue;
 
 			if (!sr->keeps_estimate)

@@ -269,11 +269,12 @@ int ss_graph_exec_destroys(struct loader *ld, struct db_state *st);
 /* paired_lines.c: the line that uses or releases every step a handle a rule's steady
  * finding makes every step (a graph's destroy, a module's lookup), flagged with it as one cost */
 struct ss_line_pairing {
-	const struct ss_rule *rule;   /* its steady findings are at the lines that make */
-	const char *calls_sql;	      /* handle, is a use, site: every make and use, in time order */
-	const char *use_sites_sql;    /* SITE_RULE_SQL of the uses */
-	int use_releases;	      /* 1: a use ends its handle (a destroy); 0: uses repeat */
-	const char *uses, *of_what;   /* the maker's detail: "; and N USES (X ms) OF_WHAT, at SITE" */
+	const struct ss_rule *rule; /* its steady findings are at the lines that make */
+	const char *calls_sql;	    /* handle, is a use, site: every make and use, in time order */
+	const char *use_sites_sql;  /* SITE_RULE_SQL of the uses */
+	int use_releases;	    /* 1: a use ends its handle (a destroy); 0: uses repeat */
+	/* the maker's detail: "; and N USES (X ms) OF_WHAT, at SITE" */
+	const char *uses, *of_what;
 	const char *every_step, *fix; /* the use's: "APIS: EVERY_STEP MAKER_SITE, whose ...; FIX" */
 };
 int ss_pair_lines(struct loader *ld, struct db_state *st, const struct ss_line_pairing *p);

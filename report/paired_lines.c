@@ -175,7 +175,8 @@ int ss_pair_lines(struct loader *ld, struct db_state *st, const struct ss_line_p
 		owner->blocked_ns += blocked;
 		code = add_finding(ld, p->rule, st->rank, count, blocked, worst, -1, -1,
 				   xstrdup(site),
-				   format("%s: %s %s, whose finding carries these calls' host time; %s",
+				   format("%s: %s %s, whose finding carries these calls' host "
+					  "time; %s",
 					  apis ? apis : "", p->every_step, owner_site, p->fix));
 		if (code != SS_EXIT_OK)
 			break;

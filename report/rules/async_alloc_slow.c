@@ -2,12 +2,12 @@
  * report/rules/async_alloc_slow.c: the async-alloc-slow rule (docs/rules.md), a site rule on the
  * aggregate (SS_RULE_SITE): stream-ordered allocations (cudaMallocAsync,
  * cudaMallocFromPoolAsync, cuMemAllocAsync, cuMemAllocFromPoolAsync) that take long on the host
- * in the steady state, per call site. Served from a pool's cached memory such an allocation returns in a few
- * microseconds; the default pool's release threshold is 0, so at every synchronization it gives
- * its unused memory back to the driver and the next allocation maps memory again, tens of
- * microseconds or more, every step of a loop that synchronizes once a step (a request loop's
- * one wait). The shim times these calls although they are enqueues (ALLOC in
- * interpose/wrapper.h); the cost is their host time.
+ * in the steady state, per call site. Served from a pool's cached memory such an allocation
+ * returns in a few microseconds; the default pool's release threshold is 0, so at every
+ * synchronization it gives its unused memory back to the driver and the next allocation maps
+ * memory again, tens of microseconds or more, every step of a loop that synchronizes once a
+ * step (a request loop's one wait). The shim times these calls although they are enqueues
+ * (ALLOC in interpose/wrapper.h); the cost is their host time.
  */
 #include "../analysis_int.h"
 #include "../commands.h"

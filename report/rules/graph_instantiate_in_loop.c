@@ -5,8 +5,8 @@
  * call site. Instantiation checks and lays out the whole graph on the host, so a graph captured
  * and instantiated every step costs more host time than its launches save; the cost is that host
  * time. Then ss_graph_exec_destroys: where the executable graphs instantiated every step are also
- * destroyed every step, the destroy's line is flagged too, right after the instantiation's (the pairing:
- * report/paired_lines.c).
+ * destroyed every step, the destroy's line is flagged too, right after the instantiation's (the
+ * pairing: report/paired_lines.c).
  */
 #include "../analysis_int.h"
 #include "../commands.h"

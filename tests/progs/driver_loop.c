@@ -222,6 +222,7 @@ int main(int argc, char **argv)
 		return modules(steps, 1);
 	if (steps > 0 && !strcmp(mode, "pool"))
 		return pool(steps);
-	fprintf(stderr, "usage: driver_loop STEPS arrays|arrays-procaddr|modules|modules-once|pool\n");
+	fprintf(stderr,
+		"usage: driver_loop STEPS arrays|arrays-procaddr|modules|modules-once|pool\n");
 	return 2;
 }

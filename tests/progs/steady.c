@@ -14,8 +14,8 @@
  *           workspace allocation (@warmup-alloc: the caching allocator's growth);
  * teardown: the result read with a blocking copy (@final-read), the buffers freed.
  * marked: each step starts with syncspy_step("train") (looked up at run time, so the program
- * runs without the shim too). pipeline, legacy, varying, growing, managed, requests: below. The @tags are what the
- * test greps for to know the lines.
+ * runs without the shim too). pipeline, legacy, varying, growing, managed, requests: below. The
+ * @tags are what the test greps for to know the lines.
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
