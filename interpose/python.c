@@ -46,6 +46,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -126,6 +128,8 @@ static struct layout {
 	size_t ascii_size, compact_size; /* sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject) */
 	uintptr_t code_type, unicode_type, bytes_type; /* &PyCode_Type, ... */
 	void *(*this_thread_state)(void);	       /* PyGILState_GetThisThreadState */
+	void *(*main_interpreter)(void);	       /* PyInterpreterState_Main */
+	void *(*thread_head)(void *);		       /* PyInterpreterState_ThreadHead */
 } lay;
 
 /* The same in 3.11-3.13 on 64-bit (without Py_TRACE_REFS: see find_layout): PyObject.ob_type,
@@ -135,6 +139,11 @@ static struct layout {
 #define BYTES_DATA   32
 #define ASCII_LENGTH 16
 #define ASCII_STATE  32
+/* PyThreadState.next, after .prev, in 3.11-3.13 (3.13 publishes it: checked in find_layout) */
+#define TSTATE_NEXT 8
+/* The bytes of an _PyInterpreterFrame read at once from another thread's stack: up to its
+ * owner byte (69 in 3.11, 70 in 3.12 and 3.13) */
+#define FRAME_BYTES 72
 
 /* 3.13's _Py_DebugOffsets (Include/internal/pycore_runtime.h) up to its PyObject offsets. */
 struct debug_offsets_313 {
@@ -243,6 +252,7 @@ static void find_layout(void)
 		if (!d || memcmp(d->cookie, "xdebugpy", 8) || (d->version >> 16) != 0x030d ||
 		    d->free_threaded || d->pyobject.ob_type != OB_TYPE ||
 		    d->thread_state.current_frame != known.tstate_frame ||
+		    d->thread_state.next != TSTATE_NEXT ||
 		    d->interpreter_frame.executable != known.frame_code ||
 		    d->interpreter_frame.previous != known.frame_previous ||
 		    d->interpreter_frame.instr_ptr != known.frame_instr ||
@@ -262,6 +272,8 @@ static void find_layout(void)
 	known.unicode_type = (uintptr_t)unicode_type;
 	known.bytes_type = (uintptr_t)bytes_type;
 	*(void **)&known.this_thread_state = get_state;
+	*(void **)&known.main_interpreter = ss_dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
+	*(void **)&known.thread_head = ss_dlsym(RTLD_DEFAULT, "PyInterpreterState_ThreadHead");
 	/* A build with Py_TRACE_REFS (two more pointers in every object header) moves ob_type:
 	 * the type objects' own type must be found where it is expected. */
 	uintptr_t type_type = (uintptr_t)ss_dlsym(RTLD_DEFAULT, "PyType_Type");
@@ -482,29 +494,131 @@ struct walked {
 	int position; /* the instruction offset (3.11+) or the line */
 };
 
-/* The calling thread's frames, read directly (lay.usable), innermost first: returns how many.
- * Skips the interpreter's shim frames and frames whose code has not started. */
-static int walk_direct(struct walked *walked, int max_depth)
+/* ------------------------------------------------------------------ autograd's device threads */
+
+/*
+ * PYTHON-1: a sync on one of PyTorch's autograd device threads is named by the Python frames of
+ * the thread that called backward(). The engine runs the backward of CUDA operations on a thread
+ * of its own per device, named "pt_autograd_<device>" (c10::setThreadName), which has no Python
+ * thread state: its syncs (anomaly mode's checks, cuDNN's autotuning of a backward convolution,
+ * a backward that reads a size) had no user line, only torch's native code. The thread that
+ * called backward() waits in the engine meanwhile, its innermost Python frame torch's
+ * _engine_run_backward (torch/autograd/graph.py; before torch 2.3, backward or grad in
+ * torch/autograd/__init__.py). That thread is found among the interpreter's thread states, and
+ * its frames from that one outwards are the sync's. Another thread's frames are read only
+ * through process_vm_readv on this process (a read of memory that is gone fails, where a load
+ * would crash): the thread list and each frame; a code object is trusted once its type is read
+ * so (its names and line table are then read as the calling thread's are). Any other thread
+ * without a Python state keeps no frames: a watchdog's queries are nobody's line.
+ */
+static __thread signed char autograd_thread; /* 0 not asked yet, 1 pt_autograd_*, -1 not */
+
+static int on_autograd_thread(void)
 {
-	uintptr_t state = (uintptr_t)lay.this_thread_state(), frame;
-	if (!state)
-		return 0; /* a thread Python does not know */
-	if (lay.tstate_cframe != SIZE_MAX) {
-		uintptr_t cframe = load(state, lay.tstate_cframe);
-		frame = cframe ? load(cframe, lay.tstate_frame) : 0;
-	} else {
-		frame = load(state, lay.tstate_frame);
+	if (!autograd_thread) {
+		char name[17] = "";
+		autograd_thread =
+		    prctl(PR_GET_NAME, name) == 0 && !strncmp(name, "pt_autograd_", 12) ? 1 : -1;
 	}
+	return autograd_thread > 0;
+}
+
+static pid_t main_thread_id(void);
+
+/* LEN bytes at ADDRESS of this process into OUT, or 0 when they cannot be read. */
+static int safe_read(uintptr_t address, void *out, size_t len)
+{
+	struct iovec here = {out, len}, there = {(void *)address, len};
+	return address && process_vm_readv(main_thread_id(), &here, 1, &there, 1, 0) == (ssize_t)len;
+}
+
+static uintptr_t safe_load(uintptr_t base, size_t offset)
+{
+	uintptr_t value;
+	return safe_read(base + offset, &value, sizeof(value)) ? value : 0;
+}
+
+/* A compact ASCII unicode object's text into out (len > 1), read safely: 1, or 0 when it is
+ * not one (a name with other characters is none of those looked for here). */
+static int safe_ascii(uintptr_t text, char *out, size_t len)
+{
+	unsigned state;
+	uintptr_t length;
+	if (safe_load(text, OB_TYPE) != lay.unicode_type ||
+	    !safe_read(text + ASCII_STATE, &state, sizeof(state)) || !((state >> 5) & 1) ||
+	    !((state >> 6) & 1) || !safe_read(text + ASCII_LENGTH, &length, sizeof(length)) ||
+	    length >= len || !safe_read(text + lay.ascii_size, out, length))
+		return 0;
+	out[length] = 0;
+	return 1;
+}
+
+/* The innermost started frame of another thread's state, when it is the autograd engine's
+ * entry (PYTHON-1): that frame, else 0. */
+static uintptr_t backward_entry_frame(uintptr_t state)
+{
+	uintptr_t frame = lay.tstate_cframe != SIZE_MAX ? safe_load(state, lay.tstate_cframe) : state;
+	frame = frame ? safe_load(frame, lay.tstate_frame) : 0;
+	for (int depth = 0; frame && depth < 8; depth++) {
+		unsigned char copy[FRAME_BYTES];
+		if (!safe_read(frame, copy, sizeof(copy)))
+			return 0;
+		uintptr_t code = load((uintptr_t)copy, lay.frame_code);
+		if ((signed char)copy[lay.frame_owner] == lay.owner_cstack || !code) {
+			frame = load((uintptr_t)copy, lay.frame_previous);
+			continue;
+		}
+		char name[32], file[512];
+		if (safe_load(code, OB_TYPE) != lay.code_type ||
+		    !safe_ascii(safe_load(code, lay.code_name), name, sizeof(name)) ||
+		    !safe_ascii(safe_load(code, lay.code_filename), file, sizeof(file)) ||
+		    !strstr(file, "torch/autograd/"))
+			return 0;
+		return !strcmp(name, "_engine_run_backward") || !strcmp(name, "backward") ||
+			       !strcmp(name, "grad")
+			   ? frame
+			   : 0;
+	}
+	return 0;
+}
+
+/* The frame of the thread waiting in backward() (PYTHON-1), else 0. */
+static uintptr_t backward_caller_frame(void)
+{
+	if (!lay.main_interpreter || !lay.thread_head || !on_autograd_thread())
+		return 0;
+	void *interpreter = lay.main_interpreter();
+	uintptr_t state = interpreter ? (uintptr_t)lay.thread_head(interpreter) : 0;
+	for (int n = 0; state && n < 256; n++, state = safe_load(state, TSTATE_NEXT)) {
+		uintptr_t frame = backward_entry_frame(state);
+		if (frame)
+			return frame;
+	}
+	return 0;
+}
+
+/* The frames from FRAME outwards, innermost first: returns how many. Skips the interpreter's
+ * shim frames and frames whose code has not started. SAFE: another thread's (PYTHON-1), each
+ * frame read through safe_read, each code object's type too. */
+static int walk_from(uintptr_t frame, int safe, struct walked *walked, int max_depth)
+{
 	int n = 0;
-	for (int seen_frames = 0; frame && n < max_depth && seen_frames < 4096;
-	     frame = load(frame, lay.frame_previous), seen_frames++) {
-		signed char owner = *((const signed char *)frame + lay.frame_owner);
+	for (int seen_frames = 0; frame && n < max_depth && seen_frames < 4096; seen_frames++) {
+		unsigned char copy[FRAME_BYTES];
+		uintptr_t at = frame;
+		if (safe) {
+			if (!safe_read(frame, copy, sizeof(copy)))
+				break;
+			at = (uintptr_t)copy;
+		}
+		frame = load(at, lay.frame_previous);
+		signed char owner = *((const signed char *)at + lay.frame_owner);
 		if (owner == lay.owner_cstack)
 			continue;
-		uintptr_t code = load(frame, lay.frame_code);
-		if (!code || load(code, OB_TYPE) != lay.code_type)
+		uintptr_t code = load(at, lay.frame_code);
+		if (!code || (safe ? safe_load(code, OB_TYPE) : load(code, OB_TYPE)) != lay.code_type)
 			continue;
-		uintptr_t start = code + lay.code_adaptive, instr = load(frame, lay.frame_instr);
+		uintptr_t start = code + lay.code_adaptive, instr = load(at, lay.frame_instr);
 		intptr_t position = ((intptr_t)instr - (intptr_t)start) / 2; /* 2-byte code units */
 		if (position < 0 || (owner != lay.owner_generator &&
 				     position < load_int(code, lay.code_firsttraceable)))
@@ -512,6 +626,22 @@ static int walk_direct(struct walked *walked, int max_depth)
 		walked[n++] = (struct walked){.code = (PyObject *)code, .position = (int)position};
 	}
 	return n;
+}
+
+/* The calling thread's frames, read directly (lay.usable), innermost first: returns how many;
+ * on an autograd device thread, those of the thread waiting in backward() (PYTHON-1). */
+static int walk_direct(struct walked *walked, int max_depth)
+{
+	uintptr_t state = (uintptr_t)lay.this_thread_state(), frame;
+	if (!state) /* a thread Python does not know */
+		return walk_from(backward_caller_frame(), 1, walked, max_depth);
+	if (lay.tstate_cframe != SIZE_MAX) {
+		uintptr_t cframe = load(state, lay.tstate_cframe);
+		frame = cframe ? load(cframe, lay.tstate_frame) : 0;
+	} else {
+		frame = load(state, lay.tstate_frame);
+	}
+	return walk_from(frame, 0, walked, max_depth);
 }
 
 /* The calling thread's frames through the C API (it holds the GIL): returns how many; the

@@ -404,6 +404,7 @@ static int run_site_rules(struct loader *ld, struct db_state *st)
 			return code;
 		bind_named_int(stmt, ":min_count", sr->min_count);
 		bind_named_int(stmt, ":other_streams", st->other_streams);
+		bind_named_int(stmt, ":legacy_threads", st->legacy_threads);
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 			long long count = sqlite3_column_int64(stmt, 1);
 			long long blocked = sqlite3_column_int64(stmt, 2);

@@ -298,6 +298,7 @@ struct scan_class {
 	char *text;
 	size_t len;
 	int s4, s5, e1, n2, x1;
+	int sync; /* a sync point (S1-S7) */
 };
 
 /* One ss_agg row: the GROUP BY key (nulls: bit 0 dir, 1 host_mem, 2 site_id are NULL) and the
@@ -408,6 +409,7 @@ static int scan_class(struct scan *sc, const char *text)
 	grown->e1 = strcmp(text, "E1") == 0;
 	grown->n2 = strcmp(text, "N2") == 0;
 	grown->x1 = strcmp(text, "X1") == 0;
+	grown->sync = text[0] == 'S';
 	grown->len = strlen(text);
 	return (int)sc->nclasses++;
 }
@@ -860,11 +862,52 @@ static int find_steps(struct loader *ld, struct db_state *st, const struct scan 
 	return code;
 }
 
+/* A steady call on the legacy stream: work (E1) or a wait for it (a sync point there). */
+struct legacy_call {
+	long long start, end;
+	unsigned tid;
+};
+
+static int by_start(const void *a, const void *b)
+{
+	const struct legacy_call *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/*
+ * legacy-stream: whether threads shared the legacy stream, each waiting for the others' work:
+ * another thread enqueued work there while one waited on it (a stream sync or a blocking copy
+ * there), in the steady state. Threads that take turns do not: PyTorch's forward on the main
+ * thread and backward on its autograd thread use the legacy stream one after the other, and
+ * neither waits while the other enqueues. Sorts WORK.
+ */
+static int shared_legacy(struct legacy_call *work, size_t nwork, const struct legacy_call *waits,
+			 size_t nwaits)
+{
+	qsort(work, nwork, sizeof(*work), by_start);
+	for (size_t i = 0; i < nwaits; i++) {
+		size_t lo = 0, hi = nwork; /* the first work starting at or after the wait */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (work[mid].start < waits[i].start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t k = lo; k < nwork && k < lo + 64 && work[k].start < waits[i].end; k++)
+			if (work[k].tid != waits[i].tid)
+				return 1;
+	}
+	return 0;
+}
+
 /* The groups of the pass split by phase (ss_agg.steady), with each steady group's distinct
  * steps, into ph. S5 copies get their estimate here, per call (pinned_bandwidth). */
 static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc, struct scan *ph)
 {
 	int other_steady = 0;
+	struct legacy_call *work = NULL, *waits = NULL; /* legacy-stream: see shared_legacy */
+	size_t nwork = 0, work_capacity = 0, nwaits = 0, waits_capacity = 0;
 
 	for (size_t i = 0; i < sc->nrows; i++) {
 		const struct call_rec *r = &sc->rows[i];
@@ -884,6 +927,18 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 		key.steady = (int)ss_steps_phase(&st->steps, r->start, &step);
 		if (r->other && key.steady == SS_PHASE_STEADY)
 			other_steady = 1;
+		if (key.legacy && key.steady == SS_PHASE_STEADY &&
+		    (sc->classes[key.klass].e1 || sc->classes[key.klass].sync)) {
+			struct legacy_call c = {r->start, r->start + r->ns, r->tid};
+			int ok = sc->classes[key.klass].e1
+				     ? PUSH(work, nwork, work_capacity, c)
+				     : PUSH(waits, nwaits, waits_capacity, c);
+			if (!ok) {
+				free(work);
+				free(waits);
+				return out_of_memory(ld);
+			}
+		}
 		g = find_group(ph, &key, &index);
 		if (!g)
 			return out_of_memory(ld);
@@ -896,7 +951,9 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 			g->b = add_sat(g->b, r->bytes);
 			g->has_b = 1;
 		}
-		if (step != (size_t)-1 && step != g->last_step) {
+		/* rows come in id order, the threads' calls interleaved: a step earlier than the
+		 * last one counted is another thread's, not one more step */
+		if (step != (size_t)-1 && (g->last_step == (size_t)-1 || step > g->last_step)) {
 			g->steps++;
 			if (g->first_step == (size_t)-1)
 				g->first_step = step;
@@ -915,6 +972,9 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 	 * working in it (a stream used at setup only costs the loop nothing) */
 	if (st->steps.nsteps)
 		st->other_streams = other_steady;
+	st->legacy_threads = shared_legacy(work, nwork, waits, nwaits);
+	free(work);
+	free(waits);
 	return SS_EXIT_OK;
 }
 

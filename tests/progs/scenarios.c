@@ -221,6 +221,55 @@ static int legacy(int blocking, int records_only)
 	return 0;
 }
 
+/* legacy-dtod: a device-to-device cudaMemcpy each iteration beside work on a stream of the
+ * process: the copy returns at once but is queued on the legacy stream, which serializes with
+ * a blocking stream (d29 of examples/corpus), not with a non-blocking one. */
+static int legacy_dtod(int blocking)
+{
+	cudaStream_t s;
+	void *a, *b;
+	CHECK(cudaStreamCreateWithFlags(&s, blocking ? cudaStreamDefault : cudaStreamNonBlocking));
+	CHECK(cudaMalloc(&a, 4096));
+	CHECK(cudaMalloc(&b, 4096));
+	for (int i = 0; i < 5; i++) {
+		launch_sleep(s, 200);
+		CHECK(cudaMemcpy(b, a, 4096, cudaMemcpyDeviceToDevice));
+	}
+	CHECK(cudaDeviceSynchronize());
+	CHECK(cudaFree(b));
+	CHECK(cudaFree(a));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
+/* legacy-threads: worker threads that each launch and sync on stream 0, the legacy stream
+ * they all share (c64 of examples/corpus: CUDA_API_PER_THREAD_DEFAULT_STREAM defined after
+ * nvcc's own include does nothing), or each on a non-blocking stream of its own. */
+#define LEGACY_WORKERS 3
+static void *legacy_worker(void *own_stream)
+{
+	cudaStream_t s = 0;
+	if (own_stream)
+		CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	for (int i = 0; i < 5; i++) {
+		launch_sleep(s, 300);
+		CHECK(cudaStreamSynchronize(s));
+	}
+	if (own_stream)
+		CHECK(cudaStreamDestroy(s));
+	return NULL;
+}
+
+static int legacy_threads(int own_stream)
+{
+	pthread_t t[LEGACY_WORKERS];
+	for (int i = 0; i < LEGACY_WORKERS; i++)
+		pthread_create(&t[i], NULL, legacy_worker, own_stream ? (void *)1 : NULL);
+	for (int i = 0; i < LEGACY_WORKERS; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
 /* The per-thread default stream entry points (what nvcc --default-stream per-thread calls). */
 static int ptsz_variants(void)
 {
@@ -504,6 +553,14 @@ int main(int argc, char **argv)
 		return legacy(0, 0);
 	if (!strcmp(name, "legacy-records"))
 		return legacy(1, 1);
+	if (!strcmp(name, "legacy-dtod"))
+		return legacy_dtod(1);
+	if (!strcmp(name, "legacy-dtod-nonblocking"))
+		return legacy_dtod(0);
+	if (!strcmp(name, "legacy-threads"))
+		return legacy_threads(0);
+	if (!strcmp(name, "legacy-threads-own"))
+		return legacy_threads(1);
 	if (!strcmp(name, "ptsz"))
 		return ptsz_variants();
 	if (!strcmp(name, "errors"))
@@ -533,6 +590,7 @@ int main(int argc, char **argv)
 	fprintf(stderr,
 		"usage: scenarios s1|s2|s3|s4|s5|s6|s7|e123|ptsz|errors|threads|nccl [N]|"
 		"errno|fork|exec|sigterm|sigint|nocuda|flood [N]|quick-exit [N]|legacy-blocking|"
-		"legacy-nonblocking|legacy-records\n");
+		"legacy-nonblocking|legacy-records|legacy-dtod|legacy-dtod-nonblocking|"
+		"legacy-threads|legacy-threads-own\n");
 	return 2;
 }
