@@ -291,6 +291,22 @@ static __thread unsigned paths_used, path_last,
 static _Atomic uint64_t verdicts[VERDICTS];
 static _Atomic unsigned long long verdicts_unloads;
 
+static int count_unloads(struct dl_phdr_info *info, size_t size, void *data)
+{
+	*(unsigned long long *)data =
+	    size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)
+		? info->dlpi_subs
+		: 0;
+	return 1; /* the first module says it for all */
+}
+
+unsigned long long ss_module_unloads(void)
+{
+	unsigned long long unloads = 0;
+	dl_iterate_phdr(count_unloads, &unloads);
+	return unloads;
+}
+
 #if defined(__x86_64__)
 /* Is IP (a return address) in the user's code: not the shim, not a module of CUDA or a
  * framework, not a function of a static runtime, not an nvcc stub? */
@@ -372,20 +388,10 @@ static int user_code(uintptr_t ip)
 	return user;
 }
 
-static int count_unloads(struct dl_phdr_info *info, size_t size, void *data)
-{
-	*(unsigned long long *)data =
-	    size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)
-		? info->dlpi_subs
-		: 0;
-	return 1; /* the first module says it for all */
-}
-
 /* NATIVE-2's verdicts hold while no module was unloaded since they were made. */
 static void verdicts_check_unloads(void)
 {
-	unsigned long long unloads = 0;
-	dl_iterate_phdr(count_unloads, &unloads);
+	unsigned long long unloads = ss_module_unloads();
 	if (unloads != atomic_load_explicit(&verdicts_unloads, memory_order_relaxed)) {
 		for (size_t i = 0; i < VERDICTS; i++)
 			atomic_store_explicit(&verdicts[i], 0, memory_order_relaxed);

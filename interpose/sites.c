@@ -22,6 +22,7 @@
 #include "dbfile.h"
 #include "driver.h"
 #include "elfsyms.h"
+#include "native.h"
 #include "resolve.h"
 #include "shim.h"
 #include "sites.h"
@@ -374,9 +375,87 @@ int ss_framework_module(const char *path)
 	return 0;
 }
 
+/*
+ * Native frames already named, by return address (SITES-1): a new stack shares most of its
+ * frames with stacks stored before (the interpreter's, a framework's dispatch), and naming one
+ * asks dladdr for the nearest symbol, a scan of the module's whole dynamic symbol table: 0.3 ms
+ * an address in a libtorch_cpu.so of 34,000 symbols (measured on the build machine; torch 2.11's
+ * libraries hold more), on the writer thread, beside the program's first steps on its cores. A
+ * frame is named once; the names are forgotten when a module was unloaded (another may take its
+ * addresses: ss_module_unloads).
+ */
+struct frame_name {
+	char *text; /* "symbol+0xoff (module)" or "module+0xoff" */
+	int user;   /* a frame of the user's: not a framework's, nor a static runtime's */
+};
+static struct id_map frame_index; /* return address -> 1 + its index in frame_names */
+static struct frame_name *frame_names;
+static size_t nframe_names, frame_names_capacity;
+static unsigned long long frame_names_unloads;
+
+static void forget_frame_names(void)
+{
+	for (size_t i = 0; i < nframe_names; i++)
+		free(frame_names[i].text);
+	free(frame_names);
+	frame_names = NULL;
+	nframe_names = frame_names_capacity = 0;
+	id_map_free(&frame_index);
+}
+
+/* The frame at return address IP, named (NULL: out of memory). */
+static const struct frame_name *frame_name(uintptr_t ip)
+{
+	int64_t *slot = ip ? id_map_slot(&frame_index, ip) : NULL;
+	if (slot && *slot)
+		return &frame_names[*slot - 1];
+	Dl_info info;
+	uintptr_t lookup = ip ? ip - 1 : ip; /* inside the call */
+	const char *module = "?", *symbol = NULL;
+	uintptr_t offset = ip, symbol_offset = 0;
+	struct frame_name named = {NULL, 0};
+	if (dladdr((void *)lookup, &info) && info.dli_fname) {
+		module = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1
+						      : info.dli_fname;
+		offset = ip - (uintptr_t)info.dli_fbase;
+		symbol = info.dli_sname;
+		symbol_offset = ip - (uintptr_t)info.dli_saddr;
+		/* ELFSYMS-1's library frames are not the user's either */
+		named.user = !ss_framework_module(info.dli_fname) &&
+			     !ss_static_runtime_frame(info.dli_fname, (uintptr_t)info.dli_fbase,
+						      lookup);
+	}
+	char text[1024], *readable = ss_demangle(symbol);
+	if (symbol)
+		snprintf(text, sizeof(text), "%s+0x%lx (%s)", readable ? readable : symbol,
+			 (unsigned long)symbol_offset, module);
+	else
+		snprintf(text, sizeof(text), "%s+0x%lx", *module ? module : "?",
+			 (unsigned long)offset);
+	free(readable);
+	named.text = strdup(text);
+	if (!named.text)
+		return NULL;
+	if (nframe_names == frame_names_capacity) {
+		size_t capacity = frame_names_capacity ? frame_names_capacity * 2 : 1024;
+		struct frame_name *grown = realloc(frame_names, capacity * sizeof(*grown));
+		if (!grown) {
+			free(named.text);
+			return NULL;
+		}
+		frame_names = grown;
+		frame_names_capacity = capacity;
+	}
+	frame_names[nframe_names++] = named;
+	slot = ip ? id_map_slot(&frame_index, ip) : NULL; /* the map may have grown meanwhile */
+	if (slot)
+		*slot = (int64_t)nframe_names;
+	return &frame_names[nframe_names - 1];
+}
+
 /* A call's native stack (native.c): stored once per hash, its frames symbolized here, in the
- * recording process, with dladdr; its first frame outside the frameworks becomes the call's
- * site (a Python site, which follows, takes precedence: SCHEMA-6). */
+ * recording process, with dladdr (SITES-1); its first frame outside the frameworks becomes the
+ * call's site (a Python site, which follows, takes precedence: SCHEMA-6). */
 void ss_store_native_stack(const struct ss_rec *r, int64_t call_rowid)
 {
 	uintptr_t *ips = (uintptr_t *)(uintptr_t)r->obj;
@@ -384,38 +463,22 @@ void ss_store_native_stack(const struct ss_rec *r, int64_t call_rowid)
 	int64_t *slot = id_map_slot(&native_stacks, r->aux);
 	int64_t user_site = 0;
 	if (slot && *slot == 0 && ips) {
+		unsigned long long unloads = ss_module_unloads();
+		if (unloads != frame_names_unloads) {
+			forget_frame_names();
+			frame_names_unloads = unloads;
+		}
 		size_t capacity = n * 512 + 1, used = 0; /* demangled C++ names run long */
 		char *text = malloc(capacity);
 		for (size_t i = 0; text && i < n; i++) {
-			Dl_info info;
-			uintptr_t ip = ips[i], lookup = ip ? ip - 1 : ip; /* inside the call */
-			const char *module = "?", *symbol = NULL;
-			uintptr_t offset = ip, symbol_offset = 0;
-			if (dladdr((void *)lookup, &info) && info.dli_fname) {
-				module = strrchr(info.dli_fname, '/')
-					     ? strrchr(info.dli_fname, '/') + 1
-					     : info.dli_fname;
-				offset = ip - (uintptr_t)info.dli_fbase;
-				symbol = info.dli_sname;
-				symbol_offset = ip - (uintptr_t)info.dli_saddr;
-				/* ELFSYMS-1's library frames are not the user's either; with no
-				 * user frame, the call's own return address stays its site */
-				if (!user_site && !ss_framework_module(info.dli_fname) &&
-				    !ss_static_runtime_frame(info.dli_fname,
-							     (uintptr_t)info.dli_fbase, lookup))
-					user_site = ss_site_id(ip);
-			}
-			char *readable = ss_demangle(symbol);
-			if (symbol)
-				used += (size_t)snprintf(text + used, capacity - used,
-							 "%s%s+0x%lx (%s)", i ? "\n" : "",
-							 readable ? readable : symbol,
-							 (unsigned long)symbol_offset, module);
-			else
-				used += (size_t)snprintf(text + used, capacity - used, "%s%s+0x%lx",
-							 i ? "\n" : "", *module ? module : "?",
-							 (unsigned long)offset);
-			free(readable);
+			const struct frame_name *frame = frame_name(ips[i]);
+			if (!frame)
+				break;
+			/* with no user frame, the call's own return address stays its site */
+			if (!user_site && frame->user)
+				user_site = ss_site_id(ips[i]);
+			used += (size_t)snprintf(text + used, capacity - used, "%s%s", i ? "\n" : "",
+						 frame->text);
 			if (used >= capacity)
 				break;
 		}
@@ -464,6 +527,7 @@ static void forget_ids(void)
 	id_map_free(&native_stack_sites);
 	id_map_free(&python_stack_sites);
 	id_map_free(&modules_noted);
+	forget_frame_names();
 }
 
 void ss_sites_close(void)
