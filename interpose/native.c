@@ -37,6 +37,7 @@
 #include "driver.h"
 #include "elfsyms.h"
 #include "env.h"
+#include "dynsyms.h"
 #include "native.h"
 #include "python.h"
 #include "resolve.h"

@@ -21,6 +21,7 @@
 
 #include "dbfile.h"
 #include "driver.h"
+#include "dynsyms.h"
 #include "elfsyms.h"
 #include "native.h"
 #include "resolve.h"
@@ -215,7 +216,7 @@ static int64_t insert_native_site(uint64_t address)
 	const char *module = NULL, *symbol = NULL;
 	uint64_t offset = address;
 	char text[1024];
-	if (dladdr((void *)(uintptr_t)address, &info) && info.dli_fname) {
+	if (ss_dladdr((void *)(uintptr_t)address, &info) && info.dli_fname) { /* SITES-2 */
 		module = info.dli_fname;
 		offset = address - (uint64_t)(uintptr_t)info.dli_fbase;
 		symbol = info.dli_sname;
@@ -414,7 +415,7 @@ static const struct frame_name *frame_name(uintptr_t ip)
 	const char *module = "?", *symbol = NULL;
 	uintptr_t offset = ip, symbol_offset = 0;
 	struct frame_name named = {NULL, 0};
-	if (dladdr((void *)lookup, &info) && info.dli_fname) {
+	if (ss_dladdr((void *)lookup, &info) && info.dli_fname) { /* SITES-2 */
 		module = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1
 						      : info.dli_fname;
 		offset = ip - (uintptr_t)info.dli_fbase;
@@ -528,6 +529,7 @@ static void forget_ids(void)
 	id_map_free(&python_stack_sites);
 	id_map_free(&modules_noted);
 	forget_frame_names();
+	ss_dynsyms_forget();
 }
 
 void ss_sites_close(void)
