@@ -181,3 +181,69 @@ extern "C" __global__ void abs_diff_sum(const uint32_t *a, const uint32_t *b, in
 		atomicAdd(acc, t);
 	}
 }
+
+/* d33: an additive synthesizer: sample t of render block `block`, the sum of `voices` triangle
+ * oscillators (phase increments 40000 + 9973 v per sample, a cycle is 2^32), amplitudes 1..8. */
+extern "C" __global__ void synth_voices(int *out, int frames, int voices, int block)
+{
+	int t = blockIdx.x * blockDim.x + threadIdx.x;
+	if (t >= frames)
+		return;
+	unsigned int n = (unsigned int)block * (unsigned int)frames + (unsigned int)t;
+	int acc = 0;
+	for (int v = 0; v < voices; v++) {
+		unsigned int phase = n * (40000u + (unsigned int)v * 9973u);
+		int tri = (int)(phase >> 16);
+		tri = tri < 32768 ? tri : 65535 - tri;
+		acc += (tri - 16384) * (1 + (v & 7)) / 64;
+	}
+	out[t] = acc;
+}
+
+/* d34: occupancy mapping. Each lidar return (an offset from the sensor, at the grid's centre, in
+ * 1/256 voxel; three ints a point) traces its ray: every voxel it crosses gets a free pass (low
+ * 16 bits of the cell), the end voxel a hit (high 16 bits); the 8 voxels next to the sensor are
+ * skipped. */
+extern "C" __global__ void raycast_occupancy(const int *pts, int n, unsigned int *grid, int dim)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	int dx = pts[3 * i], dy = pts[3 * i + 1], dz = pts[3 * i + 2], c = dim / 2 * 256;
+	int ax = dx < 0 ? -dx : dx, ay = dy < 0 ? -dy : dy, az = dz < 0 ? -dz : dz;
+	int steps = (ax > ay ? (ax > az ? ax : az) : (ay > az ? ay : az)) >> 8;
+	for (int k = 8; k < steps; k++) {
+		int x = (c + dx * k / steps) >> 8, y = (c + dy * k / steps) >> 8, z = (c + dz * k / steps) >> 8;
+		atomicAdd(&grid[((size_t)z * dim + y) * dim + x], 1u);
+	}
+	int x = (c + dx) >> 8, y = (c + dy) >> 8, z = (c + dz) >> 8;
+	atomicAdd(&grid[((size_t)z * dim + y) * dim + x], 1u << 16);
+}
+
+/* d34: the map's statistics: stats[0] += free passes, stats[1] += hits, stats[2] += occupied
+ * cells (hit, and hits * 4 > free passes); a grid-stride loop, 256 threads a block. */
+extern "C" __global__ void occupancy_stats(const unsigned int *grid, int cells, unsigned long long *stats)
+{
+	__shared__ unsigned long long sf[256], sh[256], so[256];
+	unsigned long long f = 0, h = 0, o = 0;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < cells; i += gridDim.x * blockDim.x) {
+		unsigned int free_passes = grid[i] & 0xffffu, hits = grid[i] >> 16;
+		f += free_passes;
+		h += hits;
+		o += hits && hits * 4u > free_passes;
+	}
+	sf[threadIdx.x] = f;
+	sh[threadIdx.x] = h;
+	so[threadIdx.x] = o;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		for (int k = 1; k < 256; k++) {
+			f += sf[k];
+			h += sh[k];
+			o += so[k];
+		}
+		atomicAdd(&stats[0], f);
+		atomicAdd(&stats[1], h);
+		atomicAdd(&stats[2], o);
+	}
+}
