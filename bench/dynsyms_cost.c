@@ -77,9 +77,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			ss_dladdr((void *)(text_start + (uintptr_t)i * (text_size / n)), &info);
 		double t3 = now();
-		printf("round %d: dladdr %.2f us/address, ss_dladdr %.3f us/address%s\n", r + 1,
-		       (t1 - t0) / n * 1e6, (t3 - t2) / n * 1e6,
-		       r == 0 ? "" : "");
+		printf("round %d: dladdr %.2f us/address, ss_dladdr %.3f us/address\n", r + 1,
+		       (t1 - t0) / n * 1e6, (t3 - t2) / n * 1e6);
 		if (r == 0) {
 			ss_dynsyms_forget();
 			double b0 = now();

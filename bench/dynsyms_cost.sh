@@ -15,14 +15,16 @@ out=${1:-/dev/stdout}
 lib=${LIBRARY:-}
 if [ -z "$lib" ]; then
 	lib=$(ls /lib/x86_64-linux-gnu/libtorch_cpu.so.* 2>/dev/null | head -n1)
-	[ -n "$lib" ] || lib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))' 2>/dev/null)
+	[ -n "$lib" ] || lib=$(python3 -c 'import torch, os
+print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))' 2>/dev/null)
 	[ -n "$lib" ] && [ -e "$lib" ] || lib=libstdc++.so.6
 fi
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -D_GNU_SOURCE -o "$tmp/dynsyms_cost" bench/dynsyms_cost.c -ldl || exit 2
 {
-	echo "# bench/dynsyms_cost.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git describe --always --dirty 2>/dev/null)"
+	echo "# bench/dynsyms_cost.sh $(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+		"commit $(git describe --always --dirty 2>/dev/null)"
 	echo "# $(nproc) cores: $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n1)"
 	"$tmp/dynsyms_cost" "$lib" "${N:-200}" "${ROUNDS:-6}"
 } >"$out"
