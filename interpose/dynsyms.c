@@ -37,7 +37,7 @@ extern int _dl_find_object(void *address, struct dl_find_object *result) __attri
 struct dynsym {
 	uintptr_t value, size; /* value: absolute */
 	const char *name;
-	uint32_t index;	 /* in the table: the first among equal values wins */
+	uint32_t index;	    /* in the table: the first among equal values wins */
 	unsigned sized : 1; /* a symbol of size 0 (or undefined) holds only its own address */
 };
 

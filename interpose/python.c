@@ -529,7 +529,8 @@ static pid_t main_thread_id(void);
 static int safe_read(uintptr_t address, void *out, size_t len)
 {
 	struct iovec here = {out, len}, there = {(void *)address, len};
-	return address && process_vm_readv(main_thread_id(), &here, 1, &there, 1, 0) == (ssize_t)len;
+	return address &&
+	       process_vm_readv(main_thread_id(), &here, 1, &there, 1, 0) == (ssize_t)len;
 }
 
 static uintptr_t safe_load(uintptr_t base, size_t offset)
@@ -557,7 +558,8 @@ static int safe_ascii(uintptr_t text, char *out, size_t len)
  * entry (PYTHON-1): that frame, else 0. */
 static uintptr_t backward_entry_frame(uintptr_t state)
 {
-	uintptr_t frame = lay.tstate_cframe != SIZE_MAX ? safe_load(state, lay.tstate_cframe) : state;
+	uintptr_t frame =
+	    lay.tstate_cframe != SIZE_MAX ? safe_load(state, lay.tstate_cframe) : state;
 	frame = frame ? safe_load(frame, lay.tstate_frame) : 0;
 	for (int depth = 0; frame && depth < 8; depth++) {
 		unsigned char copy[FRAME_BYTES];
@@ -616,7 +618,8 @@ static int walk_from(uintptr_t frame, int safe, struct walked *walked, int max_d
 		if (owner == lay.owner_cstack)
 			continue;
 		uintptr_t code = load(at, lay.frame_code);
-		if (!code || (safe ? safe_load(code, OB_TYPE) : load(code, OB_TYPE)) != lay.code_type)
+		if (!code ||
+		    (safe ? safe_load(code, OB_TYPE) : load(code, OB_TYPE)) != lay.code_type)
 			continue;
 		uintptr_t start = code + lay.code_adaptive, instr = load(at, lay.frame_instr);
 		intptr_t position = ((intptr_t)instr - (intptr_t)start) / 2; /* 2-byte code units */

@@ -422,9 +422,9 @@ static const struct frame_name *frame_name(uintptr_t ip)
 		symbol = info.dli_sname;
 		symbol_offset = ip - (uintptr_t)info.dli_saddr;
 		/* ELFSYMS-1's library frames are not the user's either */
-		named.user = !ss_framework_module(info.dli_fname) &&
-			     !ss_static_runtime_frame(info.dli_fname, (uintptr_t)info.dli_fbase,
-						      lookup);
+		named.user =
+		    !ss_framework_module(info.dli_fname) &&
+		    !ss_static_runtime_frame(info.dli_fname, (uintptr_t)info.dli_fbase, lookup);
 	}
 	char text[1024], *readable = ss_demangle(symbol);
 	if (symbol)
@@ -478,8 +478,8 @@ void ss_store_native_stack(const struct ss_rec *r, int64_t call_rowid)
 			/* with no user frame, the call's own return address stays its site */
 			if (!user_site && frame->user)
 				user_site = ss_site_id(ips[i]);
-			used += (size_t)snprintf(text + used, capacity - used, "%s%s", i ? "\n" : "",
-						 frame->text);
+			used += (size_t)snprintf(text + used, capacity - used, "%s%s",
+						 i ? "\n" : "", frame->text);
 			if (used >= capacity)
 				break;
 		}

@@ -58,9 +58,9 @@ static int each_module(struct dl_phdr_info *info, size_t size, void *data)
 		struct dl_find_object found;
 		if (_dl_find_object((void *)start, &found) != 0)
 			continue;
-		const struct module_table *t = table_of(found.dlfo_link_map,
-							(uintptr_t)found.dlfo_map_start,
-							(uintptr_t)found.dlfo_map_end);
+		const struct module_table *t =
+		    table_of(found.dlfo_link_map, (uintptr_t)found.dlfo_map_start,
+			     (uintptr_t)found.dlfo_map_end);
 		for (size_t s = 0; t && s < t->count; s++) {
 			uintptr_t v = t->syms[s].value, n = t->syms[s].size;
 			compare(v);
