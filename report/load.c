@@ -884,6 +884,8 @@ static int by_start(const void *a, const void *b)
 static int shared_legacy(struct legacy_call *work, size_t nwork, const struct legacy_call *waits,
 			 size_t nwaits)
 {
+	if (!nwork || !nwaits)
+		return 0; /* (qsort of no array: work may be NULL) */
 	qsort(work, nwork, sizeof(*work), by_start);
 	for (size_t i = 0; i < nwaits; i++) {
 		size_t lo = 0, hi = nwork; /* the first work starting at or after the wait */
