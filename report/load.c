@@ -879,8 +879,21 @@ static int by_start(const void *a, const void *b)
  * another thread enqueued work there while one waited on it (a stream sync or a blocking copy
  * there), in the steady state. Threads that take turns do not: PyTorch's forward on the main
  * thread and backward on its autograd thread use the legacy stream one after the other, and
- * neither waits while the other enqueues. Sorts WORK.
+ * neither waits while the other enqueues. The engine's threads ("pt_autograd_<device>") are left
+ * out by name: the engine orders their work with the thread that waits in backward(), and a
+ * wait stretched past its own step (t505's edited trace) would otherwise meet them. Sorts WORK.
  */
+#define AUTOGRAD_THREADS_SQL                                                                       \
+	"SELECT tid FROM threads WHERE name LIKE 'pt\\_autograd\\_%' ESCAPE '\\'"
+
+static int contains_ll(const long long *v, size_t n, long long x)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return 1;
+	return 0;
+}
+
 static int shared_legacy(struct legacy_call *work, size_t nwork, const struct legacy_call *waits,
 			 size_t nwaits)
 {
@@ -910,6 +923,16 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 	int other_steady = 0;
 	struct legacy_call *work = NULL, *waits = NULL; /* legacy-stream: see shared_legacy */
 	size_t nwork = 0, work_capacity = 0, nwaits = 0, waits_capacity = 0;
+	long long autograd[8]; /* the autograd engine's threads, left out of shared_legacy */
+	size_t nautograd = 0;
+	sqlite3_stmt *stmt;
+	int code = prepare(ld, st, AUTOGRAD_THREADS_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	while (sqlite3_step(stmt) == SQLITE_ROW && nautograd < 8)
+		autograd[nautograd++] = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
 
 	for (size_t i = 0; i < sc->nrows; i++) {
 		const struct call_rec *r = &sc->rows[i];
@@ -930,7 +953,8 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 		if (r->other && key.steady == SS_PHASE_STEADY)
 			other_steady = 1;
 		if (key.legacy && key.steady == SS_PHASE_STEADY &&
-		    (sc->classes[key.klass].e1 || sc->classes[key.klass].sync)) {
+		    (sc->classes[key.klass].e1 || sc->classes[key.klass].sync) &&
+		    !contains_ll(autograd, nautograd, sc->tids[r->tid].tid)) {
 			struct legacy_call c = {r->start, r->start + r->ns, r->tid};
 			int ok = sc->classes[key.klass].e1
 				     ? PUSH(work, nwork, work_capacity, c)
@@ -942,8 +966,11 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 			}
 		}
 		g = find_group(ph, &key, &index);
-		if (!g)
+		if (!g) {
+			free(work);
+			free(waits);
 			return out_of_memory(ld);
+		}
 		g->n++;
 		g->queries = add_sat(g->queries, r->queries);
 		g->t = add_sat(g->t, r->ns);
