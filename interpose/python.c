@@ -554,49 +554,15 @@ static int safe_ascii(uintptr_t text, char *out, size_t len)
 	return 1;
 }
 
-/* The innermost started frame of another thread's state, when it is the autograd engine's
- * entry (PYTHON-1): that frame, else 0. */
-static uintptr_t backward_entry_frame(uintptr_t state)
+/* A thread state's current frame, read directly or (SAFE: another thread's, PYTHON-1) through
+ * safe_load. */
+static uintptr_t state_frame(uintptr_t state, int safe)
 {
-	uintptr_t frame =
-	    lay.tstate_cframe != SIZE_MAX ? safe_load(state, lay.tstate_cframe) : state;
-	frame = frame ? safe_load(frame, lay.tstate_frame) : 0;
-	for (int depth = 0; frame && depth < 8; depth++) {
-		unsigned char copy[FRAME_BYTES];
-		if (!safe_read(frame, copy, sizeof(copy)))
-			return 0;
-		uintptr_t code = load((uintptr_t)copy, lay.frame_code);
-		if ((signed char)copy[lay.frame_owner] == lay.owner_cstack || !code) {
-			frame = load((uintptr_t)copy, lay.frame_previous);
-			continue;
-		}
-		char name[32], file[512];
-		if (safe_load(code, OB_TYPE) != lay.code_type ||
-		    !safe_ascii(safe_load(code, lay.code_name), name, sizeof(name)) ||
-		    !safe_ascii(safe_load(code, lay.code_filename), file, sizeof(file)) ||
-		    !strstr(file, "torch/autograd/"))
-			return 0;
-		return !strcmp(name, "_engine_run_backward") || !strcmp(name, "backward") ||
-			       !strcmp(name, "grad")
-			   ? frame
-			   : 0;
-	}
-	return 0;
-}
-
-/* The frame of the thread waiting in backward() (PYTHON-1), else 0. */
-static uintptr_t backward_caller_frame(void)
-{
-	if (!lay.main_interpreter || !lay.thread_head || !on_autograd_thread())
-		return 0;
-	void *interpreter = lay.main_interpreter();
-	uintptr_t state = interpreter ? (uintptr_t)lay.thread_head(interpreter) : 0;
-	for (int n = 0; state && n < 256; n++, state = safe_load(state, TSTATE_NEXT)) {
-		uintptr_t frame = backward_entry_frame(state);
-		if (frame)
-			return frame;
-	}
-	return 0;
+	uintptr_t (*read)(uintptr_t, size_t) = safe ? safe_load : load;
+	if (lay.tstate_cframe == SIZE_MAX)
+		return read(state, lay.tstate_frame);
+	uintptr_t cframe = read(state, lay.tstate_cframe);
+	return cframe ? read(cframe, lay.tstate_frame) : 0;
 }
 
 /* The frames from FRAME outwards, innermost first: returns how many. Skips the interpreter's
@@ -631,20 +597,44 @@ static int walk_from(uintptr_t frame, int safe, struct walked *walked, int max_d
 	return n;
 }
 
+/* Whether a frame another thread walked (PYTHON-1) is the autograd engine's entry. */
+static int backward_entry(const struct walked *w)
+{
+	char name[32], file[512];
+	uintptr_t code = (uintptr_t)w->code; /* its type read safely by walk_from */
+	if (!safe_ascii(safe_load(code, lay.code_name), name, sizeof(name)) ||
+	    !safe_ascii(safe_load(code, lay.code_filename), file, sizeof(file)) ||
+	    !strstr(file, "torch/autograd/"))
+		return 0;
+	return !strcmp(name, "_engine_run_backward") || !strcmp(name, "backward") ||
+	       !strcmp(name, "grad");
+}
+
+/* The current frame of the thread waiting in backward() (PYTHON-1), else 0: the thread whose
+ * innermost started frame is the engine's entry. */
+static uintptr_t backward_caller_frame(void)
+{
+	if (!lay.main_interpreter || !lay.thread_head || !on_autograd_thread())
+		return 0;
+	void *interpreter = lay.main_interpreter();
+	uintptr_t state = interpreter ? (uintptr_t)lay.thread_head(interpreter) : 0;
+	for (int n = 0; state && n < 256; n++, state = safe_load(state, TSTATE_NEXT)) {
+		uintptr_t frame = state_frame(state, 1);
+		struct walked innermost;
+		if (walk_from(frame, 1, &innermost, 1) == 1 && backward_entry(&innermost))
+			return frame;
+	}
+	return 0;
+}
+
 /* The calling thread's frames, read directly (lay.usable), innermost first: returns how many;
  * on an autograd device thread, those of the thread waiting in backward() (PYTHON-1). */
 static int walk_direct(struct walked *walked, int max_depth)
 {
-	uintptr_t state = (uintptr_t)lay.this_thread_state(), frame;
+	uintptr_t state = (uintptr_t)lay.this_thread_state();
 	if (!state) /* a thread Python does not know */
 		return walk_from(backward_caller_frame(), 1, walked, max_depth);
-	if (lay.tstate_cframe != SIZE_MAX) {
-		uintptr_t cframe = load(state, lay.tstate_cframe);
-		frame = cframe ? load(cframe, lay.tstate_frame) : 0;
-	} else {
-		frame = load(state, lay.tstate_frame);
-	}
-	return walk_from(frame, 0, walked, max_depth);
+	return walk_from(state_frame(state, 0), 0, walked, max_depth);
 }
 
 /* The calling thread's frames through the C API (it holds the GIL): returns how many; the

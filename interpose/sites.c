@@ -404,10 +404,11 @@ static void forget_frame_names(void)
 	id_map_free(&frame_index);
 }
 
-/* The frame at return address IP, named (NULL: out of memory). */
+/* The frame at return address IP, named (NULL: out of memory). Keyed by IP + 1: an unwinder's
+ * last frame may be 0, and the map never stores key 0. */
 static const struct frame_name *frame_name(uintptr_t ip)
 {
-	int64_t *slot = ip ? id_map_slot(&frame_index, ip) : NULL;
+	int64_t *slot = id_map_slot(&frame_index, (uint64_t)ip + 1);
 	if (slot && *slot)
 		return &frame_names[*slot - 1];
 	Dl_info info;
@@ -448,7 +449,7 @@ static const struct frame_name *frame_name(uintptr_t ip)
 		frame_names_capacity = capacity;
 	}
 	frame_names[nframe_names++] = named;
-	slot = ip ? id_map_slot(&frame_index, ip) : NULL; /* the map may have grown meanwhile */
+	slot = id_map_slot(&frame_index, (uint64_t)ip + 1); /* the map may have grown meanwhile */
 	if (slot)
 		*slot = (int64_t)nframe_names;
 	return &frame_names[nframe_names - 1];

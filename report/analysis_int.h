@@ -74,8 +74,8 @@ struct db_state {
 	int measured[3];  /* 1: bw[dir] comes from this run's pinned copies */
 	int other_streams; /* the process used blocking streams besides the legacy one: in the
 			      steady state, when there are steps (phase_groups) */
-	int legacy_threads; /* two threads or more enqueued steady work on the legacy stream, where
-			       each waits for the others' (phase_groups) */
+	int legacy_threads; /* in the steady state, a thread enqueued work on the legacy stream
+			       while another waited on it (phase_groups, shared_legacy) */
 	struct overlap_candidate *overlap; /* the pass's candidates on the compute stream */
 	size_t noverlap;
 	struct n2_call *n2; /* the pass's N2 calls on a communicator, in id order */

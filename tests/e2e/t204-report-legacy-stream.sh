@@ -32,6 +32,10 @@ legacy-threads|launch_sleep|cudaLaunchKernel
 legacy-threads|legacy_worker|cudaStreamSynchronize
 END
 diff -u "$tmp/expected-sites" "$tmp/actual-sites" >&2 || fail "legacy-stream: D2D copies, shared legacy stream"
+# The threads' calls interleave: a site's steps are counted once each, never more than the rank's
+# steady steps ("in 9 of 4 steady steps" before).
+over=$("$SQLITE3" :memory: "SELECT count(*) FROM json_each(readfile('$tmp/legacy-threads.json'), '\$.findings') f WHERE json_extract(f.value, '\$.steps') > json_extract(readfile('$tmp/legacy-threads.json'), '\$.ranks[0].steps.steady')")
+[ "$over" = 0 ] || fail "$over findings count more steps than the steady state has"
 for kind in blocking nonblocking records; do
 	"$SQLITE3" :memory: "SELECT '$kind', count(*), coalesce(sum(json_extract(f.value, '\$.count')), 0) FROM json_each(readfile('$tmp/$kind.json'), '\$.findings') f WHERE json_extract(f.value, '\$.rule') = 'legacy-stream'"
 done >"$tmp/actual"
