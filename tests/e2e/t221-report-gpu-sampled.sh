@@ -181,8 +181,8 @@ golden "SELECT count(*) FROM meta WHERE key IN ('cupti_sample', 'cupti_pauses')"
 0
 END
 rm -rf "$out"
-# the slow loop: two 500 us kernels a step, a few calls per ms: traced whole by default
-SYNCSPY_CUPTI=1 under_shim "$PROGS/gpu_loop" 60 >"$tmp/slow.out" 2>&1 || fail "gpu_loop failed"
+# the slow loop: two 2 ms kernels a step, under one call a ms: traced whole by default
+SYNCSPY_CUPTI=1 under_shim "$PROGS/gpu_loop" 60 slow >"$tmp/slow.out" 2>&1 || fail "gpu_loop slow failed"
 one_db
 [ "$(q "SELECT count(*) FROM gpu_activity WHERE kind = 'kernel'")" = 120 ] || fail "slow: not every kernel recorded"
 golden "SELECT count(*) FROM meta WHERE key IN ('cupti_sample', 'cupti_pauses')" <<'END'

@@ -4,8 +4,12 @@
  * launches two kernels on a stream (host functions of the CPU stand-in that sleep KERNEL_US)
  * and waits for them with cudaStreamSynchronize; every tenth step also syncs the device.
  *
- *   gpu_loop STEPS [pause|burst|graph|graph-once|library]
+ *   gpu_loop STEPS [pause|burst|slow|graph|graph-once|library]
  *
+ * slow: kernels of SLOW_KERNEL_US, some 0.8 calls a ms: a loop whose tracing costs well under
+ * the sampler's budget (CUPTI-5: 3 us a call, 1% of the time), which the default traces whole
+ * (t221). At KERNEL_US the loop makes some 3 calls a ms, 0.9%: too near the budget to
+ * decide the same on a loaded machine.
  * pause: the middle third of the steps runs with the GPU timeline paused
  * (syncspy_gpu_trace(0), looked up at run time so the program also runs without the shim), and
  * the program prints "paused START_NS END_NS" (CLOCK_MONOTONIC, the databases' time axis).
@@ -35,6 +39,7 @@
 #define KERNEL_US 500
 #define BURST_KERNELS 40
 #define BURST_SLEEP_US 1000
+#define SLOW_KERNEL_US 2000
 
 static unsigned long long now_ns(void)
 {
@@ -62,6 +67,7 @@ int main(int argc, char **argv)
 	int graph = argc > 2 && strcmp(argv[2], "graph") == 0;
 	int graph_once = argc > 2 && strcmp(argv[2], "graph-once") == 0;
 	int library = argc > 2 && strcmp(argv[2], "library") == 0;
+	int slow = argc > 2 && strcmp(argv[2], "slow") == 0;
 	static const char image[] = "gpu_loop library image", name[] = "gpu_loop_kernel";
 	cudaLibrary_t lib;
 	cudaKernel_t kernel;
@@ -69,7 +75,7 @@ int main(int argc, char **argv)
 	cudaGraphExec_t exec = NULL;
 	int (*gpu_trace)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "syncspy_gpu_trace");
 	const dim3 one = {1, 1, 1};
-	void *param = (void *)(uintptr_t)KERNEL_US;
+	void *param = (void *)(uintptr_t)(slow ? SLOW_KERNEL_US : KERNEL_US);
 	void *args[] = {&param}, *no_param = NULL, *no_args[] = {&no_param};
 	unsigned long long paused_at = 0;
 	cudaStream_t stream;
