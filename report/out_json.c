@@ -36,7 +36,8 @@
  * in a report with a GPU timeline (?9), as the other GPU fields. */
 #define STEPS_OBJECT                                                                               \
 	"json_object('source', ?1, 'name', ?2, 'count', ?3, 'steady', ?4, 'step_ns', ?5,"          \
-	" 'sync_points_per_step', ?6, 'blocked_ns_per_step', ?7)"
+	" 'sync_points_per_step', ?6, 'blocked_ns_per_step', ?7, 'steady_start_ns', ?10,"           \
+	" 'steady_end_ns', ?11)"
 #define RANK_STEPS_SQL                                                                             \
 	"UPDATE docs SET doc = json_set(doc, '$.steps', CASE WHEN ?9 THEN json_set(" STEPS_OBJECT  \
 	", '$.gpu_idle_ns_per_step', ?8) ELSE " STEPS_OBJECT                                       \
@@ -189,6 +190,10 @@ static int json_rank(FILE *out, const struct ss_report *report, const struct ss_
 	sqlite3_bind_int64(stmt, 4, rk->steady_steps);
 	bind_optional(stmt, 5, rk->step_ns);
 	sqlite3_bind_int(stmt, 9, report->gpu_ranks > 0);
+	if (rk->steady_steps > 0) { /* the window the steady figures cover */
+		bind_optional(stmt, 10, rk->steady_start_ns);
+		bind_optional(stmt, 11, rk->steady_end_ns);
+	}
 	if (rk->steady_steps > 0) {
 		double n = (double)rk->steady_steps;
 

@@ -44,7 +44,7 @@ diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "ranks"
 	json_extract(value, '\$.steps.source') IN ('none', 'marked', 'detected'),
 	json_type(value, '\$.steps.count'), json_type(value, '\$.steps.steady')
 	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.ranks')) AS r" >"$tmp/actual"
-echo "source,name,count,steady,step_ns,sync_points_per_step,blocked_ns_per_step|1|integer|integer" |
+echo "source,name,count,steady,step_ns,sync_points_per_step,blocked_ns_per_step,steady_start_ns,steady_end_ns|1|integer|integer" |
 	diff -u - "$tmp/actual" >&2 || fail "steps keys"
 
 # Every finding: the documented keys, in order; severities, phases and rules from the documented

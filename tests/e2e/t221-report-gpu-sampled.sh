@@ -28,28 +28,7 @@
 
 whole=$tmp/whole.sqlite
 sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" --gpu-tables "$whole" || fail "make-db.sh"
-"$SQLITE3" -batch -bail "$whole" <<'SQL' || fail "rows"
-DELETE FROM calls;
-DELETE FROM sites;
-DELETE FROM threads WHERE tid NOT IN (4242, 4243);
-INSERT INTO sites(id, address, module, module_offset, symbol, text) VALUES
- (1, 0, 'loop.cu', 10, 'main', 'loop.cu:10 in main'), (2, 0, 'loop.cu', 11, 'main', 'loop.cu:11 in main'),
- (3, 0, 'loop.cu', 12, 'main', 'loop.cu:12 in main');
-CREATE TEMP TABLE step(k INTEGER PRIMARY KEY, b INTEGER);
-WITH RECURSIVE s(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM s WHERE k < 39)
- INSERT INTO step SELECT k, 1000001000000000 / 1000 + k * 1000000 FROM s;
-INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, bytes, dir, host_mem, ret, site_id)
- SELECT 4242, 6, 'E1', b, b + 5000, 7, 1048576, 1, 2, 0, 1 FROM step
- UNION ALL SELECT 4242, 9, 'E1', b + 6000, b + 9000, 7, NULL, NULL, NULL, 0, 2 FROM step
- UNION ALL SELECT 4243, 2, 'S2', b + 100000, b + 510000, 7, NULL, NULL, NULL, 0, 3 FROM step
- ORDER BY 4;
-INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, bytes, copy_kind, name)
- SELECT 'memcpy', b + 10000, b + 40000, 0, 7, 2 * k + 1, 1048576, 1, NULL FROM step
- UNION ALL SELECT 'kernel', b + 45000, b + 500000, 0, 7, 2 * k + 2, NULL, NULL, 'step_kernel' FROM step;
-INSERT INTO gpu_api(correlation_id, layer, cbid, tid, start_ns, end_ns)
- SELECT 2 * k + 1, 'runtime', 41, 4242, b + 1000, b + 4000 FROM step
- UNION ALL SELECT 2 * k + 2, 'runtime', 211, 4242, b + 7000, b + 8000 FROM step;
-SQL
+"$SQLITE3" -batch -bail "$whole" <"$TOP_SRCDIR/tests/fixtures/gpu-loop.sql" || fail "rows"
 sampled=$tmp/sampled.sqlite
 cp "$whole" "$sampled"
 # off from just after the syncs of steps 8 and 23 to the starts of steps 17 and 30: as the

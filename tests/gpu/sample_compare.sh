@@ -39,24 +39,7 @@ done
 workloads+=("torch_step-mlp8|env SIZES=mlp8 python3 bench/torch_step.py 1500")
 
 summary() { # JSON -> lines: KEY VALUE (per steady step), and sampled=...
-	python3 - "$1" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-steps = {}
-for rk in r.get("ranks", []):
-    s = rk.get("steps") or {}
-    n = s.get("steady") or 0
-    steps[rk.get("rank")] = n
-    print("rank-gpu-idle-per-step", s.get("gpu_idle_ns_per_step"))
-for f in r.get("findings", []):
-    if f.get("rule") in ("host-sync", "sync-copy") and f.get("gpu_idle_ns") is not None \
-            and f.get("phase") == "steady":
-        n = steps.get(f.get("rank")) or f.get("count") or 1
-        print("idle/step %s %s" % (f["rule"], f["site"].split(" ")[0]), f["gpu_idle_ns"] // n)
-    if f.get("rule") == "copy-without-overlap" and f.get("phase") == "steady":
-        print("overlap-gain/step %s" % f["site"].split(" ")[0], f.get("cost_per_step_ns"))
-print("sampled", "yes" if "SYNCSPY_CUPTI_SAMPLE=auto" in json.dumps(r) else "no")
-PY
+	python3 tests/gpu/sample_figures.py "$1"
 }
 
 for w in "${workloads[@]}"; do
