@@ -10,7 +10,8 @@
 # `syncspy report --format json`: per host-sync / sync-copy site, gpu_idle_ns per steady step;
 # per copy-without-overlap site, its cost per step; the rank's GPU idle per step and whether
 # the timeline was sampled. Prints them side by side and, per value, auto / all - 1 and
-# all2 / all - 1. Then tests/gpu/check_clock.py on the launch-bound loop's auto recording (the
+# all2 / all - 1; then the first `all` recordings sampled afterwards (sample_replay.py: what the
+# sampler's windows alone lose, without the difference between runs). Then tests/gpu/check_clock.py on the launch-bound loop's auto recording (the
 # GPU rows on the host's clock after each re-attach). Exit 0 always when it ran (it measures;
 # tests/gpu/README.md explains).
 #
@@ -97,6 +98,12 @@ for name in names:
         print("%-26s %-52s %12s %12s %12s %8s %8s" % (name, key[:52], a.get(key, "-"), s.get(key, "-"),
               a2.get(key, "-"), rel(s.get(key), a.get(key)), rel(a2.get(key), a.get(key))))
 PY
+	echo
+	# The sampler's own error, without the runs' difference: each continuous recording sampled
+	# afterwards as auto would have (50 ms windows, two duties, 4 phases: sample_replay.py)
+	echo "# tests/gpu/sample_replay.py on the first continuous run of each workload:"
+	python3 tests/gpu/sample_replay.py --syncspy "$syncspy" --on-ms 50 --duty 0.25,0.1 --phases 4 \
+		"$work"/db-*-all/*.sqlite 2>&1 | sed 's/^/#   /'
 	echo
 	echo "# tests/gpu/check_clock.py on torch_step-mlp8's auto recording:"
 	sed 's/^/#   /' "$work/clock"
