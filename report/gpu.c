@@ -557,19 +557,22 @@ static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, si
 	size_t k = first_ending_after(g->busy, g->nbusy, c->dev, c->end);
 
 	*idle = 0;
+	/* GPU-IDLE-2: a wait on an event of an earlier step is a ring's or a double buffer's
+	 * flow control (or a result read a step late, as the advice says): it waits on old work,
+	 * not on the queue the host just filled. The host's rows say so, so it holds with the
+	 * timeline off too: a sampled run whose windows missed every one of a ring's waits gave
+	 * them the host's time for cost (t603). */
+	int off_after = timeline_off_between(g, c->end, k == g->nbusy ? LLONG_MAX : g->busy[k].s);
+	if (!c->copy && c->earlier_event && (k < g->nbusy || off_after))
+		return 1;
 	if (k == g->nbusy) /* nothing ran on the device after it, or nothing was recorded */
-		return timeline_off_between(g, c->end, LLONG_MAX) ? -1 : 0;
+		return off_after ? -1 : 0;
 	if (!c->copy) {
 		/* GPU-IDLE-1: busy when the sync ended (a pipeline's wait), or the next work was
 		 * queued before its end: the GPU was not waiting for the host */
-		if (timeline_off_between(g, c->end, g->busy[k].s))
+		if (off_after)
 			return -1; /* the timeline was off in between: not measured (CUPTI-3) */
 		if (g->busy[k].s <= c->end || queued_at(w, nw, c->dev, c->end))
-			return 1;
-		/* GPU-IDLE-2: a wait on an event of an earlier step is a ring's or a double
-		 * buffer's flow control (or a result read a step late, as the advice says): it
-		 * waits on old work, not on the queue the host just filled */
-		if (c->earlier_event)
 			return 1;
 		*idle = g->busy[k].s - c->end;
 		/* GPU-IDLE-5: less the host's time in other timed calls before that work */

@@ -65,6 +65,7 @@ import sample_figures  # noqa: E402  (beside this script)
 
 SYNC_CLASSES = ("S1", "S2", "S3", "S4", "S5", "S6")  # CUPTI-4: the sync points that switch
 AUTO_BUDGET_PERMILLE = 10  # cupti/cupti.c
+NO_SWITCH = "no sync point to switch at"  # a phase started after the loop's last one
 
 
 class InputError(Exception):
@@ -136,7 +137,7 @@ def replay(src, dst, duty, on_ns, windows, loop, phase, step_ns=None, window_ste
         off_ns = int(on_ns * (1 - duty) / duty)
         off = schedule(ticks, loop[0] + int(phase * (on_ns + off_ns)), t_end, on_ns, off_ns)
         if not off:
-            return "no sync point to switch at"
+            return NO_SWITCH
         db.execute("CREATE TEMP TABLE off(start_ns INTEGER, end_ns INTEGER)")
         db.executemany("INSERT INTO off VALUES (?, ?)", off)
         in_off = "EXISTS (SELECT 1 FROM temp.off o WHERE %s >= o.start_ns AND %s < o.end_ns)"
@@ -246,14 +247,21 @@ def main(argv):
             loop = (min(sp[0] for sp in spans), max(sp[1] for sp in spans))
             for duty in duties:
                 values, windows_seen, lost_here, added_here = {}, [], set(), set()
+                done, why = [], None  # the phases replayed; why one was not
                 for j in range(args.phases):
                     dst = os.path.join(args.keep or work, "%s-replay-%g%s.sqlite" % (
                         name, duty, "-%d" % j if args.phases > 1 else ""))
                     got = replay(src, dst, duty, on_ns, args.windows, loop, j / args.phases,
                                  step_ns, args.window_steps)
                     if isinstance(got, str):
-                        break
+                        why = got
+                        if os.path.exists(dst) and not args.keep:
+                            os.unlink(dst)
+                        if got != NO_SWITCH:
+                            break  # the recording's, not the phase's
+                        continue  # this phase's start came too late in the loop
                     off, window_ns = got
+                    done.append(j)
                     windows_seen.append(len(off) + 1)
                     rep = report(args.syncspy, dst)
                     compared += 1
@@ -264,9 +272,12 @@ def main(argv):
                     added_here |= s - w
                     if not args.keep:
                         os.unlink(dst)
-                if isinstance(got, str):
-                    skipped.append((name, got))
+                if why and why != NO_SWITCH:
+                    skipped.append((name, why))
                     break
+                if not done:
+                    skipped.append((name, "%s (duty %g)" % (why, duty)))
+                    continue
                 out("%s duty %g: %s windows of %.1f ms, %d steps of %.3f ms" % (
                     name, duty, "-".join(str(n) for n in sorted({min(windows_seen),
                                                                  max(windows_seen)})),
@@ -274,7 +285,7 @@ def main(argv):
                                          for rk in whole.get("ranks", [])), step_ns / 1e6))
                 for key in sorted(set(whole_fig) | set(values)):
                     a = whole_fig.get(key)
-                    bs = [values.get(key, {}).get(j) for j in range(args.phases)]
+                    bs = [values.get(key, {}).get(j) for j in done]
                     diffs = [None if not (isinstance(a, int) and isinstance(b, int)) else
                              0.0 if a == b else (b - a) / a if a else float("inf") for b in bs]
                     rows.append((kind_of(key), a, bs, diffs, step_ns))
@@ -297,7 +308,7 @@ def main(argv):
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    print("# %d replays (duty %s, %s, %d phase%s each); skipped: %d recordings" % (
+    print("# %d replays (duty %s, %s, %d phase%s each at most); %d skipped (below)" % (
         compared, args.duty, "%g ms windows" % args.on_ms if args.on_ms else
         "windows of %g steps" % args.window_steps if args.window_steps else
         "about %d windows over the steady steps" % args.windows, args.phases,
