@@ -67,15 +67,19 @@ grep -q '^findings above info lost by sampling: 0, added: 0$' "$tmp/out" || fail
 # [b + 310 us, b + 400 us], its copy [b + 320 us, b + 390 us) issued at b + 311 us; next step's
 # kernel 1 ms on: 70 us inside the call and 605 us after it, 675 us of GPU idle per sync
 # (38 of the 39 steady syncs: 657692 ns per step).
+# new_loop DB: the fixture's database without its rows, its 40 steps of 1 ms in the temporary
+# table step(k, b), and the rows stdin's SQL makes of them
+new_loop() {
+	cp "$whole" "$1" && {
+		echo "DELETE FROM calls; DELETE FROM gpu_activity; DELETE FROM gpu_api;"
+		echo "CREATE TEMP TABLE step(k INTEGER PRIMARY KEY, b INTEGER);"
+		echo "WITH RECURSIVE s(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM s WHERE k < 39)"
+		echo " INSERT INTO step SELECT k, 1000001000000000 / 1000 + k * 1000000 FROM s;"
+		cat
+	} | "$SQLITE3" -batch -bail "$1"
+}
 copies=$tmp/copies.sqlite
-cp "$whole" "$copies"
-"$SQLITE3" -batch -bail "$copies" <<'SQL' || fail "copy-loop rows"
-DELETE FROM calls;
-DELETE FROM gpu_activity;
-DELETE FROM gpu_api;
-CREATE TEMP TABLE step(k INTEGER PRIMARY KEY, b INTEGER);
-WITH RECURSIVE s(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM s WHERE k < 39)
- INSERT INTO step SELECT k, 1000001000000000 / 1000 + k * 1000000 FROM s;
+new_loop "$copies" <<'SQL' || fail "copy-loop rows"
 INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, bytes, dir, host_mem, ret, site_id)
  SELECT 4242, 9, 'E1', b, b + 3000, 7, NULL, NULL, NULL, 0, 2 FROM step
  UNION ALL SELECT 4242, 5, 'S4', b + 310000, b + 400000, 0, 1048576, 2, 1, 0, 3 FROM step
@@ -100,14 +104,7 @@ grep -q '^  idle/step sync-copy loop.cu:12  *657692  *657692  *+0.0%  *0.0%$' "$
 # 100 + k % 2 recorded at b + 10 us; cudaEventSynchronize [b + 20 us, b + 25 us] on the other
 # one; the timeline off from the warm-up step's sync to the end.
 ring=$tmp/ring.sqlite
-cp "$whole" "$ring"
-"$SQLITE3" -batch -bail "$ring" <<'SQL' || fail "ring rows"
-DELETE FROM calls;
-DELETE FROM gpu_activity;
-DELETE FROM gpu_api;
-CREATE TEMP TABLE step(k INTEGER PRIMARY KEY, b INTEGER);
-WITH RECURSIVE s(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM s WHERE k < 39)
- INSERT INTO step SELECT k, 1000001000000000 / 1000 + k * 1000000 FROM s;
+new_loop "$ring" <<'SQL' || fail "ring rows"
 INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, event, ret, site_id)
  SELECT 4242, 9, 'E1', b, b + 3000, 7, NULL, 0, 2 FROM step
  UNION ALL SELECT 4242, 11, 'E2', b + 10000, b + 12000, 7, 100 + k % 2, 0, 1 FROM step
