@@ -36,7 +36,7 @@
  * in a report with a GPU timeline (?9), as the other GPU fields. */
 #define STEPS_OBJECT                                                                               \
 	"json_object('source', ?1, 'name', ?2, 'count', ?3, 'steady', ?4, 'step_ns', ?5,"          \
-	" 'sync_points_per_step', ?6, 'blocked_ns_per_step', ?7, 'steady_start_ns', ?10,"           \
+	" 'sync_points_per_step', ?6, 'blocked_ns_per_step', ?7, 'steady_start_ns', ?10,"          \
 	" 'steady_end_ns', ?11)"
 #define RANK_STEPS_SQL                                                                             \
 	"UPDATE docs SET doc = json_set(doc, '$.steps', CASE WHEN ?9 THEN json_set(" STEPS_OBJECT  \
