@@ -608,8 +608,8 @@ static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, si
 	long long own_in = 0, own_after = 0;
 	size_t i = first_starting_at(w, nw, c->dev, c->start);
 	/* GPU-IDLE-4: its own copy is part of what it cost, so the timeline must have been on
-	 * through the call: a sampler's window that opens at the call's end (CUPTI-4) saw its
-	 * gap and not its copy, and counting the gap alone took a tenth of the cost for all */
+	 * through the call: a window that opened during it (at another thread's sync point,
+	 * CUPTI-4) saw its gap and not its copy (t603) */
 	if (timeline_off_between(g, c->start, c->end))
 		return -1;
 	/* earlier work running through the call's end (a union of busy intervals also holds the

@@ -14,7 +14,7 @@ GPU-IDLE-4), not what tracing does to the program's timing (sample_compare.sh an
 benchmarks measure that across runs).
 
 The sampler, as cupti/cupti.c implements it (CUPTI-4, CUPTI-5):
-  - it switches only at the end of a host sync point (S1-S6 rows, any thread);
+  - it switches only at the end of a host sync point (S1-S6 rows, any thread), just after it;
   - the run starts traced, as auto does while launches are rare; here until the steady steps
     start (the report's steady_start_ns): the first sync point from there ends the continuous
     trace, as auto's does once the launch rate exceeds its budget;
@@ -66,6 +66,7 @@ import sample_figures  # noqa: E402  (beside this script)
 SYNC_CLASSES = ("S1", "S2", "S3", "S4", "S5", "S6")  # CUPTI-4: the sync points that switch
 AUTO_BUDGET_PERMILLE = 10  # cupti/cupti.c
 NO_SWITCH = "no sync point to switch at"  # a phase started after the loop's last one
+SWITCH_AFTER_NS = 1  # a switch follows the end of the sync point that made it
 
 
 class InputError(Exception):
@@ -75,7 +76,10 @@ class InputError(Exception):
 def schedule(ticks, t_first, t_end, on_ns, off_ns):
     """The off intervals [(start, end)] the sampler leaves, from the sync points' ends (sorted),
     when it starts sampling (T_FIRST: the first sync point from then ends the continuous trace)
-    and the run's end (CUPTI-4, as ss_cupti_sample_tick switches)."""
+    and the run's end (CUPTI-4, as ss_cupti_sample_tick switches). The sampler reads its clock
+    after the sync point's row was timed, so every switch lies SWITCH_AFTER_NS after that end:
+    the sync that closes a window and the one that opens the next have the timeline off behind
+    them, as in a real recording (cupti.c, follow_pauses_locked)."""
     off = []
     sample_off = False
     nxt = t_first
@@ -92,9 +96,9 @@ def schedule(ticks, t_first, t_end, on_ns, off_ns):
             held = now - window_open if window_open is not None else 0
             if held > on_ns:
                 phase = off_ns * held // on_ns
-            off_since = now
+            off_since = now + SWITCH_AFTER_NS
         else:
-            off.append((off_since, now))
+            off.append((off_since, now + SWITCH_AFTER_NS))
             window_open, window_open_tick = now, k
             phase = on_ns
         nxt = now + phase
