@@ -18,9 +18,8 @@ The sampler, as cupti/cupti.c implements it (CUPTI-4, CUPTI-5):
   - the run starts traced, as auto does while launches are rare; here until the steady steps
     start (the report's steady_start_ns): the first sync point from there ends the continuous
     trace, as auto's does once the launch rate exceeds its budget;
-  - a window closes at the first sync point at or after its end that is not the one that opened
-    it nor the first inside it... precisely: only once two sync points have ended since the one
-    that opened it;
+  - a window closes at the first sync point at or after its end, and not before two sync points
+    have ended since the one that opened it;
   - an off gap lasts OFF ns, and grows in proportion when the window before it was held open
     past ON (the duty cycle stays);
   - while off, CUPTI records nothing: GPU activity that started in an off interval, or whose
@@ -42,14 +41,14 @@ for a loop of 1-10 ms steps (5-50), fewer windows. --phases N (default 1): N rep
 the sampling started at N points of one on+off period after the steady steps' start; the mean
 difference over them is the sampling's bias, each one's its error.
 Recordings already sampled, without GPU rows, or without a steady state are skipped, and said so.
-Prints per recording and duty each figure whole against replayed and their difference, then a
-summary per kind of figure: how many are within 10%, within 10% or 1% of the step, the median
-and worst difference, and the findings (above info) the replay lost or added. Exit 0 when it
-ran, 2 on bad input. Standard library only.
+Prints per recording and duty each figure: whole, replayed (the mean over the phases), the
+bias and the mean error; then per kind of figure how many have a bias under 10%, the median
+bias, how many replays are each within 10% (and within 10% or 1% of the step), the median
+error, the figures a replay did not give, and the findings (above info) the replays lost or
+added. Exit 0 when it ran, 2 on bad input. Standard library only.
 """
 
 import argparse
-import bisect
 import json
 import lzma
 import os
@@ -105,11 +104,6 @@ def schedule(ticks, t_first, t_end, on_ns, off_ns):
     if sample_off:
         off.append((off_since, max(t_end, off_since)))
     return off
-
-
-def in_intervals(starts, intervals, t):
-    i = bisect.bisect_right(starts, t) - 1
-    return i >= 0 and intervals[i][0] <= t < intervals[i][1]
 
 
 def replay(src, dst, duty, on_ns, windows, loop, phase, step_ns=None, window_steps=None):
