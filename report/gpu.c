@@ -561,7 +561,8 @@ static int idle_behind(const struct gpu_rows *g, const struct issued_work *w, si
 	 * flow control (or a result read a step late, as the advice says): it waits on old work,
 	 * not on the queue the host just filled. The host's rows say so, so it holds with the
 	 * timeline off too: a sampled run whose windows missed every one of a ring's waits gave
-	 * them the host's time for cost (t603). */
+	 * them the host's time for cost (t603). A last sync with nothing after it on a timeline
+	 * that stayed on is still not measurable, as any other. */
 	int off_after = timeline_off_between(g, c->end, k == g->nbusy ? LLONG_MAX : g->busy[k].s);
 	if (!c->copy && c->earlier_event && (k < g->nbusy || off_after))
 		return 1;

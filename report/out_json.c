@@ -190,13 +190,11 @@ static int json_rank(FILE *out, const struct ss_report *report, const struct ss_
 	sqlite3_bind_int64(stmt, 4, rk->steady_steps);
 	bind_optional(stmt, 5, rk->step_ns);
 	sqlite3_bind_int(stmt, 9, report->gpu_ranks > 0);
-	if (rk->steady_steps > 0) { /* the window the steady figures cover */
-		bind_optional(stmt, 10, rk->steady_start_ns);
-		bind_optional(stmt, 11, rk->steady_end_ns);
-	}
 	if (rk->steady_steps > 0) {
 		double n = (double)rk->steady_steps;
 
+		bind_optional(stmt, 10, rk->steady_start_ns); /* the window the figures cover */
+		bind_optional(stmt, 11, rk->steady_end_ns);
 		sqlite3_bind_double(stmt, 6, (double)rk->steady_sync_points / n);
 		sqlite3_bind_int64(stmt, 7, rk->steady_blocked_ns / rk->steady_steps);
 		bind_optional(

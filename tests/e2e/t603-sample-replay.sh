@@ -162,7 +162,9 @@ grep -q '^idle/step  *1  *1/1  *0.0%  *3/3  *3/3 ' "$tmp/phases" || fail "phases
 "$PYTHON3" "$replay" --syncspy "$SYNCSPY" "$db" >"$tmp/again" 2>&1 || fail "sample_replay.py on a sampled recording exited $?"
 grep -q '^skipped (already sampled or paused): 1$' "$tmp/again" || fail "a sampled recording: $(cat "$tmp/again")"
 # bad arguments and input: exit 2, one message
-for args in "--duty 1 $whole" "--duty x $whole" "--phases 0 $whole" "$tmp/none.sqlite"; do
+printf 'not a database' >"$tmp/junk.sqlite"
+for args in "--duty 1 $whole" "--duty x $whole" "--phases 0 $whole" "$tmp/none.sqlite" "$tmp/junk.sqlite" \
+	"--keep $tmp/none/dir $whole"; do
 	# shellcheck disable=SC2086 # args is a word list
 	"$PYTHON3" "$replay" --syncspy "$SYNCSPY" $args >/dev/null 2>"$tmp/err"
 	rc=$?

@@ -53,6 +53,7 @@ import json
 import lzma
 import os
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -106,11 +107,15 @@ def schedule(ticks, t_first, t_end, on_ns, off_ns):
     return off
 
 
-def replay(src, dst, duty, on_ns, windows, loop, phase, step_ns=None, window_steps=None):
-    """Writes DST, the sampled recording of SRC, sampling from the start of the steady steps
-    LOOP = (start, end), PHASE (0 <= PHASE < 1) of a period after their start; returns (off
-    intervals, on_ns) or a reason (str) to skip it. Without ON_NS, windows of WINDOW_STEPS steps
-    of STEP_NS, else of a length that gives about WINDOWS of them over the steady steps."""
+def off_ns(on_ns, duty):
+    """The gap after a window of ON_NS that traces DUTY of the time."""
+    return int(on_ns * (1 - duty) / duty)
+
+
+def replay(src, dst, duty, on_ns, start_ns):
+    """Writes DST, the sampled recording of SRC: windows of ON_NS traced DUTY of the time, the
+    continuous trace ended at the first sync point from START_NS on. Returns the off intervals,
+    or a reason (str) to skip it."""
     shutil.copyfile(src, dst)
     db = sqlite3.connect(dst)
     try:
@@ -128,12 +133,7 @@ def replay(src, dst, duty, on_ns, windows, loop, phase, step_ns=None, window_ste
         marks = ",".join("'%s'" % c for c in SYNC_CLASSES)
         ticks = [r[0] for r in db.execute(
             "SELECT end_ns FROM calls WHERE class IN (%s) ORDER BY end_ns" % marks)]
-        if on_ns is None and window_steps:
-            on_ns = window_steps * step_ns
-        if on_ns is None:  # about WINDOWS windows over the steady steps
-            on_ns = max(1, int((loop[1] - loop[0]) * duty / windows))
-        off_ns = int(on_ns * (1 - duty) / duty)
-        off = schedule(ticks, loop[0] + int(phase * (on_ns + off_ns)), t_end, on_ns, off_ns)
+        off = schedule(ticks, start_ns, t_end, on_ns, off_ns(on_ns, duty))
         if not off:
             return NO_SWITCH
         db.execute("CREATE TEMP TABLE off(start_ns INTEGER, end_ns INTEGER)")
@@ -156,7 +156,7 @@ def replay(src, dst, duty, on_ns, windows, loop, phase, step_ns=None, window_ste
             db.execute("DELETE FROM meta WHERE key = ?", (key,))
             db.execute("INSERT INTO meta VALUES (?, ?)", (key, str(value)))
         db.commit()
-        return off, on_ns
+        return off
     finally:
         db.close()
 
@@ -249,8 +249,12 @@ def main(argv):
                 for j in range(args.phases):
                     dst = os.path.join(args.keep or work, "%s-replay-%g%s.sqlite" % (
                         name, duty, "-%d" % j if args.phases > 1 else ""))
-                    got = replay(src, dst, duty, on_ns, args.windows, loop, j / args.phases,
-                                 step_ns, args.window_steps)
+                    # the window: given, of K steps, or about N over the steady steps
+                    window_ns = on_ns or (int(args.window_steps * step_ns) if args.window_steps
+                                          else max(1, int((loop[1] - loop[0]) * duty /
+                                                          args.windows)))
+                    start = loop[0] + int(j / args.phases * (window_ns + off_ns(window_ns, duty)))
+                    got = replay(src, dst, duty, window_ns, start)
                     if isinstance(got, str):
                         why = got
                         if os.path.exists(dst) and not args.keep:
@@ -258,7 +262,7 @@ def main(argv):
                         if got != NO_SWITCH:
                             break  # the recording's, not the phase's
                         continue  # this phase's start came too late in the loop
-                    off, window_ns = got
+                    off = got
                     done.append(j)
                     windows_seen.append(len(off) + 1)
                     rep = report(args.syncspy, dst)
@@ -300,7 +304,8 @@ def main(argv):
                     out("  lost finding: %s at %s" % f)
                 for f in sorted(added_here):
                     out("  added finding: %s at %s" % f)
-    except (InputError, sqlite3.DatabaseError, lzma.LZMAError, json.JSONDecodeError) as e:
+    except (InputError, OSError, sqlite3.DatabaseError, lzma.LZMAError,
+            json.JSONDecodeError) as e:
         sys.stderr.write("sample_replay.py: %s\n" % e)
         return 2
     finally:
@@ -343,4 +348,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends it quietly
     sys.exit(main(sys.argv))
