@@ -499,17 +499,18 @@ struct walked {
 /*
  * PYTHON-1: a sync on one of PyTorch's autograd device threads is named by the Python frames of
  * the thread that called backward(). The engine runs the backward of CUDA operations on a thread
- * of its own per device, named "pt_autograd_<device>" (c10::setThreadName), which has no Python
- * thread state: its syncs (anomaly mode's checks, cuDNN's autotuning of a backward convolution,
- * a backward that reads a size) had no user line, only torch's native code. The thread that
- * called backward() waits in the engine meanwhile, its innermost Python frame torch's
- * _engine_run_backward (torch/autograd/graph.py; before torch 2.3, backward or grad in
+ * of its own per device, named "pt_autograd_<device>" (c10::setThreadName), which runs no Python
+ * there: it has a thread state (torch's PythonEngine::thread_init makes one, for hooks written
+ * in Python) but no frame. Its syncs (anomaly mode's checks, cuDNN's autotuning of a backward
+ * convolution, a backward that reads a size) had no user line, only torch's native code. The
+ * thread that called backward() waits in the engine meanwhile, its innermost Python frame
+ * torch's _engine_run_backward (torch/autograd/graph.py; before torch 2.3, backward or grad in
  * torch/autograd/__init__.py). That thread is found among the interpreter's thread states, and
  * its frames from that one outwards are the sync's. Another thread's frames are read only
  * through process_vm_readv on this process (a read of memory that is gone fails, where a load
  * would crash): the thread list and each frame; a code object is trusted once its type is read
  * so (its names and line table are then read as the calling thread's are). Any other thread
- * without a Python state keeps no frames: a watchdog's queries are nobody's line.
+ * running no Python keeps no frames: a watchdog's queries are nobody's line.
  */
 static __thread signed char autograd_thread; /* 0 not asked yet, 1 pt_autograd_*, -1 not */
 
@@ -632,9 +633,13 @@ static uintptr_t backward_caller_frame(void)
 static int walk_direct(struct walked *walked, int max_depth)
 {
 	uintptr_t state = (uintptr_t)lay.this_thread_state();
-	if (!state) /* a thread Python does not know */
+	uintptr_t frame = state ? state_frame(state, 0) : 0;
+	/* A thread Python does not know, or one that runs no Python now: torch's autograd
+	 * threads have a thread state of their own (PythonEngine::thread_init makes one, for
+	 * hooks written in Python) with no frame while the engine runs CUDA's backward. */
+	if (!frame)
 		return walk_from(backward_caller_frame(), 1, walked, max_depth);
-	return walk_from(state_frame(state, 0), 0, walked, max_depth);
+	return walk_from(frame, 0, walked, max_depth);
 }
 
 /* The calling thread's frames through the C API (it holds the GIL): returns how many; the

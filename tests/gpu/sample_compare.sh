@@ -5,15 +5,22 @@
 # (issue 17 item 1: GPU idle time per sync site and copy/compute overlap within 10%).
 #
 # Each workload (the reference workloads of examples/, bad variants, and bench/torch_step.py's
-# launch-bound loop) runs three times, interleaved: all, auto, all again (the second `all` run
-# shows how much two continuous runs differ by themselves). For each run, from
-# `syncspy report --format json`: per host-sync / sync-copy site, gpu_idle_ns per steady step;
-# per copy-without-overlap site, its cost per step; the rank's GPU idle per step and whether
-# the timeline was sampled. Prints them side by side and, per value, auto / all - 1 and
-# all2 / all - 1; then the first `all` recordings sampled afterwards (sample_replay.py: what the
-# sampler's windows alone lose, without the difference between runs). Then tests/gpu/check_clock.py on the launch-bound loop's auto recording (the
-# GPU rows on the host's clock after each re-attach). Exit 0 always when it ran (it measures;
+# launch-bound loop) runs RUNS times in each mode, interleaved: all, auto, all, auto, ...
+# Separate processes' GPU idle differs by up to 41% between two `all` runs (session 12), so one
+# run of each cannot show a 10% difference: the spread of the `all` runs among themselves is
+# printed beside auto's difference. For each run, from `syncspy report --format json`: per
+# host-sync / sync-copy site, gpu_idle_ns per steady step; per copy-without-overlap site, its
+# cost per step; the rank's GPU idle per step and whether the timeline was sampled. Prints, per
+# value, the median of each mode, auto / all - 1 of the medians, and each mode's spread
+# (max / min - 1 over its runs); then the first `all` recordings sampled afterwards
+# (sample_replay.py: what the sampler's windows alone lose, without the difference between
+# runs). Then tests/gpu/check_clock.py on the launch-bound loop's auto recording (the GPU rows
+# on the host's clock after each re-attach). Exit 0 always when it ran (it measures;
 # tests/gpu/README.md explains).
+#
+# Environment: RUNS (runs per mode, default 2), ONLY=REGEX (the workloads whose name matches),
+# KEEP=FILE.tar.gz with KEEP_ONLY=REGEX (the databases of the matching workloads' runs, packed
+# there: sample_compare.sh deletes its own otherwise).
 #
 # Expects the build carried in .carry/ (tests/gpu/carry.sh); nvcc and torch on the machine.
 set -u
@@ -38,29 +45,45 @@ for n in 08_item_per_step 09_nonblocking_pageable 10_print_tensor 11_synchronize
 	workloads+=("$n|python3 examples/torch/$n.py bad")
 done
 workloads+=("torch_step-mlp8|env SIZES=mlp8 python3 bench/torch_step.py 1500")
+runs=${RUNS:-2}
+if [ -n "${ONLY:-}" ]; then
+	kept=()
+	for w in "${workloads[@]}"; do
+		[[ ${w%%|*} =~ $ONLY ]] && kept+=("$w")
+	done
+	workloads=("${kept[@]}")
+fi
 
 summary() { # JSON -> lines: KEY VALUE (per steady step), and sampled=...
 	python3 tests/gpu/sample_figures.py "$1"
 }
 
-for w in "${workloads[@]}"; do
-	name=${w%%|*} cmd=${w#*|}
-	for mode in all auto all2; do
-		sample=$mode
-		[ "$mode" = all2 ] && sample=all
-		dir=$work/db-$name-$mode
-		# shellcheck disable=SC2086 # cmd is a word list
-		SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=$sample SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$dir \
-			LD_PRELOAD=$shim timeout 120 $cmd >"$work/$name-$mode.out" 2>&1 ||
-			echo "run failed: $name $mode (exit $?)" >>"$work/errors"
-		"$syncspy" report --format json "$dir" >"$work/$name-$mode.json" 2>>"$work/errors" &&
-			summary "$work/$name-$mode.json" >"$work/$name-$mode.sum"
+for round in $(seq 1 "$runs"); do
+	for w in "${workloads[@]}"; do
+		name=${w%%|*} cmd=${w#*|}
+		for sample in all auto; do
+			run=$name-$sample-$round
+			dir=$work/db-$run
+			# shellcheck disable=SC2086 # cmd is a word list
+			SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=$sample SYNCSPY_QUIET=1 SYNCSPY_OUTPUT=$dir \
+				LD_PRELOAD=$shim timeout 120 $cmd >"$work/$run.out" 2>&1 ||
+				echo "run failed: $run (exit $?)" >>"$work/errors"
+			"$syncspy" report --format json "$dir" >"$work/$run.json" 2>>"$work/errors" &&
+				summary "$work/$run.json" >"$work/$run.sum"
+		done
 	done
 done
+if [ -n "${KEEP:-}" ] && [ -n "${KEEP_ONLY:-}" ]; then
+	keep=()
+	for w in "${workloads[@]}"; do
+		[[ ${w%%|*} =~ $KEEP_ONLY ]] && keep+=($(cd "$work" && ls -d "db-${w%%|*}"-*))
+	done
+	[ ${#keep[@]} -gt 0 ] && tar -C "$work" -czf "$KEEP" "${keep[@]}"
+fi
 
 # The GPU rows on the host's clock after each re-attach (CUPTI-8): the launch-bound loop's
 # default recording is the one that detaches and attaches again.
-clock_db=$(ls "$work"/db-torch_step-mlp8-auto/*.sqlite 2>/dev/null | head -n1)
+clock_db=$(ls "$work"/db-torch_step-mlp8-auto-1/*.sqlite 2>/dev/null | head -n1)
 if [ -n "$clock_db" ]; then
 	python3 tests/gpu/check_clock.py "$clock_db" >"$work/clock" 2>&1
 	echo "exit $?" >>"$work/clock"
@@ -70,19 +93,33 @@ fi
 
 {
 	echo "# tests/gpu/sample_compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
-	echo "# commit $(cat .carry/COMMIT 2>/dev/null); per steady step, ns; auto vs all and all2 vs all"
-	python3 - "$work" "${workloads[@]%%|*}" <<'PY'
-import os, sys
-work, names = sys.argv[1], sys.argv[2:]
-def read(name, mode):
+	echo "# commit $(cat .carry/COMMIT 2>/dev/null); per steady step, ns; medians of $runs runs" \
+		"per mode; auto/all of the medians; spread: max/min - 1 over a mode's runs"
+	python3 - "$work" "$runs" "${workloads[@]%%|*}" <<'PY'
+import os, statistics, sys
+work, runs, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def read(run):
     d = {}
     try:
-        for line in open(os.path.join(work, "%s-%s.sum" % (name, mode))):
+        for line in open(os.path.join(work, run + ".sum")):
             key, _, value = line.rstrip("\n").rpartition(" ")
             d[key] = value
     except OSError:
         pass
     return d
+def numbers(values):
+    out = []
+    for v in values:
+        try:
+            out.append(float(v))
+        except (TypeError, ValueError):
+            pass
+    return out
+def median(values):
+    n = numbers(values)
+    if not n:
+        return "-" if not values or all(v is None for v in values) else values[0]
+    return "%.0f" % statistics.median(n)
 def rel(a, b):
     try:
         a, b = float(a), float(b)
@@ -91,19 +128,32 @@ def rel(a, b):
     if b == 0:
         return "  0.0%" if a == 0 else "   inf "
     return "%+6.1f%%" % ((a / b - 1) * 100)
-print("%-26s %-52s %12s %12s %12s %8s %8s" % ("workload", "figure", "all", "auto", "all2", "auto/all", "all2/all"))
+def spread(values):
+    n = numbers(values)
+    if len(n) < 2:
+        return "   -   "
+    return rel(max(n), min(n)) if min(n) > 0 else ("  0.0%" if max(n) == 0 else "   inf ")
+print("%-26s %-52s %12s %12s %8s %8s %8s" % ("workload", "figure", "all", "auto", "auto/all",
+                                            "all-sprd", "auto-sprd"))
 for name in names:
-    a, s, a2 = read(name, "all"), read(name, "auto"), read(name, "all2")
-    for key in sorted(set(a) | set(s) | set(a2)):
-        print("%-26s %-52s %12s %12s %12s %8s %8s" % (name, key[:52], a.get(key, "-"), s.get(key, "-"),
-              a2.get(key, "-"), rel(s.get(key), a.get(key)), rel(a2.get(key), a.get(key))))
+    per = {m: [read("%s-%s-%d" % (name, m, r)) for r in range(1, runs + 1)] for m in ("all", "auto")}
+    keys = set()
+    for m in per:
+        for d in per[m]:
+            keys |= set(d)
+    for key in sorted(keys):
+        va = [d.get(key) for d in per["all"]]
+        vs = [d.get(key) for d in per["auto"]]
+        ma, ms = median(va), median(vs)
+        print("%-26s %-52s %12s %12s %8s %8s %8s" % (name, key[:52], ma, ms, rel(ms, ma),
+                                                    spread(va), spread(vs)))
 PY
 	echo
 	# The sampler's own error, without the runs' difference: each continuous recording sampled
 	# afterwards as auto would have (50 ms windows, two duties, 4 phases: sample_replay.py)
 	echo "# tests/gpu/sample_replay.py on the first continuous run of each workload:"
 	python3 tests/gpu/sample_replay.py --syncspy "$syncspy" --on-ms 50 --duty 0.25,0.1 --phases 4 \
-		"$work"/db-*-all/*.sqlite 2>&1 | sed 's/^/#   /'
+		"$work"/db-*-all-1/*.sqlite 2>&1 | sed 's/^/#   /'
 	echo
 	echo "# tests/gpu/check_clock.py on torch_step-mlp8's auto recording:"
 	sed 's/^/#   /' "$work/clock"
