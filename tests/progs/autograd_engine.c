@@ -28,7 +28,8 @@ static void *device_thread(void *arg)
 	int (*gil_ensure)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
 	void (*gil_release)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
 	void *(*save_thread)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyEval_SaveThread");
-	void (*restore_thread)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "PyEval_RestoreThread");
+	void (*restore_thread)(void *) =
+	    (void (*)(void *))dlsym(RTLD_DEFAULT, "PyEval_RestoreThread");
 	int gil = 0;
 	void *saved = NULL;
 	pthread_setname_np(pthread_self(), job->name);
