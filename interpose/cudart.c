@@ -121,8 +121,11 @@ static inline int is_host_kind(int kind)
 	return kind == SS_MEM_PAGEABLE || kind == SS_MEM_PINNED;
 }
 
-/* A copy: direction, bytes, host memory kind, and S5 for an async copy that the pageable host
- * side turns into a staged, blocking one. dst/src NULL = device side (symbol, array). */
+/* A copy: direction, bytes, host memory kind, and the class an async copy really has: S5 when
+ * the pageable host side turns it into a staged, blocking one; S4 from host to host, which the
+ * runtime runs "fully synchronous with respect to the host" (the runtime API's notes on
+ * synchronization), after the stream's earlier work. dst/src NULL = device side (symbol,
+ * array). */
 void ss_describe_copy(struct ss_rec *rec, const void *dst, const void *src, uint64_t bytes,
 		      int kind, int async)
 {
@@ -168,7 +171,9 @@ void ss_describe_copy(struct ss_rec *rec, const void *dst, const void *src, uint
 	if (host)
 		rec->host_mem = memkind(host);
 classify:
-	if (async && rec->host_mem == SS_MEM_PAGEABLE)
+	if (async && rec->dir == SS_DIR_H2H)
+		rec->cls = SS_S4;
+	else if (async && rec->host_mem == SS_MEM_PAGEABLE)
 		rec->cls = SS_S5;
 }
 

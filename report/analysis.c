@@ -448,8 +448,12 @@ static int run_site_rules(struct loader *ld, struct db_state *st)
 			    sr->detail(st, apis ? apis : "", worst, bytes, estimate, rows));
 			if (code != SS_EXIT_OK)
 				break;
-			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps, steady,
-				  steps);
+			struct ss_finding *added = &ld->report->findings[ld->report->nfindings - 1];
+			const char *advice =
+			    sr->advice_for ? sr->advice_for(apis ? apis : "") : NULL;
+			if (advice)
+				added->advice = advice;
+			set_phase(added, &st->steps, steady, steps);
 		}
 		code = end_rows(ld, st, stmt, rc, code);
 		if (code != SS_EXIT_OK)

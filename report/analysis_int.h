@@ -241,6 +241,9 @@ struct ss_rule {
 	long long min_mean_ns;
 	char *(*detail)(const struct db_state *st, const char *apis, long long worst,
 			long long bytes, long long estimate, long long rows);
+	/* when set: the site's own advice from the APIs seen ("cudaMemcpyAsync x48"), or NULL
+	 * for the rule's (a case of the rule with another fix: sync-copy's host-to-host copies) */
+	const char *(*advice_for)(const char *apis);
 	/* SS_RULE_DATABASE; confirm(), when set, runs with a GPU timeline after the GPU rules,
 	 * over the database's findings: a host-side guess the timeline did not confirm is
 	 * cleared (ss_finding.cleared) */

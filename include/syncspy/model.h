@@ -15,7 +15,8 @@
 	X(S1, 1, "device/context synchronize: the host waits for all work of the device")          \
 	X(S2, 1, "stream synchronize: the host waits for all work queued in one stream")           \
 	X(S3, 1, "event synchronize: the host waits for one recorded event")                       \
-	X(S4, 1, "blocking copy: a non-async memcpy returns after the copy (or its staging)")      \
+	X(S4, 1,                                                                                   \
+	  "blocking copy: a memcpy that returns after the copy (non-async, or host-to-host)")      \
 	X(S5, 1, "degraded async copy: an *Async copy from/to pageable memory stages and blocks")  \
 	X(S6, 1,                                                                                   \
 	  "implicit sync: allocation/free/registration, memset to pinned or managed "              \
@@ -26,7 +27,8 @@
 	X(E3, 0, "stream wait event: orders one stream after an event, without the host")          \
 	X(N1, 0, "NCCL communicator lifecycle: init, split, shrink, finalize, destroy, abort")     \
 	X(N2, 0, "NCCL operation: collectives, send/recv, group start/end")                        \
-	X(X1, 0, "context call: stream/event creation and destruction, capture begin/end, graph "  \
+	X(X1, 0,                                                                                   \
+	  "context call: stream/event creation and destruction, capture begin/end, graph "         \
 	  "instantiation")
 
 enum ss_class {

@@ -150,6 +150,36 @@ static int s5_async_copies(void)
 	return 0;
 }
 
+/* Host-to-host async copies, queued on a stream behind a kernel, each step of a loop: "fully
+ * synchronous with respect to the host" (S4), each waits for the kernel. One with
+ * cudaMemcpyHostToHost between pinned buffers (SITE:h2h), one with cudaMemcpyDefault into
+ * pageable memory (SITE:default): S4 as well, not S5. */
+static int h2h_async_copies(int steps)
+{
+	cudaStream_t s;
+	char *a, *b, *pageable = malloc(4096);
+	CHECK(cudaStreamCreate(&s));
+	CHECK(cudaHostAlloc((void **)&a, 4096, cudaHostAllocDefault));
+	CHECK(cudaHostAlloc((void **)&b, 4096, cudaHostAllocDefault));
+	for (int i = 0; i < steps; i++) {
+		memset(a, i, 4096);
+		launch_sleep(s, 2000);
+		CHECK(cudaMemcpyAsync(b, a, 4096, cudaMemcpyHostToHost, s)); /* SITE:h2h */
+		launch_sleep(s, 1000);
+		CHECK(cudaMemcpyAsync(pageable, b, 4096, cudaMemcpyDefault, s)); /* SITE:default */
+		if (pageable[4095] != (char)i)
+			return 1; /* the copy has happened when the call returns */
+		usleep(1000); /* the host's own work, the GPU idle */
+	}
+	CHECK(cudaStreamSynchronize(s));
+	printf("h2h %d steps ok\n", steps);
+	CHECK(cudaFreeHost(a));
+	CHECK(cudaFreeHost(b));
+	CHECK(cudaStreamDestroy(s));
+	free(pageable);
+	return 0;
+}
+
 /* Implicit syncs: allocations, frees, and a non-async memset of pinned memory (S6); a memset of
  * device memory is an enqueue (E1); stream-ordered allocation is E1 too. */
 static int s6_implicit(void)
@@ -543,6 +573,8 @@ int main(int argc, char **argv)
 		return s5_async_copies();
 	if (!strcmp(name, "s6"))
 		return s6_implicit();
+	if (!strcmp(name, "h2h"))
+		return h2h_async_copies(argc > 2 ? atoi(argv[2]) : 12);
 	if (!strcmp(name, "s7"))
 		return s7_polling();
 	if (!strcmp(name, "e123"))
@@ -588,7 +620,7 @@ int main(int argc, char **argv)
 	if (!strcmp(name, "flood"))
 		return flood(argc > 2 ? atoi(argv[2]) : 100000);
 	fprintf(stderr,
-		"usage: scenarios s1|s2|s3|s4|s5|s6|s7|e123|ptsz|errors|threads|nccl [N]|"
+		"usage: scenarios s1|s2|s3|s4|s5|s6|h2h [N]|s7|e123|ptsz|errors|threads|nccl [N]|"
 		"errno|fork|exec|sigterm|sigint|nocuda|flood [N]|quick-exit [N]|legacy-blocking|"
 		"legacy-nonblocking|legacy-records|legacy-dtod|legacy-dtod-nonblocking|"
 		"legacy-threads|legacy-threads-own\n");

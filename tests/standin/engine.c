@@ -845,7 +845,8 @@ CUresult engine_copy(struct stream *s, void *dst, size_t dpitch, const void *src
 
 	uint64_t seq;
 	stream_submit(s, op, &seq);
-	if (seq && (!async || pageable))
+	/* host to host: "fully synchronous with respect to the host", async or not (S4) */
+	if (seq && (!async || pageable || dir == DIR_HTOH))
 		stream_wait_reached(s, seq);
 	return CUDA_SUCCESS;
 }
