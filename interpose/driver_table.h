@@ -57,6 +57,9 @@
 	  STREAM(hStream) AUX(f), )                                                                \
 	X(cuLaunchHostFunc, PTSZ, E1, (CUstream hStream, CUhostFn fn, void *userData),             \
 	  (hStream, fn, userData), STREAM(hStream) AUX(fn), )                                      \
+	X(cuStreamAddCallback, PTSZ, E1,                                                           \
+	  (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags),       \
+	  (hStream, callback, userData, flags), STREAM(hStream) AUX(callback), )                   \
 	X(cuStreamWaitValue32_v2, PTSZ, E3,                                                        \
 	  (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),               \
 	  (stream, addr, value, flags), STREAM(stream) EVENT(addr) AUX(flags), )                   \

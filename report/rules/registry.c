@@ -25,6 +25,7 @@
 	X(managed_round_trip)                                                                      \
 	/* SS_RULE_GPU: per database with a GPU timeline */                                        \
 	X(copy_without_overlap)                                                                    \
+	X(host_func_blocks_stream)                                                                 \
 	/* SS_RULE_RANKS: across ranks, after the clock alignment */                               \
 	X(nccl_straggler)                                                                          \
 	X(rank_imbalance)

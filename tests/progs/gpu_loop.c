@@ -23,6 +23,10 @@
  * (cudaLibraryGetKernel: the stand-in finds gpu_loop_kernel among the program's exported
  * functions), launches it, syncs and unloads it (module-load-in-loop at the load's and the
  * lookup's lines: t232).
+ * hostfunc: each step queues a host function of HOST_FUNC_US (cudaLaunchHostFunc) between its
+ * two kernels, so that the second waits for the host (host-func-blocks-stream: t233);
+ * callback: the same with cudaStreamAddCallback; hostfunc-fast: a host function that returns
+ * at once (the machinery's own floor: no finding).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -40,6 +44,7 @@
 #define BURST_KERNELS 40
 #define BURST_SLEEP_US 1000
 #define SLOW_KERNEL_US 2000
+#define HOST_FUNC_US   1500
 
 static unsigned long long now_ns(void)
 {
@@ -56,6 +61,20 @@ void gpu_loop_kernel(void *usec)
 	sleep_kernel(usec);
 }
 
+/* The host work the hostfunc and callback modes queue in the stream (an encoder, a logger). */
+static void host_work(void *usec)
+{
+	if (usec)
+		usleep((useconds_t)(uintptr_t)usec);
+}
+
+static void CUDART_CB host_callback(cudaStream_t stream, cudaError_t status, void *usec)
+{
+	(void)stream;
+	(void)status;
+	host_work(usec);
+}
+
 /* cudaLibraryLoadData's JIT and library options: none */
 #define NO_OPTIONS NULL, NULL, 0, NULL, NULL, 0
 
@@ -68,6 +87,11 @@ int main(int argc, char **argv)
 	int graph_once = argc > 2 && strcmp(argv[2], "graph-once") == 0;
 	int library = argc > 2 && strcmp(argv[2], "library") == 0;
 	int slow = argc > 2 && strcmp(argv[2], "slow") == 0;
+	int hostfunc = argc > 2 && strcmp(argv[2], "hostfunc") == 0;
+	int callback = argc > 2 && strcmp(argv[2], "callback") == 0;
+	int hostfunc_fast = argc > 2 && strcmp(argv[2], "hostfunc-fast") == 0;
+	void *host_us = (void *)(uintptr_t)(hostfunc_fast ? 0 : HOST_FUNC_US);
+	cudaStreamCallback_t cb = host_callback;
 	static const char image[] = "gpu_loop library image", name[] = "gpu_loop_kernel";
 	cudaLibrary_t lib;
 	cudaKernel_t kernel;
@@ -130,6 +154,10 @@ int main(int argc, char **argv)
 			continue;
 		}
 		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+		if (hostfunc || hostfunc_fast)
+			CHECK(cudaLaunchHostFunc(stream, host_work, host_us)); /* MARK:hostfunc */
+		if (callback)
+			CHECK(cudaStreamAddCallback(stream, cb, host_us, 0)); /* MARK:callback */
 		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
 		CHECK(cudaStreamSynchronize(stream));
 		if (step % 10 == 9)

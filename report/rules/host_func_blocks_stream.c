@@ -1,0 +1,403 @@
+/*
+ * report/rules/host_func_blocks_stream.c: the host-func-blocks-stream rule (docs/rules.md), a
+ * GPU-timeline rule (SS_RULE_GPU): host functions queued in a stream (cudaLaunchHostFunc,
+ * cudaStreamAddCallback and the driver's cuLaunchHostFunc, cuStreamAddCallback) that held the
+ * stream's later work back while they ran on the host; the cost is the GPU idle time while they
+ * held it.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analysis_int.h"
+#include "../commands.h"
+
+/*
+ * A host function runs on a driver thread once the stream's earlier work is done, and "will
+ * block later work in the stream" until it returns (the driver API's cuStreamAddCallback). The
+ * GPU timeline has no row for it, but it shows the hole it leaves: on the host function's
+ * stream, the work queued just before it ended (P), the work queued just after it (N) had been
+ * launched, and N started only later. Per host function the stream was held from
+ * max(P's end, the host function's launch, N's launch) to N's start; what that cost is the GPU
+ * idle time inside that interval on the device (other streams may have kept it busy: a
+ * callback on a logging stream holds nothing the compute waits for).
+ *
+ * The host-function machinery has a floor of its own, some 20-100 us on an H200 between the
+ * work before a tiny callback and the work after it (the clean c24, c58, d15 and d26 of
+ * examples/corpus); a site whose median hold is below HOST_FUNC_MIN_HOLD_NS is a callback
+ * that does little, not one that holds the stream: not flagged. P and N are found among the
+ * enqueues the host recorded on the same stream handle (E1 calls, S4/S5 copies), each tied to
+ * its GPU rows by its API record (GPU_JOIN_NS, as gpu.c ties GPU rows to calls, backwards), at
+ * most NEIGHBOUR_WALK enqueues away (a memset or event between them has no GPU row of its own).
+ * Steady host functions only (steps.h), and with the timeline sampled only the holds it saw
+ * whole, scaled to all steady steps (GPU-IDLE-4).
+ */
+#define HOST_FUNC_MIN_HOLD_NS 150000LL
+#define NEIGHBOUR_WALK	      16
+#define GPU_JOIN_NS	      1000000LL
+#define HOST_FUNC_APIS                                                                             \
+	"('cudaLaunchHostFunc', 'cudaLaunchHostFunc_ptsz', 'cudaStreamAddCallback',"               \
+	" 'cudaStreamAddCallback_ptsz', 'cuLaunchHostFunc', 'cuLaunchHostFunc_ptsz',"              \
+	" 'cuStreamAddCallback', 'cuStreamAddCallback_ptsz')"
+/* The host functions queued, with their stream and site, in time order. */
+#define HOST_FUNCS_SQL                                                                             \
+	"SELECT c.stream, c.start_ns, coalesce(s.text, '" NO_SITE "') FROM calls c"                \
+	" JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"                    \
+	" WHERE a.name IN " HOST_FUNC_APIS " AND c.stream IS NOT NULL ORDER BY c.start_ns"
+/* The other work queued on those streams, by stream and time. */
+#define STREAM_WORK_SQL                                                                            \
+	"SELECT c.stream, c.start_ns, c.tid FROM calls c JOIN apis a ON a.id = c.api_id"           \
+	" WHERE c.class IN ('E1', 'S4', 'S5') AND a.name NOT IN " HOST_FUNC_APIS                   \
+	" AND c.stream IN (SELECT c2.stream FROM calls c2 JOIN apis a2 ON a2.id = c2.api_id"       \
+	" WHERE a2.name IN " HOST_FUNC_APIS ") ORDER BY c.stream, c.start_ns"
+
+extern const struct ss_rule ss_rule_host_func_blocks_stream;
+
+struct host_func {
+	long long stream, start;
+	char *site;
+};
+
+struct enqueue {
+	long long stream, start, tid;
+};
+
+/* The GPU rows of one correlation id: on which device, from the first start to the last end. */
+struct correlated {
+	long long correlation, device, s, e;
+};
+
+static int compare_correlated(const void *a, const void *b)
+{
+	const struct correlated *x = a, *y = b;
+
+	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+}
+
+static int compare_api_by_thread(const void *a, const void *b)
+{
+	const struct api_first *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+/* The API record of the call a thread made at START: the record that encloses it (a static
+ * runtime's record starts before the driver call the shim recorded), else the first that
+ * starts at or after it, within GPU_JOIN_NS. BY_THREAD is sorted by (tid, start). */
+static const struct api_first *api_of_call(const struct api_first *by_thread, size_t n,
+					   long long tid, long long start)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) { /* the first record of the thread starting after START */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (by_thread[mid].tid < tid ||
+		    (by_thread[mid].tid == tid && by_thread[mid].start_ns <= start))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && by_thread[lo - 1].tid == tid && by_thread[lo - 1].end_ns >= start)
+		return &by_thread[lo - 1];
+	if (lo > 0 && by_thread[lo - 1].tid == tid && by_thread[lo - 1].start_ns == start)
+		return &by_thread[lo - 1];
+	if (lo < n && by_thread[lo].tid == tid && by_thread[lo].start_ns - start <= GPU_JOIN_NS)
+		return &by_thread[lo];
+	return NULL;
+}
+
+/* The GPU rows of enqueue Q, or NULL when it has none (the timeline was off, or it is work
+ * that leaves no row). */
+static const struct correlated *rows_of(const struct api_first *by_thread, size_t napi,
+					const struct correlated *rows, size_t nrows,
+					const struct enqueue *q)
+{
+	const struct api_first *a = api_of_call(by_thread, napi, q->tid, q->start);
+	struct correlated key;
+
+	if (!a)
+		return NULL;
+	key.correlation = a->correlation;
+	return bsearch(&key, rows, nrows, sizeof(key), compare_correlated);
+}
+
+/* The GPU idle time of DEVICE in [from, to]: the interval less the busy union inside it. */
+static long long idle_between(const struct gpu_rows *g, long long device, long long from,
+			      long long to)
+{
+	long long idle = to - from;
+
+	for (size_t k = first_ending_after(g->busy, g->nbusy, device, from);
+	     k < g->nbusy && g->busy[k].device == device && g->busy[k].s < to; k++) {
+		long long s = g->busy[k].s > from ? g->busy[k].s : from;
+		long long e = g->busy[k].e < to ? g->busy[k].e : to;
+
+		if (e > s)
+			idle -= e - s;
+	}
+	return idle > 0 ? idle : 0;
+}
+
+static int compare_long_long(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* One site's holds: their count, GPU idle, the stream time held, and each hold (the median). */
+struct held_site {
+	char *site;
+	long long n, idle, held, worst;
+	long long *holds;
+	size_t nholds, cap_holds;
+	struct ss_tally tally;
+};
+
+static void held_sites_free(struct held_site *sites, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(sites[i].site);
+		free(sites[i].holds);
+	}
+	free(sites);
+}
+
+static struct held_site *held_site(struct held_site **sites, size_t *n, size_t *cap,
+				   const char *text)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp((*sites)[i].site, text) == 0)
+			return &(*sites)[i];
+	if (!reserve(sites, cap, *n, sizeof(**sites)))
+		return NULL;
+	struct held_site *s = &(*sites)[*n];
+	memset(s, 0, sizeof(*s));
+	s->site = xstrdup(text);
+	if (!s->site)
+		return NULL;
+	ss_tally_init(&s->tally);
+	(*n)++;
+	return s;
+}
+
+/* Loads the host functions and the other enqueues of their streams; 0 host functions: none. */
+static int load_queued(struct loader *ld, struct db_state *st, struct host_func **funcs,
+		       size_t *nfuncs, struct enqueue **work, size_t *nwork)
+{
+	sqlite3_stmt *stmt;
+	size_t cap_funcs = 0, cap_work = 0;
+	int rc, code = prepare(ld, st, HOST_FUNCS_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct host_func f = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
+				      xstrdup((const char *)sqlite3_column_text(stmt, 2))};
+
+		if (!f.site || !PUSH(*funcs, *nfuncs, cap_funcs, f)) {
+			free(f.site);
+			sqlite3_finalize(stmt);
+			return out_of_memory(ld);
+		}
+	}
+	code = end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+	if (code != SS_EXIT_OK || !*nfuncs)
+		return code;
+	code = prepare(ld, st, STREAM_WORK_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct enqueue q = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
+				    sqlite3_column_int64(stmt, 2)};
+
+		if (!PUSH(*work, *nwork, cap_work, q)) {
+			sqlite3_finalize(stmt);
+			return out_of_memory(ld);
+		}
+	}
+	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+}
+
+/* The GPU rows of each correlation id, sorted by it. */
+static struct correlated *correlate(const struct gpu_rows *g, size_t *n)
+{
+	struct correlated *rows = malloc((g->nwork ? g->nwork : 1) * sizeof(*rows));
+	size_t m = 0;
+
+	if (!rows)
+		return NULL;
+	for (size_t i = 0; i < g->nwork; i++)
+		rows[i] = (struct correlated){g->work[i].correlation, g->work[i].device,
+					      g->work[i].s, g->work[i].e};
+	qsort(rows, g->nwork, sizeof(*rows), compare_correlated);
+	for (size_t i = 0; i < g->nwork; i++) {
+		if (m && rows[m - 1].correlation == rows[i].correlation) {
+			if (rows[i].s < rows[m - 1].s)
+				rows[m - 1].s = rows[i].s;
+			if (rows[i].e > rows[m - 1].e)
+				rows[m - 1].e = rows[i].e;
+		} else {
+			rows[m++] = rows[i];
+		}
+	}
+	*n = m;
+	return rows;
+}
+
+/* The first enqueue of STREAM at or after T in WORK (sorted by stream, start). */
+static size_t first_enqueue(const struct enqueue *work, size_t n, long long stream, long long t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (work[mid].stream < stream ||
+		    (work[mid].stream == stream && work[mid].start < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int add_findings(struct loader *ld, struct db_state *st, struct held_site *sites,
+			size_t nsites, size_t seen, size_t steady)
+{
+	int code = SS_EXIT_OK;
+	char scaled[128] = "";
+
+	if (seen < steady)
+		snprintf(scaled, sizeof(scaled),
+			 " (scaled from the %zu of %zu steady steps the GPU timeline saw whole)",
+			 seen, steady);
+	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
+		struct held_site *s = &sites[i];
+
+		qsort(s->holds, s->nholds, sizeof(*s->holds), compare_long_long);
+		long long median = s->holds[s->nholds / 2];
+		if (median < HOST_FUNC_MIN_HOLD_NS)
+			continue;    /* the machinery's own floor: a callback that does little */
+		if (seen < steady) { /* GPU-IDLE-4 */
+			s->n = scale_to(s->n, (long long)seen, (long long)steady);
+			s->idle = scale_to(s->idle, (long long)seen, (long long)steady);
+			s->held = scale_to(s->held, (long long)seen, (long long)steady);
+			s->tally.steps =
+			    scale_to(s->tally.steps, (long long)seen, (long long)steady);
+		}
+		int recurring = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
+
+		code = add_finding(
+		    ld, &ss_rule_host_func_blocks_stream, st->rank, s->n, s->held, s->worst, -1,
+		    s->idle, xstrdup(s->site),
+		    format("%lld host functions held their stream %.3f ms in all (median %.3f ms, "
+			   "worst %.3f ms): the work queued behind each had been launched and "
+			   "waited for it; the GPU sat idle %.3f ms of that time%s",
+			   s->n, ms(s->held), ms(median), ms(s->worst), ms(s->idle), scaled));
+		if (code == SS_EXIT_OK)
+			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps,
+				  recurring, s->tally.steps);
+	}
+	return code;
+}
+
+static int host_func_rule(struct loader *ld, struct db_state *st, const struct gpu_rows *g)
+{
+	struct host_func *funcs = NULL;
+	struct enqueue *work = NULL;
+	struct api_first *by_thread = NULL;
+	struct correlated *rows = NULL;
+	struct held_site *sites = NULL;
+	unsigned char *traced = NULL;
+	size_t nfuncs = 0, nwork = 0, nrows = 0, nsites = 0, cap_sites = 0;
+	size_t steady = ss_steps_steady(&st->steps), seen = SIZE_MAX;
+	int code = load_queued(ld, st, &funcs, &nfuncs, &work, &nwork);
+
+	if (code == SS_EXIT_OK && nfuncs)
+		code = load_api_first(ld, st);
+	if (code != SS_EXIT_OK || !nfuncs || !st->napi_first || !steady)
+		goto done;
+	seen = traced_steps(st, g, &traced);
+	by_thread = malloc(st->napi_first * sizeof(*by_thread));
+	rows = correlate(g, &nrows);
+	if (seen == SIZE_MAX || !by_thread || !rows) {
+		code = out_of_memory(ld);
+		goto done;
+	}
+	if (g->noff && !seen)
+		goto done; /* the timeline saw no steady step whole */
+	memcpy(by_thread, st->api_first, st->napi_first * sizeof(*by_thread));
+	qsort(by_thread, st->napi_first, sizeof(*by_thread), compare_api_by_thread);
+	for (size_t i = 0; i < nfuncs; i++) {
+		const struct host_func *h = &funcs[i];
+		const struct correlated *before = NULL, *after = NULL;
+		const struct enqueue *next = NULL;
+		size_t step, at = first_enqueue(work, nwork, h->stream, h->start);
+
+		if (ss_steps_phase(&st->steps, h->start, &step) != SS_PHASE_STEADY ||
+		    (traced && !traced[step - st->steps.first_steady]))
+			continue; /* not steady, or a step the timeline saw in part */
+		for (size_t k = at, walked = 0; k > 0 && walked < NEIGHBOUR_WALK && !before;
+		     k--, walked++)
+			if (work[k - 1].stream == h->stream)
+				before =
+				    rows_of(by_thread, st->napi_first, rows, nrows, &work[k - 1]);
+		for (size_t k = at, walked = 0;
+		     k < nwork && work[k].stream == h->stream && walked < NEIGHBOUR_WALK && !after;
+		     k++, walked++)
+			if ((after = rows_of(by_thread, st->napi_first, rows, nrows, &work[k])))
+				next = &work[k];
+		if (!before || !after || before->device != after->device)
+			continue;
+		long long ready = before->e;
+		if (h->start > ready)
+			ready = h->start;
+		if (next->start > ready)
+			ready = next->start;
+		if (after->s <= ready || timeline_off_between(g, ready, after->s))
+			continue; /* nothing held back, or not seen whole */
+		long long held = after->s - ready;
+		struct held_site *site = held_site(&sites, &nsites, &cap_sites, h->site);
+		if (!site || !PUSH(site->holds, site->nholds, site->cap_holds, held)) {
+			code = out_of_memory(ld);
+			goto done;
+		}
+		site->n++;
+		site->held += held;
+		if (held > site->worst)
+			site->worst = held;
+		long long idle = idle_between(g, after->device, ready, after->s);
+		site->idle += idle;
+		ss_tally_add(&site->tally, &st->steps, h->start, idle, 1);
+	}
+	code = add_findings(ld, st, sites, nsites, seen == SIZE_MAX ? steady : seen, steady);
+done:
+	for (size_t i = 0; i < nfuncs; i++)
+		free(funcs[i].site);
+	free(funcs);
+	free(work);
+	free(by_thread);
+	free(rows);
+	free(traced);
+	held_sites_free(sites, nsites);
+	return code;
+}
+
+const struct ss_rule ss_rule_host_func_blocks_stream = {
+    .id = "host-func-blocks-stream",
+    .advice = "Take the host work out of the stream: record an event where the data is ready "
+	      "and run the function on a host thread of your own after cudaEventSynchronize "
+	      "(one step behind), or queue it on a side stream that waits on that event, so "
+	      "the stream's later work does not wait for the host.",
+    .phase = SS_RULE_GPU,
+    .cost = SS_COST_ESTIMATE,
+    .needs_enqueue_rows = 1, /* the host functions and their neighbours are enqueue rows */
+    .min_share_permille = 10,
+    .run_gpu = host_func_rule,
+};
