@@ -253,6 +253,9 @@
 	  ALLOC(*ptr, size, SS_MEM_DEVICE | SS_RANGE_ASYNC))                                       \
 	X(cudaFreeAsync, PTSZ, E1, (void *devPtr, cudaStream_t stream), (devPtr, stream),          \
 	  STREAM(stream) FREE(devPtr), )                                                           \
+	/* X1, timed: a pool given back to the OS maps its memory again at the next allocation */ \
+	X(cudaMemPoolTrimTo, NONE, X1, (cudaMemPool_t memPool, size_t minBytesToKeep),             \
+	  (memPool, minBytesToKeep), BYTES(minBytesToKeep) AUX(memPool), )                         \
 	/* S6: allocation, free and registration */                                                \
 	X(cudaMalloc, NONE, S6, (void **devPtr, size_t size), (devPtr, size), ,                    \
 	  ALLOC(*devPtr, size, SS_MEM_DEVICE))                                                     \

@@ -234,6 +234,8 @@
 	  ALLOC(*dptr, bytesize, SS_MEM_DEVICE | SS_RANGE_ASYNC))                                  \
 	X(cuMemFreeAsync, PTSZ, E1, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream),         \
 	  STREAM(hStream) FREE(dptr), )                                                            \
+	X(cuMemPoolTrimTo, NONE, X1, (CUmemoryPool pool, size_t minBytesToKeep),                   \
+	  (pool, minBytesToKeep), BYTES(minBytesToKeep) AUX(pool), )                               \
 	X(cuMemPrefetchAsync_v2, PTSZ, E1,                                                         \
 	  (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,           \
 	   CUstream hStream),                                                                      \

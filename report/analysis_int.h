@@ -262,12 +262,15 @@ extern const size_t ss_nrules;
 
 /* The rules other code names (it compares or amends their findings). */
 extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_without_overlap,
-    ss_rule_alloc_in_loop;
+    ss_rule_alloc_in_loop, ss_rule_async_alloc_slow, ss_rule_pool_trim_in_loop;
 /* rules/alloc_in_loop.c: after the site rules, a caching allocator's steady allocations that
  * only replace what its steady frees released are folded into the free's finding. */
 int fold_finding(struct loader *ld, struct ss_finding *owner, struct ss_finding *part,
 		 const char *noun, const char *what, const char *cleared);
 int ss_alloc_regrowth(struct loader *ld, struct db_state *st);
+/* rules/pool_trim_in_loop.c: after the site rules, the slow stream-ordered allocations after a
+ * pool trimmed every step are folded into the trim's finding. */
+int ss_pool_trim_regrowth(struct loader *ld, struct db_state *st);
 /* rules/graph_instantiate_in_loop.c: after the site rules, the destroys every step of the
  * executable graphs a steady instantiation finding's site made get a finding of their own. */
 int ss_graph_exec_destroys(struct loader *ld, struct db_state *st);

@@ -16,6 +16,7 @@
 	X(memset_pinned)                                                                           \
 	X(alloc_in_loop)                                                                           \
 	X(async_alloc_slow)                                                                        \
+	X(pool_trim_in_loop)                                                                       \
 	X(legacy_stream)                                                                           \
 	X(polling)                                                                                 \
 	X(graph_instantiate_in_loop)                                                               \

@@ -2,7 +2,7 @@
  * tests/progs/steady.c: a program with a setup, a step loop and a teardown, for the report's
  * steady state (report/steps.c, docs/rules.md "Steady state"; t212).
  *
- *   steady [marked|pipeline|legacy|varying|growing|managed|managed-once|requests]
+ *   steady [marked|pipeline|legacy|varying|growing|managed|managed-once|requests|requests-trim]
  *
  * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers,
  *           the weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
@@ -190,8 +190,11 @@ static int managed(int round_trip)
  * allocation (@request-alloc), the query uploaded from pinned memory, a kernel, the scratch
  * freed stream-ordered, the reply downloaded to pinned memory and the one wait of the protocol
  * (@request-sync). Under the stand-in with STANDIN_POOL_REMAP_US=N the allocation after each
- * sync maps memory again (a default pool, release threshold 0): N us of host time a request. */
-static int requests(void)
+ * sync maps memory again (a default pool, release threshold 0): N us of host time a request.
+ * requests-trim: the same, the pool trimmed after every reply (cudaMemPoolTrimTo, @request-trim:
+ * c72 of examples/corpus); with STANDIN_POOL_KEEP=1 (a pool that keeps its memory across
+ * syncs) the trim alone makes the next allocation map memory again. */
+static int requests(int trim)
 {
 	void (*step_mark)(const char *) =
 	    (void (*)(const char *))dlsym(RTLD_DEFAULT, "syncspy_step");
@@ -199,6 +202,9 @@ static int requests(void)
 	unsigned *query, *reply, *d_query, *d_reply, *scratch;
 	unsigned long answers = 0;
 
+	cudaMemPool_t pool;
+
+	CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
 	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	CHECK(cudaMallocHost((void **)&query, 4096));
 	CHECK(cudaMallocHost((void **)&reply, 64));
@@ -216,6 +222,8 @@ static int requests(void)
 		CHECK(cudaMemcpyAsync(reply, d_reply, 64, cudaMemcpyDeviceToHost, s));
 		CHECK(cudaStreamSynchronize(s)); /* @request-sync */
 		answers += reply[0] & 0xff;
+		if (trim)
+			CHECK(cudaMemPoolTrimTo(pool, 0)); /* @request-trim */
 	}
 	printf("steady: 30 requests, answers %lu\n", answers);
 	CHECK(cudaFree(d_query));
@@ -229,7 +237,9 @@ static int requests(void)
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "requests") == 0)
-		return requests();
+		return requests(0);
+	if (argc > 1 && strcmp(argv[1], "requests-trim") == 0)
+		return requests(1);
 	if (argc > 1 && strcmp(argv[1], "managed") == 0)
 		return managed(1);
 	if (argc > 1 && strcmp(argv[1], "managed-once") == 0)

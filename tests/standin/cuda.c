@@ -301,9 +301,42 @@ CUresult cuCtxGetDevice(CUdevice *device)
  * its memory, as one with a raised threshold does). */
 static _Atomic int pool_released;
 
+/* STANDIN_POOL_KEEP=1: a pool whose release threshold was raised keeps its memory across
+ * synchronizations; only cuMemPoolTrimTo gives it back. */
 static void pool_release_at_sync(void)
 {
+	static _Atomic int keep = -1;
+	int k = atomic_load(&keep);
+
+	if (k < 0) {
+		const char *text = getenv("STANDIN_POOL_KEEP");
+		k = text && atoi(text) != 0;
+		atomic_store(&keep, k);
+	}
+	if (!k)
+		atomic_store(&pool_released, 1);
+}
+
+/* The stand-in's one memory pool: a handle, nothing behind it. */
+static char default_pool;
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+	if (!pool || dev != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pool = (CUmemoryPool)(void *)&default_pool;
+	return CUDA_SUCCESS;
+}
+
+/* Gives the pool's unused memory back: the next stream-ordered allocation maps memory again
+ * (STANDIN_POOL_REMAP_US), whatever the threshold. */
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+	(void)minBytesToKeep;
+	if (!pool)
+		return CUDA_ERROR_INVALID_VALUE;
 	atomic_store(&pool_released, 1);
+	return CUDA_SUCCESS;
 }
 
 static void pool_remap(void)
@@ -1910,6 +1943,8 @@ static const struct proc_entry proc_table[] = {
     PS("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz),
     PS("cuMemPrefetchAsync", 12020, cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz),
     PS("cuMemFreeAsync", 11020, cuMemFreeAsync, cuMemFreeAsync_ptsz),
+    P("cuDeviceGetDefaultMemPool", 11020, cuDeviceGetDefaultMemPool),
+    P("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo),
     P("cuMemGetInfo", 3020, cuMemGetInfo_v2),
     P("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2),
     P("cuPointerGetAttribute", 4000, cuPointerGetAttribute),

@@ -124,6 +124,8 @@ PTDS(cudaMemset2D);
 	X(MemAllocManaged, "cuMemAllocManaged", cuMemAllocManaged)                                 \
 	X(MemAllocAsync, "cuMemAllocAsync", cuMemAllocAsync)                                       \
 	X(MemFreeAsync, "cuMemFreeAsync", cuMemFreeAsync)                                          \
+	X(DeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool)         \
+	X(MemPoolTrimTo, "cuMemPoolTrimTo", cuMemPoolTrimTo)                                       \
 	X(MemPrefetchAsync, "cuMemPrefetchAsync", cuMemPrefetchAsync_v2)                           \
 	X(PointerGetAttributes, "cuPointerGetAttributes", cuPointerGetAttributes)                  \
 	X(Memcpy, "cuMemcpy", cuMemcpy)                                                            \
@@ -829,6 +831,18 @@ static cudaError_t free_async(bool per_thread, void *devPtr, cudaStream_t stream
 
 VARIANTS(cudaFreeAsync, cudaFreeAsync_ptsz, (void *devPtr, cudaStream_t hStream), free_async,
 	 devPtr, hStream)
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+{
+	GET_DRIVER(d, false);
+	return from_cu(d->DeviceGetDefaultMemPool((CUmemoryPool *)memPool, device));
+}
+
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
+{
+	GET_DRIVER(d, false);
+	return from_cu(d->MemPoolTrimTo((CUmemoryPool)memPool, minBytesToKeep));
+}
 
 /* Memory type of p from the driver's pointer attributes (0 = unregistered / pageable). */
 static enum cudaMemoryType memory_type(const struct driver *d, const void *p)
