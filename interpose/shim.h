@@ -157,4 +157,28 @@ static inline int ss_wants_stack(int cls)
 	return cls >= SS_S1 && cls <= SS_S6; /* S7: polling loops are counted, not stacked */
 }
 
+/* The context calls (X1) whose site a rule names as a line to fix (graph-instantiate-in-loop)
+ * and that a framework makes for its user (torch.cuda.graph instantiates and destroys in
+ * libtorch): stacked as sync points are, so that their site is the user's line, a Python one
+ * included (SCHEMA-6). Rare (a step's at most), never on an enqueue's path: the class is
+ * tested first (wrapper.h). */
+static inline int ss_stacked_context_call(int id)
+{
+	switch (id) {
+	case SS_API_cudaGraphInstantiate:
+	case SS_API_cudaGraphInstantiateWithFlags:
+	case SS_API_cudaGraphInstantiateWithParams:
+	case SS_API_cudaGraphInstantiateWithParams_ptsz:
+	case SS_API_cudaGraphExecDestroy:
+	case SS_API_cuGraphInstantiateWithFlags:
+	case SS_API_cuGraphInstantiate_v2:
+	case SS_API_cuGraphInstantiateWithParams:
+	case SS_API_cuGraphInstantiateWithParams_ptsz:
+	case SS_API_cuGraphExecDestroy:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 #endif
