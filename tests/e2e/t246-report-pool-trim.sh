@@ -7,7 +7,7 @@
 # the trim is recorded (X1, timed, the pool in aux), its line is the steady finding, ranked first,
 # and the slow allocations are its cost: their async-alloc-slow finding is `info`, folded into
 # the trim's, which names their line and costs their host time. Without the trim (requests) the
-# allocations stay fast: no finding at either line.
+# allocations stay fast: no trim finding, and the allocations cost a fraction of it.
 . "$E2E_DIR/lib.sh"
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH
 export LD_LIBRARY_PATH STANDIN_POOL_KEEP=1 STANDIN_POOL_REMAP_US=1000
@@ -35,5 +35,9 @@ first=$(head -n1 "$tmp/actual")
 [ "$first" = "0|pool-trim-in-loop|1|0|1|1" ] || { diff -u "$tmp/expected" "$tmp/actual" >&2; fail "the trim's finding, first, with the allocations' cost"; }
 n=$(rq "SELECT count(*) FROM json_each(readfile('$tmp/requests-trim.json'), '\$.findings') f WHERE json_extract(f.value, '\$.rule') = 'async-alloc-slow' AND json_extract(f.value, '\$.severity') <> 'info'")
 [ "$n" = 0 ] || fail "the allocations after the trims: $n findings not folded into the trim's"
-n=$(rq "SELECT count(*) FROM json_each(readfile('$tmp/requests.json'), '\$.findings') f WHERE json_extract(f.value, '\$.rule') IN ('pool-trim-in-loop', 'async-alloc-slow') AND json_extract(f.value, '\$.severity') <> 'info'")
-[ "$n" = 0 ] || fail "a pool that keeps its memory, no trim: $n findings"
+# no trim: no trim finding, and the allocations, served from the pool, cost a small part of what
+# they cost after the trims (on a loaded machine their mean may pass async-alloc-slow's 20 us)
+n=$(rq "SELECT count(*) FROM json_each(readfile('$tmp/requests.json'), '\$.findings') f WHERE json_extract(f.value, '\$.rule') = 'pool-trim-in-loop'")
+[ "$n" = 0 ] || fail "no trim: $n pool-trim-in-loop findings"
+n=$(rq "SELECT count(*) FROM json_each(readfile('$tmp/requests.json'), '\$.findings') f WHERE json_extract(f.value, '\$.rule') = 'async-alloc-slow' AND json_extract(f.value, '\$.severity') <> 'info' AND 4 * json_extract(f.value, '\$.blocked_ns') >= (SELECT json_extract(t.value, '\$.blocked_ns') FROM json_each(readfile('$tmp/requests-trim.json'), '\$.findings') t WHERE json_extract(t.value, '\$.rule') = 'pool-trim-in-loop')")
+[ "$n" = 0 ] || fail "a pool that keeps its memory, no trim: allocations as slow as after the trims"
