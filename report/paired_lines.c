@@ -173,6 +173,13 @@ int ss_pair_lines(struct loader *ld, struct db_state *st, const struct ss_line_p
 		free(owner->detail);
 		owner->detail = more;
 		owner->blocked_ns += blocked;
+		/* A release at a Python line is the garbage collector's, wherever the last reference
+		 * went (torch.cuda.CUDAGraph's executable graph, destroyed when the request that made
+		 * it returns: t90 of examples/corpus): no line to fix, only the maker's cost. */
+		if (p->use_releases && strstr(site, ".py:")) {
+			free(owners[--nowners]);
+			continue;
+		}
 		code = add_finding(ld, p->rule, st->rank, count, blocked, worst, -1, -1,
 				   xstrdup(site),
 				   format("%s: %s %s, whose finding carries these calls' host "
