@@ -242,7 +242,8 @@ struct ss_rule {
 	char *(*detail)(const struct db_state *st, const char *apis, long long worst,
 			long long bytes, long long estimate, long long rows);
 	/* when set: the site's own advice from the APIs seen ("cudaMemcpyAsync x48"), or NULL
-	 * for the rule's (a case of the rule with another fix: sync-copy's host-to-host copies) */
+	 * for the rule's (a case of the rule with another fix: sync-copy's host-to-host copies);
+	 * a summary keeps no advice: summary.c asks again with the detail's opening APIs */
 	const char *(*advice_for)(const char *apis);
 	/* SS_RULE_DATABASE; confirm(), when set, runs with a GPU timeline after the GPU rules,
 	 * over the database's findings: a host-side guess the timeline did not confirm is

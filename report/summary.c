@@ -403,6 +403,14 @@ static int read_findings(struct loader *ld, sqlite3 *db, const char *path, struc
 		if (code != SS_EXIT_OK)
 			break;
 		f = &ld->report->findings[ld->report->nfindings - 1];
+		if (rule->advice_for) { /* the site's own advice, from the APIs its detail opens with */
+			char *apis = strndup(detail, strcspn(detail, ";"));
+			const char *advice = apis ? rule->advice_for(apis) : NULL;
+
+			free(apis);
+			if (advice)
+				f->advice = advice;
+		}
 		f->severity = severity;
 		f->phase = phase;
 		f->steps = steps;
