@@ -30,7 +30,8 @@
  * that does little, not one that holds the stream: not flagged. P and N are found among the
  * enqueues the host recorded on the same stream handle (E1 calls, S4/S5 copies), each tied to
  * its GPU rows by its API record (GPU_JOIN_NS, as gpu.c ties GPU rows to calls, backwards), at
- * most NEIGHBOUR_WALK enqueues away (a memset or event between them has no GPU row of its own).
+ * most NEIGHBOUR_WALK enqueues away (a memset or event between them has no GPU row of its own;
+ * on a per-thread default stream, the same thread's only).
  * Steady host functions only (steps.h), and with the timeline sampled only the holds it saw
  * whole, scaled to all steady steps (GPU-IDLE-4).
  */
@@ -43,7 +44,7 @@
 	" 'cuStreamAddCallback', 'cuStreamAddCallback_ptsz')"
 /* The host functions queued, with their stream and site, in time order. */
 #define HOST_FUNCS_SQL                                                                             \
-	"SELECT c.stream, c.start_ns, coalesce(s.text, '" NO_SITE "') FROM calls c"                \
+	"SELECT c.stream, c.start_ns, coalesce(s.text, '" NO_SITE "'), c.tid FROM calls c"         \
 	" JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"                    \
 	" WHERE a.name IN " HOST_FUNC_APIS " AND c.stream IS NOT NULL ORDER BY c.start_ns"
 /* The other work queued on those streams, by stream and time. */
@@ -58,11 +59,21 @@ extern const struct ss_rule ss_rule_host_func_blocks_stream;
 struct host_func {
 	long long stream, start;
 	char *site;
+	long long tid;
 };
 
 struct enqueue {
 	long long stream, start, tid;
 };
+
+/* SCHEMA-4: stream 2 is the calling thread's per-thread default stream, one per thread. */
+#define PER_THREAD_STREAM 2
+
+/* Whether enqueue Q went to the same stream as host function H. */
+static int same_stream(const struct host_func *h, const struct enqueue *q)
+{
+	return q->stream == h->stream && (h->stream != PER_THREAD_STREAM || q->tid == h->tid);
+}
 
 /* The GPU rows of one correlation id: on which device, from the first start to the last end. */
 struct correlated {
@@ -198,7 +209,8 @@ static int load_queued(struct loader *ld, struct db_state *st, struct host_func 
 		return code;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct host_func f = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
-				      xstrdup((const char *)sqlite3_column_text(stmt, 2))};
+				      xstrdup((const char *)sqlite3_column_text(stmt, 2)),
+				      sqlite3_column_int64(stmt, 3)};
 
 		if (!f.site || !PUSH(*funcs, *nfuncs, cap_funcs, f)) {
 			free(f.site);
@@ -343,16 +355,22 @@ static int host_func_rule(struct loader *ld, struct db_state *st, const struct g
 		if (ss_steps_phase(&st->steps, h->start, &step) != SS_PHASE_STEADY ||
 		    (traced && !traced[step - st->steps.first_steady]))
 			continue; /* not steady, or a step the timeline saw in part */
-		for (size_t k = at, walked = 0; k > 0 && walked < NEIGHBOUR_WALK && !before;
-		     k--, walked++)
-			if (work[k - 1].stream == h->stream)
+		for (size_t k = at, walked = 0;
+		     k > 0 && work[k - 1].stream == h->stream && walked < NEIGHBOUR_WALK && !before;
+		     k--)
+			if (same_stream(h, &work[k - 1])) {
 				before =
 				    rows_of(by_thread, st->napi_first, rows, nrows, &work[k - 1]);
+				walked++;
+			}
 		for (size_t k = at, walked = 0;
 		     k < nwork && work[k].stream == h->stream && walked < NEIGHBOUR_WALK && !after;
-		     k++, walked++)
-			if ((after = rows_of(by_thread, st->napi_first, rows, nrows, &work[k])))
+		     k++)
+			if (same_stream(h, &work[k])) {
+				after = rows_of(by_thread, st->napi_first, rows, nrows, &work[k]);
 				next = &work[k];
+				walked++;
+			}
 		if (!before || !after || before->device != after->device)
 			continue;
 		long long ready = before->e;
