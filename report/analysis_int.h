@@ -140,6 +140,11 @@ struct gpu_target {
 	size_t index;	  /* copies: the index in gpu_rows.copies */
 };
 
+/* The join window (gpu.c, rules/host_func_blocks_stream.c): a gpu_api record belongs to the
+ * last call of its thread that started at most this long before it (the wrapper's start
+ * precedes the runtime's own). */
+#define GPU_JOIN_NS 1000000LL
+
 /* The earliest API record of a correlation id (GPU_API_SQL), read once per database for both
  * the syncs' and the kernels' joins. */
 struct api_first {

@@ -58,9 +58,6 @@
 	" LEFT JOIN ev ON ev.id = c.id WHERE c.class IN ('S1', 'S2', 'S3', 'S4') ORDER BY "        \
 	"c.start_ns"
 
-/* The join window: a gpu_api record belongs to the last call of its thread that started at
- * most this long before it (the wrapper's start precedes the runtime's own). */
-#define GPU_JOIN_NS 1000000LL
 /* CUpti_ActivityMemcpyKind: host to device, device to host. */
 #define CUPTI_MEMCPY_HTOD 1
 #define CUPTI_MEMCPY_DTOH 2

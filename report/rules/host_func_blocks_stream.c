@@ -37,7 +37,6 @@
  */
 #define HOST_FUNC_MIN_HOLD_NS 150000LL
 #define NEIGHBOUR_WALK	      16
-#define GPU_JOIN_NS	      1000000LL
 #define HOST_FUNC_APIS                                                                             \
 	"('cudaLaunchHostFunc', 'cudaLaunchHostFunc_ptsz', 'cudaStreamAddCallback',"               \
 	" 'cudaStreamAddCallback_ptsz', 'cuLaunchHostFunc', 'cuLaunchHostFunc_ptsz',"              \
