@@ -274,18 +274,37 @@ static int legacy_dtod(int blocking)
 
 /* legacy-threads: worker threads that each launch and sync on stream 0, the legacy stream
  * they all share (c64 of examples/corpus: CUDA_API_PER_THREAD_DEFAULT_STREAM defined after
- * nvcc's own include does nothing), or each on a non-blocking stream of its own. */
+ * nvcc's own include does nothing), or each on a non-blocking stream of its own. Each round
+ * one worker launches first and syncs; the others launch 100 us after a barrier, while it
+ * waits: their work lands inside its wait whatever the scheduler does (t204 found no sharing
+ * on a loaded machine when the workers merely ran side by side). */
 #define LEGACY_WORKERS 3
-static void *legacy_worker(void *own_stream)
+#define LEGACY_ROUNDS  5
+static pthread_barrier_t legacy_barrier;
+
+struct legacy_job {
+	int id, own_stream;
+};
+
+static void *legacy_worker(void *arg)
 {
+	const struct legacy_job *job = arg;
 	cudaStream_t s = 0;
-	if (own_stream)
+	if (job->own_stream)
 		CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-	for (int i = 0; i < 5; i++) {
-		launch_sleep(s, 300);
+	for (int i = 0; i < LEGACY_ROUNDS; i++) {
+		int first = i % LEGACY_WORKERS == job->id;
+		if (first)
+			launch_sleep(s, 300);
+		pthread_barrier_wait(&legacy_barrier);
+		if (!first) {
+			usleep(100);
+			launch_sleep(s, 300);
+		}
 		CHECK(cudaStreamSynchronize(s));
+		pthread_barrier_wait(&legacy_barrier);
 	}
-	if (own_stream)
+	if (job->own_stream)
 		CHECK(cudaStreamDestroy(s));
 	return NULL;
 }
@@ -293,10 +312,15 @@ static void *legacy_worker(void *own_stream)
 static int legacy_threads(int own_stream)
 {
 	pthread_t t[LEGACY_WORKERS];
-	for (int i = 0; i < LEGACY_WORKERS; i++)
-		pthread_create(&t[i], NULL, legacy_worker, own_stream ? (void *)1 : NULL);
+	struct legacy_job jobs[LEGACY_WORKERS];
+	pthread_barrier_init(&legacy_barrier, NULL, LEGACY_WORKERS);
+	for (int i = 0; i < LEGACY_WORKERS; i++) {
+		jobs[i] = (struct legacy_job){i, own_stream};
+		pthread_create(&t[i], NULL, legacy_worker, &jobs[i]);
+	}
 	for (int i = 0; i < LEGACY_WORKERS; i++)
 		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&legacy_barrier);
 	return 0;
 }
 
