@@ -160,8 +160,8 @@ static inline int ss_wants_stack(int cls)
 /* The context calls (X1) whose site a rule names as a line to fix (graph-instantiate-in-loop)
  * and that a framework makes for its user (torch.cuda.graph instantiates and destroys in
  * libtorch): stacked as sync points are, so that their site is the user's line, a Python one
- * included (SCHEMA-6). Rare (a step's at most), never on an enqueue's path: the class is
- * tested first (wrapper.h). */
+ * included (SCHEMA-6). Rare (a step's at most); the table's class and the id are constants
+ * of each wrapper (wrapper.h), so every other wrapper compiles without the test. */
 static inline int ss_stacked_context_call(int id)
 {
 	switch (id) {

@@ -149,7 +149,7 @@ static inline int ss_is_stub_launch(int api)
 				ss_cupti_sample_tick(); /* a window switches after a sync          \
 							   (CUPTI-4) */                            \
 			}                                                                          \
-		} else if (ss_unlikely(rec.cls == SS_X1) && ss_stacked_context_call(id) &&         \
+		} else if (SS_##cls_ == SS_X1 && ss_stacked_context_call(id) &&                    \
 			   !(capture_bits & SS_CAPTURE_OFF)) {                                     \
 			ss_stacks_attach(tls, rec.caller);                                         \
 		}                                                                                  \
