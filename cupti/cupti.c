@@ -10,7 +10,8 @@
  * - CUPTI's activity buffers have one owner per process: whoever called
  *   cuptiActivityRegisterCallbacks last gets every buffer, also those another client asked for.
  *   So syncspy gives way to any other client (CUPTI-1, CUPTI-2), and when anything fails,
- *   recording goes on with host data only and ss_cupti_status says why (docs/architecture.md F8).
+ *   recording goes on with host data only and ss_cupti_status() says why
+ *   (docs/architecture.md F8).
  *
  * Invariants:
  *   CUPTI-1  syncspy never starts CUPTI when another client got there first: Nsight's injection
@@ -98,7 +99,9 @@
 #include "cupti/cupti.h" /* all this file knows of the rest of the shim */
 #include "syncspy/sample.h"
 
-const char *volatile ss_cupti_status = "off (SYNCSPY_CUPTI=0)";
+/* meta.cupti: "on", or why not. Written and read under owner_lock (ss_cupti_status): some of
+ * its texts are rewritten in place (status_text) while the writer thread may be reading. */
+static const char *cupti_status = "off (SYNCSPY_CUPTI=0)";
 
 #define BUFFER_BYTES (8u << 20)
 
@@ -156,7 +159,9 @@ static uint64_t window_open_ns, window_open_ticks;
 #define AUTO_BUDGET_PERMILLE 10
 #define AUTO_NS_PER_CALL     3000
 #define AUTO_MEASURE_TICKS   20 /* sync points seen on and off before the measure counts */
-static int sample_auto, auto_sampling;
+/* sample_auto: set once at the start (owner_lock), read without it by the writer's fast path */
+static _Atomic int sample_auto;
+static int auto_sampling;
 /* CUPTI-7: aggregate mode's windows, the gap after each twice the one before */
 #define AGG_ON_NS	 (50 * 1000000ull)
 #define AGG_FIRST_OFF_NS (1000 * 1000000ull)
@@ -211,7 +216,7 @@ static void set_status(const char *what, CUptiResult result)
 		api.result_string(result, &text);
 	snprintf(status_text, sizeof(status_text), "off: %s: %s (%d); host data only", what,
 		 text ? text : "?", (int)result);
-	ss_cupti_status = status_text;
+	cupti_status = status_text;
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
@@ -399,20 +404,20 @@ static void start_once(void)
 		snprintf(status_text, sizeof(status_text),
 			 "off: another CUPTI client (%s) registered first; host data only",
 			 other_client);
-		ss_cupti_status = status_text;
+		cupti_status = status_text;
 	} else if (injection && injection[0]) { /* CUPTI-1: Nsight Systems/Compute, or a tool */
 		snprintf(
 		    status_text, sizeof(status_text),
 		    "off: CUDA_INJECTION64_PATH is set (%.96s): another tool holds CUPTI; host "
 		    "data only",
 		    injection);
-		ss_cupti_status = status_text;
+		cupti_status = status_text;
 	} else {
 		unsigned wanted = wanted_kinds(kinds_setting);
 		if (wanted)
 			start_locked(wanted);
 		else
-			ss_cupti_status = "off: SYNCSPY_CUPTI_KINDS names no kind; host data only";
+			cupti_status = "off: SYNCSPY_CUPTI_KINDS names no kind; host data only";
 	}
 	pthread_mutex_unlock(&owner_lock);
 }
@@ -457,7 +462,7 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegiste
 		    "yielded: another CUPTI client (%s) took CUPTI at %llu ns (CLOCK_MONOTONIC); "
 		    "no GPU rows after that",
 		    other_client, (unsigned long long)now_ns());
-		ss_cupti_status = status_text;
+		cupti_status = status_text;
 	}
 	pthread_mutex_unlock(&owner_lock);
 	errno = saved_errno;
@@ -599,7 +604,7 @@ static unsigned wanted_kinds(const char *list)
 
 /* Enables the activity kinds of WANTED (KIND_*), narrows the API records and asks for the
  * events' GPU times: at start, and again at each resume (syncspy_gpu_trace). Returns 0 and
- * sets ss_cupti_status when CUPTI refuses. Called with owner_lock held. */
+ * sets cupti_status when CUPTI refuses. Called with owner_lock held. */
 static int enable_kinds(unsigned wanted)
 {
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -629,7 +634,7 @@ static void start_locked(unsigned wanted)
 	if (!library) {
 		snprintf(status_text, sizeof(status_text),
 			 "off: libcupti.so.13 not found (%s); host data only", dlerror());
-		ss_cupti_status = status_text;
+		cupti_status = status_text;
 		return;
 	}
 #define FIND(field, name) *(void **)&api.field = ss_dlsym(library, name)
@@ -660,7 +665,7 @@ static void start_locked(unsigned wanted)
 	}
 	if (!api.register_callbacks || !api.register_timestamp || !api.enable || !api.disable ||
 	    !api.next_record || !api.flush_all) {
-		ss_cupti_status = "off: libcupti.so.13 lacks the activity API; host data only";
+		cupti_status = "off: libcupti.so.13 lacks the activity API; host data only";
 		return;
 	}
 	CUptiResult result = api.register_timestamp(now_ns); /* before any activity */
@@ -687,7 +692,7 @@ static void start_locked(unsigned wanted)
 				      memory_order_relaxed);
 	}
 	if (wanted == KIND_ALL) {
-		ss_cupti_status = "on";
+		cupti_status = "on";
 	} else {
 		char list[128] = "";
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -704,7 +709,7 @@ static void start_locked(unsigned wanted)
 		}
 		snprintf(status_text, sizeof(status_text), "on: only %s (SYNCSPY_CUPTI_KINDS)",
 			 list[0] ? list : "nothing");
-		ss_cupti_status = status_text;
+		cupti_status = status_text;
 	}
 }
 
@@ -797,7 +802,7 @@ static void request_detach_locked(uint64_t now)
 
 /* CUPTI-8, at a resume (owner_lock held): CUPTI attached again where the pause detached it, as
  * start_locked attached it (the kinds are the caller's); a detach still waiting for an API exit
- * is called off. Returns 0 and sets ss_cupti_status when CUPTI refuses. */
+ * is called off. Returns 0 and sets cupti_status when CUPTI refuses. */
 static int attach_locked(void)
 {
 	int state = atomic_load(&attach_state);
@@ -1045,6 +1050,13 @@ unsigned ss_cupti_auto_measured(unsigned *on_ticks, unsigned *off_ticks)
 	return sample_auto ? peak : 0;
 }
 
+void ss_cupti_status(char *buf, size_t size)
+{
+	pthread_mutex_lock(&owner_lock);
+	snprintf(buf, size, "%s", cupti_status);
+	pthread_mutex_unlock(&owner_lock);
+}
+
 const char *ss_cupti_sample_text(void)
 {
 	return sample_auto ? "auto" : sample_setting;
@@ -1119,8 +1131,7 @@ void ss_cupti_fork_child(void)
 	queued = queue_capacity = 0;
 	if (attempted) { /* the parent started CUPTI, or tried: its once-control has run */
 		started = 0;
-		ss_cupti_status =
-		    "off: a forked child (CUPTI stays with the parent); host data only";
+		cupti_status = "off: a forked child (CUPTI stays with the parent); host data only";
 	}
 }
 

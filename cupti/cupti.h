@@ -43,7 +43,7 @@ enum ss_gpu_kind {
 /* App thread, first recorded call: loads CUPTI and enables the activities KINDS names
  * (SYNCSPY_CUPTI_KINDS), sampled as SAMPLE says (SYNCSPY_CUPTI_SAMPLE, CUPTI-4), turned off as
  * PAUSE says (SYNCSPY_CUPTI_PAUSE: "disable" or "detach", CUPTI-8); the strings live as long as
- * the process. Never fails the program: the reason it did not start is in ss_cupti_status
+ * the process. Never fails the program: the reason it did not start is in ss_cupti_status()
  * (meta.cupti). */
 void ss_cupti_start(const char *kinds, const char *sample, const char *pause);
 /* SAMPLE in aggregate mode where SYNCSPY_CUPTI_SAMPLE is auto: windows spaced ever wider
@@ -91,7 +91,9 @@ const char *ss_cupti_detach_stats(int *asked, unsigned *detaches, unsigned *atta
 				  uint64_t *detach_ns, uint64_t *attach_ns);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
-extern const char *volatile ss_cupti_status;
+/* Writer, for meta.cupti: "on", or why the timeline is off (docs/cupti.md), copied into BUF
+ * under the lock its writers hold: its text may be rewritten in place meanwhile. */
+void ss_cupti_status(char *buf, size_t size);
 
 /* ------------------------------------------------------------------ what cupti/ calls */
 

@@ -9,10 +9,14 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cupti/cupti.h"
 
-const char *volatile ss_cupti_status = "off: not built (configure --enable-cupti)";
+void ss_cupti_status(char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", "off: not built (configure --enable-cupti)");
+}
 
 void ss_cupti_start(const char *kinds, const char *sample, const char *pause)
 {

@@ -40,7 +40,8 @@ static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER; /* what follows
 static struct ss_capture_switch *switches;			 /* not yet taken */
 static size_t nswitches, switches_capacity;
 static int nvtx_open; /* capture ranges open now, over all threads */
-static int switched;  /* a switch happened: the program used syncspy_start/stop */
+static _Atomic int switched; /* a switch happened: the program used syncspy_start/stop (read by
+			      * the writer without capture_lock) */
 _Atomic uint64_t ss_capture_skipped_no_ring[SS_CLASS_COUNT];
 
 /* The most switches waiting for the writer (a program that switches without ever making a

@@ -183,11 +183,13 @@ void ss_gpu_tables_store(void)
 
 void ss_gpu_tables_meta(void)
 {
-	ss_meta_text("cupti", ss_cupti_status); /* without CUPTI: cupti/stub.c's reason */
+	char status[256];
+	ss_cupti_status(status, sizeof(status));
+	ss_meta_text("cupti", status); /* without CUPTI: cupti/stub.c's reason */
 	uint64_t paused_ns, traced_ns;
 	unsigned pauses, windows;
 	ss_cupti_pauses(&paused_ns, &pauses, &windows, &traced_ns);
-	int cupti_on = strncmp(ss_cupti_status, "on", 2) == 0;
+	int cupti_on = strncmp(status, "on", 2) == 0;
 	if (pauses && cupti_on) { /* syncspy_gpu_trace, the sampler (CUPTI-3, CUPTI-4) */
 		ss_meta_int("cupti_pauses", pauses);
 		ss_meta_int("cupti_paused_ns", (int64_t)paused_ns);
@@ -200,7 +202,7 @@ void ss_gpu_tables_meta(void)
 	uint64_t detach_ns, attach_ns;
 	const char *fallback =
 	    ss_cupti_detach_stats(&detach_asked, &detaches, &attaches, &detach_ns, &attach_ns);
-	if (detach_asked && (cupti_on || strncmp(ss_cupti_status, "yielded", 7) == 0)) {
+	if (detach_asked && (cupti_on || strncmp(status, "yielded", 7) == 0)) {
 		ss_meta_text("cupti_pause", "detach");
 		ss_meta_int("cupti_detaches", detaches);
 		ss_meta_int("cupti_attaches", attaches);

@@ -55,7 +55,8 @@ static _Unwind_Ptr (*gcc_get_ip)(struct _Unwind_Context *);
 static _Unwind_Word (*gcc_get_cfa)(struct _Unwind_Context *);
 _Atomic unsigned ss_native_libgcc_sites;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-const char *ss_native_stacks_status = "not tried";
+/* Set once by load_unwinder, on whichever thread walks first; read by the writer thread. */
+const char *_Atomic ss_native_stacks_status = "not tried";
 
 /* The shim's own code, [own_lo, own_hi): the frames a stack starts with inside it (the
  * wrapper, the stack functions) are dropped, however the compiler inlined them. */

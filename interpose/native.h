@@ -18,7 +18,7 @@ void ss_stacks_attach(struct ss_tls *tls, uint64_t caller);
  * (docs/attribution.md). */
 uint64_t ss_enqueue_site(uint64_t caller, const uint64_t *slot);
 void ss_native_fork_child(void);
-extern const char *ss_native_stacks_status;	/* meta.native_stacks */
+extern const char *_Atomic ss_native_stacks_status; /* meta.native_stacks */
 extern _Atomic unsigned ss_native_libgcc_sites; /* sites that chose libgcc's unwinder */
 /* meta.enqueue_path_*: the paths walked (ss_enqueue_site), their time in clock ticks, and the
  * frames whose module was looked up */

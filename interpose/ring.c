@@ -55,6 +55,10 @@ static _Atomic uint64_t blocks_out; /* handed out to rings */
 static _Atomic uint64_t blocks_peak;
 static _Atomic uint64_t trimmed_bytes; /* pages given back to the system, in all */
 static _Atomic int trimmed = 1; /* the free blocks' pages went back since they were last used */
+/* Set (release) once region, links and nblocks are: an attaching thread reads them after the
+ * region_once that mapped them, the writer's own looks (ss_ring_prefault, ss_ring_trim,
+ * ss_ring_region_bytes) after this flag (acquire), so that none sees a half-published region. */
+static _Atomic int region_mapped;
 
 /* The cap as address space; halved where the system refuses that much (a strict overcommit
  * policy counts even MAP_NORESERVE): meta.buffer_region_mb says what was mapped. */
@@ -69,6 +73,7 @@ static void map_region(void)
 			nblocks = (uint32_t)n;
 			region = p;
 			links = (_Atomic uint32_t *)((char *)p + bytes);
+			atomic_store_explicit(&region_mapped, 1, memory_order_release);
 			return;
 		}
 	}
@@ -76,6 +81,8 @@ static void map_region(void)
 
 size_t ss_ring_region_bytes(void)
 {
+	if (!atomic_load_explicit(&region_mapped, memory_order_acquire))
+		return 0;
 	return (size_t)nblocks * BLOCK_BYTES;
 }
 
@@ -184,7 +191,7 @@ static int prefault_unsupported;
 
 void ss_ring_prefault(void)
 {
-	if (region == NULL || prefault_unsupported)
+	if (!atomic_load_explicit(&region_mapped, memory_order_acquire) || prefault_unsupported)
 		return;
 	uint32_t from = atomic_load_explicit(&bump, memory_order_relaxed);
 	uint32_t grew = from - bump_seen;
@@ -205,7 +212,8 @@ void ss_ring_prefault(void)
  * stack: a thread that needs a block meanwhile finds one on either. */
 void ss_ring_trim(void)
 {
-	if (region == NULL || atomic_exchange(&trimmed, 1))
+	if (!atomic_load_explicit(&region_mapped, memory_order_acquire) ||
+	    atomic_exchange(&trimmed, 1))
 		return;
 	for (struct ss_seg *seg; (seg = stack_pop(&free_top)) != NULL;) {
 		atomic_fetch_add_explicit(&trimmed_bytes, BLOCK_BYTES, memory_order_relaxed);
