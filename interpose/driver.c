@@ -66,18 +66,10 @@
 typedef void *(*dlsym_fn)(void *, const char *);
 static dlsym_fn _Atomic real_dlsym;
 
-/* DRIVER-5: what may run before a sanitizer runtime is initialized is not instrumented, and
- * lookups pass through until the shim's constructors ran (before_init). Without sanitizers
- * neither applies: a lookup made by a library's constructor is handed out as any other. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
-#define SS_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-#define SS_SANITIZED 1
-#endif
-#endif
+/* DRIVER-5: lookups pass through until the shim's constructors ran (before_init), and what may
+ * run before then is not instrumented (SS_PRE_INIT, shim.h). Without sanitizers neither
+ * applies: a lookup made by a library's constructor is handed out as any other. */
 #ifdef SS_SANITIZED
-#define SS_PRE_INIT __attribute__((no_sanitize("address", "undefined")))
 static volatile int constructors_ran;
 __attribute__((constructor)) static void note_constructors_ran(void)
 {
@@ -85,7 +77,6 @@ __attribute__((constructor)) static void note_constructors_ran(void)
 }
 #define before_init() (!constructors_ran)
 #else
-#define SS_PRE_INIT
 #define before_init() 0
 #endif
 

@@ -364,7 +364,7 @@ static struct sigaction program_action[NSIG]; /* what the program asked for */
 static volatile sig_atomic_t shim_handler_installed[NSIG];
 static pthread_mutex_t signal_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+SS_PRE_INIT static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	static int (*_Atomic fn)(int, const struct sigaction *, struct sigaction *);
 	if (!fn)
@@ -428,7 +428,8 @@ static void install_signal_handlers(void)
 	pthread_mutex_unlock(&signal_lock);
 }
 
-SS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+/* DRIVER-5: TSan installs its own handlers through here while it initializes. */
+SS_PRE_INIT SS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (sig <= 0 || sig >= NSIG || !shim_handler_installed[sig])
 		return real_sigaction(sig, act, old);

@@ -48,6 +48,24 @@
 #define ss_likely(x)   __builtin_expect(!!(x), 1)
 #define ss_unlikely(x) __builtin_expect(!!(x), 0)
 
+/* DRIVER-5: in a sanitizer build (configure --enable-sanitizers), the functions a sanitizer
+ * runtime calls while it initializes (the exported dlsym and sigaction: ASan looks up its
+ * interceptors, TSan also installs its signal handlers), before it can run instrumented code,
+ * are not instrumented. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__) || defined(__SANITIZE_THREAD__)
+#define SS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer) ||             \
+    __has_feature(thread_sanitizer)
+#define SS_SANITIZED 1
+#endif
+#endif
+#ifdef SS_SANITIZED
+#define SS_PRE_INIT __attribute__((no_sanitize("address", "undefined", "thread")))
+#else
+#define SS_PRE_INIT
+#endif
+
 /* ------------------------------------------------------------------ API registry */
 
 #include "cudart_table.h"

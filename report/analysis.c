@@ -66,7 +66,15 @@
 
 /* SYNCSPY_REPORT_TIMING=1: the seconds each step took, on stderr, to find where the time goes
  * (bench/report-scale.sh). Not documented for users: the steps change with the code. */
-static int timing = -1;
+static int timing;
+static pthread_once_t timing_once = PTHREAD_ONCE_INIT; /* lap runs on the loading threads too */
+
+static void read_timing(void)
+{
+	const char *value = getenv("SYNCSPY_REPORT_TIMING");
+
+	timing = value && *value;
+}
 
 double now_s(void)
 {
@@ -81,8 +89,7 @@ void lap(double *since, const char *what, const char *step)
 {
 	double t;
 
-	if (timing < 0)
-		timing = getenv("SYNCSPY_REPORT_TIMING") && *getenv("SYNCSPY_REPORT_TIMING");
+	pthread_once(&timing_once, read_timing);
 	if (!timing)
 		return;
 	t = now_s();

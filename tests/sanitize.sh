@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tests/sanitize.sh [BUILDDIR]: the e2e suite under AddressSanitizer and UBSan (issue 18 item 14).
+# tests/sanitize.sh [BUILDDIR]: the e2e suite under AddressSanitizer and UBSan (issue 18 item 14),
+# or with SANITIZE=thread, the shim's threads under ThreadSanitizer.
 #
 # Builds the shim, the command, the stand-ins and the test programs with `configure
 # --enable-sanitizers` in a build directory of its own (default build-asan/ beside the
@@ -11,10 +12,27 @@
 # a child's stderr or exit status cannot hide a report). Exit 0 only when no test failed and
 # no process reported an error. `make check-sanitize` runs it; the summary is also left in
 # BUILDDIR/summary.txt.
+#
+# SANITIZE=thread (`make check-tsan`; default BUILDDIR build-tsan/): `configure
+# --enable-sanitizers=thread`, then the tests that run the shim (tests/e2e/t0*, t2*, t85*, or
+# SANITIZE_TESTS) with every data race written to BUILDDIR/reports. Two things differ there:
+# native stacks are off (SYNCSPY_STACK_DEPTH=0: libunwind's per-thread cache is freed by a
+# thread-exit destructor that runs after TSan has let go of the thread, and crashes in TSan's
+# mutex hook), so the tests that check stacks fail, and LD_LIBRARY_PATH names the stand-ins
+# (TSan's dlopen looks a library up from its own scope, not by the caller's RUNPATH). Tests are
+# listed but not counted: exit 0 when no process reported a race. Not part of `make check`.
 set -u
 unset MAKEFLAGS MFLAGS MAKELEVEL # a make of its own (t856 runs it inside `make check`)
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$top/build-asan}
+sanitizer=${SANITIZE:-address}
+case $sanitizer in
+address) build=${1:-$top/build-asan} ;;
+thread) build=${1:-$top/build-tsan} ;;
+*)
+	echo "sanitize: SANITIZE=$sanitizer: address or thread" >&2
+	exit 2
+	;;
+esac
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 mkdir -p "$build" || exit 2
 build=$(cd "$build" && pwd)
@@ -36,8 +54,8 @@ reports=$build/reports
 rm -rf "$obj" "$reports" && mkdir -p "$obj" "$reports" || exit 2
 
 cd "$obj" || exit 2
-"$src/configure" --enable-sanitizers ${SANITIZE_CONFIGURE_ARGS:-} >"$build/configure.log" 2>&1 || {
-	echo "sanitize: configure --enable-sanitizers failed (see $build/configure.log):" >&2
+"$src/configure" --enable-sanitizers="$sanitizer" ${SANITIZE_CONFIGURE_ARGS:-} >"$build/configure.log" 2>&1 || {
+	echo "sanitize: configure --enable-sanitizers=$sanitizer failed (see $build/configure.log):" >&2
 	tail -n 3 "$build/configure.log" >&2
 	exit 2
 }
@@ -48,17 +66,34 @@ make -j"$jobs" >"$build/make.log" 2>&1 || {
 }
 built=$(date +%s)
 
-# Leaks are not checked: the programs the tests run (sh, python3, sqlite3) are not built with
-# LeakSanitizer in mind, and the shim keeps its tables until the process ends by design.
-ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:log_path=$reports/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
-export ASAN_OPTIONS UBSAN_OPTIONS
-make -j"$jobs" check ${SANITIZE_TESTS:+TESTS="$SANITIZE_TESTS"} >"$build/check.log" 2>&1
-check_rc=$?
+if [ "$sanitizer" = thread ]; then
+	# die_after_fork=0: the fork tests start threads in the child of a threaded parent (as the
+	# shim's own writer thread does), which TSan refuses by default
+	TSAN_OPTIONS="halt_on_error=0:die_after_fork=0:log_path=$reports/tsan:suppressions=$src/tests/tsan-suppressions.txt${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+	SYNCSPY_STACK_DEPTH=0
+	LD_LIBRARY_PATH=$obj/tests/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export TSAN_OPTIONS SYNCSPY_STACK_DEPTH LD_LIBRARY_PATH
+	tests=${SANITIZE_TESTS:-$(cd "$src/tests" && ls e2e/t0*.sh e2e/t2*.sh e2e/t85*.sh | tr '\n' ' ')}
+	# the programs first (TESTS= runs none), then the tests of tests/ alone
+	make -j"$jobs" check TESTS= >"$build/check.log" 2>&1 &&
+		make -j"$jobs" -C tests check-TESTS TESTS="$tests" >>"$build/check.log" 2>&1
+	check_rc=0 # listed, not counted (above)
+else
+	# Leaks are not checked: the programs the tests run (sh, python3, sqlite3) are not built
+	# with LeakSanitizer in mind, and the shim keeps its tables until the process ends by design.
+	ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:log_path=$reports/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+	export ASAN_OPTIONS UBSAN_OPTIONS
+	make -j"$jobs" check ${SANITIZE_TESTS:+TESTS="$SANITIZE_TESTS"} >"$build/check.log" 2>&1
+	check_rc=$?
+fi
 end=$(date +%s)
 
 {
-	echo "syncspy e2e suite under -fsanitize=address,undefined ($(date -u +%Y-%m-%d))"
+	case $sanitizer in
+	address) echo "syncspy e2e suite under -fsanitize=address,undefined ($(date -u +%Y-%m-%d))" ;;
+	thread) echo "syncspy e2e tests of the shim under -fsanitize=thread, native stacks off ($(date -u +%Y-%m-%d))" ;;
+	esac
 	echo "commit: $(cd "$top" && git rev-parse --short HEAD 2>/dev/null)$(cd "$top" && git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
 	echo "compiler: $(sed -n 's/^CC = //p' "$obj/Makefile") ($($(sed -n 's/^CC = //p' "$obj/Makefile") --version | head -n 1))"
 	echo "runtime preloaded for programs not built with it: $(sed -n 's/^SANITIZER_PRELOAD = //p' "$obj/Makefile")"
@@ -84,8 +119,15 @@ end=$(date +%s)
 	for f in "$reports"/*; do
 		[ -f "$f" ] || continue
 		echo "--- $(basename "$f"):"
-		grep -m 3 -E 'ERROR: |runtime error|SUMMARY: ' "$f"
+		grep -m 3 -E 'ERROR: |runtime error|SUMMARY: ' "$f" || head -n 1 "$f"
+		# a race: where each side of it was (the first frames of the two accesses)
+		grep -A1 -E '^  (Write|Read|Atomic|Previous)' "$f" | grep -E '^    #0' | head -n 2
 	done
 } >"$build/summary.txt"
 cat "$build/summary.txt"
-[ $check_rc -eq 0 ] && [ -z "$(ls "$reports")" ]
+if [ "$sanitizer" = thread ]; then
+	# races and TSan's errors fail it; its notes (a thread id reused after a fork) do not
+	! cat "$reports"/* 2>/dev/null | grep -q -E 'WARNING: ThreadSanitizer|ERROR: ThreadSanitizer'
+else
+	[ $check_rc -eq 0 ] && [ -z "$(ls "$reports")" ]
+fi
