@@ -393,7 +393,7 @@ static int host_func_rule(struct loader *ld, struct db_state *st, const struct g
 		site->idle += idle;
 		ss_tally_add(&site->tally, &st->steps, h->start, idle, 1);
 	}
-	code = add_findings(ld, st, sites, nsites, seen == SIZE_MAX ? steady : seen, steady);
+	code = add_findings(ld, st, sites, nsites, seen, steady); /* seen: a count here (above) */
 done:
 	for (size_t i = 0; i < nfuncs; i++)
 		free(funcs[i].site);
