@@ -247,3 +247,128 @@ extern "C" __global__ void occupancy_stats(const unsigned int *grid, int cells, 
 		atomicAdd(&stats[2], o);
 	}
 }
+
+/* d37-d38: edge clamp of the denoiser's coordinates. */
+static __device__ __forceinline__ int nlm_clamp(int v, int hi)
+{
+	return v < 0 ? 0 : (v > hi ? hi : v);
+}
+
+/* d37-d38: a non-local-means denoiser for 10-bit luma: each pixel becomes the weighted mean of
+ * the pixels of its (2r+1)^2 search window, each weighted 1024 >> (ssd >> 10) (at least 1) by
+ * the squared distance of the two 3x3 patches; edges clamped. 2D blocks, one pixel a thread. */
+extern "C" __global__ void nlm_denoise_luma(const unsigned short *in, unsigned short *out, int w, int h, int r)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+	if (x >= w || y >= h)
+		return;
+	int c[9];
+	for (int py = -1; py <= 1; py++)
+		for (int px = -1; px <= 1; px++)
+			c[(py + 1) * 3 + px + 1] = in[nlm_clamp(y + py, h - 1) * w + nlm_clamp(x + px, w - 1)];
+	unsigned int num = 0, den = 0;
+	for (int dy = -r; dy <= r; dy++)
+		for (int dx = -r; dx <= r; dx++) {
+			unsigned int ssd = 0;
+			for (int py = -1; py <= 1; py++) {
+				const unsigned short *row = in + nlm_clamp(y + dy + py, h - 1) * w;
+				for (int px = -1; px <= 1; px++) {
+					int d = c[(py + 1) * 3 + px + 1] - (int)row[nlm_clamp(x + dx + px, w - 1)];
+					ssd += (unsigned int)(d * d);
+				}
+			}
+			unsigned int s = ssd >> 10, wgt = s < 10u ? 1024u >> s : 1u;
+			num += wgt * in[nlm_clamp(y + dy, h - 1) * w + nlm_clamp(x + dx, w - 1)];
+			den += wgt;
+		}
+	out[y * w + x] = (unsigned short)(num / den);
+}
+
+/* d39, d41: the prefill of a batch's key/value cache: word i of the arena gets a hash of i and
+ * the batch. */
+extern "C" __global__ void kv_prefill(uint32_t *kv, int words, int batch)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= words)
+		return;
+	uint32_t v = (uint32_t)i * 2654435761u ^ (uint32_t)batch * 0x85ebca6bu;
+	v ^= v >> 13;
+	v *= 0xc2b2ae35u;
+	kv[i] = v ^ (v >> 16);
+}
+
+/* d39, d41: one decode step's attention logits over the whole cache, summed: word i (column
+ * i % row_words of its token row) times the query's word for that column (a hash of the column
+ * and query_seed), top 12 bits of the 32-bit product, added into *score; a grid-stride loop,
+ * 256 threads a block. */
+extern "C" __global__ void kv_attend_sum(const uint32_t *kv, int words, int row_words, int query_seed, unsigned long long *score)
+{
+	__shared__ unsigned long long sh[256];
+	unsigned long long s = 0;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < words; i += gridDim.x * blockDim.x) {
+		uint32_t q = (uint32_t)(i % row_words) * 0x9e3779b9u + (uint32_t)query_seed * 0x27d4eb2fu;
+		q ^= q >> 15;
+		s += (kv[i] * (q | 1u)) >> 20;
+	}
+	sh[threadIdx.x] = s;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		unsigned long long t = 0;
+		for (int k = 0; k < 256; k++)
+			t += sh[k];
+		atomicAdd(score, t);
+	}
+}
+
+/* d40: the receiver's front end: sample i of sub-block `sub` of frame *frame (subs sub-blocks
+ * of n samples a frame): two triangle carriers at bins 301 and 1210, a bursty interferer at bin
+ * 777 (frames where frame % 5 == 2), and hashed noise of +-2048. */
+extern "C" __global__ void sdr_synth(int *x, int n, int subs, const int *frame)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n * subs)
+		return;
+	unsigned int s = (unsigned int)*frame * (unsigned int)(n * subs) + (unsigned int)i;
+	unsigned int step = 4294967295u / (unsigned int)n + 1u; /* 2^32 / n for n a power of two */
+	int t1 = (int)((s * 301u * step) >> 16), t2 = (int)((s * 1210u * step) >> 16), t3 = (int)((s * 777u * step) >> 16);
+	t1 = (t1 < 32768 ? t1 : 65535 - t1) - 16384;
+	t2 = (t2 < 32768 ? t2 : 65535 - t2) - 16384;
+	t3 = (t3 < 32768 ? t3 : 65535 - t3) - 16384;
+	unsigned int hsh = s * 2654435761u;
+	hsh ^= hsh >> 15;
+	hsh *= 0x2c1b3c6du;
+	hsh ^= hsh >> 12;
+	x[i] = t1 / 4 + t2 / 8 + (*frame % 5 == 2 ? t3 / 4 : 0) + (int)(hsh & 4095u) - 2048;
+}
+
+/* d40: the power spectrum, one block per bin (blockIdx.x) and sub-block (blockIdx.y): a direct
+ * DFT of the n samples against a Q14 cosine table of n entries (staged in shared memory, n at
+ * most 16384), re and im divided by 16384, |X|^2 added into power[bin]; 256 threads a block. */
+extern "C" __global__ void sdr_dft_power(const int *x, int n, const short *costab, unsigned long long *power)
+{
+	__shared__ short tab[16384];
+	__shared__ long long sre[256], sim[256];
+	for (int i = threadIdx.x; i < n; i += blockDim.x)
+		tab[i] = costab[i];
+	__syncthreads();
+	const int *xs = x + (size_t)blockIdx.y * n;
+	unsigned int k = blockIdx.x, mask = (unsigned int)n - 1u, quarter = (unsigned int)n / 4u * 3u;
+	long long re = 0, im = 0;
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		unsigned int idx = (k * (unsigned int)i) & mask;
+		re += (long long)xs[i] * tab[idx];
+		im += (long long)xs[i] * tab[(idx + quarter) & mask];
+	}
+	sre[threadIdx.x] = re;
+	sim[threadIdx.x] = im;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		for (int t = 1; t < 256; t++) {
+			re += sre[t];
+			im += sim[t];
+		}
+		re /= 16384;
+		im /= 16384;
+		atomicAdd(&power[k], (unsigned long long)(re * re + im * im));
+	}
+}
