@@ -20,7 +20,8 @@
 # thread-exit destructor that runs after TSan has let go of the thread, and crashes in TSan's
 # mutex hook), so the tests that check stacks fail, and LD_LIBRARY_PATH names the stand-ins
 # (TSan's dlopen looks a library up from its own scope, not by the caller's RUNPATH). Tests are
-# listed but not counted: exit 0 when no process reported a race. Not part of `make check`.
+# listed but not counted: exit 0 when no process reported a race. Not part of `make check`
+# (t857 runs five of the tests so).
 set -u
 unset MAKEFLAGS MFLAGS MAKELEVEL # a make of its own (t856 runs it inside `make check`)
 top=$(cd "$(dirname "$0")/.." && pwd)
