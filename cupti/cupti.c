@@ -200,7 +200,7 @@ static unsigned detaches, attaches;
 static _Atomic uint32_t attach_epoch;
 static uint64_t detach_total_ns, attach_total_ns;
 static char detach_fallback[224]; /* why detach_mode was given up, empty if it was not */
-static char status_text[256];
+static char status_text[SS_CUPTI_STATUS_MAX];
 
 static uint64_t CUPTIAPI now_ns(void)
 {

@@ -92,7 +92,9 @@ const char *ss_cupti_detach_stats(int *asked, unsigned *detaches, unsigned *atta
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
 /* Writer, for meta.cupti: "on", or why the timeline is off (docs/cupti.md), copied into BUF
- * under the lock its writers hold: its text may be rewritten in place meanwhile. */
+ * under the lock its writers hold: its text may be rewritten in place meanwhile. It is never
+ * longer than SS_CUPTI_STATUS_MAX bytes, its NUL included. */
+#define SS_CUPTI_STATUS_MAX 256
 void ss_cupti_status(char *buf, size_t size);
 
 /* ------------------------------------------------------------------ what cupti/ calls */

@@ -183,7 +183,7 @@ void ss_gpu_tables_store(void)
 
 void ss_gpu_tables_meta(void)
 {
-	char status[256];
+	char status[SS_CUPTI_STATUS_MAX];
 	ss_cupti_status(status, sizeof(status));
 	ss_meta_text("cupti", status); /* without CUPTI: cupti/stub.c's reason */
 	uint64_t paused_ns, traced_ns;

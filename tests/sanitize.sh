@@ -75,10 +75,15 @@ if [ "$sanitizer" = thread ]; then
 	LD_LIBRARY_PATH=$obj/tests/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	export TSAN_OPTIONS SYNCSPY_STACK_DEPTH LD_LIBRARY_PATH
 	tests=${SANITIZE_TESTS:-$(cd "$src/tests" && ls e2e/t0*.sh e2e/t2*.sh e2e/t85*.sh | tr '\n' ' ')}
-	# the programs first (TESTS= runs none), then the tests of tests/ alone
-	make -j"$jobs" check TESTS= >"$build/check.log" 2>&1 &&
+	# the programs first (TESTS= runs none), then the tests of tests/ alone, listed, not
+	# counted (above); the programs not building fails it
+	if make -j"$jobs" check TESTS= >"$build/check.log" 2>&1; then
 		make -j"$jobs" -C tests check-TESTS TESTS="$tests" >>"$build/check.log" 2>&1
-	check_rc=0 # listed, not counted (above)
+		check_rc=0
+	else
+		echo "sanitize: the test programs did not build (see $build/check.log)" >&2
+		check_rc=2
+	fi
 else
 	# Leaks are not checked: the programs the tests run (sh, python3, sqlite3) are not built
 	# with LeakSanitizer in mind, and the shim keeps its tables until the process ends by design.
@@ -128,7 +133,8 @@ end=$(date +%s)
 cat "$build/summary.txt"
 if [ "$sanitizer" = thread ]; then
 	# races and TSan's errors fail it; its notes (a thread id reused after a fork) do not
-	! cat "$reports"/* 2>/dev/null | grep -q -E 'WARNING: ThreadSanitizer|ERROR: ThreadSanitizer'
+	[ $check_rc -eq 0 ] &&
+		! cat "$reports"/* 2>/dev/null | grep -q -E 'WARNING: ThreadSanitizer|ERROR: ThreadSanitizer'
 else
 	[ $check_rc -eq 0 ] && [ -z "$(ls "$reports")" ]
 fi

@@ -17,6 +17,7 @@
 #   usage_error MESSAGE FILE CMD...
 #                         runs CMD, a usage error: bad unless it exits 2 with MESSAGE alone on
 #                         stderr and FILE (what CMD would have written) does not exist
+#   sanitizer_build_lock  holds the tests' one sanitizer-build lock until the test ends
 set -u
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/syncspy-test.XXXXXX")
@@ -32,6 +33,14 @@ fail() {
 skip() {
 	echo "SKIP: $*" >&2
 	exit 77
+}
+
+# t856 and t857 build a sanitizer tree each: one after the other, never side by side (two at
+# once on a small machine slow the timing-bound tests inside each until they fail). The lock
+# is held on descriptor 9 until the test exits.
+sanitizer_build_lock() {
+	command -v flock >/dev/null 2>&1 || return 0
+	exec 9>"$PWD/sanitizer-builds.lock" && flock 9 || fail "cannot take $PWD/sanitizer-builds.lock"
 }
 
 failures=0

@@ -14,11 +14,7 @@ printf 'int main(void) { return 0; }\n' >"$tmp/probe.c"
 $cc -fsanitize=address,undefined "$tmp/probe.c" -o "$tmp/probe" >/dev/null 2>&1 && "$tmp/probe" ||
 	skip "$cc cannot build and run with -fsanitize=address,undefined (install libasan and libubsan)"
 command -v autoreconf >/dev/null 2>&1 || fail "no autoreconf (the sanitizer tree is configured afresh)"
-# t856 and t857 build a sanitizer tree each: one after the other, never side by side (two at
-# once on a small machine slow the timing-bound tests inside each until they fail)
-if command -v flock >/dev/null 2>&1; then
-	exec 9>"$PWD/sanitizer-builds.lock" && flock 9 || fail "cannot take $PWD/sanitizer-builds.lock"
-fi
+sanitizer_build_lock
 build=$PWD/sanitize-build
 SYNCSPY_FUZZ_SECONDS=5 CC=$cc sh "$TOP_SRCDIR/tests/sanitize.sh" "$build" >"$tmp/summary" 2>&1
 rc=$?

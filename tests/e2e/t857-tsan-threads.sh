@@ -16,11 +16,7 @@ printf '#include <pthread.h>\nstatic void *f(void *a) { return a; }\nint main(vo
 $cc -fsanitize=thread "$tmp/probe.c" -o "$tmp/probe" -lpthread >/dev/null 2>&1 && "$tmp/probe" ||
 	skip "$cc cannot build and run with -fsanitize=thread (install libtsan)"
 command -v autoreconf >/dev/null 2>&1 || fail "no autoreconf (the sanitizer tree is configured afresh)"
-# t856 and t857 build a sanitizer tree each: one after the other, never side by side (two at
-# once on a small machine slow the timing-bound tests inside each until they fail)
-if command -v flock >/dev/null 2>&1; then
-	exec 9>"$PWD/sanitizer-builds.lock" && flock 9 || fail "cannot take $PWD/sanitizer-builds.lock"
-fi
+sanitizer_build_lock
 build=$PWD/tsan-build
 SANITIZE=thread CC=$cc SANITIZE_TESTS="e2e/t030-threads.sh e2e/t035-capture-triggers.sh \
 e2e/t211-cupti-standin.sh e2e/t851-burst-threads.sh e2e/t852-many-threads.sh" \
