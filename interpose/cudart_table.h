@@ -253,7 +253,7 @@
 	  ALLOC(*ptr, size, SS_MEM_DEVICE | SS_RANGE_ASYNC))                                       \
 	X(cudaFreeAsync, PTSZ, E1, (void *devPtr, cudaStream_t stream), (devPtr, stream),          \
 	  STREAM(stream) FREE(devPtr), )                                                           \
-	/* X1, timed: a pool given back to the OS maps its memory again at the next allocation */ \
+	/* X1, timed: a pool given back to the OS maps its memory again at the next allocation */  \
 	X(cudaMemPoolTrimTo, NONE, X1, (cudaMemPool_t memPool, size_t minBytesToKeep),             \
 	  (memPool, minBytesToKeep), BYTES(minBytesToKeep) AUX(memPool), )                         \
 	/* S6: allocation, free and registration */                                                \
@@ -309,19 +309,19 @@
 	   const cudaGraphEdgeData *dependencyData, size_t numDependencies,                        \
 	   enum cudaStreamCaptureMode mode),                                                       \
 	  (stream, graph, dependencies, dependencyData, numDependencies, mode),                    \
-	  STREAM(stream) AUX(mode), )                                                              \
+	  STREAM(stream) AUX(mode) GRAPH(graph), )                                                 \
 	X(cudaStreamEndCapture, PTSZ, X1, (cudaStream_t stream, cudaGraph_t * pGraph),             \
-	  (stream, pGraph), STREAM(stream), )                                                      \
+	  (stream, pGraph), STREAM(stream), CAPTURED_GRAPH(*pGraph))                               \
 	X(cudaGraphInstantiate, NONE, X1,                                                          \
 	  (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags),             \
-	  (pGraphExec, graph, flags), , CREATED_GRAPH_EXEC(*pGraphExec))                           \
+	  (pGraphExec, graph, flags), GRAPH(graph), CREATED_GRAPH_EXEC(*pGraphExec))               \
 	X(cudaGraphInstantiateWithFlags, NONE, X1,                                                 \
 	  (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags),             \
-	  (pGraphExec, graph, flags), , CREATED_GRAPH_EXEC(*pGraphExec))                           \
+	  (pGraphExec, graph, flags), GRAPH(graph), CREATED_GRAPH_EXEC(*pGraphExec))               \
 	X(cudaGraphInstantiateWithParams, PTSZ, X1,                                                \
 	  (cudaGraphExec_t * pGraphExec, cudaGraph_t graph,                                        \
 	   cudaGraphInstantiateParams * instantiateParams),                                        \
-	  (pGraphExec, graph, instantiateParams), , CREATED_GRAPH_EXEC(*pGraphExec))               \
+	  (pGraphExec, graph, instantiateParams), GRAPH(graph), CREATED_GRAPH_EXEC(*pGraphExec))   \
 	X(cudaGraphExecDestroy, NONE, X1, (cudaGraphExec_t graphExec), (graphExec),                \
 	  AUX(graphExec), )                                                                        \
 	X(cudaLibraryLoadData, NONE, X1,                                                           \

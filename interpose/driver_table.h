@@ -14,7 +14,8 @@
  * async), COPY_3D(CUDA_MEMCPY3D *, async), COPY_PEER(n), COPY_BATCH(dsts, srcs, sizes, count);
  * MEMSET(ptr, n, async); MEM_OPS(count, CUstreamBatchMemOpParams *) (a wait among them: E3,
  * else E2); FREE(ptr); post: ALLOC(ptr, n, kind), CREATED_STREAM(s, flags, priority),
- * CREATED_EVENT(e, flags), CREATED_GRAPH_EXEC(exec), CREATED_MODULE(m) (a module or library);
+ * CREATED_EVENT(e, flags), CREATED_GRAPH_EXEC(exec), CAPTURED_GRAPH(g), CREATED_MODULE(m) (a
+ * module or library); pre: GRAPH(g) (the graph an instantiation reads);
  * either: PROFILER(on) (capture.h).
  *
  * A stream memory operation's word (cuStreamWaitValue*, cuStreamWriteValue*) is its EVENT: a
@@ -78,16 +79,21 @@
 	  (stream, count, paramArray, flags), STREAM(stream) MEM_OPS(count, paramArray), )         \
 	X(cuGraphInstantiateWithFlags, NONE, X1,                                                   \
 	  (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),                   \
-	  (phGraphExec, hGraph, flags), , CREATED_GRAPH_EXEC(*phGraphExec))                        \
+	  (phGraphExec, hGraph, flags), GRAPH(hGraph), CREATED_GRAPH_EXEC(*phGraphExec))           \
 	X(cuGraphInstantiate_v2, NONE, X1,                                                         \
 	  (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode * phErrorNode, char *logBuffer,  \
 	   size_t bufferSize),                                                                     \
-	  (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), ,                             \
+	  (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), GRAPH(hGraph),                \
 	  CREATED_GRAPH_EXEC(*phGraphExec))                                                        \
 	X(cuGraphInstantiateWithParams, PTSZ, X1,                                                  \
 	  (CUgraphExec * phGraphExec, CUgraph hGraph,                                              \
 	   CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams),                                     \
-	  (phGraphExec, hGraph, instantiateParams), , CREATED_GRAPH_EXEC(*phGraphExec))            \
+	  (phGraphExec, hGraph, instantiateParams), GRAPH(hGraph),                                 \
+	  CREATED_GRAPH_EXEC(*phGraphExec))                                                        \
+	X(cuStreamBeginCapture_v2, PTSZ, X1, (CUstream hStream, CUstreamCaptureMode mode),         \
+	  (hStream, mode), STREAM(hStream) AUX(mode), )                                            \
+	X(cuStreamEndCapture, PTSZ, X1, (CUstream hStream, CUgraph * phGraph), (hStream, phGraph), \
+	  STREAM(hStream), CAPTURED_GRAPH(*phGraph))                                               \
 	X(cuGraphExecDestroy, NONE, X1, (CUgraphExec hGraphExec), (hGraphExec), AUX(hGraphExec), ) \
 	X(cuGraphLaunch, PTSZ, E1, (CUgraphExec hGraphExec, CUstream hStream),                     \
 	  (hGraphExec, hStream), STREAM(hStream) AUX(hGraphExec), )                                \
@@ -236,6 +242,19 @@
 	  STREAM(hStream) FREE(dptr), )                                                            \
 	X(cuMemPoolTrimTo, NONE, X1, (CUmemoryPool pool, size_t minBytesToKeep),                   \
 	  (pool, minBytesToKeep), BYTES(minBytesToKeep) AUX(pool), )                               \
+	X(cuMemUnmap, NONE, S6, (CUdeviceptr ptr, size_t size), (ptr, size), FREE(ptr), )          \
+	X(cuMemSetAccess, NONE, S6,                                                                \
+	  (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count),               \
+	  (ptr, size, desc, count), BYTES(size), )                                                 \
+	X(cuMemCreate, NONE, X1,                                                                   \
+	  (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop,    \
+	   unsigned long long flags),                                                              \
+	  (handle, size, prop, flags), BYTES(size), )                                              \
+	X(cuMemRelease, NONE, X1, (CUmemGenericAllocationHandle handle), (handle), AUX(handle), )  \
+	X(cuMemMap, NONE, X1,                                                                      \
+	  (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,       \
+	   unsigned long long flags),                                                              \
+	  (ptr, size, offset, handle, flags), AUX(handle), ALLOC(ptr, size, SS_MEM_DEVICE))        \
 	X(cuMemPrefetchAsync_v2, PTSZ, E1,                                                         \
 	  (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,           \
 	   CUstream hStream),                                                                      \

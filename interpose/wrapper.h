@@ -64,6 +64,13 @@
 		rec.obj = (uintptr_t)(e);                                                          \
 		rec.aux = (flags);                                                                 \
 	}
+/* A graph: the one a capture made (post, CAPTURED_GRAPH) and the one an instantiation reads
+ * (pre, GRAPH), in calls.ptr: the rule host-func-blocks-stream follows a host function captured
+ * into a graph to the launches of the executable graphs made from it. */
+#define GRAPH(g) rec.obj = (uintptr_t)(g);
+#define CAPTURED_GRAPH(g)                                                                          \
+	if (ret == 0)                                                                              \
+		rec.obj = (uintptr_t)(g);
 /* The executable graph an instantiation made, in aux as graph launches and destroys name theirs:
  * the rule graph-instantiate-in-loop pairs a destroy with its instantiation by it. */
 #define CREATED_GRAPH_EXEC(exec)                                                                   \

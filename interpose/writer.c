@@ -86,8 +86,12 @@ static void classify_apis(void)
 			 starts_with(name, "cudaHost") || starts_with(name, "cuMemAlloc") ||
 			 starts_with(name, "cuMemFree") || starts_with(name, "cuMemHost") ||
 			 starts_with(name, "cudaMemPrefetchAsync") ||
-			 starts_with(name, "cuMemPrefetchAsync"))
+			 starts_with(name, "cuMemPrefetchAsync") || starts_with(name, "cuMemMap") ||
+			 starts_with(name, "cuMemUnmap"))
 			obj_column[api] = OBJ_PTR;
+		else if (strstr(name, "EndCapture") || strstr(name, "BeginCaptureToGraph") ||
+			 strstr(name, "GraphInstantiate"))
+			obj_column[api] = OBJ_PTR; /* the graph made or read (wrapper.h GRAPH) */
 	}
 }
 

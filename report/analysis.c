@@ -1038,8 +1038,10 @@ static int add_notes(struct ss_report *r)
 			    r, &more[6],
 			    format("%s: no repeating step found (no syncspy_step or NVTX "
 				   "step ranges, and no call that recurs at a regular "
-				   "period): every call is judged, a site with %d calls or "
-				   "more as repeating, its cost against the wall time",
+				   "period): every call between the first and the last GPU "
+				   "work is judged (before: setup, after: teardown), a site "
+				   "with %d calls or more as repeating, its cost against the "
+				   "wall time",
 				   rk->path, SS_FALLBACK_MIN_CALLS));
 		if (code == SS_EXIT_OK && rk->dropped_calls > 0) /* calls, per class */
 			code = add_rank_note(

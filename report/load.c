@@ -808,6 +808,26 @@ static int load_step_marks(struct loader *ld, struct db_state *st, int *found)
 
 /* The rank's steps (steps.h): the program's marks, else detected from the calls of the thread
  * that made the most calls, else none. */
+/* Without steps: the first and last GPU work of the rank, on any thread (STEPS-3). Work is what
+ * the GPU runs: E1 (kernels, async copies and memsets, graph launches), a blocking or degraded
+ * copy (S4, S5 with a direction) and a collective (N2). */
+static void work_window(struct ss_steps *s, const struct scan *sc)
+{
+	for (size_t i = 0; i < sc->nrows; i++) {
+		const struct call_rec *r = &sc->rows[i];
+		const struct agg_group *g = &sc->groups[r->group];
+		const struct scan_class *k = &sc->classes[g->klass];
+
+		if (!(k->e1 || k->n2 || ((k->s4 || k->s5) && !(g->nulls & 1))))
+			continue;
+		if (!s->has_work || r->start < s->work_first_ns)
+			s->work_first_ns = r->start;
+		if (!s->has_work || r->start > s->work_last_ns)
+			s->work_last_ns = r->start;
+		s->has_work = 1;
+	}
+}
+
 static int find_steps(struct loader *ld, struct db_state *st, const struct scan *sc)
 {
 	struct ss_step_call *calls = NULL;
@@ -836,8 +856,11 @@ static int find_steps(struct loader *ld, struct db_state *st, const struct scan 
 	free(calls);
 	if (found < 0)
 		return out_of_memory(ld);
-	if (!found)
+	if (!found) {
+		if (!st->rank->aggregate) /* its enqueues are counts, not rows: no window */
+			work_window(&st->steps, sc);
 		return SS_EXIT_OK;
+	}
 	/* name the anchor: "API at SITE, every N calls of the main thread" */
 	code = prepare(ld, st, ANCHOR_SQL, &stmt);
 	if (code != SS_EXIT_OK)
@@ -1324,7 +1347,8 @@ int build_aggregate(struct loader *ld, struct db_state *st)
 		rk->steady_start_ns = st->steps.start[st->steps.first_steady];
 		rk->steady_end_ns = st->steps.start[st->steps.nsteps];
 	}
-	if (!st->steps.nsteps) { /* every call is judged: the run is the steady state */
+	/* no step: the rank's figures are the run's (STEPS-3 is the rules') */
+	if (!st->steps.nsteps) {
 		rk->steady_sync_points = rk->sync_points;
 		rk->steady_blocked_ns = rk->blocked_ns;
 	}

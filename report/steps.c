@@ -35,8 +35,13 @@ enum ss_phase ss_steps_phase(const struct ss_steps *s, long long t, size_t *step
 	size_t lo = 0, hi;
 
 	*step = NO_STEP;
-	if (!s->nsteps)
-		return SS_PHASE_STEADY; /* no steps: every call is judged (SS_FALLBACK_MIN_CALLS) */
+	if (!s->nsteps) { /* no steps: judged by SS_FALLBACK_MIN_CALLS, inside the work (STEPS-3) */
+		if (s->has_work && t < s->work_first_ns)
+			return SS_PHASE_SETUP;
+		if (s->has_work && t > s->work_last_ns)
+			return SS_PHASE_TEARDOWN;
+		return SS_PHASE_STEADY;
+	}
 	if (t < s->start[0])
 		return SS_PHASE_SETUP;
 	if (t >= s->start[s->nsteps])

@@ -9,8 +9,9 @@
  *      numbered names counted as one ("ProfilerStep#3" is "ProfilerStep"), 3 instances or more
  *      on one thread;
  *   2. the recording itself: the period of the main thread's repeating calls (ss_steps_detect);
- *   3. none: then every call is steady and a site is repeating when it made
- *      SS_FALLBACK_MIN_CALLS calls or more, judged against the wall time; the report says so.
+ *   3. none: then the calls between the rank's first and last GPU work (STEPS-3) are steady
+ *      and a site is repeating when it made SS_FALLBACK_MIN_CALLS calls or more there, judged
+ *      against the wall time; the report says so.
  *
  * Invariants (cited in code as STEPS-n):
  *   STEPS-1  the phase of a call depends on its start time only (one time axis per rank, the
@@ -21,6 +22,10 @@
  *   STEPS-2  step k is [start[k], start[k+1]); the steps are contiguous: a call between two
  *            marks belongs to the earlier step. Before start[0]: setup; from start[nsteps]:
  *            teardown; steps before first_steady: warm-up, counted as setup.
+ *   STEPS-3  without steps, the calls before the rank's first GPU work (a kernel, an async copy
+ *            or memset, a blocking copy, a collective: ss_steps.work_first_ns) are setup and
+ *            those after its last (work_last_ns) teardown: a loop over buffers that allocates
+ *            them all before anything runs, or frees them all after, is not the program's loop.
  */
 #ifndef SYNCSPY_REPORT_STEPS_H
 #define SYNCSPY_REPORT_STEPS_H
@@ -64,6 +69,10 @@ struct ss_steps {
 	long long step_ns;   /* median duration of the steady steps; -1 without steps */
 	unsigned anchor;     /* detected: the symbol whose occurrences start the steps */
 	size_t period;	     /* detected: calls of the main thread per step */
+	/* without steps (STEPS-3): the start of the rank's first and last GPU work; has_work 0
+	 * when the recording has none (then every call is steady) */
+	int has_work;
+	long long work_first_ns, work_last_ns;
 };
 
 /* A call of the main thread as detection sees it: its symbol (what repeats: the api and site of
@@ -85,7 +94,8 @@ struct ss_step_mark {
 size_t ss_steps_steady(const struct ss_steps *s);
 
 /* The phase of a call that started at t (STEPS-1); *step is its step index for steady calls,
- * (size_t)-1 otherwise. Without steps every call is steady, with no step index. */
+ * (size_t)-1 otherwise. Without steps a call is steady between the first and last GPU work
+ * (STEPS-3), with no step index. */
 enum ss_phase ss_steps_phase(const struct ss_steps *s, long long t, size_t *step);
 
 /* Whether calls seen in `steps` distinct steady steps (without steps: `calls` calls) are in the

@@ -1,7 +1,9 @@
 /*
  * report/rules/alloc_in_loop.c: the alloc-in-loop rule (docs/rules.md), a site rule on the
  * aggregate (SS_RULE_SITE): allocations and frees that synchronize the device (class S6 without
- * a direction), per call site, once the site recurs in the steady state (steps.h). Then
+ * a direction: cuMemUnmap and cuMemSetAccess among them), and the driver's physical allocations
+ * of virtual memory management (cuMemCreate, cuMemMap, cuMemRelease: X1, host time only), per
+ * call site, once the site recurs in the steady state (steps.h). Then
  * ss_alloc_regrowth: a caching allocator's allocations that only replace what a steady free of
  * the same allocator released are that free's consequence (docs/rules.md).
  */
@@ -15,10 +17,35 @@
  * buffer at setup is how programs start). Whether it costs per step is steps.h's question. */
 #define SS_LOOP_MIN_CALLS 2
 
+/* The virtual memory management calls that do not synchronize (X1): they cost host time. */
+#define VMM_PHYSICAL_APIS "'cuMemCreate', 'cuMemMap', 'cuMemRelease'"
+
+static int names_vmm(const char *apis)
+{
+	return strstr(apis, "cuMemCreate") || strstr(apis, "cuMemMap ") ||
+	       strstr(apis, "cuMemRelease") || strstr(apis, "cuMemUnmap") ||
+	       strstr(apis, "cuMemSetAccess");
+}
+
 static char *detail(const struct db_state *st, const char *apis, long long worst, long long bytes,
 		    long long estimate, long long rows)
 {
+	if (strstr(apis, "cuMemCreate") || strstr(apis, "cuMemMap ") ||
+	    strstr(apis, "cuMemRelease"))
+		return format("%s (physical memory created, mapped or released by the driver each "
+			      "time)",
+			      apis);
 	return format("%s (each one synchronizes the device)", apis);
+}
+
+static const char *advice_for(const char *apis)
+{
+	if (!names_vmm(apis))
+		return NULL;
+	return "Keep the physical memory mapped across steps: grow the reserved range when it must "
+	       "grow, and unmap and release chunks at teardown (or when memory runs short), not "
+	       "every step: cuMemUnmap synchronizes the device, and cuMemCreate and cuMemMap ask "
+	       "the driver for memory again.";
 }
 
 const struct ss_rule ss_rule_alloc_in_loop = {
@@ -26,10 +53,11 @@ const struct ss_rule ss_rule_alloc_in_loop = {
     .advice = "Allocate once before the loop and reuse the buffer, or use a caching allocator or "
 	      "cudaMallocAsync/cudaFreeAsync, which do not synchronize the device.",
     .phase = SS_RULE_SITE,
-    .sql = SITE_RULE_SQL("g.class = 'S6' AND g.dir IS NULL"),
+    .sql = SITE_RULE_SQL("(g.class = 'S6' AND g.dir IS NULL) OR a.name IN (" VMM_PHYSICAL_APIS ")"),
     .min_count = SS_LOOP_MIN_CALLS,
     .spread_recurs = 1, /* a cache grown every few steps all through the loop (steps.h) */
     .detail = detail,
+    .advice_for = advice_for,
 };
 
 /* Per site: whether its cudaMalloc and cudaFree calls came through torch's caching allocator

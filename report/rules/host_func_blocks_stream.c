@@ -1,9 +1,9 @@
 /*
  * report/rules/host_func_blocks_stream.c: the host-func-blocks-stream rule (docs/rules.md), a
  * GPU-timeline rule (SS_RULE_GPU): host functions queued in a stream (cudaLaunchHostFunc,
- * cudaStreamAddCallback and the driver's cuLaunchHostFunc, cuStreamAddCallback) that held the
- * stream's later work back while they ran on the host; the cost is the GPU idle time while they
- * held it.
+ * cudaStreamAddCallback and the driver's cuLaunchHostFunc, cuStreamAddCallback), or captured
+ * into a graph as its host node and run by each launch of the graph, that held the stream's
+ * later work back while they ran on the host; the cost is the GPU idle time while they held it.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -34,6 +34,14 @@
  * on a per-thread default stream, the same thread's only).
  * Steady host functions only (steps.h), and with the timeline sampled only the holds it saw
  * whole, scaled to all steady steps (GPU-IDLE-4).
+ *
+ * A host function queued while its stream was capturing (between a BeginCapture and the
+ * EndCapture of that stream) never runs then: it is a host node of the graph the capture made,
+ * and it runs at every launch of an executable graph instantiated from that graph (calls.ptr
+ * holds the graph of captures and instantiations, calls.aux the executable of instantiations and
+ * launches). Each such launch is one run of the host function, at the host function's site: P
+ * is the launch itself (the host node taken as the graph's last: a host node mid-graph holds
+ * the graph's own later nodes, which this does not see) and N the stream's next work.
  */
 #define HOST_FUNC_MIN_HOLD_NS 150000LL
 #define NEIGHBOUR_WALK	      16
@@ -46,12 +54,61 @@
 	"SELECT c.stream, c.start_ns, coalesce(s.text, '" NO_SITE "'), c.tid FROM calls c"         \
 	" JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"                    \
 	" WHERE a.name IN " HOST_FUNC_APIS " AND c.stream IS NOT NULL ORDER BY c.start_ns"
-/* The other work queued on those streams, by stream and time. */
+#define BEGIN_CAPTURE_APIS                                                                         \
+	"('cudaStreamBeginCapture', 'cudaStreamBeginCapture_ptsz',"                                \
+	" 'cudaStreamBeginCaptureToGraph', 'cudaStreamBeginCaptureToGraph_ptsz',"                  \
+	" 'cuStreamBeginCapture_v2', 'cuStreamBeginCapture_v2_ptsz')"
+#define END_CAPTURE_APIS                                                                           \
+	"('cudaStreamEndCapture', 'cudaStreamEndCapture_ptsz', 'cuStreamEndCapture',"              \
+	" 'cuStreamEndCapture_ptsz')"
+#define INSTANTIATE_APIS                                                                           \
+	"('cudaGraphInstantiate', 'cudaGraphInstantiateWithFlags',"                                \
+	" 'cudaGraphInstantiateWithParams', 'cudaGraphInstantiateWithParams_ptsz',"                \
+	" 'cuGraphInstantiateWithFlags', 'cuGraphInstantiate_v2',"                                 \
+	" 'cuGraphInstantiateWithParams', 'cuGraphInstantiateWithParams_ptsz')"
+#define GRAPH_LAUNCH_APIS                                                                          \
+	"('cudaGraphLaunch', 'cudaGraphLaunch_ptsz', 'cuGraphLaunch', 'cuGraphLaunch_ptsz')"
+/* The host functions captured into a graph: per host function, the graph its stream's capture
+ * made (the stream's first EndCapture after it, with a BeginCapture of the stream before it and
+ * no EndCapture in between), and the executable graphs instantiated from that graph (before
+ * another capture made a graph at the same address), with when they were made. */
+#define CAPTURED_HOST_FUNCS_SQL                                                                    \
+	"WITH h AS (SELECT c.stream, c.start_ns, coalesce(s.text, '" NO_SITE "') AS site,"         \
+	"  (SELECT e.ptr || ' ' || e.start_ns FROM calls e JOIN apis ae ON ae.id = e.api_id"       \
+	"   WHERE ae.name IN " END_CAPTURE_APIS " AND e.stream = c.stream"                         \
+	"   AND e.start_ns > c.start_ns ORDER BY e.start_ns LIMIT 1) AS ended,"                    \
+	"  (SELECT max(b.start_ns) FROM calls b JOIN apis ab ON ab.id = b.api_id"                  \
+	"   WHERE ab.name IN " BEGIN_CAPTURE_APIS " AND b.stream = c.stream"                       \
+	"   AND b.start_ns < c.start_ns) AS began,"                                                \
+	"  (SELECT max(e.start_ns) FROM calls e JOIN apis ae ON ae.id = e.api_id"                  \
+	"   WHERE ae.name IN " END_CAPTURE_APIS " AND e.stream = c.stream"                         \
+	"   AND e.start_ns < c.start_ns) AS ended_before"                                          \
+	"  FROM calls c JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"      \
+	"  WHERE a.name IN " HOST_FUNC_APIS " AND c.stream IS NOT NULL),"                          \
+	" g AS (SELECT site, CAST(substr(ended, 1, instr(ended, ' ') - 1) AS INTEGER) AS graph,"   \
+	"  CAST(substr(ended, instr(ended, ' ') + 1) AS INTEGER) AS ended_ns FROM h"               \
+	"  WHERE ended IS NOT NULL AND began IS NOT NULL"                                          \
+	"  AND (ended_before IS NULL OR ended_before < began))"                                    \
+	" SELECT i.aux, i.start_ns, g.site FROM g JOIN calls i ON i.ptr = g.graph"                 \
+	" JOIN apis ai ON ai.id = i.api_id WHERE ai.name IN " INSTANTIATE_APIS                     \
+	" AND i.aux IS NOT NULL AND i.start_ns > g.ended_ns AND g.graph <> 0"                      \
+	" AND NOT EXISTS (SELECT 1 FROM calls e JOIN apis ae ON ae.id = e.api_id"                  \
+	"  WHERE ae.name IN " END_CAPTURE_APIS " AND e.ptr = g.graph"                              \
+	"  AND e.start_ns > g.ended_ns AND e.start_ns < i.start_ns)"                               \
+	" ORDER BY i.start_ns"
+/* The launches of executable graphs, in time order. */
+#define GRAPH_LAUNCHES_SQL                                                                         \
+	"SELECT c.aux, c.stream, c.start_ns, c.tid FROM calls c JOIN apis a ON a.id = c.api_id"    \
+	" WHERE a.name IN " GRAPH_LAUNCH_APIS " AND c.aux IS NOT NULL AND c.stream IS NOT NULL"    \
+	" ORDER BY c.start_ns"
+/* The other work queued on the streams of host functions and graph launches, by stream and
+ * time. */
 #define STREAM_WORK_SQL                                                                            \
 	"SELECT c.stream, c.start_ns, c.tid FROM calls c JOIN apis a ON a.id = c.api_id"           \
 	" WHERE c.class IN ('E1', 'S4', 'S5') AND a.name NOT IN " HOST_FUNC_APIS                   \
 	" AND c.stream IN (SELECT c2.stream FROM calls c2 JOIN apis a2 ON a2.id = c2.api_id"       \
-	" WHERE a2.name IN " HOST_FUNC_APIS ") ORDER BY c.stream, c.start_ns"
+	" WHERE a2.name IN " HOST_FUNC_APIS " OR a2.name IN " GRAPH_LAUNCH_APIS ")"                \
+	" ORDER BY c.stream, c.start_ns"
 
 extern const struct ss_rule ss_rule_host_func_blocks_stream;
 
@@ -59,6 +116,7 @@ struct host_func {
 	long long stream, start;
 	char *site;
 	long long tid;
+	int graph; /* a host node, run by a graph launch */
 };
 
 struct enqueue {
@@ -163,6 +221,7 @@ static int compare_long_long(const void *a, const void *b)
 /* One site's holds: their count, GPU idle, the stream time held, and each hold (the median). */
 struct held_site {
 	char *site;
+	int graph; /* host nodes of a graph */
 	long long n, idle, held, worst;
 	long long *holds;
 	size_t nholds, cap_holds;
@@ -196,7 +255,68 @@ static struct held_site *held_site(struct held_site **sites, size_t *n, size_t *
 	return s;
 }
 
-/* Loads the host functions and the other enqueues of their streams; 0 host functions: none. */
+/* An executable graph with a host node: made at `made`, its host function's site. */
+struct host_node_exec {
+	long long exec, made;
+	char *site;
+};
+
+/* Each launch of an executable graph made from a graph with a captured host function, as one run
+ * of that host function right after the launch (at its start + 1 ns: the launch is its P). */
+static int add_graph_host_nodes(struct loader *ld, struct db_state *st, struct host_func **funcs,
+				size_t *nfuncs, size_t *cap_funcs)
+{
+	struct host_node_exec *execs = NULL;
+	size_t nexecs = 0, cap_execs = 0;
+	sqlite3_stmt *stmt;
+	int rc, code = prepare(ld, st, CAPTURED_HOST_FUNCS_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct host_node_exec x = {sqlite3_column_int64(stmt, 0),
+					   sqlite3_column_int64(stmt, 1),
+					   xstrdup((const char *)sqlite3_column_text(stmt, 2))};
+
+		if (!x.site || !PUSH(execs, nexecs, cap_execs, x)) {
+			free(x.site);
+			code = out_of_memory(ld);
+			break;
+		}
+	}
+	code = end_rows(ld, st, stmt, rc, code);
+	if (code == SS_EXIT_OK && nexecs)
+		code = prepare(ld, st, GRAPH_LAUNCHES_SQL, &stmt);
+	else
+		stmt = NULL;
+	while (stmt && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		long long exec = sqlite3_column_int64(stmt, 0),
+			  start = sqlite3_column_int64(stmt, 2);
+		const struct host_node_exec *made = NULL;
+
+		for (size_t i = 0; i < nexecs; i++) /* the latest instantiation before the launch */
+			if (execs[i].exec == exec && execs[i].made < start)
+				made = &execs[i];
+		if (!made)
+			continue;
+		struct host_func f = {sqlite3_column_int64(stmt, 1), start + 1, xstrdup(made->site),
+				      sqlite3_column_int64(stmt, 3), 1};
+		if (!f.site || !PUSH(*funcs, *nfuncs, *cap_funcs, f)) {
+			free(f.site);
+			code = out_of_memory(ld);
+			break;
+		}
+	}
+	if (stmt)
+		code = end_rows(ld, st, stmt, rc, code);
+	for (size_t i = 0; i < nexecs; i++)
+		free(execs[i].site);
+	free(execs);
+	return code;
+}
+
+/* Loads the host functions (those graph launches run included) and the other enqueues of their
+ * streams; 0 host functions: none. */
 static int load_queued(struct loader *ld, struct db_state *st, struct host_func **funcs,
 		       size_t *nfuncs, struct enqueue **work, size_t *nwork)
 {
@@ -209,7 +329,7 @@ static int load_queued(struct loader *ld, struct db_state *st, struct host_func 
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct host_func f = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
 				      xstrdup((const char *)sqlite3_column_text(stmt, 2)),
-				      sqlite3_column_int64(stmt, 3)};
+				      sqlite3_column_int64(stmt, 3), 0};
 
 		if (!f.site || !PUSH(*funcs, *nfuncs, cap_funcs, f)) {
 			free(f.site);
@@ -218,6 +338,8 @@ static int load_queued(struct loader *ld, struct db_state *st, struct host_func 
 		}
 	}
 	code = end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+	if (code == SS_EXIT_OK && *nfuncs)
+		code = add_graph_host_nodes(ld, st, funcs, nfuncs, &cap_funcs);
 	if (code != SS_EXIT_OK || !*nfuncs)
 		return code;
 	code = prepare(ld, st, STREAM_WORK_SQL, &stmt);
@@ -307,13 +429,25 @@ static int add_findings(struct loader *ld, struct db_state *st, struct held_site
 		code = add_finding(
 		    ld, &ss_rule_host_func_blocks_stream, st->rank, s->n, s->held, s->worst, -1,
 		    s->idle, xstrdup(s->site),
-		    format("%lld host functions held their stream %.3f ms in all (median %.3f ms, "
-			   "worst %.3f ms): the work queued behind each had been launched and "
-			   "waited for it; the GPU sat idle %.3f ms of that time%s",
-			   s->n, ms(s->held), ms(median), ms(s->worst), ms(s->idle), scaled));
-		if (code == SS_EXIT_OK)
-			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps,
-				  recurring, s->tally.steps);
+		    format(
+			"%lld %s held their stream %.3f ms in all (median %.3f ms, worst %.3f ms): "
+			"the work queued behind each had been launched and waited for it; the "
+			"GPU sat idle %.3f ms of that time%s",
+			s->n,
+			s->graph ? "runs of a host node captured into a graph, one per launch of "
+				   "the graph,"
+				 : "host functions",
+			ms(s->held), ms(median), ms(s->worst), ms(s->idle), scaled));
+		if (code != SS_EXIT_OK)
+			break;
+		struct ss_finding *f = &ld->report->findings[ld->report->nfindings - 1];
+		if (s->graph)
+			f->advice =
+			    "Take the host node out of the graph: end the graph with an event "
+			    "record, and run the host work on a thread of your own after "
+			    "cudaEventSynchronize on it (one launch behind), so the next "
+			    "launch's work does not wait for the host.";
+		set_phase(f, &st->steps, recurring, s->tally.steps);
 	}
 	return code;
 }
@@ -385,6 +519,7 @@ static int host_func_rule(struct loader *ld, struct db_state *st, const struct g
 			code = out_of_memory(ld);
 			goto done;
 		}
+		site->graph |= h->graph;
 		site->n++;
 		site->held += held;
 		if (held > site->worst)

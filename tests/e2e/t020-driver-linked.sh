@@ -53,7 +53,9 @@ cuStreamWaitValue64_v2|driver|E3|S|||
 cuStreamBatchMemOp_v2|driver|E3|S|||
 cuStreamBatchMemOp_v2|driver|E2|S|||
 cuStreamSynchronize|driver|S2|S|||
+cuStreamBeginCapture_v2|driver|X1|S|||
 cuLaunchKernel|driver|E1|S|||
+cuStreamEndCapture|driver|X1|S|||
 cuGraphInstantiateWithFlags|driver|X1||||
 cuGraphInstantiateWithParams|driver|X1||||
 cuGraphInstantiate_v2|driver|X1||||

@@ -14,7 +14,10 @@
 #   - a blocking stream used at setup only makes no legacy-stream finding of the loop;
 #   - with a GPU timeline (stand-in CUPTI), the loop's sync costs its measured GPU idle time,
 #     and a pipeline's wait behind which the GPU stayed busy is `info`;
-#   - a program without a loop gets the note that no step was found.
+#   - a program without a loop gets the note that no step was found;
+#   - without steps (STEPS-3), a setup loop's allocations before the first GPU work and a teardown
+#     loop's frees after the last are `once`, while an allocation interleaved with the work is
+#     above `info`.
 . "$E2E_DIR/lib.sh"
 [ -n "${PYTHON3:-}" ] || skip "no python3"
 src=$TOP_SRCDIR/tests/progs/steady.c
@@ -150,4 +153,28 @@ under_shim "$PROGS/scenarios" s1 >/dev/null 2>&1 || fail "scenarios s1"
 one_db
 "$SYNCSPY" report "$db" >"$tmp/s1.txt" || fail "report s1"
 grep -q 'no repeating step found' "$tmp/s1.txt" || fail "no note without steps: $(cat "$tmp/s1.txt")"
+
+# No step, a setup loop and a teardown loop around irregular passes (STEPS-3).
+rm -rf "$out"
+under_shim "$PROGS/steady" stepless >/dev/null 2>&1 || fail "steady stepless"
+one_db
+"$SYNCSPY" report --format json "$db" >"$tmp/stepless.json" || fail "report stepless"
+"$PYTHON3" - "$tmp/stepless.json" "$(line lanes-alloc)" "$(line lanes-free)" "$(line pass-alloc)" \
+	<<'PY' || fail "stepless: setup and teardown loops judged as the loop"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["ranks"][0]["steps"]["count"] == 0, r["ranks"][0]["steps"]
+def at(line):
+    return [f for f in r["findings"] if f["rule"] == "alloc-in-loop" and
+            "steady.c:%s " % line in f["site"]]
+for line in sys.argv[2:4]:  # 4 calls each, before the first work / after the last
+    got = at(line)
+    assert len(got) == 1 and got[0]["severity"] == "info" and got[0]["phase"] == "once", got
+    assert got[0]["count"] == 4, got
+loop = at(sys.argv[4])
+# the last pass's allocation follows the last launch: teardown, 11 of 12 judged
+assert len(loop) == 1 and loop[0]["severity"] != "info" and loop[0]["phase"] == "steady", loop
+assert loop[0]["count"] == 11, loop
+assert r["findings"][0] == loop[0], r["findings"][0]
+PY
 exit 0

@@ -65,7 +65,9 @@ cuStreamWaitValue32_v2|E3|S||||cudartWaitValue32
 cuStreamWriteValue64_v2|E2|S||||cudartWriteValue64
 cuStreamWaitValue64_v2|E3|S||||cudartWaitValue64
 cuStreamBatchMemOp_v2|E3|S||||cudartBatchMemOp
+cuStreamBeginCapture_v2|X1|S||||cudaStreamBeginCapture
 cuLaunchKernel|E1|S||||cudaLaunchKernel
+cuStreamEndCapture|X1|S||||cudaStreamEndCapture
 cuGraphInstantiateWithFlags|X1|||||cudaGraphInstantiate
 cuGraphInstantiateWithFlags|X1|||||cudaGraphInstantiateWithFlags
 cuGraphInstantiateWithParams|X1|||||cudaGraphInstantiateWithParams
@@ -98,7 +100,9 @@ cuStreamWaitValue32_v2_ptsz|E3|per-thread||||cudartWaitValue32
 cuStreamWriteValue64_v2_ptsz|E2|per-thread||||cudartWriteValue64
 cuStreamWaitValue64_v2_ptsz|E3|per-thread||||cudartWaitValue64
 cuStreamBatchMemOp_v2_ptsz|E3|per-thread||||cudartBatchMemOp
+cuStreamBeginCapture_v2_ptsz|X1|per-thread||||cudaStreamBeginCapture
 cuLaunchKernel_ptsz|E1|per-thread||||cudaLaunchKernel
+cuStreamEndCapture_ptsz|X1|per-thread||||cudaStreamEndCapture
 cuGraphInstantiateWithFlags|X1|||||cudaGraphInstantiate
 cuGraphInstantiateWithFlags|X1|||||cudaGraphInstantiateWithFlags
 cuGraphInstantiateWithParams_ptsz|X1|||||cudaGraphInstantiateWithParams

@@ -25,7 +25,7 @@ END
 	"$SYNCSPY" report --format json "$db" >"$tmp/$mode.json" 2>"$tmp/err" || fail "report exited $?: $(cat "$tmp/err")"
 	golden "SELECT json_extract(value, '\$.site'), json_extract(value, '\$.phase'), json_extract(value, '\$.count')
 		FROM json_each(json_extract(readfile('$tmp/$mode.json'), '\$.findings'))
-		WHERE json_extract(value, '\$.rule') = 'alloc-in-loop' ORDER BY 1" <<END
+		WHERE json_extract(value, '\$.rule') = 'alloc-in-loop' ORDER BY length(json_extract(value, '\$.site')), 1" <<END
 $src:$(mark array-create) in array_step|steady|29
 $src:$(mark array3d-create) in array_step|steady|29
 $src:$(mark mipmapped-create) in array_step|steady|29

@@ -21,6 +21,17 @@
  *                                       (cuMemAllocFromPoolAsync, freed stream-ordered), the
  *                                       step's kernel, a stream sync (async-alloc-slow with the
  *                                       stand-in's STANDIN_POOL_REMAP_US, t245)
+ *   driver_loop STEPS vmm               an arena of virtual memory management: a chunk created,
+ *                                       mapped and given access every step, the step's kernel
+ *                                       writing it, a stream sync, and the chunk unmapped and
+ *                                       released again (d39 of examples/corpus; t247)
+ *   driver_loop STEPS vmm-once          the fix: the chunk mapped once before the loop, kept
+ *                                       mapped through it, unmapped and released after it
+ *   driver_loop STEPS graph-host        a kernel and a host function of HOST_NODE_US captured
+ *                                       into a graph (cuStreamBeginCapture, cuLaunchHostFunc,
+ *                                       cuStreamEndCapture), instantiated once, launched every
+ *                                       step without a sync between (d40 of examples/corpus;
+ *                                       t234)
  *
  * The stand-in finds a module's functions by name among the program's own (-rdynamic).
  * Lines that tests look up carry a MARK: comment.
@@ -207,6 +218,113 @@ static int pool(int steps)
 	return 0;
 }
 
+/* A chunk of VMM memory: created (MARK:vmm-create), mapped into a reserved range
+ * (MARK:vmm-map), given read-write access (MARK:vmm-access); then unmapped (MARK:vmm-unmap) and
+ * released (MARK:vmm-release). Each step fills it with a memset and reads a word back. */
+static CUmemAllocationProp vmm_prop(void)
+{
+	CUmemAllocationProp prop;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	return prop;
+}
+
+static void vmm_map(CUdeviceptr base, size_t chunk, CUmemGenericAllocationHandle *h)
+{
+	CUmemAllocationProp prop = vmm_prop();
+	CUmemAccessDesc access;
+
+	memset(&access, 0, sizeof(access));
+	access.location = prop.location;
+	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	CHECK(cuMemCreate(h, chunk, &prop, 0));		/* MARK:vmm-create */
+	CHECK(cuMemMap(base, chunk, 0, *h, 0));		/* MARK:vmm-map */
+	CHECK(cuMemSetAccess(base, chunk, &access, 1)); /* MARK:vmm-access */
+}
+
+static void vmm_unmap(CUdeviceptr base, size_t chunk, CUmemGenericAllocationHandle h)
+{
+	CHECK(cuMemUnmap(base, chunk)); /* MARK:vmm-unmap */
+	CHECK(cuMemRelease(h));		/* MARK:vmm-release */
+}
+
+static int vmm(int steps, int once)
+{
+	const size_t chunk = 2u << 20;
+	CUmemGenericAllocationHandle h = 0;
+	CUdeviceptr base;
+	CUmodule mod;
+	CUfunction kernel;
+	CUstream s;
+	unsigned *word, sum = 0;
+
+	CHECK(cuInit(0));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuModuleLoad(&mod, "driver_loop.cubin"));
+	CHECK(cuModuleGetFunction(&kernel, mod, "driver_loop_module_kernel"));
+	CHECK(cuMemAllocHost((void **)&word, sizeof(*word)));
+	CHECK(cuMemAddressReserve(&base, chunk, 0, 0, 0));
+	if (once)
+		vmm_map(base, chunk, &h);
+	for (int step = 0; step < steps; step++) {
+		if (!once)
+			vmm_map(base, chunk, &h);
+		CHECK(cuMemsetD32Async(base, (unsigned)step, chunk / 4, s));
+		launch(kernel, s);
+		CHECK(cuMemcpyDtoHAsync(word, base + chunk - 4, 4, s));
+		CHECK(cuStreamSynchronize(s));
+		sum += *word;
+		if (!once)
+			vmm_unmap(base, chunk, h);
+	}
+	if (once)
+		vmm_unmap(base, chunk, h);
+	CHECK(cuMemAddressFree(base, chunk));
+	CHECK(cuMemFreeHost(word));
+	CHECK(cuModuleUnload(mod));
+	CHECK(cuStreamDestroy(s));
+	printf("vmm ok %u\n", sum);
+	return 0;
+}
+
+#define HOST_NODE_US 1500
+
+static void CUDA_CB host_node(void *usec)
+{
+	usleep((useconds_t)(uintptr_t)usec);
+}
+
+static int graph_host(int steps)
+{
+	CUmodule mod;
+	CUfunction kernel;
+	CUstream s;
+	CUgraph g;
+	CUgraphExec exec;
+
+	CHECK(cuInit(0));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuModuleLoad(&mod, "driver_loop.cubin"));
+	CHECK(cuModuleGetFunction(&kernel, mod, "driver_loop_module_kernel"));
+	CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+	launch(kernel, s);
+	CHECK(cuLaunchHostFunc(s, host_node, (void *)(uintptr_t)HOST_NODE_US)); /* MARK:host-node */
+	CHECK(cuStreamEndCapture(s, &g));
+	CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+	for (int step = 0; step < steps; step++)
+		CHECK(cuGraphLaunch(exec, s));
+	CHECK(cuStreamSynchronize(s));
+	CHECK(cuGraphExecDestroy(exec));
+	CHECK(cuGraphDestroy(g));
+	CHECK(cuModuleUnload(mod));
+	CHECK(cuStreamDestroy(s));
+	printf("graph-host ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 0;
@@ -222,7 +340,14 @@ int main(int argc, char **argv)
 		return modules(steps, 1);
 	if (steps > 0 && !strcmp(mode, "pool"))
 		return pool(steps);
+	if (steps > 0 && !strcmp(mode, "vmm"))
+		return vmm(steps, 0);
+	if (steps > 0 && !strcmp(mode, "vmm-once"))
+		return vmm(steps, 1);
+	if (steps > 0 && !strcmp(mode, "graph-host"))
+		return graph_host(steps);
 	fprintf(stderr,
-		"usage: driver_loop STEPS arrays|arrays-procaddr|modules|modules-once|pool\n");
+		"usage: driver_loop STEPS "
+		"arrays|arrays-procaddr|modules|modules-once|pool|vmm|vmm-once|graph-host\n");
 	return 2;
 }

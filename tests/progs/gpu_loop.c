@@ -27,6 +27,10 @@
  * two kernels, so that the second waits for the host (host-func-blocks-stream: t233);
  * callback: the same with cudaStreamAddCallback; hostfunc-fast: a host function that returns
  * at once (the machinery's own floor: no finding).
+ * graph-hostfunc: a kernel and a host function of HOST_FUNC_US captured once into a graph (the
+ * host node last), instantiated once, and launched every step without a sync in between: each
+ * launch waits on the stream for the previous one's host node (d40 of examples/corpus; t234);
+ * graph-hostfunc-fast: the same with a host function that returns at once (no finding).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -90,7 +94,9 @@ int main(int argc, char **argv)
 	int hostfunc = argc > 2 && strcmp(argv[2], "hostfunc") == 0;
 	int callback = argc > 2 && strcmp(argv[2], "callback") == 0;
 	int hostfunc_fast = argc > 2 && strcmp(argv[2], "hostfunc-fast") == 0;
-	void *host_us = (void *)(uintptr_t)(hostfunc_fast ? 0 : HOST_FUNC_US);
+	int graph_host = argc > 2 && strcmp(argv[2], "graph-hostfunc") == 0;
+	int graph_host_fast = argc > 2 && strcmp(argv[2], "graph-hostfunc-fast") == 0;
+	void *host_us = (void *)(uintptr_t)(hostfunc_fast || graph_host_fast ? 0 : HOST_FUNC_US);
 	cudaStreamCallback_t cb = host_callback;
 	static const char image[] = "gpu_loop library image", name[] = "gpu_loop_kernel";
 	cudaLibrary_t lib;
@@ -111,6 +117,21 @@ int main(int argc, char **argv)
 		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
 		CHECK(cudaStreamEndCapture(stream, &captured));
 		CHECK(cudaGraphInstantiate(&exec, captured, 0)); /* once: the fix */
+	}
+	if (graph_host || graph_host_fast) {
+		CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+		CHECK(cudaLaunchHostFunc(stream, host_work, host_us)); /* MARK:graph-hostfunc */
+		CHECK(cudaStreamEndCapture(stream, &captured));
+		CHECK(cudaGraphInstantiate(&exec, captured, 0));
+		for (int step = 0; step < steps; step++)
+			CHECK(cudaGraphLaunch(exec, stream));
+		CHECK(cudaStreamSynchronize(stream));
+		CHECK(cudaGraphExecDestroy(exec));
+		CHECK(cudaGraphDestroy(captured));
+		CHECK(cudaStreamDestroy(stream));
+		printf("done %d steps\n", steps);
+		return 0;
 	}
 	for (int step = 0; step < steps; step++) {
 		if (pause && gpu_trace && step == steps / 3) {

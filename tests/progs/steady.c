@@ -2,7 +2,8 @@
  * tests/progs/steady.c: a program with a setup, a step loop and a teardown, for the report's
  * steady state (report/steps.c, docs/rules.md "Steady state"; t212).
  *
- *   steady [marked|pipeline|legacy|varying|growing|managed|managed-once|requests|requests-trim]
+ *   steady [marked|pipeline|legacy|varying|growing|managed|managed-once|requests|requests-trim|
+ *           stepless]
  *
  * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers,
  *           the weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
@@ -14,7 +15,8 @@
  *           workspace allocation (@warmup-alloc: the caching allocator's growth);
  * teardown: the result read with a blocking copy (@final-read), the buffers freed.
  * marked: each step starts with syncspy_step("train") (looked up at run time, so the program
- * runs without the shim too). pipeline, legacy, varying, growing, managed, requests: below. The
+ * runs without the shim too). pipeline, legacy, varying, growing, managed, requests, stepless:
+ * below. The
  * @tags are what the test greps for to know the lines.
  */
 #define _GNU_SOURCE
@@ -234,8 +236,38 @@ static int requests(int trim)
 	return 0;
 }
 
+/* No step to find (STEPS-3): four lanes' buffers allocated in a setup loop before any work
+ * (@lanes-alloc) and freed in a teardown loop after the last (@lanes-free), and between them
+ * passes of 1 to 5 kernels, their number drawn at random, each pass followed by a scratch
+ * allocation and free (@pass-alloc: the planted problem, interleaved with the work). */
+static int stepless(void)
+{
+	void *lane[4], *scratch;
+	unsigned draw = 12345, launches = 0;
+	cudaStream_t s;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	for (int k = 0; k < 4; k++)
+		CHECK(cudaMalloc(&lane[k], BYTES)); /* @lanes-alloc */
+	for (int pass = 0; pass < 12; pass++) {
+		draw = draw * 1103515245u + 12345u;
+		for (unsigned n = 1 + (draw >> 16) % 5; n > 0; n--, launches++)
+			launch(s, 100);
+		CHECK(cudaMalloc(&scratch, 64)); /* @pass-alloc */
+		CHECK(cudaFree(scratch));
+	}
+	CHECK(cudaStreamSynchronize(s));
+	for (int k = 0; k < 4; k++)
+		CHECK(cudaFree(lane[k])); /* @lanes-free */
+	printf("steady: 12 passes, %u launches\n", launches);
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "stepless") == 0)
+		return stepless();
 	if (argc > 1 && strcmp(argv[1], "requests") == 0)
 		return requests(0);
 	if (argc > 1 && strcmp(argv[1], "requests-trim") == 0)

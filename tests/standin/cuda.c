@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cudaProfiler.h>
@@ -137,6 +138,7 @@ static void *dptr_to_ptr(CUdeviceptr p)
 #define CBID_cuCtxSynchronize	 17 /* CUPTI_DRIVER_TRACE_CBID_*, cupti_driver_cbid.h */
 #define CBID_cuStreamSynchronize 126
 #define CBID_cuLaunchKernel	 307
+#define CBID_cuGraphLaunch	 514
 
 __attribute__((visibility("default"))) void
 standin_cuda_set_cupti(const struct standin_cupti_hooks *hooks)
@@ -336,6 +338,101 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 	if (!pool)
 		return CUDA_ERROR_INVALID_VALUE;
 	atomic_store(&pool_released, 1);
+	return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ virtual memory management
+ *
+ * cuMemAddressReserve reserves an inaccessible range of the process's address space; cuMemCreate
+ * makes a handle standing for a physical allocation; cuMemMap makes part of a reserved range
+ * accessible device memory (registered, so copies see device memory); cuMemUnmap and
+ * cuMemSetAccess synchronize the device first, as cuda.h documents for both (\note_sync).
+ * The stand-in keeps no physical memory behind a handle: a range unmapped and mapped again
+ * reads zeros, where a GPU would show the handle's contents. */
+struct vmm_handle {
+	size_t size;
+};
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+			     unsigned long long flags)
+{
+	(void)alignment, (void)addr, (void)flags;
+	if (!ptr || size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*ptr = (CUdeviceptr)(uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+	if (!ptr || size == 0 || munmap(dptr_to_ptr(ptr), size) != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+		     const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	struct vmm_handle *h;
+
+	if (!handle || !prop || size == 0 || flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	h = malloc(sizeof(*h));
+	if (!h)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	h->size = size;
+	*handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+	if (!handle)
+		return CUDA_ERROR_INVALID_VALUE;
+	free((void *)(uintptr_t)handle);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+		  unsigned long long flags)
+{
+	const struct vmm_handle *h = (const struct vmm_handle *)(uintptr_t)handle;
+	void *p = dptr_to_ptr(ptr);
+
+	if (!ptr || !h || flags != 0 || offset + size > h->size)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (mprotect(p, size, PROT_READ | PROT_WRITE) != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mem_insert(p, size, MEM_DEVICE, false)) {
+		mprotect(p, size, PROT_NONE);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	void *p = dptr_to_ptr(ptr);
+	struct mem_range r;
+
+	if (!ptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	ctx_synchronize(); /* implicit sync (S6) */
+	if (!mem_remove(p, &r))
+		return CUDA_ERROR_INVALID_VALUE;
+	madvise(p, size, MADV_DONTNEED);
+	mprotect(p, size, PROT_NONE);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+	if (!ptr || size == 0 || !desc || count == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	ctx_synchronize(); /* implicit sync (S6) */
 	return CUDA_SUCCESS;
 }
 
@@ -1053,7 +1150,18 @@ static CUresult graph_launch_on(CUgraphExec hGraphExec, CUstream hStream, enum d
 	if (!handles_check(hGraphExec, MAGIC_GRAPH_EXEC))
 		return CUDA_ERROR_INVALID_VALUE;
 	RESOLVE_STREAM(s, hStream, def);
-	return graph_launch((struct graph_exec *)hGraphExec, s);
+	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
+	uint64_t start = cupti ? cupti->now() : 0;
+	uint32_t correlation = cupti ? cupti->api_begin() : 0;
+	if (cupti)
+		cupti->api_site(CBID_cuGraphLaunch, 0);
+	CUresult rc = graph_launch((struct graph_exec *)hGraphExec, s,
+				   cupti && cupti->kernels_traced() ? correlation : 0);
+	if (cupti) {
+		cupti->api_end(correlation, CBID_cuGraphLaunch, start, cupti->now());
+		cupti->api_site(CBID_cuGraphLaunch, 1);
+	}
+	return rc;
 }
 
 VARIANTS(cuGraphLaunch, cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream),
@@ -1945,6 +2053,13 @@ static const struct proc_entry proc_table[] = {
     PS("cuMemFreeAsync", 11020, cuMemFreeAsync, cuMemFreeAsync_ptsz),
     P("cuDeviceGetDefaultMemPool", 11020, cuDeviceGetDefaultMemPool),
     P("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo),
+    P("cuMemAddressReserve", 10020, cuMemAddressReserve),
+    P("cuMemAddressFree", 10020, cuMemAddressFree),
+    P("cuMemCreate", 10020, cuMemCreate),
+    P("cuMemRelease", 10020, cuMemRelease),
+    P("cuMemMap", 10020, cuMemMap),
+    P("cuMemUnmap", 10020, cuMemUnmap),
+    P("cuMemSetAccess", 10020, cuMemSetAccess),
     P("cuMemGetInfo", 3020, cuMemGetInfo_v2),
     P("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2),
     P("cuPointerGetAttribute", 4000, cuPointerGetAttribute),

@@ -800,10 +800,15 @@ void graph_exec_free(struct graph_exec *x)
 	free(x);
 }
 
-CUresult graph_launch(struct graph_exec *x, struct stream *s)
+CUresult graph_launch(struct graph_exec *x, struct stream *s, uint32_t correlation)
 {
-	for (const struct op *op = x->head; op; op = op->next)
-		stream_submit(s, op_clone(op), NULL);
+	for (const struct op *op = x->head; op; op = op->next) {
+		struct op *run = op_clone(op);
+
+		if (run->cupti_correlation) /* a kernel traced at capture: this launch's now */
+			run->cupti_correlation = correlation ? correlation : run->cupti_correlation;
+		stream_submit(s, run, NULL);
+	}
 	return CUDA_SUCCESS;
 }
 

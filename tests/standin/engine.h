@@ -183,7 +183,9 @@ void graph_free(struct graph *g);
 struct graph_exec *graph_instantiate(const struct graph *g);
 void graph_exec_free(struct graph_exec *x);
 /* Enqueues a copy of every op of x on s (or into s's capture). */
-CUresult graph_launch(struct graph_exec *x, struct stream *s);
+/* Enqueues the executable graph's ops on s; its kernels traced (CUPTI) carry correlation, the
+ * launch's API record's (0: untraced), as a GPU's graph replay reports them. */
+CUresult graph_launch(struct graph_exec *x, struct stream *s, uint32_t correlation);
 
 /* ------------------------------------------------------------------ streams (E-STREAM) */
 
