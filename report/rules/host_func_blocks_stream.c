@@ -68,34 +68,18 @@
 	" 'cuGraphInstantiateWithParams', 'cuGraphInstantiateWithParams_ptsz')"
 #define GRAPH_LAUNCH_APIS                                                                          \
 	"('cudaGraphLaunch', 'cudaGraphLaunch_ptsz', 'cuGraphLaunch', 'cuGraphLaunch_ptsz')"
-/* The host functions captured into a graph: per host function, the graph its stream's capture
- * made (the stream's first EndCapture after it, with a BeginCapture of the stream before it and
- * no EndCapture in between), and the executable graphs instantiated from that graph (before
- * another capture made a graph at the same address), with when they were made. */
-#define CAPTURED_HOST_FUNCS_SQL                                                                    \
-	"WITH h AS (SELECT c.stream, c.start_ns, coalesce(s.text, '" NO_SITE "') AS site,"         \
-	"  (SELECT e.ptr || ' ' || e.start_ns FROM calls e JOIN apis ae ON ae.id = e.api_id"       \
-	"   WHERE ae.name IN " END_CAPTURE_APIS " AND e.stream = c.stream"                         \
-	"   AND e.start_ns > c.start_ns ORDER BY e.start_ns LIMIT 1) AS ended,"                    \
-	"  (SELECT max(b.start_ns) FROM calls b JOIN apis ab ON ab.id = b.api_id"                  \
-	"   WHERE ab.name IN " BEGIN_CAPTURE_APIS " AND b.stream = c.stream"                       \
-	"   AND b.start_ns < c.start_ns) AS began,"                                                \
-	"  (SELECT max(e.start_ns) FROM calls e JOIN apis ae ON ae.id = e.api_id"                  \
-	"   WHERE ae.name IN " END_CAPTURE_APIS " AND e.stream = c.stream"                         \
-	"   AND e.start_ns < c.start_ns) AS ended_before"                                          \
-	"  FROM calls c JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"      \
-	"  WHERE a.name IN " HOST_FUNC_APIS " AND c.stream IS NOT NULL),"                          \
-	" g AS (SELECT site, CAST(substr(ended, 1, instr(ended, ' ') - 1) AS INTEGER) AS graph,"   \
-	"  CAST(substr(ended, instr(ended, ' ') + 1) AS INTEGER) AS ended_ns FROM h"               \
-	"  WHERE ended IS NOT NULL AND began IS NOT NULL"                                          \
-	"  AND (ended_before IS NULL OR ended_before < began))"                                    \
-	" SELECT i.aux, i.start_ns, g.site FROM g JOIN calls i ON i.ptr = g.graph"                 \
-	" JOIN apis ai ON ai.id = i.api_id WHERE ai.name IN " INSTANTIATE_APIS                     \
-	" AND i.aux IS NOT NULL AND i.start_ns > g.ended_ns AND g.graph <> 0"                      \
-	" AND NOT EXISTS (SELECT 1 FROM calls e JOIN apis ae ON ae.id = e.api_id"                  \
-	"  WHERE ae.name IN " END_CAPTURE_APIS " AND e.ptr = g.graph"                              \
-	"  AND e.start_ns > g.ended_ns AND e.start_ns < i.start_ns)"                               \
-	" ORDER BY i.start_ns"
+/* The captures (BeginCapture: 0, EndCapture: 1, with the graph it made in ptr) and the
+ * instantiations (the graph read in ptr, the executable made in aux), in time order: few rows
+ * in any program, each matched with the host functions in C (a correlated subquery per host
+ * function would read the calls table once per host function). */
+#define CAPTURES_SQL                                                                               \
+	"SELECT c.stream, c.start_ns, a.name IN " END_CAPTURE_APIS ", c.ptr FROM calls c"          \
+	" JOIN apis a ON a.id = c.api_id WHERE (a.name IN " BEGIN_CAPTURE_APIS                     \
+	" OR a.name IN " END_CAPTURE_APIS ") AND c.stream IS NOT NULL ORDER BY c.start_ns"
+#define INSTANTIATIONS_SQL                                                                         \
+	"SELECT c.ptr, c.aux, c.start_ns FROM calls c JOIN apis a ON a.id = c.api_id"              \
+	" WHERE a.name IN " INSTANTIATE_APIS " AND c.ptr IS NOT NULL AND c.aux IS NOT NULL"        \
+	" ORDER BY c.start_ns"
 /* The launches of executable graphs, in time order. */
 #define GRAPH_LAUNCHES_SQL                                                                         \
 	"SELECT c.aux, c.stream, c.start_ns, c.tid FROM calls c JOIN apis a ON a.id = c.api_id"    \
@@ -255,47 +239,123 @@ static struct held_site *held_site(struct held_site **sites, size_t *n, size_t *
 	return s;
 }
 
+/* A capture call (CAPTURES_SQL) and an instantiation (INSTANTIATIONS_SQL). */
+struct capture_call {
+	long long stream, start;
+	int end;
+	long long graph; /* EndCapture: the graph it made, 0 when it failed */
+};
+
+struct instantiation {
+	long long graph, exec, start;
+};
+
 /* An executable graph with a host node: made at `made`, its host function's site. */
 struct host_node_exec {
 	long long exec, made;
-	char *site;
+	const char *site; /* the host function's (owned by funcs) */
 };
 
+/* The graph the capture of host function H's stream made, when H was queued while its stream
+ * was capturing (between a BeginCapture of the stream and its EndCapture), with when the
+ * capture ended; 0 otherwise. */
+static long long captured_into(const struct capture_call *caps, size_t n, const struct host_func *h,
+			       long long *ended)
+{
+	int capturing = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (caps[i].stream != h->stream)
+			continue;
+		if (caps[i].start > h->start) {
+			if (capturing && caps[i].end) {
+				*ended = caps[i].start;
+				return caps[i].graph;
+			}
+			if (!caps[i].end)
+				return 0; /* a new capture began: H's was never ended */
+			continue;
+		}
+		capturing = !caps[i].end;
+	}
+	return 0;
+}
+
+/* Whether another capture made a graph at GRAPH's address in (from, to): a graph destroyed and
+ * its address given to a new one, which INST may have read instead. */
+static int graph_remade(const struct capture_call *caps, size_t n, long long graph, long long from,
+			long long to)
+{
+	for (size_t i = 0; i < n; i++)
+		if (caps[i].end && caps[i].graph == graph && caps[i].start > from &&
+		    caps[i].start < to)
+			return 1;
+	return 0;
+}
+
 /* Each launch of an executable graph made from a graph with a captured host function, as one run
- * of that host function right after the launch (at its start + 1 ns: the launch is its P). */
+ * of that host function right after the launch (at its start + 1 ns: the launch is its P).
+ * FUNCS holds the host functions queued (captured ones among them) when it is called. */
 static int add_graph_host_nodes(struct loader *ld, struct db_state *st, struct host_func **funcs,
 				size_t *nfuncs, size_t *cap_funcs)
 {
+	struct capture_call *caps = NULL;
+	struct instantiation *insts = NULL;
 	struct host_node_exec *execs = NULL;
-	size_t nexecs = 0, cap_execs = 0;
+	size_t ncaps = 0, cap_caps = 0, ninsts = 0, cap_insts = 0, nexecs = 0, cap_execs = 0;
+	size_t ndirect = *nfuncs;
 	sqlite3_stmt *stmt;
-	int rc, code = prepare(ld, st, CAPTURED_HOST_FUNCS_SQL, &stmt);
+	int rc, code = prepare(ld, st, CAPTURES_SQL, &stmt);
 
 	if (code != SS_EXIT_OK)
 		return code;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		struct host_node_exec x = {sqlite3_column_int64(stmt, 0),
-					   sqlite3_column_int64(stmt, 1),
-					   xstrdup((const char *)sqlite3_column_text(stmt, 2))};
-
-		if (!x.site || !PUSH(execs, nexecs, cap_execs, x)) {
-			free(x.site);
+	while (code == SS_EXIT_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct capture_call c = {sqlite3_column_int64(stmt, 0),
+					 sqlite3_column_int64(stmt, 1), sqlite3_column_int(stmt, 2),
+					 sqlite3_column_int64(stmt, 3)};
+		if (!PUSH(caps, ncaps, cap_caps, c))
 			code = out_of_memory(ld);
-			break;
-		}
 	}
 	code = end_rows(ld, st, stmt, rc, code);
-	if (code == SS_EXIT_OK && nexecs)
-		code = prepare(ld, st, GRAPH_LAUNCHES_SQL, &stmt);
-	else
-		stmt = NULL;
-	while (stmt && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		long long exec = sqlite3_column_int64(stmt, 0),
-			  start = sqlite3_column_int64(stmt, 2);
+	if (code != SS_EXIT_OK || !ncaps)
+		goto done; /* no capture: no host node */
+	code = prepare(ld, st, INSTANTIATIONS_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		goto done;
+	while (code == SS_EXIT_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct instantiation x = {sqlite3_column_int64(stmt, 0),
+					  sqlite3_column_int64(stmt, 1),
+					  sqlite3_column_int64(stmt, 2)};
+		if (!PUSH(insts, ninsts, cap_insts, x))
+			code = out_of_memory(ld);
+	}
+	code = end_rows(ld, st, stmt, rc, code);
+	for (size_t i = 0; code == SS_EXIT_OK && i < ndirect; i++) {
+		long long ended = 0, graph = captured_into(caps, ncaps, &(*funcs)[i], &ended);
+
+		for (size_t k = 0; graph && k < ninsts; k++) {
+			struct host_node_exec x = {insts[k].exec, insts[k].start, (*funcs)[i].site};
+
+			if (insts[k].graph != graph || insts[k].start <= ended ||
+			    graph_remade(caps, ncaps, graph, ended, insts[k].start))
+				continue;
+			if (!PUSH(execs, nexecs, cap_execs, x))
+				code = out_of_memory(ld);
+		}
+	}
+	if (code != SS_EXIT_OK || !nexecs)
+		goto done;
+	code = prepare(ld, st, GRAPH_LAUNCHES_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		goto done;
+	while (code == SS_EXIT_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		long long exec = sqlite3_column_int64(stmt, 0);
+		long long start = sqlite3_column_int64(stmt, 2);
 		const struct host_node_exec *made = NULL;
 
 		for (size_t i = 0; i < nexecs; i++) /* the latest instantiation before the launch */
-			if (execs[i].exec == exec && execs[i].made < start)
+			if (execs[i].exec == exec && execs[i].made < start &&
+			    (!made || execs[i].made >= made->made))
 				made = &execs[i];
 		if (!made)
 			continue;
@@ -304,13 +364,12 @@ static int add_graph_host_nodes(struct loader *ld, struct db_state *st, struct h
 		if (!f.site || !PUSH(*funcs, *nfuncs, *cap_funcs, f)) {
 			free(f.site);
 			code = out_of_memory(ld);
-			break;
 		}
 	}
-	if (stmt)
-		code = end_rows(ld, st, stmt, rc, code);
-	for (size_t i = 0; i < nexecs; i++)
-		free(execs[i].site);
+	code = end_rows(ld, st, stmt, rc, code);
+done:
+	free(caps);
+	free(insts);
 	free(execs);
 	return code;
 }
