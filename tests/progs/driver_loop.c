@@ -116,6 +116,22 @@ static void *get(get_proc_t get_proc, const char *name)
 	return fn;
 }
 
+/* The driver, a stream of its own and the module's kernel, as the arrays, pool, vmm and
+ * graph-host modes start; the module is unloaded and the stream destroyed by close_module. */
+static void open_module(CUstream *s, CUmodule *mod, CUfunction *kernel)
+{
+	CHECK(cuInit(0));
+	CHECK(cuStreamCreate(s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuModuleLoad(mod, "driver_loop.cubin"));
+	CHECK(cuModuleGetFunction(kernel, *mod, "driver_loop_module_kernel"));
+}
+
+static void close_module(CUstream s, CUmodule mod)
+{
+	CHECK(cuModuleUnload(mod));
+	CHECK(cuStreamDestroy(s));
+}
+
 static int arrays(int steps, int procaddr)
 {
 	struct array_api api = {cuArrayCreate, cuArray3DCreate, cuArrayDestroy,
@@ -135,14 +151,10 @@ static int arrays(int steps, int procaddr)
 		api.mipmapped_create = get(get_proc, "cuMipmappedArrayCreate");
 		api.mipmapped_destroy = get(get_proc, "cuMipmappedArrayDestroy");
 	}
-	CHECK(cuInit(0));
-	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CHECK(cuModuleLoad(&mod, "driver_loop.cubin"));
-	CHECK(cuModuleGetFunction(&kernel, mod, "driver_loop_module_kernel"));
+	open_module(&s, &mod, &kernel);
 	for (int step = 0; step < steps; step++)
 		array_step(&api, kernel, s);
-	CHECK(cuModuleUnload(mod));
-	CHECK(cuStreamDestroy(s));
+	close_module(s, mod);
 	printf("arrays ok\n");
 	return 0;
 }
@@ -202,18 +214,14 @@ static int pool(int steps)
 	CUdeviceptr work;
 	CUstream s;
 
-	CHECK(cuInit(0));
-	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CHECK(cuModuleLoad(&mod, "driver_loop.cubin"));
-	CHECK(cuModuleGetFunction(&kernel, mod, "driver_loop_module_kernel"));
+	open_module(&s, &mod, &kernel);
 	for (int step = 0; step < steps; step++) {
 		CHECK(cuMemAllocFromPoolAsync(&work, 4096, pool, s)); /* MARK:pool-alloc */
 		launch(kernel, s);
 		CHECK(cuMemFreeAsync(work, s));
 		CHECK(cuStreamSynchronize(s));
 	}
-	CHECK(cuModuleUnload(mod));
-	CHECK(cuStreamDestroy(s));
+	close_module(s, mod);
 	printf("pool ok\n");
 	return 0;
 }
@@ -261,10 +269,7 @@ static int vmm(int steps, int once)
 	CUstream s;
 	unsigned *word, sum = 0;
 
-	CHECK(cuInit(0));
-	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CHECK(cuModuleLoad(&mod, "driver_loop.cubin"));
-	CHECK(cuModuleGetFunction(&kernel, mod, "driver_loop_module_kernel"));
+	open_module(&s, &mod, &kernel);
 	CHECK(cuMemAllocHost((void **)&word, sizeof(*word)));
 	CHECK(cuMemAddressReserve(&base, chunk, 0, 0, 0));
 	if (once)
@@ -284,8 +289,7 @@ static int vmm(int steps, int once)
 		vmm_unmap(base, chunk, h);
 	CHECK(cuMemAddressFree(base, chunk));
 	CHECK(cuMemFreeHost(word));
-	CHECK(cuModuleUnload(mod));
-	CHECK(cuStreamDestroy(s));
+	close_module(s, mod);
 	printf("vmm ok %u\n", sum);
 	return 0;
 }
@@ -305,10 +309,7 @@ static int graph_host(int steps)
 	CUgraph g;
 	CUgraphExec exec;
 
-	CHECK(cuInit(0));
-	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CHECK(cuModuleLoad(&mod, "driver_loop.cubin"));
-	CHECK(cuModuleGetFunction(&kernel, mod, "driver_loop_module_kernel"));
+	open_module(&s, &mod, &kernel);
 	CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
 	launch(kernel, s);
 	CHECK(cuLaunchHostFunc(s, host_node, (void *)(uintptr_t)HOST_NODE_US)); /* MARK:host-node */
@@ -319,8 +320,7 @@ static int graph_host(int steps)
 	CHECK(cuStreamSynchronize(s));
 	CHECK(cuGraphExecDestroy(exec));
 	CHECK(cuGraphDestroy(g));
-	CHECK(cuModuleUnload(mod));
-	CHECK(cuStreamDestroy(s));
+	close_module(s, mod);
 	printf("graph-host ok\n");
 	return 0;
 }
