@@ -560,6 +560,8 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	if (code == SS_EXIT_OK)
 		code = ss_alloc_regrowth(&ld, &st);
 	if (code == SS_EXIT_OK)
+		code = ss_vmm_mappings(&ld, &st);
+	if (code == SS_EXIT_OK)
 		code = ss_pool_trim_regrowth(&ld, &st);
 	if (code == SS_EXIT_OK)
 		code = ss_graph_exec_destroys(&ld, &st);

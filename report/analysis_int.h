@@ -274,6 +274,8 @@ extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_w
 int fold_finding(struct loader *ld, struct ss_finding *owner, struct ss_finding *part,
 		 const char *noun, const char *what, const char *cleared);
 int ss_alloc_regrowth(struct loader *ld, struct db_state *st);
+/* rules/alloc_in_loop.c: a VMM chunk's mapping and access folded into its creation. */
+int ss_vmm_mappings(struct loader *ld, struct db_state *st);
 /* rules/pool_trim_in_loop.c: after the site rules, the slow stream-ordered allocations after a
  * pool trimmed every step are folded into the trim's finding. */
 int ss_pool_trim_regrowth(struct loader *ld, struct db_state *st);

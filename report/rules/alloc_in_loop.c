@@ -5,7 +5,9 @@
  * of virtual memory management (cuMemCreate, cuMemMap, cuMemRelease: X1, host time only), per
  * call site, once the site recurs in the steady state (steps.h). Then
  * ss_alloc_regrowth: a caching allocator's allocations that only replace what a steady free of
- * the same allocator released are that free's consequence (docs/rules.md).
+ * the same allocator released are that free's consequence (docs/rules.md); and
+ * ss_vmm_mappings: mapping a chunk cuMemCreate made, and giving it access, are part of that
+ * allocation (docs/rules.md).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +147,78 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
 					    " the caching allocator made to grow back",
 					    "the caching allocator allocating again what a free "
 					    "released every step: the free's finding carries this cost");
+	}
+	for (size_t i = 0; i < n; i++)
+		free(sites[i].site);
+	free(sites);
+	return code;
+}
+
+/* Per site: whether it creates physical chunks (cuMemCreate) and whether it maps them or gives
+ * them access (cuMemMap, cuMemSetAccess), with its calls of each kind. */
+#define VMM_SITES_SQL                                                                              \
+	"SELECT coalesce(s.text, '" NO_SITE "'), sum(a.name = 'cuMemCreate'),"                     \
+	" sum(a.name IN ('cuMemMap', 'cuMemSetAccess'))"                                           \
+	" FROM calls c JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"       \
+	" WHERE a.name IN ('cuMemCreate', 'cuMemMap', 'cuMemSetAccess') GROUP BY 1"
+
+/* A chunk of virtual memory management is created (cuMemCreate), mapped (cuMemMap) and given
+ * access (cuMemSetAccess) on three lines, and one fix (keep the chunks mapped) removes all
+ * three: the steady findings at sites that only map or give access are folded into the steady
+ * cuMemCreate finding whose call count is nearest theirs (each chunk is mapped and given access
+ * once), which carries their cost and is ranked by it. */
+int ss_vmm_mappings(struct loader *ld, struct db_state *st)
+{
+	struct ss_report *r = ld->report;
+	struct vmm_site {
+		char *site;
+		long long creates, maps;
+	} *sites = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *stmt;
+	int rc, code;
+	size_t any = 0;
+
+	while (any < r->nfindings && r->findings[any].rule != ss_rule_alloc_in_loop.id)
+		any++;
+	if (any == r->nfindings)
+		return SS_EXIT_OK;
+	code = prepare(ld, st, VMM_SITES_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct vmm_site one = {xstrdup((const char *)sqlite3_column_text(stmt, 0)),
+				       sqlite3_column_int64(stmt, 1),
+				       sqlite3_column_int64(stmt, 2)};
+
+		if (!one.site || !reserve(&sites, &cap, n, sizeof(*sites))) {
+			free(one.site);
+			code = out_of_memory(ld);
+			break;
+		}
+		sites[n++] = one;
+	}
+	code = end_rows(ld, st, stmt, rc, code);
+	for (size_t i = 0; code == SS_EXIT_OK && i < n; i++) {
+		struct ss_finding *part, *owner = NULL;
+
+		if (sites[i].creates || !sites[i].maps)
+			continue;
+		part = steady_alloc_finding(r, sites[i].site);
+		for (size_t k = 0; part && k < n; k++) {
+			struct ss_finding *f;
+
+			if (!sites[k].creates || !(f = steady_alloc_finding(r, sites[k].site)))
+				continue;
+			if (!owner ||
+			    llabs(f->count - part->count) < llabs(owner->count - part->count))
+				owner = f;
+		}
+		if (owner)
+			code =
+			    fold_finding(ld, owner, part, "mappings", " of the chunks it created",
+					 "mapping the chunks cuMemCreate made, or giving them "
+					 "access: the creation's finding carries this cost");
 	}
 	for (size_t i = 0; i < n; i++)
 		free(sites[i].site);

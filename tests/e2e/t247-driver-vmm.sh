@@ -5,8 +5,9 @@
 # unmaps it again (driver_loop vmm; d39 of examples/corpus). Each call is recorded under its name
 # and class (cuMemUnmap and cuMemSetAccess synchronize the device: S6; the others take host time
 # only: X1, cuMemCreate and cuMemMap with the chunk's bytes), the output is the same as without
-# the shim, and the report's alloc-in-loop names the five lines as steady findings with the
-# advice to keep the memory mapped; the fix (vmm-once: mapped before the loop, unmapped after)
+# the shim, and the report's alloc-in-loop names the lines as steady findings with the advice to
+# keep the memory mapped, the chunk's mapping and access folded into its creation's finding
+# (ss_vmm_mappings: one fix removes all three); the fix (vmm-once: mapped before the loop, unmapped after)
 # has none of them above `info`.
 . "$E2E_DIR/lib.sh"
 src=$TOP_SRCDIR/tests/progs/driver_loop.c
@@ -30,15 +31,17 @@ END
 "$SYNCSPY" report --format json "$db" >"$tmp/vmm.json" 2>"$tmp/err" || fail "report exited $?: $(cat "$tmp/err")"
 golden "SELECT json_extract(value, '\$.site'), json_extract(value, '\$.phase'),
 	json_extract(value, '\$.severity') <> 'info', json_extract(value, '\$.count'),
-	json_extract(value, '\$.advice') LIKE 'Keep the physical memory mapped%'
+	json_extract(value, '\$.advice') LIKE 'Keep the physical memory mapped%',
+	json_extract(value, '\$.detail') LIKE '%and 29 mappings%of the chunks it created, at $src:$(mark vmm-map) in vmm_map; and 29 mappings%at $src:$(mark vmm-access) in vmm_map;%',
+	json_extract(value, '\$.detail') LIKE '%the creation''s finding carries this cost%'
 	FROM json_each(json_extract(readfile('$tmp/vmm.json'), '\$.findings'))
 	WHERE json_extract(value, '\$.rule') = 'alloc-in-loop'
 	ORDER BY length(json_extract(value, '\$.site')), 1" <<END
-$src:$(mark vmm-create) in vmm_map|steady|1|29|1
-$src:$(mark vmm-map) in vmm_map|steady|1|29|1
-$src:$(mark vmm-access) in vmm_map|steady|1|29|1
-$src:$(mark vmm-unmap) in vmm_unmap|steady|1|29|1
-$src:$(mark vmm-release) in vmm_unmap|steady|1|29|1
+$src:$(mark vmm-create) in vmm_map|steady|1|29|1|1|0
+$src:$(mark vmm-map) in vmm_map|steady|0|29|1|0|1
+$src:$(mark vmm-access) in vmm_map|steady|0|29|1|0|1
+$src:$(mark vmm-unmap) in vmm_unmap|steady|1|29|1|0|0
+$src:$(mark vmm-release) in vmm_unmap|steady|1|29|1|0|0
 END
 # the fix: mapped once before the loop (setup), unmapped after it (teardown)
 rm -rf "$out"

@@ -18,7 +18,7 @@ Format of an .expect file (examples/README.md has the same text for workload aut
 
     # comment; blank lines are ignored; '#' after a line's last field starts a comment too
     [soft] SUBJECT [FILTER ...] [class=C[|C...]] count=N | count>=N | count<=N
-    [soft] meta KEY=VALUE
+    [soft] meta KEY=VALUE | meta KEY>=N
 
   SUBJECT  an API name exactly as recorded in api_calls.api (e.g. cudaMemcpyAsync,
            __cudaLaunchKernel), or * for rows of any API.
@@ -34,7 +34,9 @@ Format of an .expect file (examples/README.md has the same text for workload aut
   soft     the line is reported but cannot fail the check: for expectations that depend on
            the library under test more than on syncspy (e.g. torch internals), kept visible so
            that a change shows up in the log.
-  meta     meta table row KEY must exist and its value, as text, equal VALUE.
+  meta     meta table row KEY must exist and its value, as text, equal VALUE; with >=N, its
+           value, as an integer, be N or more (schema_version>=2: a database of schema 2 or
+           of a later one, which the readers read as well).
 
 Findings of `syncspy report --format json` (docs/report-json.md), given with --report:
 
@@ -92,6 +94,7 @@ class Expectation:
         self.is_meta = False
         self.meta_key = None
         self.meta_value = None
+        self.meta_at_least = None  # meta KEY>=N
         self.api = None          # None for '*'
         self.filters = []        # (column, op, value)
         self.classes = None      # list of class names, or None
@@ -113,9 +116,16 @@ class Expectation:
             raise ExpectError("empty expectation")
         if fields[0] == "meta":
             if len(fields) != 2 or "=" not in fields[1]:
-                raise ExpectError("meta lines are 'meta KEY=VALUE'")
+                raise ExpectError("meta lines are 'meta KEY=VALUE' or 'meta KEY>=N'")
             self.is_meta = True
-            self.meta_key, self.meta_value = fields[1].split("=", 1)
+            if ">=" in fields[1]:
+                self.meta_key, value = fields[1].split(">=", 1)
+                if not value.isdigit():
+                    raise ExpectError("meta KEY>=N needs a number, not %r" % value)
+                self.meta_at_least = int(value)
+                self.meta_value = ">=" + value
+            else:
+                self.meta_key, self.meta_value = fields[1].split("=", 1)
             return
         if fields[0] in ("finding", "no-finding"):
             self._parse_finding(fields)
@@ -211,6 +221,9 @@ def evaluate(db, exp):
     if exp.is_meta:
         row = db.execute("SELECT value FROM meta WHERE key = ?", (exp.meta_key,)).fetchone()
         got = "(missing)" if row is None else str(row[0])
+        if exp.meta_at_least is not None:
+            ok = row is not None and got.isdigit() and int(got) >= exp.meta_at_least
+            return ok, exp.meta_value, got
         return row is not None and got == exp.meta_value, exp.meta_value, got
 
     if exp.api is None:

@@ -339,6 +339,8 @@ fi # part cupti
 # Coverage (issue 3): a static-cudart program, a torch step with cuBLAS and a driver-API program,
 # each recorded with CUPTI on and cross-checked against CUPTI's records (check_coverage.py).
 # SYNCSPY_ENQUEUE_TIMING=1: enqueue rows then carry both ends, so calls match by time.
+# SYNCSPY_CUPTI_SAMPLE=all: CUPTI traces the whole run (the default samples it in windows, and a
+# call outside them has no CUPTI record to compare with).
 if part coverage; then
 section "coverage against CUPTI"
 coverage_run() { # NAME EXPECT CMD...
@@ -347,7 +349,8 @@ coverage_run() { # NAME EXPECT CMD...
 	rm -rf "$work/db-cov-$name" && mkdir -p "$work/db-cov-$name"
 	run_cmd 120 "$work/cov-$name.plain" /dev/null "$@"
 	run_cmd 120 "$work/cov-$name.shim" /dev/null env LD_PRELOAD="$shim" SYNCSPY_CUPTI=1 \
-		SYNCSPY_ENQUEUE_TIMING=1 SYNCSPY_OUTPUT="$work/db-cov-$name" "$@"
+		SYNCSPY_CUPTI_SAMPLE=all SYNCSPY_ENQUEUE_TIMING=1 SYNCSPY_OUTPUT="$work/db-cov-$name" \
+		"$@"
 	if cmp -s "$work/cov-$name.plain" "$work/cov-$name.shim" &&
 		grep -Eq 'result=OK|loss_fell=yes' "$work/cov-$name.plain"; then
 		check "coverage $name: same result and output with the shim and CUPTI" PASS

@@ -105,6 +105,10 @@ expect("the static runtime's sync missed fails", 1,
 expect("a call recorded before CUPTI started fails", 1,
        ["FAIL  coverage t: CUPTI saw the process from its first recorded call on"],
        calls=[(7, 7, "E1", -9000, -8800, None, 1)] + CALLS)  # before the window
+expect("a call after CUPTI's last record (the exit's teardown) passes", 0,
+       ["PASS  coverage t: CUPTI saw the process from its first recorded call on",
+        "0 recorded call(s) before CUPTI's window, 1 after it"],
+       calls=CALLS + [(7, 7, "E1", 90000000, 90000200, None, 1)])  # after the window
 expect("a polling loop short of a query fails", 1,
        ["missed: runtime/cudaEventQuery 1"],
        calls=[c if c[1] != 5 else c[:6] + (2,) for c in CALLS])

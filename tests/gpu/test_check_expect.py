@@ -45,10 +45,10 @@ def model_ids(macro):
 class FakeDatabase:
     """A database filled the way the shim's writer would fill it, one call at a time."""
 
-    def __init__(self, path):
+    def __init__(self, path, schema=2):
         self.db = sqlite3.connect(path)
         self.db.executescript(schema_sql())
-        self.db.execute("INSERT INTO meta VALUES ('schema_version', 2)")
+        self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (schema,))
         for table, macro in (("memkinds", "SS_MEMKINDS"), ("dirs", "SS_DIRS")):
             self.db.executemany("INSERT INTO %s VALUES (?, ?)" % table, model_ids(macro))
         self.mem = {name: i for i, name in model_ids("SS_MEMKINDS")}
@@ -138,12 +138,14 @@ def main():
         ("launch without stream", {"change": ("__cudaLaunchKernel", 3, "stream", None)}, 1),
         ("a failed call", {"change": ("cudaFree", 2, "ret", 700)}, 1),
         ("extra driver-layer row (soft only)", {"extra_driver": True}, 0),
+        ("a later schema (schema_version>=2)", {"schema": 4}, 0),
+        ("an older schema", {"schema": 1}, 1),
     ]
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, how, want) in enumerate(cases):
             path = os.path.join(tmp, "case%d.sqlite" % i)
-            fake = FakeDatabase(path)
+            fake = FakeDatabase(path, schema=how.get("schema", 2))
             record_copies_syncs(fake, skip=how.get("skip"), change=how.get("change"))
             if how.get("extra_driver"):
                 fake.call("cuStreamSynchronize", "S2", stream=STREAM_B, layer="driver")
