@@ -806,8 +806,6 @@ static int load_step_marks(struct loader *ld, struct db_state *st, int *found)
 	return code;
 }
 
-/* The rank's steps (steps.h): the program's marks, else detected from the calls of the thread
- * that made the most calls, else none. */
 /* Without steps: the first and last GPU work of the rank, on any thread (STEPS-3). Work is what
  * the GPU runs: E1 (kernels, async copies and memsets, graph launches), a blocking or degraded
  * copy (S4, S5 with a direction) and a collective (N2). */
@@ -828,6 +826,8 @@ static void work_window(struct ss_steps *s, const struct scan *sc)
 	}
 }
 
+/* The rank's steps (steps.h): the program's marks, else detected from the calls of the thread
+ * that made the most calls, else none (and then the work's window: STEPS-3). */
 static int find_steps(struct loader *ld, struct db_state *st, const struct scan *sc)
 {
 	struct ss_step_call *calls = NULL;
