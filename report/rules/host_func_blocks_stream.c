@@ -500,12 +500,9 @@ static int add_findings(struct loader *ld, struct db_state *st, struct held_site
 		if (code != SS_EXIT_OK)
 			break;
 		struct ss_finding *f = &ld->report->findings[ld->report->nfindings - 1];
-		if (s->graph)
-			f->advice =
-			    "Take the host node out of the graph: end the graph with an event "
-			    "record, and run the host work on a thread of your own after "
-			    "cudaEventSynchronize on it (one launch behind), so the next "
-			    "launch's work does not wait for the host.";
+		const char *advice = ss_rule_host_func_blocks_stream.advice_for(f->detail);
+		if (advice)
+			f->advice = advice;
 		set_phase(f, &st->steps, recurring, s->tally.steps);
 	}
 	return code;
@@ -600,6 +597,17 @@ done:
 	return code;
 }
 
+/* A graph's host node has a fix of its own. DETAIL: the finding's detail, or its opening (a
+ * summary gives the text up to the first ';', summary.c). */
+static const char *advice_for(const char *detail)
+{
+	if (!strstr(detail, "host node captured into a graph"))
+		return NULL;
+	return "Take the host node out of the graph: end the graph with an event record, and run "
+	       "the host work on a thread of your own after cudaEventSynchronize on it (one launch "
+	       "behind), so the next launch's work does not wait for the host.";
+}
+
 const struct ss_rule ss_rule_host_func_blocks_stream = {
     .id = "host-func-blocks-stream",
     .advice = "Take the host work out of the stream: record an event where the data is ready "
@@ -611,4 +619,5 @@ const struct ss_rule ss_rule_host_func_blocks_stream = {
     .needs_enqueue_rows = 1, /* the host functions and their neighbours are enqueue rows */
     .min_share_permille = 10,
     .run_gpu = host_func_rule,
+    .advice_for = advice_for,
 };
