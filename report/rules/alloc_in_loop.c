@@ -71,10 +71,53 @@ const struct ss_rule ss_rule_alloc_in_loop = {
 	" LEFT JOIN stacks k ON k.id = c.native_stack_id"                                          \
 	" WHERE a.name IN ('cudaMalloc', 'cudaFree') GROUP BY 1"
 
-struct regrowth_site {
+/* One row of a per-site query (REGROWTH_SQL, VMM_SITES_SQL): the site and its figures. */
+struct site_figures {
 	char *site;
-	int frees, mallocs, allocator;
+	long long v[3];
 };
+
+static void site_figures_free(struct site_figures *sites, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(sites[i].site);
+	free(sites);
+}
+
+/* Runs SQL, whose rows are a site and up to three figures, into *sites (none when alloc-in-loop
+ * found nothing: nothing to fold). */
+static int load_site_figures(struct loader *ld, struct db_state *st, const char *sql,
+			     struct site_figures **sites, size_t *n)
+{
+	struct ss_report *r = ld->report;
+	size_t cap = 0, any = 0;
+	sqlite3_stmt *stmt;
+	int rc, code;
+
+	*sites = NULL;
+	*n = 0;
+	while (any < r->nfindings && r->findings[any].rule != ss_rule_alloc_in_loop.id)
+		any++;
+	if (any == r->nfindings)
+		return SS_EXIT_OK;
+	code = prepare(ld, st, sql, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct site_figures one = {xstrdup((const char *)sqlite3_column_text(stmt, 0)),
+					   {0}};
+
+		for (int c = 1; c < sqlite3_column_count(stmt) && c <= 3; c++)
+			one.v[c - 1] = sqlite3_column_int64(stmt, c);
+		if (!one.site || !reserve(sites, &cap, *n, sizeof(**sites))) {
+			free(one.site);
+			code = out_of_memory(ld);
+			break;
+		}
+		(*sites)[(*n)++] = one;
+	}
+	return end_rows(ld, st, stmt, rc, code);
+}
 
 static struct ss_finding *steady_alloc_finding(struct ss_report *r, const char *site)
 {
@@ -96,41 +139,18 @@ static struct ss_finding *steady_alloc_finding(struct ss_report *r, const char *
  * `info`, naming the free's site, and their host time is added to the free's finding. */
 int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
 {
+	enum { FREES, MALLOCS, ALLOCATOR }; /* REGROWTH_SQL's figures */
 	struct ss_report *r = ld->report;
-	struct regrowth_site *sites = NULL;
-	size_t n = 0, cap = 0;
+	struct site_figures *sites;
+	size_t n;
 	struct ss_finding *cause = NULL;
-	sqlite3_stmt *stmt;
-	int rc, code = SS_EXIT_OK;
+	int code = load_site_figures(ld, st, REGROWTH_SQL, &sites, &n);
 
-	size_t any = 0;
-
-	while (any < r->nfindings && r->findings[any].rule != ss_rule_alloc_in_loop.id)
-		any++;
-	if (any == r->nfindings)
-		return SS_EXIT_OK; /* no allocation finding: nothing to fold */
-	code = prepare(ld, st, REGROWTH_SQL, &stmt);
-	if (code != SS_EXIT_OK)
-		return code;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		struct regrowth_site one = {xstrdup((const char *)sqlite3_column_text(stmt, 0)),
-					    sqlite3_column_int(stmt, 1),
-					    sqlite3_column_int(stmt, 2),
-					    sqlite3_column_int(stmt, 3)};
-
-		if (!one.site || !reserve(&sites, &cap, n, sizeof(*sites))) {
-			free(one.site);
-			code = out_of_memory(ld);
-			break;
-		}
-		sites[n++] = one;
-	}
-	code = end_rows(ld, st, stmt, rc, code);
 	/* the cause: the costliest steady free through the allocator */
 	for (size_t i = 0; code == SS_EXIT_OK && i < n; i++) {
 		struct ss_finding *f;
 
-		if (!sites[i].frees || !sites[i].allocator)
+		if (!sites[i].v[FREES] || !sites[i].v[ALLOCATOR])
 			continue;
 		f = steady_alloc_finding(r, sites[i].site);
 		if (f && (!cause || f->blocked_ns > cause->blocked_ns))
@@ -139,7 +159,7 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
 	for (size_t i = 0; code == SS_EXIT_OK && cause && i < n; i++) {
 		struct ss_finding *f;
 
-		if (sites[i].frees || !sites[i].mallocs || !sites[i].allocator)
+		if (sites[i].v[FREES] || !sites[i].v[MALLOCS] || !sites[i].v[ALLOCATOR])
 			continue;
 		f = steady_alloc_finding(r, sites[i].site);
 		if (f && f != cause)
@@ -148,9 +168,7 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
 					    "the caching allocator allocating again what a free "
 					    "released every step: the free's finding carries this cost");
 	}
-	for (size_t i = 0; i < n; i++)
-		free(sites[i].site);
-	free(sites);
+	site_figures_free(sites, n);
 	return code;
 }
 
@@ -169,46 +187,22 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
  * once), which carries their cost and is ranked by it. */
 int ss_vmm_mappings(struct loader *ld, struct db_state *st)
 {
+	enum { CREATES, MAPS }; /* VMM_SITES_SQL's figures */
 	struct ss_report *r = ld->report;
-	struct vmm_site {
-		char *site;
-		long long creates, maps;
-	} *sites = NULL;
-	size_t n = 0, cap = 0;
-	sqlite3_stmt *stmt;
-	int rc, code;
-	size_t any = 0;
+	struct site_figures *sites;
+	size_t n;
+	int code = load_site_figures(ld, st, VMM_SITES_SQL, &sites, &n);
 
-	while (any < r->nfindings && r->findings[any].rule != ss_rule_alloc_in_loop.id)
-		any++;
-	if (any == r->nfindings)
-		return SS_EXIT_OK;
-	code = prepare(ld, st, VMM_SITES_SQL, &stmt);
-	if (code != SS_EXIT_OK)
-		return code;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		struct vmm_site one = {xstrdup((const char *)sqlite3_column_text(stmt, 0)),
-				       sqlite3_column_int64(stmt, 1),
-				       sqlite3_column_int64(stmt, 2)};
-
-		if (!one.site || !reserve(&sites, &cap, n, sizeof(*sites))) {
-			free(one.site);
-			code = out_of_memory(ld);
-			break;
-		}
-		sites[n++] = one;
-	}
-	code = end_rows(ld, st, stmt, rc, code);
 	for (size_t i = 0; code == SS_EXIT_OK && i < n; i++) {
 		struct ss_finding *part, *owner = NULL;
 
-		if (sites[i].creates || !sites[i].maps)
+		if (sites[i].v[CREATES] || !sites[i].v[MAPS])
 			continue;
 		part = steady_alloc_finding(r, sites[i].site);
 		for (size_t k = 0; part && k < n; k++) {
 			struct ss_finding *f;
 
-			if (!sites[k].creates || !(f = steady_alloc_finding(r, sites[k].site)))
+			if (!sites[k].v[CREATES] || !(f = steady_alloc_finding(r, sites[k].site)))
 				continue;
 			if (!owner ||
 			    llabs(f->count - part->count) < llabs(owner->count - part->count))
@@ -220,8 +214,6 @@ int ss_vmm_mappings(struct loader *ld, struct db_state *st)
 					 "mapping the chunks cuMemCreate made, or giving them "
 					 "access: the creation's finding carries this cost");
 	}
-	for (size_t i = 0; i < n; i++)
-		free(sites[i].site);
-	free(sites);
+	site_figures_free(sites, n);
 	return code;
 }
