@@ -24,6 +24,10 @@
 
 /* A finding of calls that have no site. */
 #define NO_SITE "(no call site)"
+/* Graph instantiations, every cudaGraphInstantiate* and cuGraphInstantiate* entry point: a LIKE
+ * pattern on apis.name (LIKE is case-blind and '_' matches any character, which these names
+ * cannot confuse; graph-instantiate-in-loop, host-func-blocks-stream). */
+#define SS_INSTANTIATE_LIKE "'cu%GraphInstantiate%'"
 
 /*
  * Per-site rules on ss_agg: one row per site (ANALYSIS-2) with, over the whole run, count (S7:

@@ -16,9 +16,8 @@
  * destroys of their executable graphs. */
 #define SS_INSTANTIATE_MIN_CALLS 2
 
-/* The entry points, in SQL (a.name: apis.name): LIKE is case-blind and '_' matches any
- * character, which these names cannot confuse. */
-#define INSTANTIATE_APIS "a.name LIKE 'cu%GraphInstantiate%'"
+/* The entry points, in SQL (a.name: apis.name). */
+#define INSTANTIATE_APIS "a.name LIKE " SS_INSTANTIATE_LIKE
 #define DESTROY_APIS	 "a.name IN ('cudaGraphExecDestroy', 'cuGraphExecDestroy')"
 
 static char *detail(const struct db_state *st, const char *apis, long long worst, long long bytes,

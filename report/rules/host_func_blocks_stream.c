@@ -54,36 +54,27 @@
 	"SELECT c.stream, c.start_ns, coalesce(s.text, '" NO_SITE "'), c.tid FROM calls c"         \
 	" JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"                    \
 	" WHERE a.name IN " HOST_FUNC_APIS " AND c.stream IS NOT NULL ORDER BY c.start_ns"
-#define BEGIN_CAPTURE_APIS                                                                         \
-	"('cudaStreamBeginCapture', 'cudaStreamBeginCapture_ptsz',"                                \
-	" 'cudaStreamBeginCaptureToGraph', 'cudaStreamBeginCaptureToGraph_ptsz',"                  \
-	" 'cuStreamBeginCapture_v2', 'cuStreamBeginCapture_v2_ptsz')"
-#define END_CAPTURE_APIS                                                                           \
-	"('cudaStreamEndCapture', 'cudaStreamEndCapture_ptsz', 'cuStreamEndCapture',"              \
-	" 'cuStreamEndCapture_ptsz')"
-#define INSTANTIATE_APIS                                                                           \
-	"('cudaGraphInstantiate', 'cudaGraphInstantiateWithFlags',"                                \
-	" 'cudaGraphInstantiateWithParams', 'cudaGraphInstantiateWithParams_ptsz',"                \
-	" 'cuGraphInstantiateWithFlags', 'cuGraphInstantiate_v2',"                                 \
-	" 'cuGraphInstantiateWithParams', 'cuGraphInstantiateWithParams_ptsz')"
-#define GRAPH_LAUNCH_APIS                                                                          \
-	"('cudaGraphLaunch', 'cudaGraphLaunch_ptsz', 'cuGraphLaunch', 'cuGraphLaunch_ptsz')"
+/* Captures' begin (the runtime's, its ToGraph form, the driver's) and end, and graph launches:
+ * LIKE patterns on apis.name, as SS_INSTANTIATE_LIKE. */
+#define BEGIN_CAPTURE_LIKE "'cu%StreamBeginCapture%'"
+#define END_CAPTURE_LIKE   "'cu%StreamEndCapture%'"
+#define GRAPH_LAUNCH_LIKE  "'cu%GraphLaunch%'"
 /* The captures (BeginCapture: 0, EndCapture: 1, with the graph it made in ptr) and the
  * instantiations (the graph read in ptr, the executable made in aux), in time order: few rows
  * in any program, each matched with the host functions in C (a correlated subquery per host
  * function would read the calls table once per host function). */
 #define CAPTURES_SQL                                                                               \
-	"SELECT c.stream, c.start_ns, a.name IN " END_CAPTURE_APIS ", c.ptr FROM calls c"          \
-	" JOIN apis a ON a.id = c.api_id WHERE (a.name IN " BEGIN_CAPTURE_APIS                     \
-	" OR a.name IN " END_CAPTURE_APIS ") AND c.stream IS NOT NULL ORDER BY c.start_ns"
+	"SELECT c.stream, c.start_ns, a.name LIKE " END_CAPTURE_LIKE ", c.ptr FROM calls c"        \
+	" JOIN apis a ON a.id = c.api_id WHERE (a.name LIKE " BEGIN_CAPTURE_LIKE                   \
+	" OR a.name LIKE " END_CAPTURE_LIKE ") AND c.stream IS NOT NULL ORDER BY c.start_ns"
 #define INSTANTIATIONS_SQL                                                                         \
 	"SELECT c.ptr, c.aux, c.start_ns FROM calls c JOIN apis a ON a.id = c.api_id"              \
-	" WHERE a.name IN " INSTANTIATE_APIS " AND c.ptr IS NOT NULL AND c.aux IS NOT NULL"        \
+	" WHERE a.name LIKE " SS_INSTANTIATE_LIKE " AND c.ptr IS NOT NULL AND c.aux IS NOT NULL"   \
 	" ORDER BY c.start_ns"
 /* The launches of executable graphs, in time order. */
 #define GRAPH_LAUNCHES_SQL                                                                         \
 	"SELECT c.aux, c.stream, c.start_ns, c.tid FROM calls c JOIN apis a ON a.id = c.api_id"    \
-	" WHERE a.name IN " GRAPH_LAUNCH_APIS " AND c.aux IS NOT NULL AND c.stream IS NOT NULL"    \
+	" WHERE a.name LIKE " GRAPH_LAUNCH_LIKE " AND c.aux IS NOT NULL AND c.stream IS NOT NULL"  \
 	" ORDER BY c.start_ns"
 /* The other work queued on the streams of host functions and graph launches, by stream and
  * time. */
@@ -91,7 +82,7 @@
 	"SELECT c.stream, c.start_ns, c.tid FROM calls c JOIN apis a ON a.id = c.api_id"           \
 	" WHERE c.class IN ('E1', 'S4', 'S5') AND a.name NOT IN " HOST_FUNC_APIS                   \
 	" AND c.stream IN (SELECT c2.stream FROM calls c2 JOIN apis a2 ON a2.id = c2.api_id"       \
-	" WHERE a2.name IN " HOST_FUNC_APIS " OR a2.name IN " GRAPH_LAUNCH_APIS ")"                \
+	" WHERE a2.name IN " HOST_FUNC_APIS " OR a2.name LIKE " GRAPH_LAUNCH_LIKE ")"              \
 	" ORDER BY c.stream, c.start_ns"
 
 extern const struct ss_rule ss_rule_host_func_blocks_stream;
@@ -282,7 +273,7 @@ static long long captured_into(const struct capture_call *caps, size_t n, const 
 }
 
 /* Whether another capture made a graph at GRAPH's address in (from, to): a graph destroyed and
- * its address given to a new one, which INST may have read instead. */
+ * its address given to a new one, which an instantiation at TO may have read instead. */
 static int graph_remade(const struct capture_call *caps, size_t n, long long graph, long long from,
 			long long to)
 {

@@ -4,7 +4,8 @@
 # cuMemUnmap, cuMemRelease: docs/sync-model.md), as an arena that maps a chunk every step and
 # unmaps it again (driver_loop vmm; d39 of examples/corpus). Each call is recorded under its name
 # and class (cuMemUnmap and cuMemSetAccess synchronize the device: S6; the others take host time
-# only: X1, cuMemCreate and cuMemMap with the chunk's bytes), the output is the same as without
+# only: X1, cuMemCreate and cuMemMap with the chunk's bytes; cuMemMap and cuMemUnmap with the
+# mapped address in calls.ptr), the output is the same as without
 # the shim, and the report's alloc-in-loop names the lines as steady findings with the advice to
 # keep the memory mapped, the chunk's mapping and access folded into its creation's finding
 # (ss_vmm_mappings: one fix removes all three); the fix (vmm-once: mapped before the loop, unmapped after)
@@ -27,6 +28,12 @@ cuMemMap|X1|30|2097152|2097152
 cuMemRelease|X1|30|-1|-1
 cuMemSetAccess|S6|30|2097152|2097152
 cuMemUnmap|S6|30|2097152|2097152
+END
+# the mapping's address, where the unmap names it too (calls.ptr), each mapping a device range
+golden "SELECT count(*), count(DISTINCT c.ptr), sum(c.ptr = (SELECT u.ptr FROM calls u JOIN apis b ON b.id = u.api_id
+	WHERE b.name = 'cuMemUnmap' AND u.id > c.id ORDER BY u.id LIMIT 1))
+	FROM calls c JOIN apis a ON a.id = c.api_id WHERE a.name = 'cuMemMap' AND c.ptr IS NOT NULL" <<'END'
+30|1|30
 END
 "$SYNCSPY" report --format json "$db" >"$tmp/vmm.json" 2>"$tmp/err" || fail "report exited $?: $(cat "$tmp/err")"
 golden "SELECT json_extract(value, '\$.site'), json_extract(value, '\$.phase'),
