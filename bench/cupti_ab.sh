@@ -27,19 +27,21 @@ set -u
 . "$(dirname "$0")/torch-lib.sh"
 runs=${RUNS:-3}
 
+mode=${MODE:-cupti}
+case $mode in cupti | shim) ;; *) echo "cupti_ab.sh: MODE is cupti or shim" >&2; exit 2 ;; esac
 for run in $(seq "$runs"); do
-	env ${KINDS:+SYNCSPY_CUPTI_KINDS=$KINDS} ${SAMPLE:+SYNCSPY_CUPTI_SAMPLE=$SAMPLE} SYNCSPY_CUPTI=1 SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$run" LD_PRELOAD="$shim" \
-		${PIN:+taskset -c "$PIN"} python3 "$root/bench/torch_step.py" --ab cupti >"$tmp/cupti-$run" 2>>"$tmp/stderr"
+	env ${KINDS:+SYNCSPY_CUPTI_KINDS=$KINDS} ${SAMPLE:+SYNCSPY_CUPTI_SAMPLE=$SAMPLE} SYNCSPY_CUPTI=${CUPTI:-1} SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$run" LD_PRELOAD="$shim" \
+		${PIN:+taskset -c "$PIN"} python3 "$root/bench/torch_step.py" --ab "$mode" >"$tmp/cupti-$run" 2>>"$tmp/stderr"
 	[ "${PROFILER:-1}" = 0 ] ||
 		${PIN:+taskset -c "$PIN"} python3 "$root/bench/torch_step.py" --ab profiler >"$tmp/profiler-$run" 2>>"$tmp/stderr"
 done
 
 {
 	echo "# bench/cupti_ab.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
-	echo "# torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null); $runs processes of each; 40 blocks x 100 steps each; step time in us; SYNCSPY_CUPTI_KINDS=${KINDS:-(default)}; SYNCSPY_CUPTI_SAMPLE=${SAMPLE:-(none)}"
-	python3 - "$tmp" "$runs" "${SAMPLE:-}" <<'PY'
+	echo "# torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null); $runs processes of each; 40 blocks x 100 steps each (AB_SIZE=${AB_SIZE:-small}); step time in us; MODE=$mode; SYNCSPY_CUPTI=${CUPTI:-1}; SYNCSPY_CUPTI_KINDS=${KINDS:-(default)}; SYNCSPY_CUPTI_SAMPLE=${SAMPLE:-(none)}"
+	python3 - "$tmp" "$runs" "${SAMPLE:-}" "$mode" <<'PY'
 import glob, os, sqlite3, statistics, sys
-tmp, runs, sample = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+tmp, runs, sample, ab_mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 status = 0
 result = {}
 for mode in ("cupti", "profiler"):
@@ -84,7 +86,20 @@ for run in range(1, runs + 1):
     # warm-up on, off, on; then a pause wherever an off block follows an on block
     expected = 1 + sum(1 for a, b in zip(["on"] + states, states) if a == "on" and b == "off")
     on_status = meta.get("cupti") == "on" or meta.get("cupti", "").startswith("on: only")
-    if not sample:
+    if ab_mode == "shim":
+        # syncspy_stop/start (SHIM-6): no call row inside a stopped block, rows in the others,
+        # the calls made while stopped counted
+        starts = [r[0] for r in db.execute("SELECT start_ns FROM calls")]
+        inside_calls = sum(1 for c in starts if any(s < c < e for s, e in paused))
+        skipped = int(meta.get("capture_skipped_calls", 0))
+        ok = inside_calls == 0 and len(starts) > 0 and skipped > 0 and inside == 0
+        print("shim run %d: %s: %d calls recorded, %d of them inside the %d stopped blocks, "
+              "%d calls skipped while stopped (meta.capture_skipped_calls); %d kernels "
+              "recorded, %d inside stopped blocks; meta.cupti %s, cupti_sample %s, windows %s" % (
+                  run, "PASS" if ok else "FAIL", len(starts), inside_calls, len(paused), skipped,
+                  len(kernels), inside, meta.get("cupti"), meta.get("cupti_sample"),
+                  meta.get("cupti_windows")))
+    elif sample in ("", "all"):
         ok = inside == 0 and len(kernels) > 0 and pauses == expected and on_status
         print("cupti run %d: %s: %d kernels recorded, %d of them inside the %d paused blocks; "
               "meta.cupti_pauses %d (expected %d), meta.cupti %s" % (
@@ -127,10 +142,12 @@ for mode in ("cupti", "profiler"):
     if result[mode] is None:
         continue
     print("%s adds %.2f%% to the step (median of %d processes)" % (
-        "syncspy's CUPTI" if mode == "cupti" else "torch.profiler", result[mode], runs))
+        "torch.profiler" if mode == "profiler" else
+        "syncspy's recording" if ab_mode == "shim" else "syncspy's CUPTI", result[mode], runs))
 if result.get("cupti") is None or result["cupti"] > 3:
     status = 1
-print("CUPTI within 3%% of the step: %s" % ("FAIL" if status else "PASS"))
+print("%s within 3%% of the step: %s" % ("recording" if ab_mode == "shim" else "CUPTI",
+                                         "FAIL" if status else "PASS"))
 sys.exit(status)
 PY
 	status=$?

@@ -4,22 +4,32 @@
 # GPU timeline sampled by CUPTI-5, detached between windows, CUPTI-8) costs the reference
 # workloads of examples/, on a GPU machine, beside torch.profiler (issue 17 item 1).
 #
-# Per round (ROUNDS, default 6), per workload, each configuration once, in an order that
-# rotates with the round so that drift and warm caches hit them alike:
+# Per round (ROUNDS, default 6, numbered from FIRST_ROUND, default 1), per workload, each
+# configuration of CONFIGS once (default "plain default profiler"), in an order that rotates
+# with the round so that drift and warm caches hit them alike:
 #   plain     no shim
 #   default   LD_PRELOAD=libsyncspy.so, nothing else set
+#   host      the shim with SYNCSPY_CUPTI=0 (its host side alone)
+#   all       the shim with SYNCSPY_CUPTI_SAMPLE=all (CUPTI traces the whole run)
 #   profiler  no shim, the step loop under torch.profiler (PyTorch workloads only:
 #             EXAMPLES_TORCH_PROFILER=1, examples/torch/workload.py)
-# every process pinned to the cores PIN names (default 2-3: taskset). Two figures per run:
+# every process pinned to the cores PIN names (default 2-3: taskset). Figures per run:
 #   process   the wall time of the whole process (CUDA set-up, CUPTI's attach, the database
 #             written at exit: what a user waits for)
 #   loop      PyTorch workloads: the step loop's time, device sync to device sync
-#             (EXAMPLES_LOOP_TIME=1 prints it); the reference loops are short (60 steps), so
-#             this is mostly auto's first 25 ms, which it traces whole
-# Prints the raw lines, then per workload and figure the median of each configuration and the
-# median over rounds of (config / plain of the same round - 1). TOTAL_BUDGET_S (default 540)
-# stops before a round that would not fit; the rounds run are said. WORKLOADS="cuda torch"
-# picks the families. Exit 0 when it ran (it measures), 2 when it cannot run.
+#             (EXAMPLES_LOOP_TIME=1 prints it), its first steps and their one-time costs
+#             (CUDA's lazy loading, the shim's first sight of each call site) included
+#   steady    PyTorch workloads: the median host time of a step after the first WARM (default
+#             10) of the loop's steps (examples/torch/workload.py, timed(): "step_ns=...")
+#   warm      PyTorch workloads: the host time of the first WARM steps together
+# The shim's configurations add a "meta" line per run: what CUPTI did (windows, detaches and
+# attaches with their time, the traced and paused time). Prints the raw lines, then the table of
+# bench/overhead_table.py: per workload and figure the median of each configuration and the
+# median over rounds of (config / plain of the same round - 1); bench/overhead_table.py
+# FILE... merges the raw lines of several runs (rounds 1-3 in one device call, 4-6 in the
+# next: FIRST_ROUND=4). TOTAL_BUDGET_S (default 540) stops before a round that would not fit;
+# the rounds run are said. WORKLOADS="cuda torch" picks the families, ONLY=REGEX the workloads.
+# Exit 0 when it ran (it measures), 2 when it cannot run.
 #
 # Expects the build carried in .carry/ (tests/gpu/carry.sh); nvcc and torch on the machine.
 set -u
@@ -28,6 +38,9 @@ cd "$root" || exit 2
 out=${1:-/dev/stdout}
 shim=$root/.carry/lib/libsyncspy.so
 rounds=${ROUNDS:-6}
+first_round=${FIRST_ROUND:-1}
+configs_wanted=${CONFIGS:-plain default profiler}
+warm=${WARM:-10}
 pin=${PIN:-2-3}
 budget=${TOTAL_BUDGET_S:-540}
 families=${WORKLOADS:-cuda torch}
@@ -52,12 +65,29 @@ case " $families " in *" torch "*)
 	done ;;
 esac
 
+# the CUPTI figures of one database, key=value words (python3's sqlite3: the machine has no
+# sqlite3 command)
+sqlite3_meta() {
+	python3 - "$1" <<'PY' 2>/dev/null
+import sqlite3, sys
+keys = ("cupti_sample", "cupti_windows", "cupti_detaches", "cupti_detach_ns", "cupti_attaches",
+        "cupti_attach_ns", "cupti_traced_ns", "cupti_paused_ns", "cupti_auto_permille",
+        "cupti_auto_measured_permille", "writer_cpu_ns")
+db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+got = dict(db.execute("SELECT key, value FROM meta WHERE key IN (%s)" %
+                      ",".join("?" * len(keys)), keys))
+print(" ".join("%s=%s" % (k, str(got[k]).replace(" ", "_")) for k in keys if k in got))
+PY
+}
+
 run_one() { # FAMILY NAME CONFIG ROUND CMD...
-	local family=$1 name=$2 config=$3 round=$4 start end loop status
+	local family=$1 name=$2 config=$3 round=$4 start end loop steps status db=$work/db-$name-$round
 	shift 4
-	local env=(EXAMPLES_LOOP_TIME=1)
+	local env=(EXAMPLES_LOOP_TIME=1) shimmed=(SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$db" LD_PRELOAD="$shim")
 	case $config in
-	default) env+=(SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$work/db-$name-$round" LD_PRELOAD="$shim") ;;
+	default) env+=("${shimmed[@]}") ;;
+	host) env+=("${shimmed[@]}" SYNCSPY_CUPTI=0) ;;
+	all) env+=("${shimmed[@]}" SYNCSPY_CUPTI_SAMPLE=all) ;;
 	profiler) env+=(EXAMPLES_TORCH_PROFILER=1) ;;
 	esac
 	start=$(date +%s%N)
@@ -65,13 +95,21 @@ run_one() { # FAMILY NAME CONFIG ROUND CMD...
 	status=$?
 	end=$(date +%s%N)
 	loop=$(sed -n 's/^loop_ns=//p' "$work/err" | tail -n1)
-	echo "raw $name $config round=$round status=$status process_ns=$((end - start)) loop_ns=${loop:--}" >>"$work/raw"
-	rm -rf "$work/db-$name-$round"
+	steps=$(sed -n 's/^step_ns=//p' "$work/err" | tail -n1)
+	echo "raw $name $config round=$round status=$status process_ns=$((end - start)) loop_ns=${loop:--} step_ns=${steps:--}" >>"$work/raw"
+	if [ -d "$db" ]; then
+		local f
+		for f in "$db"/*.sqlite; do
+			[ -f "$f" ] || continue
+			echo "meta $name $config round=$round $(sqlite3_meta "$f")" >>"$work/raw"
+		done
+	fi
+	rm -rf "$db"
 }
 
 done_rounds=0
 last_round_s=0
-for round in $(seq 1 "$rounds"); do
+for round in $(seq "$first_round" $((first_round + rounds - 1))); do
 	now=$(date +%s)
 	if [ $((now - began + last_round_s)) -gt "$budget" ]; then
 		echo "# budget: stopped before round $round (TOTAL_BUDGET_S=$budget)" >>"$work/raw"
@@ -80,8 +118,12 @@ for round in $(seq 1 "$rounds"); do
 	round_began=$now
 	for w in "${workloads[@]}"; do
 		IFS='|' read -r family name cmd <<<"$w"
-		configs=(plain default)
-		[ "$family" = torch ] && configs+=(profiler)
+		[[ $name =~ ${ONLY:-.} ]] || continue
+		configs=()
+		for c in $configs_wanted; do
+			[ "$c" = profiler ] && [ "$family" != torch ] && continue
+			configs+=("$c")
+		done
 		# rotate the order with the round
 		n=${#configs[@]}
 		for i in $(seq 0 $((n - 1))); do
@@ -96,39 +138,9 @@ done
 
 {
 	echo "# bench/reference_overhead.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
-	echo "# commit $(cat .carry/COMMIT 2>/dev/null); rounds run: $done_rounds of $rounds; pinned to cores $pin"
+	echo "# commit $(cat .carry/COMMIT 2>/dev/null); rounds run: $first_round to $done_rounds; configurations: $configs_wanted; pinned to cores $pin"
 	cat "$work/raw"
 	echo
-	python3 - "$work/raw" <<'PY'
-import statistics, sys
-runs = {}
-for line in open(sys.argv[1]):
-    if not line.startswith("raw "):
-        continue
-    _, name, config, rnd, status, proc, loop = line.split()
-    rnd = int(rnd.split("=")[1])
-    if status != "status=0":
-        continue
-    for fig, v in (("process", proc), ("loop", loop)):
-        v = v.split("=")[1]
-        if v != "-":
-            runs.setdefault((name, fig), {}).setdefault(config, {})[rnd] = int(v)
-print("%-28s %-8s %6s %12s %12s %9s %12s %9s" % ("workload", "figure", "rounds", "plain ms",
-      "default ms", "default", "profiler ms", "profiler"))
-for (name, fig), by in sorted(runs.items()):
-    plain = by.get("plain", {})
-    row = ["%-28s %-8s %6d %12.2f" % (name, fig, len(plain), statistics.median(plain.values()) / 1e6
-                                      if plain else float("nan"))]
-    for config in ("default", "profiler"):
-        c = by.get(config, {})
-        paired = [c[r] / plain[r] - 1 for r in c if r in plain]
-        if c and paired:
-            row.append("%12.2f %+8.1f%%" % (statistics.median(c.values()) / 1e6,
-                                           statistics.median(paired) * 100))
-        else:
-            row.append("%12s %9s" % ("-", "-"))
-    print(" ".join(row))
-print("# default, profiler: median over rounds of (config / plain of the same round - 1)")
-PY
+	python3 "$root/bench/overhead_table.py" --warm "$warm" "$work/raw"
 } >"$out"
 exit 0

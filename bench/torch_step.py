@@ -10,12 +10,16 @@ issue 17's launch-bound loop (8 layers 512 wide, batch 256, SGD: about 60 launch
 step on the H200).
 
   [SIZES="small large"] torch_step.py [--profiler] [STEPS]
-  torch_step.py --ab cupti|profiler [BLOCKS] [STEPS]
+  torch_step.py --ab cupti|shim|profiler [BLOCKS] [STEPS]
 
 --ab compares in one process, block by block (BLOCKS blocks of STEPS steps, default 40 x 100,
-in the order on, off, off, on, ... so that drift cancels within each pair): "cupti" runs under
+in the order on, off, off, on, ... so that drift cancels within each pair; each block first
+runs AB_SETTLE steps untimed, default 10, which hold the switch itself: a detached CUPTI's
+attach; AB_SIZE picks the model, default small): "cupti" runs under
 the shim and pauses and resumes its GPU timeline (syncspy_gpu_trace); "profiler" runs without
-the shim and wraps every other block in torch.profiler. One process holds the same memory,
+the shim and wraps every other block in torch.profiler; "shim" runs under the shim and stops
+and starts the whole recording (syncspy_stop/syncspy_start: host rows and GPU timeline alike, as
+the shim's configuration has them), so its on blocks cost what recording costs a step. One process holds the same memory,
 clocks and placement throughout, which separate processes do not (bench/cupti_overhead.sh).
 Prints "block MODE on|off STEP_US" per block, "paused MONO_START MONO_END" per paused block
 (CLOCK_MONOTONIC ns, the databases' time axis) and "ab MODE MEDIAN_PERCENT" at the end: the
@@ -80,19 +84,29 @@ def run(size, steps, profile):
 
 def ab(mode, blocks, steps):
     import ctypes
+    import os
     import statistics
-    step = make_step("small")
+    step = make_step(os.environ.get("AB_SIZE", "small"))
+    settle = int(os.environ.get("AB_SETTLE", "10"))
 
     if mode == "cupti":
         trace = ctypes.CDLL(None).syncspy_gpu_trace
         if trace(1) != 1:
             print("ab: the GPU timeline is not recording (run under the shim with CUPTI)")
             return 2
+    elif mode == "shim":
+        shim = ctypes.CDLL(None)
+        if shim.syncspy_start() != 1:
+            print("ab: nothing is recorded (run under the shim)")
+            return 2
+
+        def trace(on):
+            return shim.syncspy_start() if on else shim.syncspy_stop()
     else:
         from torch.profiler import ProfilerActivity, profile as torch_profile
 
     def block(on):
-        if mode == "cupti":
+        if mode in ("cupti", "shim"):
             trace(1 if on else 0)
             context = None
         else:
@@ -100,6 +114,8 @@ def ab(mode, blocks, steps):
                 if on else None
             if context:
                 context.__enter__()
+        for _ in range(settle):  # the switch itself (CUPTI's attach, at the next sync point)
+            step()
         t0 = time.perf_counter()
         start_ns = time.monotonic_ns()
         for _ in range(steps):
@@ -108,7 +124,7 @@ def ab(mode, blocks, steps):
         elapsed = time.perf_counter() - t0
         if context:
             context.__exit__(None, None, None)
-        if mode == "cupti" and not on:
+        if mode in ("cupti", "shim") and not on:
             print("paused %d %d" % (start_ns, end_ns))
         return elapsed / steps * 1e6
 
@@ -121,7 +137,7 @@ def ab(mode, blocks, steps):
         us = block(on)
         print("block %s %s %.1f" % (mode, "on" if on else "off", us), flush=True)
         times.append((on, us))
-    if mode == "cupti":
+    if mode in ("cupti", "shim"):
         trace(1)
     pairs = []
     for i in range(0, len(times) - 1, 2):

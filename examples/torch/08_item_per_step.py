@@ -15,7 +15,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from workload import mlp, result, setup, step_loop
+from workload import mlp, result, setup, step_loop, timed
 
 NAME = "08_item_per_step"
 STEPS = 60  # keep in step with 08_item_per_step.expect
@@ -34,7 +34,7 @@ def main():
 
     host_losses, device_losses = [], []
     with step_loop(NAME, sync_debug):
-        for _ in range(STEPS):
+        for _ in timed(range(STEPS)):
             optimizer.zero_grad(set_to_none=True)
             loss = F.mse_loss(model(inputs), targets)
             loss.backward()

@@ -18,7 +18,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from workload import mlp, result, setup, step_loop
+from workload import mlp, result, setup, step_loop, timed
 
 NAME = "09_nonblocking_pageable"
 BATCHES = 40  # keep in step with 09_nonblocking_pageable.expect
@@ -38,7 +38,7 @@ def main():
 
     losses = []
     with step_loop(NAME, sync_debug):
-        for x, y in loader:
+        for x, y in timed(loader):
             x = x.to(device, non_blocking=True)  # @site copy
             y = y.to(device, non_blocking=True)
             optimizer.zero_grad(set_to_none=True)

@@ -14,7 +14,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from workload import mlp, result, setup, step_loop
+from workload import mlp, result, setup, step_loop, timed
 
 NAME = "10_print_tensor"
 STEPS = 30  # keep in step with 10_print_tensor.expect
@@ -33,7 +33,7 @@ def main():
 
     kept = []
     with step_loop(NAME, sync_debug):
-        for step in range(STEPS):
+        for step in timed(range(STEPS)):
             optimizer.zero_grad(set_to_none=True)
             loss = F.mse_loss(model(inputs), targets)
             loss.backward()

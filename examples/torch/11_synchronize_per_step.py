@@ -14,7 +14,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from workload import mlp, result, setup, step_loop
+from workload import mlp, result, setup, step_loop, timed
 
 NAME = "11_synchronize_per_step"
 STEPS = 50  # keep in step with 11_synchronize_per_step.expect
@@ -32,7 +32,7 @@ def main():
 
     losses = []
     with step_loop(NAME, sync_debug):
-        for _ in range(STEPS):
+        for _ in timed(range(STEPS)):
             optimizer.zero_grad(set_to_none=True)
             loss = F.mse_loss(model(inputs), targets)
             loss.backward()

@@ -19,7 +19,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from workload import mlp, result, setup, step_loop
+from workload import mlp, result, setup, step_loop, timed
 
 NAME = "12_stream_prefetcher"
 BATCHES = 40  # keep in step with 12_stream_prefetcher.expect
@@ -78,13 +78,13 @@ def main():
     losses = []
     with step_loop(NAME, sync_debug):
         if variant == "bad":
-            for hx, hy in batches:
+            for hx, hy in timed(batches):
                 x = hx.to(device, non_blocking=True)  # @site copy
                 y = hy.to(device, non_blocking=True)
                 losses.append(train_step(x, y))
         else:
             prefetcher = Prefetcher(batches, device)
-            while (batch := prefetcher.get()) is not None:
+            for batch in timed(iter(prefetcher.get, None)):
                 losses.append(train_step(*batch))
     host_losses = torch.stack(losses).cpu().tolist()
     first, last = host_losses[0], host_losses[-1]

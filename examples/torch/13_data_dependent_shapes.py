@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from workload import result, setup, step_loop
+from workload import result, setup, step_loop, timed
 
 NAME = "13_data_dependent_shapes"
 STEPS = 40  # keep in step with 13_data_dependent_shapes.expect
@@ -30,7 +30,7 @@ def main():
 
     sums, counts = [], []
     with step_loop(NAME, sync_debug):
-        for step in range(STEPS):
+        for step in timed(range(STEPS)):
             x = data[step]
             mask = x > 0
             if variant == "bad":

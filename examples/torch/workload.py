@@ -44,7 +44,8 @@ def setup(name, argv):
 def step_loop(name, sync_debug):
     """Wraps the step loop; with sync_debug, counts torch's synchronization warnings in it.
     For bench/reference_overhead.sh: EXAMPLES_LOOP_TIME=1 prints the loop's time on stderr
-    ("loop_ns=N", from a device sync before it to one after it), EXAMPLES_TORCH_PROFILER=1 runs
+    ("loop_ns=N", from a device sync before it to one after it; with timed(), "step_ns=A,B,..."
+    each step's host time), EXAMPLES_TORCH_PROFILER=1 runs
     the loop under torch.profiler (CPU and CUDA activities; its trace processing, at the
     profiler's exit, outside the timed loop)."""
     if os.environ.get("EXAMPLES_LOOP_TIME") == "1":
@@ -74,13 +75,93 @@ def _sync_debug_loop(sync_debug):
     print("sync-debug: warnings=%d" % count, file=sys.stderr)
 
 
+_step_starts = []  # perf_counter_ns at each step's start, under EXAMPLES_LOOP_TIME=1 (timed)
+
+
+def timed(steps):
+    """Iterates over STEPS (the step loop's iterable); under EXAMPLES_LOOP_TIME=1 also notes when
+    each step starts, so that step_loop can print every step's host time beside the loop's
+    (bench/reference_overhead.sh: the steady steps apart from the first ones, which carry
+    one-time costs); under EXAMPLES_AB=N runs the loop N + 1 times for an in-process A/B
+    (_ab_blocks). Otherwise STEPS itself: nothing added to the loop."""
+    blocks = int(os.environ.get("EXAMPLES_AB", "0") or "0")
+    if blocks > 0:
+        return _ab_blocks(steps, blocks, os.environ.get("EXAMPLES_AB_MODE", "shim"))
+    if os.environ.get("EXAMPLES_LOOP_TIME") != "1":
+        return steps
+    return _noting(steps)
+
+
+def _ab_blocks(steps, blocks, mode):
+    """bench/reference_ab.sh: the step loop's cost under a tool, measured inside one process, as
+    bench/torch_step.py --ab measures issue 17's loop (separate processes differ by more than
+    the few percent to be measured). The loop runs once to warm up (on), then BLOCKS times, on,
+    off, off, on, ... so that drift cancels within each pair. MODE shim: under the shim, on is
+    recording (syncspy_start), off is not (syncspy_stop: the host rows and the GPU timeline
+    alike); profiler: no shim, on blocks inside torch.profiler (CPU and CUDA activities, its
+    start and its trace processing between the blocks). A block's figure is the median host
+    time of its steps after the first AB_SETTLE (default 5), which hold the switch itself.
+    Prints "ab_block on|off NS" per block and "ab MODE PERCENT" on stderr: the median over
+    pairs of on / off - 1. The workload's own result then covers BLOCKS + 1 loops: its exit
+    status means nothing here."""
+    import ctypes
+    import statistics
+    settle = int(os.environ.get("AB_SETTLE", "5"))
+    items = list(steps) if iter(steps) is steps else steps  # an iterator runs out: keep it
+    if mode == "shim":
+        shim = ctypes.CDLL(None)
+        if not hasattr(shim, "syncspy_start") or shim.syncspy_start() != 1:
+            print("ab: nothing is recorded (run under the shim)", file=sys.stderr)
+            sys.exit(2)
+    else:
+        from torch.profiler import ProfilerActivity, profile as torch_profile
+    figures = []
+    for n, on in enumerate([True] + [(i % 4) in (0, 3) for i in range(blocks)]):
+        profiler = None
+        if mode == "shim":
+            (shim.syncspy_start if on else shim.syncspy_stop)()
+        elif on:
+            profiler = torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+            profiler.start()
+        marks = []
+        for item in items:
+            marks.append(time.perf_counter_ns())
+            yield item
+        marks.append(time.perf_counter_ns())
+        if profiler:
+            torch.cuda.synchronize()
+            profiler.stop()
+        if n:  # not the warm-up loop
+            times = [b - a for a, b in zip(marks, marks[1:])][settle:]
+            figures.append((on, statistics.median(times)))
+            print("ab_block %s %d" % ("on" if on else "off", figures[-1][1]), file=sys.stderr)
+    if mode == "shim":
+        shim.syncspy_start()
+    pairs = []
+    for (on_a, a), (_, b) in zip(figures[0::2], figures[1::2]):
+        on_ns, off_ns = (a, b) if on_a else (b, a)
+        pairs.append(on_ns / off_ns - 1)
+    print("ab %s %.2f" % (mode, statistics.median(pairs) * 100), file=sys.stderr)
+
+
+def _noting(steps):
+    for item in steps:
+        _step_starts.append(time.perf_counter_ns())
+        yield item
+
+
 @contextlib.contextmanager
 def _timed_loop():
     torch.cuda.synchronize()
     start = time.perf_counter_ns()
     yield
+    host_end = time.perf_counter_ns()
     torch.cuda.synchronize()
-    print("loop_ns=%d" % (time.perf_counter_ns() - start), file=sys.stderr)
+    end = time.perf_counter_ns()
+    print("loop_ns=%d" % (end - start), file=sys.stderr)
+    # each step's host time: to the next step's start, the last one to the loop's host end
+    marks = _step_starts + [host_end]
+    print("step_ns=%s" % ",".join(str(b - a) for a, b in zip(marks, marks[1:])), file=sys.stderr)
 
 
 @contextlib.contextmanager

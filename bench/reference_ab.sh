@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bench/reference_ab.sh [RESULT_FILE]: what recording costs a step of each PyTorch reference
+# workload (examples/torch), measured inside one process, beside torch.profiler measured the same
+# way (issue 17 item 1).
+#
+# Separate processes of these short loops differ by far more than the few percent to be measured
+# (the plain runs of bench/reference_overhead.sh: 1.0 to 1.6 ms a step of 08 on the H100), so
+# each process here runs its workload's step loop 1 + BLOCKS times (EXAMPLES_AB,
+# examples/torch/workload.py: a warm-up loop, then blocks on, off, off, on, ...) and compares
+# its own blocks: the median over pairs of on / off - 1, a block's figure being the median host
+# time of its steps after the first 5 (the switch itself). Configurations (CONFIGS, default
+# "default host profiler"), each RUNS processes (default 3), interleaved, pinned to PIN (default
+# 2-3):
+#   default   under the shim as users run it; on: recording (syncspy_start), off: not
+#             (syncspy_stop: neither host rows nor the GPU timeline, CUPTI detached, CUPTI-8)
+#   host      the same with SYNCSPY_CUPTI=0: the host side alone
+#   all       the same with SYNCSPY_CUPTI_SAMPLE=all: every call traced while on
+#   profiler  no shim; on: inside torch.profiler (CPU and CUDA activities)
+# What this leaves out, and bench/reference_overhead.sh measures in separate processes: the
+# one-time costs (the shim's and CUPTI's start, each call site's first sight, the database
+# written at exit) and the interposition itself, on in both kinds of blocks (tens of ns a call,
+# bench/run.sh). An on block starts CUPTI afresh, so the sampler (CUPTI-5) starts over in each
+# one and traces its first window whole: more of each block traced than in a long run.
+# ONLY=REGEX picks workloads; BLOCKS (default 20); PARTIAL=FILE keeps the raw lines so far there
+# after every process (a run cut short keeps what it measured). Exit 0 when it ran, 2 when it cannot run.
+set -u
+. "$(dirname "$0")/torch-lib.sh"
+runs=${RUNS:-3}
+blocks=${BLOCKS:-20}
+pin=${PIN:-2-3}
+configs=${CONFIGS:-default host profiler}
+
+# What the recording did in a run, key=value words: its sync points' stacks (their cost, in
+# the on blocks), the writer's CPU time, CUPTI's windows and switches
+meta_of() {
+	python3 - "$1" <<'PY' 2>/dev/null
+import sqlite3, sys
+keys = ("stacks_taken", "stack_cost_native_ns", "stack_cost_python_ns", "stacks_repeated",
+        "stack_cost_repeated_ns", "writer_cpu_ns", "capture_skipped_calls", "cupti_sample",
+        "cupti_windows", "cupti_detaches", "cupti_detach_ns", "cupti_attaches", "cupti_attach_ns",
+        "cupti_traced_ns", "native_stacks_libgcc_sites")
+db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+got = dict(db.execute("SELECT key, value FROM meta"))
+calls = db.execute("SELECT count(*) FROM calls").fetchone()[0]
+print("calls=%d " % calls + " ".join("%s=%s" % (k, str(got[k]).replace(" ", "_"))
+                                    for k in keys if k in got))
+PY
+}
+
+for run in $(seq "$runs"); do
+	for name in 08_item_per_step 09_nonblocking_pageable 10_print_tensor 11_synchronize_per_step \
+		12_stream_prefetcher 13_data_dependent_shapes; do
+		[[ $name =~ ${ONLY:-.} ]] || continue
+		for config in $configs; do
+			env=(EXAMPLES_AB="$blocks" EXAMPLES_AB_MODE=shim SYNCSPY_QUIET=1
+				SYNCSPY_OUTPUT="$tmp/db" LD_PRELOAD="$shim")
+			case $config in
+			default) ;;
+			host) env+=(SYNCSPY_CUPTI=0) ;;
+			all) env+=(SYNCSPY_CUPTI_SAMPLE=all) ;;
+			profiler) env=(EXAMPLES_AB="$blocks" EXAMPLES_AB_MODE=profiler) ;;
+			*) echo "reference_ab.sh: unknown configuration $config" >&2; exit 2 ;;
+			esac
+			env "${env[@]}" taskset -c "$pin" timeout 300 python3 "$root/examples/torch/$name.py" \
+				bad >/dev/null 2>"$tmp/err"
+			status=$?
+			ab=$(sed -n 's/^ab [a-z]* //p' "$tmp/err" | tail -n1)
+			blocks_on=$(sed -n 's/^ab_block on //p' "$tmp/err" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+			blocks_off=$(sed -n 's/^ab_block off //p' "$tmp/err" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+			echo "raw $name $config run=$run status=$status ab=${ab:--} on_ns=${blocks_on:--} off_ns=${blocks_off:--}" >>"$tmp/raw"
+			[ -n "$ab" ] || tail -n 3 "$tmp/err" | sed "s/^/# $name $config: /" >>"$tmp/raw"
+			for f in "$tmp"/db/*.sqlite; do
+				[ -f "$f" ] || continue
+				echo "meta $name $config run=$run $(meta_of "$f")" >>"$tmp/raw"
+			done
+			[ -z "${PARTIAL:-}" ] || cp "$tmp/raw" "$PARTIAL"
+			rm -rf "$tmp/db"
+		done
+	done
+done
+
+{
+	echo "# bench/reference_ab.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
+	echo "# commit $(cat "$root/.carry/COMMIT" 2>/dev/null); $runs processes per configuration, $blocks blocks of the loop each; pinned to cores $pin"
+	cat "$tmp/raw"
+	echo
+	python3 - "$tmp/raw" <<'PY'
+import statistics, sys
+by = {}
+for line in open(sys.argv[1]):
+    w = line.split()
+    if w[:1] != ["raw"]:
+        continue
+    f = dict(x.split("=", 1) for x in w[3:])
+    if f["ab"] != "-":
+        by.setdefault((w[1], w[2]), []).append(float(f["ab"]))
+configs = []
+for _, c in by:
+    if c not in configs:
+        configs.append(c)
+print("%-28s" % "workload" + "".join(" %18s" % c for c in configs))
+for name in sorted({n for n, _ in by}):
+    row = "%-28s" % name
+    for c in configs:
+        v = by.get((name, c))
+        row += " %+8.2f%% (%d, %s)" % (statistics.median(v), len(v),
+                                        "/".join("%+.1f" % x for x in v)) if v else " %18s" % "-"
+    print(row)
+print("# per configuration: the median over processes of each process's median over pairs of "
+      "blocks of (on / off - 1), the processes, each process's figure")
+PY
+} >>"$out"
+exit 0
