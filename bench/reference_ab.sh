@@ -5,7 +5,7 @@
 # way (issue 17 item 1).
 #
 # Separate processes of these short loops differ by far more than the few percent to be measured
-# (the plain runs of bench/reference_overhead.sh: 1.0 to 1.6 ms a step of 08 on the H100), so
+# (the plain runs of bench/reference_overhead.sh: 5.0 and 9.0 ms a step of 09 on one H100), so
 # each process here runs its workload's step loop 1 + BLOCKS times (EXAMPLES_AB,
 # examples/torch/workload.py: a warm-up loop, then blocks on, off, off, on, ...) and compares
 # its own blocks: the median over pairs of on / off - 1, a block's figure being the median host
