@@ -60,9 +60,10 @@
 #define END_CAPTURE_LIKE   "'cu%StreamEndCapture%'"
 #define GRAPH_LAUNCH_LIKE  "'cu%GraphLaunch%'"
 /* The captures (BeginCapture: 0, EndCapture: 1, with the graph it made in ptr) and the
- * instantiations (the graph read in ptr, the executable made in aux), in time order: few rows
- * in any program, each matched with the host functions in C (a correlated subquery per host
- * function would read the calls table once per host function). */
+ * instantiations (the graph read in ptr, the executable made in aux), in time order, matched
+ * with the host functions in C by binary searches in sorted copies (a correlated subquery per
+ * host function would read the calls table once per host function; a scan per host function
+ * is quadratic in a program that captures and queues every step). */
 #define CAPTURES_SQL                                                                               \
 	"SELECT c.stream, c.start_ns, a.name LIKE " END_CAPTURE_LIKE ", c.ptr FROM calls c"        \
 	" JOIN apis a ON a.id = c.api_id WHERE (a.name LIKE " BEGIN_CAPTURE_LIKE                   \
@@ -230,58 +231,146 @@ static struct held_site *held_site(struct held_site **sites, size_t *n, size_t *
 	return s;
 }
 
-/* A capture call (CAPTURES_SQL) and an instantiation (INSTANTIATIONS_SQL). */
+/* A capture call (CAPTURES_SQL) and an instantiation (INSTANTIATIONS_SQL); order: their row's
+ * place in time order, the tie-break that keeps sorted copies in that order among equal keys. */
 struct capture_call {
 	long long stream, start;
 	int end;
 	long long graph; /* EndCapture: the graph it made, 0 when it failed */
+	size_t order;
 };
 
 struct instantiation {
 	long long graph, exec, start;
+	size_t order;
 };
 
 /* An executable graph with a host node: made at `made`, its host function's site. */
 struct host_node_exec {
 	long long exec, made;
 	const char *site; /* the host function's (owned by funcs) */
+	size_t order;
 };
 
-/* The graph the capture of host function H's stream made, when H was queued while its stream
- * was capturing (between a BeginCapture of the stream and its EndCapture), with when the
- * capture ended; 0 otherwise. */
-static long long captured_into(const struct capture_call *caps, size_t n, const struct host_func *h,
-			       long long *ended)
-{
-	int capturing = 0;
+/* Three-way comparison of long longs, then of orders: what the sorts below share. */
+#define CMP(x, y) (((x) > (y)) - ((x) < (y)))
 
-	for (size_t i = 0; i < n; i++) {
-		if (caps[i].stream != h->stream)
-			continue;
-		if (caps[i].start > h->start) {
-			if (capturing && caps[i].end) {
-				*ended = caps[i].start;
-				return caps[i].graph;
-			}
-			if (!caps[i].end)
-				return 0; /* a new capture began: H's was never ended */
-			continue;
-		}
-		capturing = !caps[i].end;
+/* Captures by stream, then time: a host function's capture is a binary search away, so that a
+ * program capturing and queueing every step for hours costs O(n log n), not O(n^2). */
+static int compare_capture_by_stream(const void *a, const void *b)
+{
+	const struct capture_call *x = a, *y = b;
+	int c = CMP(x->stream, y->stream);
+
+	c = c ? c : CMP(x->start, y->start);
+	return c ? c : CMP(x->order, y->order);
+}
+
+/* EndCaptures by the graph they made, then time (graph_remade) */
+static int compare_capture_by_graph(const void *a, const void *b)
+{
+	const struct capture_call *x = a, *y = b;
+	int c = CMP(x->graph, y->graph);
+
+	c = c ? c : CMP(x->start, y->start);
+	return c ? c : CMP(x->order, y->order);
+}
+
+static int compare_instantiation(const void *a, const void *b)
+{
+	const struct instantiation *x = a, *y = b;
+	int c = CMP(x->graph, y->graph);
+
+	c = c ? c : CMP(x->start, y->start);
+	return c ? c : CMP(x->order, y->order);
+}
+
+static int compare_host_node_exec(const void *a, const void *b)
+{
+	const struct host_node_exec *x = a, *y = b;
+	int c = CMP(x->exec, y->exec);
+
+	c = c ? c : CMP(x->made, y->made);
+	return c ? c : CMP(x->order, y->order);
+}
+
+/* The first of the n sorted elements of size `size` that `before` does not place before key:
+ * a lower bound (before(element, key) is 1 while the element sorts before the key's place). */
+static size_t lower_bound(const void *base, size_t n, size_t size, const void *key,
+			  int (*before)(const void *element, const void *key))
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (before((const char *)base + mid * size, key))
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return 0;
+	return lo;
+}
+
+/* by stream: up to and including the key's (stream, start) */
+static int capture_at_or_before(const void *element, const void *key)
+{
+	const struct capture_call *e = element, *k = key;
+
+	return e->stream < k->stream || (e->stream == k->stream && e->start <= k->start);
+}
+
+/* by graph: up to and including the key's (graph, start) */
+static int end_at_or_before(const void *element, const void *key)
+{
+	const struct capture_call *e = element, *k = key;
+
+	return e->graph < k->graph || (e->graph == k->graph && e->start <= k->start);
+}
+
+static int instantiation_before(const void *element, const void *key)
+{
+	return ((const struct instantiation *)element)->graph <
+	       ((const struct instantiation *)key)->graph;
+}
+
+/* by executable: before the key's (exec, made) */
+static int exec_made_before(const void *element, const void *key)
+{
+	const struct host_node_exec *e = element, *k = key;
+
+	return e->exec < k->exec || (e->exec == k->exec && e->made < k->made);
+}
+
+/* The graph the capture of host function H's stream made, when H was queued while its stream
+ * was capturing (the stream's last capture call at or before H a BeginCapture, its next one an
+ * EndCapture), with when the capture ended; 0 otherwise. BY_STREAM: the capture calls sorted by
+ * compare_capture_by_stream. */
+static long long captured_into(const struct capture_call *by_stream, size_t n,
+			       const struct host_func *h, long long *ended)
+{
+	struct capture_call key = {.stream = h->stream, .start = h->start};
+	size_t next = lower_bound(by_stream, n, sizeof(*by_stream), &key, capture_at_or_before);
+
+	if (next == 0 || next == n || by_stream[next - 1].stream != h->stream ||
+	    by_stream[next].stream != h->stream)
+		return 0;
+	if (by_stream[next - 1].end || !by_stream[next].end)
+		return 0; /* not capturing, or a new capture began: H's was never ended */
+	*ended = by_stream[next].start;
+	return by_stream[next].graph;
 }
 
 /* Whether another capture made a graph at GRAPH's address in (from, to): a graph destroyed and
- * its address given to a new one, which an instantiation at TO may have read instead. */
-static int graph_remade(const struct capture_call *caps, size_t n, long long graph, long long from,
+ * its address given to a new one, which an instantiation at TO may have read instead. ENDS: the
+ * EndCaptures sorted by compare_capture_by_graph. */
+static int graph_remade(const struct capture_call *ends, size_t n, long long graph, long long from,
 			long long to)
 {
-	for (size_t i = 0; i < n; i++)
-		if (caps[i].end && caps[i].graph == graph && caps[i].start > from &&
-		    caps[i].start < to)
-			return 1;
-	return 0;
+	struct capture_call key = {.graph = graph, .start = from};
+	size_t i = lower_bound(ends, n, sizeof(*ends), &key, end_at_or_before);
+
+	return i < n && ends[i].graph == graph && ends[i].start < to;
 }
 
 /* Each launch of an executable graph made from a graph with a captured host function, as one run
@@ -290,11 +379,11 @@ static int graph_remade(const struct capture_call *caps, size_t n, long long gra
 static int add_graph_host_nodes(struct loader *ld, struct db_state *st, struct host_func **funcs,
 				size_t *nfuncs, size_t *cap_funcs)
 {
-	struct capture_call *caps = NULL;
+	struct capture_call *caps = NULL, *ends = NULL;
 	struct instantiation *insts = NULL;
 	struct host_node_exec *execs = NULL;
-	size_t ncaps = 0, cap_caps = 0, ninsts = 0, cap_insts = 0, nexecs = 0, cap_execs = 0;
-	size_t ndirect = *nfuncs;
+	size_t ncaps = 0, cap_caps = 0, nends = 0, ninsts = 0, cap_insts = 0, nexecs = 0;
+	size_t cap_execs = 0, ndirect = *nfuncs;
 	sqlite3_stmt *stmt;
 	int rc, code = prepare(ld, st, CAPTURES_SQL, &stmt);
 
@@ -303,32 +392,50 @@ static int add_graph_host_nodes(struct loader *ld, struct db_state *st, struct h
 	while (code == SS_EXIT_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct capture_call c = {sqlite3_column_int64(stmt, 0),
 					 sqlite3_column_int64(stmt, 1), sqlite3_column_int(stmt, 2),
-					 sqlite3_column_int64(stmt, 3)};
+					 sqlite3_column_int64(stmt, 3), ncaps};
 		if (!PUSH(caps, ncaps, cap_caps, c))
 			code = out_of_memory(ld);
 	}
 	code = end_rows(ld, st, stmt, rc, code);
 	if (code != SS_EXIT_OK || !ncaps)
 		goto done; /* no capture: no host node */
+	ends = malloc(ncaps * sizeof(*ends));
+	if (!ends) {
+		code = out_of_memory(ld);
+		goto done;
+	}
+	for (size_t i = 0; i < ncaps; i++)
+		if (caps[i].end)
+			ends[nends++] = caps[i];
+	qsort(caps, ncaps, sizeof(*caps), compare_capture_by_stream);
+	qsort(ends, nends, sizeof(*ends), compare_capture_by_graph);
 	code = prepare(ld, st, INSTANTIATIONS_SQL, &stmt);
 	if (code != SS_EXIT_OK)
 		goto done;
 	while (code == SS_EXIT_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		struct instantiation x = {sqlite3_column_int64(stmt, 0),
 					  sqlite3_column_int64(stmt, 1),
-					  sqlite3_column_int64(stmt, 2)};
+					  sqlite3_column_int64(stmt, 2), ninsts};
 		if (!PUSH(insts, ninsts, cap_insts, x))
 			code = out_of_memory(ld);
 	}
 	code = end_rows(ld, st, stmt, rc, code);
+	if (code == SS_EXIT_OK)
+		qsort(insts, ninsts, sizeof(*insts), compare_instantiation);
 	for (size_t i = 0; code == SS_EXIT_OK && i < ndirect; i++) {
 		long long ended = 0, graph = captured_into(caps, ncaps, &(*funcs)[i], &ended);
+		struct instantiation key = {.graph = graph};
 
-		for (size_t k = 0; graph && k < ninsts; k++) {
-			struct host_node_exec x = {insts[k].exec, insts[k].start, (*funcs)[i].site};
+		/* the instantiations of that graph after its capture ended, in time order */
+		for (size_t k = graph ? lower_bound(insts, ninsts, sizeof(*insts), &key,
+						    instantiation_before)
+				      : ninsts;
+		     code == SS_EXIT_OK && k < ninsts && insts[k].graph == graph; k++) {
+			struct host_node_exec x = {insts[k].exec, insts[k].start, (*funcs)[i].site,
+						   nexecs};
 
-			if (insts[k].graph != graph || insts[k].start <= ended ||
-			    graph_remade(caps, ncaps, graph, ended, insts[k].start))
+			if (insts[k].start <= ended ||
+			    graph_remade(ends, nends, graph, ended, insts[k].start))
 				continue;
 			if (!PUSH(execs, nexecs, cap_execs, x))
 				code = out_of_memory(ld);
@@ -336,22 +443,23 @@ static int add_graph_host_nodes(struct loader *ld, struct db_state *st, struct h
 	}
 	if (code != SS_EXIT_OK || !nexecs)
 		goto done;
+	qsort(execs, nexecs, sizeof(*execs), compare_host_node_exec);
 	code = prepare(ld, st, GRAPH_LAUNCHES_SQL, &stmt);
 	if (code != SS_EXIT_OK)
 		goto done;
 	while (code == SS_EXIT_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		long long exec = sqlite3_column_int64(stmt, 0);
 		long long start = sqlite3_column_int64(stmt, 2);
-		const struct host_node_exec *made = NULL;
+		struct host_node_exec key = {.exec = exec, .made = start};
+		/* the latest instantiation of that executable before the launch (among equal
+		 * times, the last made) */
+		size_t at = lower_bound(execs, nexecs, sizeof(*execs), &key, exec_made_before);
 
-		for (size_t i = 0; i < nexecs; i++) /* the latest instantiation before the launch */
-			if (execs[i].exec == exec && execs[i].made < start &&
-			    (!made || execs[i].made >= made->made))
-				made = &execs[i];
-		if (!made)
+		if (at == 0 || execs[at - 1].exec != exec)
 			continue;
-		struct host_func f = {sqlite3_column_int64(stmt, 1), start + 1, xstrdup(made->site),
-				      sqlite3_column_int64(stmt, 3), 1};
+		struct host_func f = {sqlite3_column_int64(stmt, 1), start + 1,
+				      xstrdup(execs[at - 1].site), sqlite3_column_int64(stmt, 3),
+				      1};
 		if (!f.site || !PUSH(*funcs, *nfuncs, *cap_funcs, f)) {
 			free(f.site);
 			code = out_of_memory(ld);
@@ -360,6 +468,7 @@ static int add_graph_host_nodes(struct loader *ld, struct db_state *st, struct h
 	code = end_rows(ld, st, stmt, rc, code);
 done:
 	free(caps);
+	free(ends);
 	free(insts);
 	free(execs);
 	return code;
