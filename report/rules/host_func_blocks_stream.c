@@ -252,46 +252,46 @@ struct host_node_exec {
 	size_t order;
 };
 
-/* Three-way comparison of long longs, then of orders: what the sorts below share. */
-#define CMP(x, y) (((x) > (y)) - ((x) < (y)))
+/* The sorts below: by a key, then a time, then the row's order (a stable sort's result). */
+static int compare_key_time_order(long long key_a, long long key_b, long long time_a,
+				  long long time_b, size_t order_a, size_t order_b)
+{
+	if (key_a != key_b)
+		return key_a < key_b ? -1 : 1;
+	if (time_a != time_b)
+		return time_a < time_b ? -1 : 1;
+	return (order_a > order_b) - (order_a < order_b);
+}
 
 /* Captures by stream, then time: a host function's capture is a binary search away, so that a
  * program capturing and queueing every step for hours costs O(n log n), not O(n^2). */
 static int compare_capture_by_stream(const void *a, const void *b)
 {
 	const struct capture_call *x = a, *y = b;
-	int c = CMP(x->stream, y->stream);
 
-	c = c ? c : CMP(x->start, y->start);
-	return c ? c : CMP(x->order, y->order);
+	return compare_key_time_order(x->stream, y->stream, x->start, y->start, x->order, y->order);
 }
 
 /* EndCaptures by the graph they made, then time (graph_remade) */
 static int compare_capture_by_graph(const void *a, const void *b)
 {
 	const struct capture_call *x = a, *y = b;
-	int c = CMP(x->graph, y->graph);
 
-	c = c ? c : CMP(x->start, y->start);
-	return c ? c : CMP(x->order, y->order);
+	return compare_key_time_order(x->graph, y->graph, x->start, y->start, x->order, y->order);
 }
 
 static int compare_instantiation(const void *a, const void *b)
 {
 	const struct instantiation *x = a, *y = b;
-	int c = CMP(x->graph, y->graph);
 
-	c = c ? c : CMP(x->start, y->start);
-	return c ? c : CMP(x->order, y->order);
+	return compare_key_time_order(x->graph, y->graph, x->start, y->start, x->order, y->order);
 }
 
 static int compare_host_node_exec(const void *a, const void *b)
 {
 	const struct host_node_exec *x = a, *y = b;
-	int c = CMP(x->exec, y->exec);
 
-	c = c ? c : CMP(x->made, y->made);
-	return c ? c : CMP(x->order, y->order);
+	return compare_key_time_order(x->exec, y->exec, x->made, y->made, x->order, y->order);
 }
 
 /* The first of the n sorted elements of size `size` that `before` does not place before key:
