@@ -430,6 +430,12 @@ static int run_site_rules(struct loader *ld, struct db_state *st)
 			     ss_steps_spread(&st->steps, steps, sqlite3_column_int64(stmt, 16),
 					     sqlite3_column_int64(stmt, 17)));
 
+			/* without steps, `steps` counts the work's slices (STEPS-5) */
+			if (steady && !st->steps.nsteps)
+				steady = ss_steps_fallback_recurs(&st->steps, steady_rows, steps,
+								  column_or(stmt, 16, -1),
+								  column_or(stmt, 17, -1));
+
 			if (steady) {
 				count = sqlite3_column_int64(stmt, 8);
 				blocked = sqlite3_column_int64(stmt, 9);
@@ -1042,8 +1048,8 @@ static int add_notes(struct ss_report *r)
 				   "step ranges, and no call that recurs at a regular "
 				   "period): every call between the first and the last GPU "
 				   "work is judged (before: setup, after: teardown), a site "
-				   "with %d calls or more as repeating, its cost against the "
-				   "wall time",
+				   "with %d calls or more all through it as repeating, its "
+				   "cost against the wall time",
 				   rk->path, SS_FALLBACK_MIN_CALLS));
 		if (code == SS_EXIT_OK && rk->dropped_calls > 0) /* calls, per class */
 			code = add_rank_note(

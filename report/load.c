@@ -973,6 +973,8 @@ static int phase_groups(struct loader *ld, struct db_state *st, struct scan *sc,
 		size_t index, step;
 
 		key.steady = (int)ss_steps_phase(&st->steps, r->start, &step);
+		if (key.steady == SS_PHASE_STEADY && step == (size_t)-1)
+			step = ss_steps_slice(&st->steps, r->start); /* no steps: STEPS-5 */
 		if (r->other && key.steady == SS_PHASE_STEADY)
 			other_steady = 1;
 		if (key.legacy && key.steady == SS_PHASE_STEADY &&

@@ -85,6 +85,27 @@ int ss_steps_spread(const struct ss_steps *s, long long steps, long long first, 
 	return (first - begin) * 4 < steady && (last - begin + 1) * 4 > 3 * steady;
 }
 
+size_t ss_steps_slice(const struct ss_steps *s, long long t)
+{
+	long long width;
+
+	if (s->nsteps || !s->has_work || t < s->work_first_ns || t > s->work_last_ns)
+		return (size_t)-1;
+	width = s->work_last_ns - s->work_first_ns + 1;
+	return (size_t)((double)(t - s->work_first_ns) / (double)width * SS_FALLBACK_SLICES);
+}
+
+int ss_steps_fallback_recurs(const struct ss_steps *s, long long calls, long long slices,
+			     long long first, long long last)
+{
+	if (s->nsteps)
+		return 1;
+	if (!s->has_work)
+		return calls >= SS_FALLBACK_MIN_CALLS; /* no work to slice: every call is steady */
+	return calls >= SS_FALLBACK_MIN_CALLS && slices >= SS_FALLBACK_MIN_SLICES &&
+	       first * 4 < SS_FALLBACK_SLICES && (last + 1) * 4 > 3 * SS_FALLBACK_SLICES;
+}
+
 static int compare_ll(const void *a, const void *b)
 {
 	long long x = *(const long long *)a, y = *(const long long *)b;
@@ -403,6 +424,11 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 			    (!anchor || cand[i].first_pos < anchor->first_pos))
 				anchor = &cand[i];
 		period = anchor->period;
+		/* STEPS-4: a loop that holds a small share of the thread's calls is a burst */
+		if ((unsigned long long)coverage(anchor) * (unsigned long long)period *
+			SS_STEPS_MIN_SHARE <
+		    n)
+			goto out;
 	}
 	{
 		const size_t *p = pos + offset[anchor->symbol];

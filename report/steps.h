@@ -26,6 +26,16 @@
  *            or memset, a blocking copy, a collective: ss_steps.work_first_ns) are setup and
  *            those after its last (work_last_ns) teardown: a loop over buffers that allocates
  *            them all before anything runs, or frees them all after, is not the program's loop.
+ *   STEPS-4  a detected loop accounts for at least 1 / SS_STEPS_MIN_SHARE of the main thread's
+ *            calls: a burst at setup (a model's parameters uploaded one by one, each copy and
+ *            its sync) repeats exactly, but is not the loop of a program whose own steps are
+ *            too irregular to detect (nested loops: an RL rollout, then updates, a few times).
+ *   STEPS-5  without steps, a site repeats when its steady calls recur all through the work:
+ *            SS_FALLBACK_MIN_CALLS of them at least, in SS_FALLBACK_MIN_SLICES of the
+ *            SS_FALLBACK_SLICES equal slices of [work_first_ns, work_last_ns], the first in
+ *            the first quarter and the last in the last (ss_steps_fallback_recurs): what the
+ *            first iterations only do (lazy loading, the allocator's growth) or a setup burst
+ *            after the first GPU work is not the loop's.
  */
 #ifndef SYNCSPY_REPORT_STEPS_H
 #define SYNCSPY_REPORT_STEPS_H
@@ -51,8 +61,12 @@
  * the first iterations only ends early and stays `info`. */
 #define SS_SPREAD_MIN_STEPS 4
 /* Without steps: a site is repeating from this many calls (a final read is one call, a setup
- * pair of pinned buffers two). */
-#define SS_FALLBACK_MIN_CALLS 3
+ * pair of pinned buffers two), spread over the work's slices (STEPS-5). */
+#define SS_FALLBACK_MIN_CALLS  3
+#define SS_FALLBACK_SLICES     16
+#define SS_FALLBACK_MIN_SLICES 3
+/* A detected loop holds this share of the main thread's calls at least (STEPS-4): 1/10 */
+#define SS_STEPS_MIN_SHARE 10
 
 enum ss_steps_source { SS_STEPS_NONE, SS_STEPS_MARKED, SS_STEPS_DETECTED };
 /* Their names (ss_rank.steps_source), indexed by enum ss_steps_source. */
@@ -105,6 +119,15 @@ int ss_steps_recurring(const struct ss_steps *s, long long steps, long long call
 /* Whether calls seen in `steps` distinct steady steps, the first and last of them step indexes
  * first and last, keep coming all through the steady state (SS_SPREAD_MIN_STEPS). */
 int ss_steps_spread(const struct ss_steps *s, long long steps, long long first, long long last);
+
+/* Without steps (STEPS-5): the slice of the work a steady call that started at t falls in,
+ * 0 to SS_FALLBACK_SLICES - 1; (size_t)-1 with steps or outside the work. */
+size_t ss_steps_slice(const struct ss_steps *s, long long t);
+/* Without steps (STEPS-5): whether `calls` steady calls of a site seen in `slices` distinct
+ * slices, the first and last of them first and last, repeat all through the work; with steps,
+ * 1 (ss_steps_recurring judges). */
+int ss_steps_fallback_recurs(const struct ss_steps *s, long long calls, long long slices,
+			     long long first, long long last);
 
 /* Steps from marks (sorted by start). Returns 1 and fills *s when a usable step name was found,
  * 0 when not, -1 when out of memory. */

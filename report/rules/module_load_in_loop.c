@@ -19,6 +19,12 @@
  * functions. */
 #define SS_MODULE_LOAD_MIN_CALLS 2
 
+/* A load or lookup whose site is inside the CUDA runtime library itself was made by the runtime,
+ * not the program: its lazy loading of the kernels a runtime call reached first (one image per
+ * call, in the first iterations), which no line of the program can move out of the loop. A
+ * program's own cudaLibraryLoadData is recorded as that call (DRIVER-3), at its line; a static
+ * runtime's driver calls are sited at the program's line (interpose/native.c). */
+#define NOT_BY_RUNTIME " AND coalesce(s.module, '') NOT LIKE '%libcudart.so%'"
 /* The entry points, in SQL (a.name: apis.name). */
 #define LOAD_APIS                                                                                  \
 	"a.name IN ('cuModuleLoad', 'cuModuleLoadData', 'cuModuleLoadDataEx',"                     \
@@ -45,7 +51,7 @@ const struct ss_rule ss_rule_module_load_in_loop = {
 	      "up in the loop.",
     .phase = SS_RULE_SITE,
     .cost = SS_COST_ESTIMATE,
-    .sql = SITE_RULE_SQL("g.class = 'X1' AND " LOAD_APIS),
+    .sql = SITE_RULE_SQL("g.class = 'X1' AND " LOAD_APIS NOT_BY_RUNTIME),
     .min_count = SS_MODULE_LOAD_MIN_CALLS,
     .detail = detail,
 };
@@ -62,7 +68,7 @@ const struct ss_rule ss_rule_module_load_in_loop = {
 
 /* The lookup sites with enough calls, with the run's and the steady state's figures
  * (SITE_RULE_SQL's columns). */
-#define LOOKUP_SITES_SQL SITE_RULE_SQL("g.class = 'X1' AND " LOOKUP_APIS)
+#define LOOKUP_SITES_SQL SITE_RULE_SQL("g.class = 'X1' AND " LOOKUP_APIS NOT_BY_RUNTIME)
 
 /*
  * The module loaded every step is looked into every step too (load, get the function, launch

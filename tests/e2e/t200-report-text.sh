@@ -32,7 +32,7 @@ once, not in the steady state (info: no cost per step):
 notes:
   - GPU idle time behind host syncs: not measurable without GPU timeline (the recording holds host-side calls only)
   - communication/compute overlap: not measurable without GPU timeline
-  - TMP/rank0.sqlite: no repeating step found (no syncspy_step or NVTX step ranges, and no call that recurs at a regular period): every call between the first and the last GPU work is judged (before: setup, after: teardown), a site with 3 calls or more as repeating, its cost against the wall time
+  - TMP/rank0.sqlite: no repeating step found (no syncspy_step or NVTX step ranges, and no call that recurs at a regular period): every call between the first and the last GPU work is judged (before: setup, after: teardown), a site with 3 calls or more all through it as repeating, its cost against the wall time
   - TMP/rank0.sqlite: 3 calls were dropped while recording: its counts are lower bounds
 END
 diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "unexpected report text"

@@ -17,7 +17,9 @@
 #   - a program without a loop gets the note that no step was found;
 #   - without steps (STEPS-3), a setup loop's allocations before the first GPU work and a teardown
 #     loop's frees after the last are `once`, while an allocation interleaved with the work is
-#     above `info`.
+#     above `info`;
+#   - a setup burst after the first GPU work is neither the loop (STEPS-4) nor repeated work
+#     (STEPS-5), and the irregular passes' allocation beside it is the first finding.
 . "$E2E_DIR/lib.sh"
 [ -n "${PYTHON3:-}" ] || skip "no python3"
 src=$TOP_SRCDIR/tests/progs/steady.c
@@ -172,9 +174,32 @@ for line in sys.argv[2:4]:  # 4 calls each, before the first work / after the la
     assert len(got) == 1 and got[0]["severity"] == "info" and got[0]["phase"] == "once", got
     assert got[0]["count"] == 4, got
 loop = at(sys.argv[4])
-# the last pass's allocation follows the last launch: teardown, 11 of 12 judged
+# the last pass's allocation follows the last launch: teardown, 23 of 24 judged
 assert len(loop) == 1 and loop[0]["severity"] != "info" and loop[0]["phase"] == "steady", loop
-assert loop[0]["count"] == 11, loop
+assert loop[0]["count"] == 23, loop
+assert r["findings"][0] == loop[0], r["findings"][0]
+PY
+
+# A burst after the first GPU work (eight uploads, each with its sync, exactly periodic) beside
+# passes too irregular to detect: not the loop (STEPS-4: 16 of some 300 calls), and without steps
+# not repeated work (STEPS-5: all in one slice of the work), where the passes' allocation is.
+rm -rf "$out"
+under_shim "$PROGS/steady" burst-setup >/dev/null 2>&1 || fail "steady burst-setup"
+one_db
+"$SYNCSPY" report --format json "$db" >"$tmp/burst.json" || fail "report burst-setup"
+"$PYTHON3" - "$tmp/burst.json" "$(line burst-copy)" "$(line burst-sync)" "$(line burst-pass-alloc)" \
+	<<'PY' || fail "burst-setup: the setup burst taken for the loop"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["ranks"][0]["steps"]["count"] == 0, r["ranks"][0]["steps"]
+def at(line):
+    return [f for f in r["findings"] if "steady.c:%s " % line in f["site"]]
+for line in sys.argv[2:4]:
+    got = at(line)
+    assert got and all(f["severity"] == "info" and f["phase"] == "once" for f in got), got
+    assert {f["rule"] for f in got} <= {"pageable-async-copy", "host-sync"}, got
+loop = [f for f in at(sys.argv[4]) if f["rule"] == "alloc-in-loop"]
+assert len(loop) == 1 and loop[0]["severity"] != "info" and loop[0]["phase"] == "steady", loop
 assert r["findings"][0] == loop[0], r["findings"][0]
 PY
 exit 0

@@ -47,9 +47,11 @@ END
 golden "SELECT value FROM meta WHERE key = 'capture_skipped_calls'" <<'END'
 16
 END
-# without the shim: nothing to compare, exit 2
+# without the shim: nothing to compare, exit 2 (in a sanitizer build the stand-in needs the
+# sanitizer's runtime preloaded, as under_shim preloads it)
 CUDART="$STANDIN_DIR/libcudart.so.13" EXAMPLES="$TOP_SRCDIR/examples/torch" EXAMPLES_AB=4 \
-	PYTHONPATH="$tmp/fake" "$PYTHON3" "$tmp/loop.py" >/dev/null 2>"$tmp/stderr"
+	PYTHONPATH="$tmp/fake" env ${SANITIZER_PRELOAD:+LD_PRELOAD="$SANITIZER_PRELOAD"} \
+	"$PYTHON3" "$tmp/loop.py" >/dev/null 2>"$tmp/stderr"
 [ $? = 2 ] || fail "without the shim: not exit 2"
 grep -q 'nothing is recorded' "$tmp/stderr" || fail "without the shim: $(cat "$tmp/stderr")"
 

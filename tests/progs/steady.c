@@ -3,7 +3,7 @@
  * steady state (report/steps.c, docs/rules.md "Steady state"; t212).
  *
  *   steady [marked|pipeline|legacy|varying|growing|managed|managed-once|requests|requests-trim|
- *           stepless]
+ *           stepless|burst-setup]
  *
  * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers,
  *           the weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
@@ -15,7 +15,8 @@
  *           workspace allocation (@warmup-alloc: the caching allocator's growth);
  * teardown: the result read with a blocking copy (@final-read), the buffers freed.
  * marked: each step starts with syncspy_step("train") (looked up at run time, so the program
- * runs without the shim too). pipeline, legacy, varying, growing, managed, requests, stepless:
+ * runs without the shim too). pipeline, legacy, varying, growing, managed, requests, stepless,
+ * burst-setup:
  * below. The
  * @tags are what the test greps for to know the lines.
  */
@@ -249,7 +250,7 @@ static int stepless(void)
 	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	for (int k = 0; k < 4; k++)
 		CHECK(cudaMalloc(&lane[k], BYTES)); /* @lanes-alloc */
-	for (int pass = 0; pass < 12; pass++) {
+	for (int pass = 0; pass < 24; pass++) {
 		draw = draw * 1103515245u + 12345u;
 		for (unsigned n = 1 + (draw >> 16) % 5; n > 0; n--, launches++)
 			launch(s, 100);
@@ -259,7 +260,42 @@ static int stepless(void)
 	CHECK(cudaStreamSynchronize(s));
 	for (int k = 0; k < 4; k++)
 		CHECK(cudaFree(lane[k])); /* @lanes-free */
-	printf("steady: 12 passes, %u launches\n", launches);
+	printf("steady: 24 passes, %u launches\n", launches);
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
+/* burst-setup: after the first GPU work, eight small uploads from pageable memory, each with its
+ * stream sync (@burst-copy, @burst-sync: a model's parameters moved to the device one by one, an
+ * exactly repeating burst of 16 calls), then 24 passes of 1 to 30 launches each, with a scratch
+ * allocation per pass (@burst-pass-alloc): too irregular for a step to be detected. The burst is
+ * not the program's loop (STEPS-4), and without steps it is not repeated work (STEPS-5), where
+ * the passes' allocation, all through the work, is. */
+static int burst_setup(void)
+{
+	static char host[4096];
+	const enum cudaMemcpyKind h2d = cudaMemcpyHostToDevice;
+	void *dev, *scratch;
+	unsigned draw = 777, launches = 0;
+	cudaStream_t s;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaMalloc(&dev, sizeof(host)));
+	launch(s, 100); /* the first GPU work */
+	for (int k = 0; k < 8; k++) {
+		CHECK(cudaMemcpyAsync(dev, host, sizeof(host), h2d, s)); /* @burst-copy */
+		CHECK(cudaStreamSynchronize(s));			 /* @burst-sync */
+	}
+	for (int pass = 0; pass < 24; pass++) {
+		draw = draw * 1103515245u + 12345u;
+		for (unsigned n = 1 + (draw >> 16) % 30; n > 0; n--, launches++)
+			launch(s, 20);
+		CHECK(cudaMalloc(&scratch, 64)); /* @burst-pass-alloc */
+		CHECK(cudaFree(scratch));
+	}
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaFree(dev));
+	printf("steady: 24 passes, %u launches\n", launches);
 	CHECK(cudaStreamDestroy(s));
 	return 0;
 }
@@ -268,6 +304,8 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "stepless") == 0)
 		return stepless();
+	if (argc > 1 && strcmp(argv[1], "burst-setup") == 0)
+		return burst_setup();
 	if (argc > 1 && strcmp(argv[1], "requests") == 0)
 		return requests(0);
 	if (argc > 1 && strcmp(argv[1], "requests-trim") == 0)
