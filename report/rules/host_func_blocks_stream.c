@@ -420,7 +420,7 @@ static int add_graph_host_nodes(struct loader *ld, struct db_state *st, struct h
 			code = out_of_memory(ld);
 	}
 	code = end_rows(ld, st, stmt, rc, code);
-	if (code == SS_EXIT_OK)
+	if (code == SS_EXIT_OK && ninsts) /* (qsort's base may not be NULL, even for 0) */
 		qsort(insts, ninsts, sizeof(*insts), compare_instantiation);
 	for (size_t i = 0; code == SS_EXIT_OK && i < ndirect; i++) {
 		long long ended = 0, graph = captured_into(caps, ncaps, &(*funcs)[i], &ended);
