@@ -102,8 +102,8 @@ int ss_steps_fallback_recurs(const struct ss_steps *s, long long calls, long lon
 		return 1;
 	if (!s->has_work)
 		return calls >= SS_FALLBACK_MIN_CALLS; /* no work to slice: every call is steady */
-	return calls >= SS_FALLBACK_MIN_CALLS && slices >= SS_FALLBACK_MIN_SLICES &&
-	       first * 4 < SS_FALLBACK_SLICES && (last + 1) * 4 > 3 * SS_FALLBACK_SLICES;
+	return calls >= SS_FALLBACK_MIN_CALLS && slices >= SS_FALLBACK_MIN_SLICES && first >= 0 &&
+	       (last - first + 1) * 2 >= SS_FALLBACK_SLICES;
 }
 
 static int compare_ll(const void *a, const void *b)

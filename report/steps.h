@@ -30,12 +30,14 @@
  *            calls: a burst at setup (a model's parameters uploaded one by one, each copy and
  *            its sync) repeats exactly, but is not the loop of a program whose own steps are
  *            too irregular to detect (nested loops: an RL rollout, then updates, a few times).
- *   STEPS-5  without steps, a site repeats when its steady calls recur all through the work:
+ *   STEPS-5  without steps, a site repeats when its steady calls recur through the work:
  *            SS_FALLBACK_MIN_CALLS of them at least, in SS_FALLBACK_MIN_SLICES of the
- *            SS_FALLBACK_SLICES equal slices of [work_first_ns, work_last_ns], the first in
- *            the first quarter and the last in the last (ss_steps_fallback_recurs): what the
- *            first iterations only do (lazy loading, the allocator's growth) or a setup burst
- *            after the first GPU work is not the loop's.
+ *            SS_FALLBACK_SLICES equal slices of [work_first_ns, work_last_ns], from the first
+ *            of them to the last half the slices at least (ss_steps_fallback_recurs): what the
+ *            first iterations only do (lazy loading, the allocator's growth), a setup burst
+ *            after the first GPU work, or a read once per iteration of a program that iterates
+ *            three times is not a loop's repeated work. (Not the first and last quarters: one
+ *            slow call near the end moves the last slices of a loop's calls.)
  */
 #ifndef SYNCSPY_REPORT_STEPS_H
 #define SYNCSPY_REPORT_STEPS_H
@@ -64,7 +66,7 @@
  * pair of pinned buffers two), spread over the work's slices (STEPS-5). */
 #define SS_FALLBACK_MIN_CALLS  3
 #define SS_FALLBACK_SLICES     16
-#define SS_FALLBACK_MIN_SLICES 3
+#define SS_FALLBACK_MIN_SLICES 4
 /* A detected loop holds this share of the main thread's calls at least (STEPS-4): 1/10 */
 #define SS_STEPS_MIN_SHARE 10
 

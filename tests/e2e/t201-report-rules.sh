@@ -26,7 +26,7 @@ findings "$tmp/rules.sqlite" >"$tmp/actual"
 # last GPU work (the cudaMalloc site, the copy before a kernel) are judged first, by cost over the wall time; the others are `info`, by
 # blocked time (docs/rules.md, "Steady state").
 cat >"$tmp/expected" <<'END'
-alloc-in-loop|0|3|1100000|libtorch_cuda.so+0x1234
+alloc-in-loop|0|4|1500000|libtorch_cuda.so+0x1234
 copy-on-compute-stream|0|3|9000|train.py:62 batch.cuda(non_blocking=True)
 host-sync|0|1|5000000|train.py:50 torch.cuda.synchronize()
 sync-copy|0|2|4000000|train.py:42 loss.item()

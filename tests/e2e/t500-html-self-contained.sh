@@ -33,7 +33,7 @@ assert [r["rank"] for r in report["ranks"]] == [0, 1], report["ranks"]
 assert len(report["findings"]) > 0
 ranks = tl["ranks"]
 assert [(r["rank"], r["pid"], r["calls_total"], r["calls_shown"], r["truncated"]) for r in ranks] == \
-    [(0, 4242, 34, 34, False), (1, 4243, 34, 34, False)], ranks  # make-db.sh 23 + report-rules.sql 11
+    [(0, 4242, 35, 35, False), (1, 4243, 35, 35, False)], ranks  # make-db.sh 23 + report-rules.sql 12
 assert [c[0] for c in tl["classes"]][:7] == ["S1", "S2", "S3", "S4", "S5", "S6", "S7"]
 r1 = ranks[1]
 assert [l[:3] for l in r1["lanes"]] == [["thread", 4242, "python"], ["thread", 4250, "pt_autograd_0"],
@@ -87,7 +87,7 @@ tl = data["timeline"]
 r = tl["ranks"][0]
 cls = [c[0] for c in tl["classes"]]
 assert (r["calls_total"], r["calls_shown"], r["truncated"], len(r["calls"])) == \
-    (200137, tl["call_cap"], True, tl["call_cap"]) == (200137, 200000, True, 200000), \
+    (200138, tl["call_cap"], True, tl["call_cap"]) == (200138, 200000, True, 200000), \
     (r["calls_total"], r["calls_shown"], r["truncated"])
 assert sum(1 for c in r["calls"] if cls[c[3]] == "S1") == 4
 PY
