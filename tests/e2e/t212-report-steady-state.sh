@@ -156,11 +156,16 @@ one_db
 "$SYNCSPY" report "$db" >"$tmp/s1.txt" || fail "report s1"
 grep -q 'no repeating step found' "$tmp/s1.txt" || fail "no note without steps: $(cat "$tmp/s1.txt")"
 
+# json_report MODE: the JSON report of a run of steady MODE, in $tmp/MODE.json
+json_report() {
+	rm -rf "$out"
+	under_shim "$PROGS/steady" "$1" >/dev/null 2>&1 || fail "steady $1"
+	one_db
+	"$SYNCSPY" report --format json "$db" >"$tmp/$1.json" || fail "report $1"
+}
+
 # No step, a setup loop and a teardown loop around irregular passes (STEPS-3).
-rm -rf "$out"
-under_shim "$PROGS/steady" stepless >/dev/null 2>&1 || fail "steady stepless"
-one_db
-"$SYNCSPY" report --format json "$db" >"$tmp/stepless.json" || fail "report stepless"
+json_report stepless
 "$PYTHON3" - "$tmp/stepless.json" "$(line lanes-alloc)" "$(line lanes-free)" "$(line pass-alloc)" \
 	<<'PY' || fail "stepless: setup and teardown loops judged as the loop"
 import json, sys
@@ -183,11 +188,8 @@ PY
 # A burst after the first GPU work (eight uploads, each with its sync, exactly periodic) beside
 # passes too irregular to detect: not the loop (STEPS-4: 16 of some 300 calls), and without steps
 # not repeated work (STEPS-5: all in one slice of the work), where the passes' allocation is.
-rm -rf "$out"
-under_shim "$PROGS/steady" burst-setup >/dev/null 2>&1 || fail "steady burst-setup"
-one_db
-"$SYNCSPY" report --format json "$db" >"$tmp/burst.json" || fail "report burst-setup"
-"$PYTHON3" - "$tmp/burst.json" "$(line burst-copy)" "$(line burst-sync)" "$(line burst-pass-alloc)" \
+json_report burst-setup
+"$PYTHON3" - "$tmp/burst-setup.json" "$(line burst-copy)" "$(line burst-sync)" "$(line burst-pass-alloc)" \
 	<<'PY' || fail "burst-setup: the setup burst taken for the loop"
 import json, sys
 r = json.load(open(sys.argv[1]))
