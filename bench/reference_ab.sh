@@ -31,23 +31,6 @@ blocks=${BLOCKS:-20}
 pin=${PIN:-2-3}
 configs=${CONFIGS:-default host profiler}
 
-# What the recording did in a run, key=value words: its sync points' stacks (their cost, in
-# the on blocks), the writer's CPU time, CUPTI's windows and switches
-meta_of() {
-	python3 - "$1" <<'PY' 2>/dev/null
-import sqlite3, sys
-keys = ("stacks_taken", "stack_cost_native_ns", "stack_cost_python_ns", "stacks_repeated",
-        "stack_cost_repeated_ns", "writer_cpu_ns", "capture_skipped_calls", "cupti_sample",
-        "cupti_windows", "cupti_detaches", "cupti_detach_ns", "cupti_attaches", "cupti_attach_ns",
-        "cupti_traced_ns", "native_stacks_libgcc_sites")
-db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
-got = dict(db.execute("SELECT key, value FROM meta"))
-calls = db.execute("SELECT count(*) FROM calls").fetchone()[0]
-print("calls=%d " % calls + " ".join("%s=%s" % (k, str(got[k]).replace(" ", "_"))
-                                    for k in keys if k in got))
-PY
-}
-
 for run in $(seq "$runs"); do
 	for name in 08_item_per_step 09_nonblocking_pageable 10_print_tensor 11_synchronize_per_step \
 		12_stream_prefetcher 13_data_dependent_shapes; do
@@ -72,7 +55,7 @@ for run in $(seq "$runs"); do
 			[ -n "$ab" ] || tail -n 3 "$tmp/err" | sed "s/^/# $name $config: /" >>"$tmp/raw"
 			for f in "$tmp"/db/*.sqlite; do
 				[ -f "$f" ] || continue
-				echo "meta $name $config run=$run $(meta_of "$f")" >>"$tmp/raw"
+				echo "meta $name $config run=$run $(python3 "$root/bench/db_meta.py" "$f")" >>"$tmp/raw"
 			done
 			[ -z "${PARTIAL:-}" ] || cp "$tmp/raw" "$PARTIAL"
 			rm -rf "$tmp/db"

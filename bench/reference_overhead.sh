@@ -65,21 +65,6 @@ case " $families " in *" torch "*)
 	done ;;
 esac
 
-# the CUPTI figures of one database, key=value words (python3's sqlite3: the machine has no
-# sqlite3 command)
-sqlite3_meta() {
-	python3 - "$1" <<'PY' 2>/dev/null
-import sqlite3, sys
-keys = ("cupti_sample", "cupti_windows", "cupti_detaches", "cupti_detach_ns", "cupti_attaches",
-        "cupti_attach_ns", "cupti_traced_ns", "cupti_paused_ns", "cupti_auto_permille",
-        "cupti_auto_measured_permille", "writer_cpu_ns")
-db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
-got = dict(db.execute("SELECT key, value FROM meta WHERE key IN (%s)" %
-                      ",".join("?" * len(keys)), keys))
-print(" ".join("%s=%s" % (k, str(got[k]).replace(" ", "_")) for k in keys if k in got))
-PY
-}
-
 run_one() { # FAMILY NAME CONFIG ROUND CMD...
 	local family=$1 name=$2 config=$3 round=$4 start end loop steps status db=$work/db-$name-$round
 	shift 4
@@ -101,7 +86,7 @@ run_one() { # FAMILY NAME CONFIG ROUND CMD...
 		local f
 		for f in "$db"/*.sqlite; do
 			[ -f "$f" ] || continue
-			echo "meta $name $config round=$round $(sqlite3_meta "$f")" >>"$work/raw"
+			echo "meta $name $config round=$round $(python3 "$root/bench/db_meta.py" "$f")" >>"$work/raw"
 		done
 	fi
 	rm -rf "$db"

@@ -37,7 +37,9 @@
  *            first iterations only do (lazy loading, the allocator's growth), a setup burst
  *            after the first GPU work, or a read once per iteration of a program that iterates
  *            three times is not a loop's repeated work. (Not the first and last quarters: one
- *            slow call near the end moves the last slices of a loop's calls.)
+ *            slow call near the end moves the last slices of a loop's calls.) The site rules
+ *            on the aggregate only (analysis.c); rules with tallies of their own count calls
+ *            (ss_steps_recurring).
  */
 #ifndef SYNCSPY_REPORT_STEPS_H
 #define SYNCSPY_REPORT_STEPS_H

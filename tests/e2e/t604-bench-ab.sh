@@ -9,7 +9,7 @@
 # whose step is one cudaDeviceSynchronize of the stand-in runtime. Without the shim it exits 2.
 # (2) bench/overhead_table.py: rounds from two files merged, each configuration paired with the
 # plain run of its round, a run that failed left out, the steady and warm figures from the
-# steps' times, CUPTI's meta summed per workload.
+# steps' times, CUPTI's meta summed per workload; bench/db_meta.py, the meta words of a run.
 . "$E2E_DIR/lib.sh"
 [ -n "${PYTHON3:-}" ] || skip "no python3"
 
@@ -47,6 +47,10 @@ END
 golden "SELECT value FROM meta WHERE key = 'capture_skipped_calls'" <<'END'
 16
 END
+# bench/db_meta.py, the benchmarks' meta words: the recording's calls and the counters it has
+"$PYTHON3" "$TOP_SRCDIR/bench/db_meta.py" "$db" >"$tmp/meta" || fail "db_meta.py exited $?"
+grep -q '^calls=24 .*capture_skipped_calls=16' "$tmp/meta" || fail "db_meta.py: $(cat "$tmp/meta")"
+[ -z "$("$PYTHON3" "$TOP_SRCDIR/bench/db_meta.py" "$tmp/loop.py")" ] || fail "db_meta.py on a non-database"
 # without the shim: nothing to compare, exit 2 (in a sanitizer build the stand-in needs the
 # sanitizer's runtime preloaded, as under_shim preloads it)
 CUDART="$STANDIN_DIR/libcudart.so.13" EXAMPLES="$TOP_SRCDIR/examples/torch" EXAMPLES_AB=4 \
