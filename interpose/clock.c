@@ -1,18 +1,56 @@
 /*
  * interpose/clock.c: choosing the raw clock and converting raw ticks to CLOCK_MONOTONIC ns.
  *
- * The TSC-to-ns rate is measured, not read from the kernel: at load we pair one TSC read with
- * one clock_gettime (tsc0, mono0); before each drain the writer pairs them again and takes the
- * rate over the whole interval since load. A record is converted with the rate of the drain
- * that carries it, so its error is about one clock read's jitter whatever its age.
+ * The TSC-to-ns mapping is measured, not read from the kernel: pairings of one TSC read with
+ * clock_gettime, at load and then as the writer drains. It must keep two promises
+ * (docs/architecture.md, SCHEMA-3):
+ *
+ *   CLOCK-1 The mapping is one function of the raw tick, the same whichever drain converts a
+ *           record, and it never goes backwards: two records of one thread keep their order,
+ *           and a step mark stays between the calls it was made between. (A mapping refitted
+ *           at every drain broke this: with a pairing late by a preemption, records of two
+ *           drains differed by milliseconds, and a stream sync fell into the next step.)
+ *   CLOCK-2 It stays within a pairing's error of CLOCK_MONOTONIC, so that CUPTI's rows, on
+ *           that clock, line up with the calls.
+ *
+ * So the mapping is piecewise linear and continuous: a segment starts where the one before
+ * it ends, and is never changed once a record may have been converted with it. Each new
+ * segment's rate is the rate over the whole time since load, slewed so that the error the
+ * segment starts with (a bad pairing's, early on) is gone by the next segment. Segments come
+ * 1 ms apart after load, then further apart as the rate settles (a quarter of the time since
+ * load, at most 30 s); past SEGMENTS the last one holds.
  */
 #include <cpuid.h>
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "clock.h"
 
-static uint64_t tsc0, mono0;
-static _Atomic double ns_per_tick = 1.0; /* only the writer thread writes it */
+enum {
+	SEGMENTS = 1024,
+	PAIR_TRIES = 5, /* a pairing is the tightest of this many */
+};
+static const double first_interval_ns = 1e6, last_interval_ns = 30e9;
+
+/* From tsc on, a record's ns is ns + (raw - tsc) * rate, until the next segment's tsc. */
+struct segment {
+	uint64_t tsc;
+	int64_t ns;
+	double rate; /* ns per tick */
+};
+
+static struct segment segments[SEGMENTS];
+static _Atomic size_t nsegments;   /* published after the segment is written */
+static uint64_t tsc0, mono0;	   /* the pairing at load: the long baseline's start */
+static double rate_since_load;	   /* the latest rate over the long baseline */
+static int calibrated;		   /* segment 0 has its measured rate */
+static uint64_t next_segment_mono; /* no new segment before then */
+
+/* The raw reads; tests/progs/clock_steps.c replaces them with scripted clocks. */
+#ifndef SS_CLOCK_READ_TSC
+#define SS_CLOCK_READ_TSC()  __rdtsc()
+#define SS_CLOCK_READ_MONO() ss_mono_ns()
+#define SS_CLOCK_HAS_TSC()   cpu_has_invariant_tsc()
 
 static int cpu_has_invariant_tsc(void)
 {
@@ -26,27 +64,53 @@ static int cpu_has_invariant_tsc(void)
 	return 0;
 #endif
 }
+#endif
 
-/* One pairing: the TSC read halfway between two clock_gettime calls. */
+/* One pairing: the TSC read halfway between two clock_gettime calls, of the tries the one
+ * with the two reads closest together (a preemption between them makes the midpoint wrong). */
 static void pair_now(uint64_t *tsc, uint64_t *mono)
 {
-	uint64_t m1 = ss_mono_ns();
+	uint64_t best_window = UINT64_MAX;
+	for (int i = 0; i < PAIR_TRIES; i++) {
+		uint64_t m1 = SS_CLOCK_READ_MONO();
 #if defined(__x86_64__)
-	*tsc = __rdtsc();
+		uint64_t t = SS_CLOCK_READ_TSC();
 #else
-	*tsc = 0;
+		uint64_t t = 0;
 #endif
-	uint64_t m2 = ss_mono_ns();
-	*mono = m1 + (m2 - m1) / 2;
+		uint64_t m2 = SS_CLOCK_READ_MONO();
+		if (m2 - m1 < best_window) {
+			best_window = m2 - m1;
+			*tsc = t;
+			*mono = m1 + (m2 - m1) / 2;
+		}
+	}
+}
+
+static int64_t convert(const struct segment *s, uint64_t raw)
+{
+	return s->ns + (int64_t)((double)(int64_t)(raw - s->tsc) * s->rate);
+}
+
+/* The time from now until the next segment: short while the rate is young. */
+static double segment_interval(uint64_t mono)
+{
+	double since_load = (double)(mono - mono0) / 4;
+	return since_load < first_interval_ns  ? first_interval_ns
+	       : since_load > last_interval_ns ? last_interval_ns
+					       : since_load;
 }
 
 void ss_clock_init(int allow_tsc)
 {
-	ss_hot.clock_is_tsc = allow_tsc && cpu_has_invariant_tsc();
-	if (ss_hot.clock_is_tsc) {
-		pair_now(&tsc0, &mono0);
-		atomic_store(&ns_per_tick, 1.0 / 3.0); /* placeholder until the first calibration */
-	}
+	ss_hot.clock_is_tsc = allow_tsc && SS_CLOCK_HAS_TSC();
+	if (!ss_hot.clock_is_tsc)
+		return;
+	pair_now(&tsc0, &mono0);
+	rate_since_load = 1.0 / 3.0; /* a placeholder until the first calibration */
+	segments[0] = (struct segment){tsc0, (int64_t)mono0, rate_since_load};
+	calibrated = 0;
+	atomic_store_explicit(&nsegments, 1, memory_order_release);
 }
 
 void ss_clock_calibrate(void)
@@ -57,16 +121,42 @@ void ss_clock_calibrate(void)
 	do /* at least 1 ms of baseline: only the writer waits, and only right after load */
 		pair_now(&tsc, &mono);
 	while (mono < mono0 + 1000000 || tsc <= tsc0);
-	atomic_store(&ns_per_tick, (double)(mono - mono0) / (double)(tsc - tsc0));
+	rate_since_load = (double)(mono - mono0) / (double)(tsc - tsc0);
+	if (!calibrated) { /* nothing has been converted yet: segment 0 can still change */
+		segments[0].rate = rate_since_load;
+		calibrated = 1;
+		next_segment_mono = mono + (uint64_t)segment_interval(mono);
+		return;
+	}
+	size_t n = atomic_load_explicit(&nsegments, memory_order_relaxed);
+	if (mono < next_segment_mono || n == SEGMENTS)
+		return;
+	int64_t at = convert(&segments[n - 1], tsc); /* continuous (CLOCK-1) */
+	double interval = segment_interval(mono);
+	double slew = (double)(at - (int64_t)mono) / interval; /* the error, gone by the next */
+	if (slew > 0.5)
+		slew = 0.5;
+	else if (slew < -0.5)
+		slew = -0.5;
+	segments[n] = (struct segment){tsc, at, rate_since_load * (1.0 - slew)};
+	atomic_store_explicit(&nsegments, n + 1, memory_order_release);
+	next_segment_mono = mono + (uint64_t)interval;
 }
 
 uint64_t ss_clock_to_ns(uint64_t raw)
 {
 	if (!ss_hot.clock_is_tsc)
 		return raw;
-	double rate = atomic_load_explicit(&ns_per_tick, memory_order_relaxed);
-	double delta = ((double)(int64_t)(raw - tsc0)) * rate;
-	return (uint64_t)((int64_t)mono0 + (int64_t)delta);
+	size_t i = atomic_load_explicit(&nsegments, memory_order_acquire) - 1;
+	while (i > 0 &&
+	       (int64_t)(raw - segments[i].tsc) < 0) /* mostly the last or the one before */
+		i--;
+	return (uint64_t)convert(&segments[i], raw);
+}
+
+uint64_t ss_clock_ticks_to_ns(uint64_t ticks)
+{
+	return ss_hot.clock_is_tsc ? (uint64_t)((double)ticks * rate_since_load) : ticks;
 }
 
 const char *ss_clock_name(void)

@@ -36,7 +36,8 @@ static inline uint64_t ss_now(void)
 
 void ss_clock_init(int allow_tsc); /* at load: picks the clock, takes the first pairing */
 void ss_clock_calibrate(void);	   /* writer: refines the tick rate against CLOCK_MONOTONIC */
-uint64_t ss_clock_to_ns(uint64_t raw);
+uint64_t ss_clock_to_ns(uint64_t raw);	       /* a record's time (CLOCK-1, clock.c) */
+uint64_t ss_clock_ticks_to_ns(uint64_t ticks); /* a duration in raw ticks */
 const char *ss_clock_name(void);
 
 #endif

@@ -736,9 +736,8 @@ static void stack_cost_ns(uint64_t ns[3], uint64_t *taken, uint64_t *repeated)
 		*taken += atomic_load_explicit(&ring->stacks_taken, memory_order_relaxed);
 		*repeated += atomic_load_explicit(&ring->stacks_repeated, memory_order_relaxed);
 	}
-	uint64_t base = ss_now(); /* ticks to ns: the clock's rate, from any point */
 	for (int i = 0; i < 3; i++)
-		ns[i] = ss_clock_to_ns(base + ticks[i]) - ss_clock_to_ns(base);
+		ns[i] = ss_clock_ticks_to_ns(ticks[i]);
 }
 
 static uint64_t dropped_in_rings(void)
@@ -831,11 +830,9 @@ static void write_meta_progress(void)
 	ss_meta_text("hooks_fired", layers);
 	ss_meta_text("native_stacks", ss_native_stacks_status);
 	ss_meta_int("native_stacks_libgcc_sites", (int64_t)atomic_load(&ss_native_libgcc_sites));
-	uint64_t walk_base = ss_now(); /* ticks to ns, as stack_cost_ns */
 	ss_meta_int("enqueue_path_walks", (int64_t)atomic_load(&ss_enqueue_path_walks));
 	ss_meta_int("enqueue_path_walk_ns",
-		    (int64_t)(ss_clock_to_ns(walk_base + atomic_load(&ss_enqueue_path_ticks)) -
-			      ss_clock_to_ns(walk_base)));
+		    (int64_t)ss_clock_ticks_to_ns(atomic_load(&ss_enqueue_path_ticks)));
 	ss_meta_int("enqueue_path_lookups", (int64_t)atomic_load(&ss_enqueue_path_lookups));
 	ss_gpu_tables_meta();
 	char clients[1024];

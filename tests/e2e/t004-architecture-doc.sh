@@ -7,7 +7,7 @@
 . "$E2E_DIR/lib.sh"
 doc=$TOP_SRCDIR/docs/architecture.md
 [ -f "$doc" ] || fail "no docs/architecture.md"
-families='SHIM|SCHEMA|READ|CUPTI|DRIVER|ANALYSIS|STEPS|EXPORT|HTML|VIEW|DUMP|RUN|GUARD|SUMMARY'
+families='SHIM|CLOCK|SCHEMA|READ|CUPTI|DRIVER|ANALYSIS|STEPS|EXPORT|HTML|VIEW|DUMP|RUN|GUARD|SUMMARY'
 
 # The sources and docs (by suffix: the build's own outputs and logs are not sources).
 find "$TOP_SRCDIR" \( -name .git -o -name autom4te.cache -o -name demo-out -o -name results -o -name build-asan -o -name sanitize-build \) -prune -o \
