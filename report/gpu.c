@@ -59,6 +59,11 @@
 	"c.start_ns"
 
 /* CUpti_ActivityMemcpyKind: host to device, device to host. */
+/* GPU-IDLE-4: a site's syncs measured behind fewer than this many, the rest unseen (the
+ * timeline sampled), say too little to scale to all: one sync measured of 58 took a needless
+ * per-step read for a pipeline's wait (t84); the finding keeps the host's time. */
+#define SS_GPU_MIN_MEASURED 3
+
 #define CUPTI_MEMCPY_HTOD 1
 #define CUPTI_MEMCPY_DTOH 2
 
@@ -797,6 +802,19 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 				continue;
 			}
 			hit = NULL; /* none measured in this phase */
+		}
+		if (hit && missed && seen < SS_GPU_MIN_MEASURED) {
+			detail = format("%s; GPU idle behind it: measured behind only %lld of these "
+					"%lld syncs (the GPU timeline sampled), too few to stand for "
+					"the others: judged by the host's time",
+					f->detail, seen, seen + missed);
+			if (!detail) {
+				code = out_of_memory(ld);
+				break;
+			}
+			free(f->detail);
+			f->detail = detail;
+			continue;
 		}
 		if (hit)
 			f->gpu_idle_ns = idle =

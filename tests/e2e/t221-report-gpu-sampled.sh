@@ -23,7 +23,8 @@
 # every call would cost more than 1% (by AUTO_NS_PER_CALL) is sampled by default
 # (meta.cupti_sample 'auto', windows, fewer kernels recorded than launched, the report's note),
 # SYNCSPY_CUPTI_SAMPLE=all traces it whole, and a slow loop is traced whole by default; where
-# tracing costs more than estimated, the windows measure it (CUPTI-6).
+# tracing costs more than estimated, the windows measure it (CUPTI-6). A site measured behind
+# too few of its syncs is judged by the host's time.
 . "$E2E_DIR/lib.sh"
 
 whole=$tmp/whole.sqlite
@@ -88,6 +89,26 @@ SQL
 	"$(rq "SELECT json_extract(value, '\$.gpu_idle_ns') FROM json_each(json_extract(readfile('$tmp/whole.json'), '\$.findings'))
 	WHERE json_extract(value, '\$.rule') = 'host-sync' AND json_extract(value, '\$.phase') = 'steady'")" ] ||
 	fail "late window: the sync's GPU idle differs from the whole timeline's"
+
+# A timeline off from just after step 2's sync to the end: one steady sync measured of 38 says
+# too little to stand for the others (SS_GPU_MIN_MEASURED, report/gpu.c): the
+# sync is judged by its host time, as with no timeline, and the detail says why.
+sparse=$tmp/sparse.sqlite
+cp "$whole" "$sparse"
+"$SQLITE3" -batch -bail "$sparse" <<'SQL' || fail "sparse rows"
+CREATE TABLE IF NOT EXISTS gpu_paused(start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);
+INSERT INTO gpu_paused VALUES (1000003520000, 1000045000000);
+DELETE FROM gpu_activity WHERE EXISTS (SELECT 1 FROM gpu_paused p WHERE gpu_activity.start_ns >= p.start_ns AND gpu_activity.start_ns < p.end_ns);
+DELETE FROM gpu_api WHERE EXISTS (SELECT 1 FROM gpu_paused p WHERE gpu_api.start_ns >= p.start_ns AND gpu_api.start_ns < p.end_ns);
+INSERT INTO meta VALUES ('cupti_pauses', 1), ('cupti_sample', 'auto'), ('cupti_windows', 1), ('cupti_auto_permille', 120);
+SQL
+"$SYNCSPY" report --format json "$sparse" >"$tmp/sparse.json" 2>"$tmp/err" || fail "report sparse exited $?: $(cat "$tmp/err")"
+[ "$(rq "SELECT json_extract(value, '\$.severity') <> 'info', json_extract(value, '\$.gpu_idle_ns') IS NULL,
+	json_extract(value, '\$.cost_ns') = json_extract(value, '\$.blocked_ns'),
+	json_extract(value, '\$.detail') LIKE '%measured behind only 1 of these 38 syncs (the GPU timeline sampled), too few%'
+	FROM json_each(json_extract(readfile('$tmp/sparse.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.rule') = 'host-sync' AND json_extract(value, '\$.phase') = 'steady'")" = "1|1|1|1" ] ||
+	fail "sparse: $(grep -o '"rule": "host-sync"[^}]*' "$tmp/sparse.json")"
 
 # the details say what was scaled, and the note that the timeline was sampled
 rq "SELECT json_extract(value, '\$.detail') FROM json_each(json_extract(readfile('$tmp/sampled.json'), '\$.findings'))
