@@ -788,26 +788,15 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 			seen = steady ? hit->tally.n : hit->tally.all_n;
 			missed = steady ? hit->off_tally.n : hit->off_tally.all_n;
 		}
-		if (hit && seen == 0) {
-			if (missed && !copy) {
-				detail = format("%s; GPU idle behind it: not measured (the GPU "
-						"timeline was off behind all %lld of these syncs)",
-						f->detail, missed);
-				if (!detail) {
-					code = out_of_memory(ld);
-					break;
-				}
-				free(f->detail);
-				f->detail = detail;
-				continue;
-			}
-			hit = NULL; /* none measured in this phase */
-		}
-		if (hit && missed && seen < SS_GPU_MIN_MEASURED) {
-			detail = format("%s; GPU idle behind it: measured behind only %lld of these "
-					"%lld syncs (the GPU timeline sampled), too few to stand for "
-					"the others: judged by the host's time",
-					f->detail, seen, seen + missed);
+		/* GPU-IDLE-4: none of these syncs measured, or too few to stand for the rest */
+		if (hit && missed && seen < SS_GPU_MIN_MEASURED && (seen || !copy)) {
+			detail = seen ? format("%s; GPU idle behind it: measured behind only %lld of "
+					       "these %lld syncs (the GPU timeline sampled), too few to "
+					       "stand for the others: judged by the host's time",
+					       f->detail, seen, seen + missed)
+				      : format("%s; GPU idle behind it: not measured (the GPU "
+					       "timeline was off behind all %lld of these syncs)",
+					       f->detail, missed);
 			if (!detail) {
 				code = out_of_memory(ld);
 				break;
@@ -816,6 +805,8 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 			f->detail = detail;
 			continue;
 		}
+		if (hit && seen == 0)
+			hit = NULL; /* none measured in this phase */
 		if (hit)
 			f->gpu_idle_ns = idle =
 			    scale_to(steady ? hit->tally.ns : hit->tally.all_ns, seen, seen + missed);
