@@ -372,3 +372,119 @@ extern "C" __global__ void sdr_dft_power(const int *x, int n, const short *costa
 		atomicAdd(&power[k], (unsigned long long)(re * re + im * im));
 	}
 }
+
+/* d42: the verification stage of a short-read aligner: the edit distance (unit costs, global)
+ * of candidate pair i, read i / cands_per_read (len bases, one byte a base) against the reference
+ * window at cand[i], one pair a thread. The DP row is a per-thread array sized for the longest
+ * reads the aligner accepts (ALIGN_MAX_LEN), so the kernel's stack frame is about 2 KB a thread. */
+#define ALIGN_MAX_LEN 512
+extern "C" __global__ void align_edit_distance(const int *cand, const unsigned char *reads, int pairs, int cands_per_read, int len, const unsigned char *ref, int *dist)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= pairs || len > ALIGN_MAX_LEN)
+		return;
+	int row[ALIGN_MAX_LEN + 1];
+	const unsigned char *q = reads + (size_t)(i / cands_per_read) * len, *t = ref + cand[i];
+	for (int b = 0; b <= len; b++)
+		row[b] = b;
+	for (int a = 1; a <= len; a++) {
+		int diag = row[0], left = a;
+		unsigned char qa = q[a - 1];
+		row[0] = a;
+		for (int b = 1; b <= len; b++) {
+			int up = row[b];
+			int v = diag + (qa != t[b - 1]);
+			v = min(v, up + 1);
+			v = min(v, left + 1);
+			diag = up;
+			left = v;
+			row[b] = v;
+		}
+	}
+	dist[i] = row[len];
+}
+
+/* d42: bins[min(max(v[i], 0), nbins - 1)] += 1, a grid-stride loop. */
+extern "C" __global__ void histogram_clamped(const int *v, int n, unsigned int *bins, int nbins)
+{
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+		int b = v[i] < 0 ? 0 : (v[i] >= nbins ? nbins - 1 : v[i]);
+		atomicAdd(&bins[b], 1u);
+	}
+}
+
+/* d43, d45: a gradient-boosted forest on byte features, one row a thread. Each tree is a complete
+ * binary tree of the given depth, its (2^depth - 1) internal nodes in breadth-first order, a node
+ * word holding the feature index (bits 0-7) and the threshold (bits 8-15): go right when the
+ * feature is above the threshold. Leaf values (2^depth a tree) are summed into score[i]. */
+extern "C" __global__ void gbdt_forest_eval(const unsigned char *rows, int n, int features, const unsigned int *nodes, const int *leaves, int trees, int depth, int *score)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	const unsigned char *x = rows + (size_t)i * features;
+	int internal = (1 << depth) - 1, s = 0;
+	for (int t = 0; t < trees; t++) {
+		const unsigned int *nd = nodes + (size_t)t * internal;
+		int k = 0;
+		for (int d = 0; d < depth; d++) {
+			unsigned int w = nd[k];
+			k = 2 * k + 1 + (x[w & 255u] > ((w >> 8) & 255u));
+		}
+		s += leaves[(size_t)t * (internal + 1) + (k - internal)];
+	}
+	score[i] = s;
+}
+
+/* d43, d45: a batch's score statistics: stats[0] += the scores (two's complement), stats[1] +=
+ * the rows scored above the threshold. */
+extern "C" __global__ void score_flag_stats(const int *score, int n, int threshold, unsigned long long *stats)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	atomicAdd(&stats[0], (unsigned long long)(long long)score[i]);
+	if (score[i] > threshold)
+		atomicAdd(&stats[1], 1ull);
+}
+
+/* d44, d46: the hash of the credit simulator (a murmur3 finalizer over four words). */
+static __device__ __forceinline__ unsigned int credit_hash(unsigned int a, unsigned int b, unsigned int c, unsigned int d)
+{
+	unsigned int h = a * 0x9e3779b1u ^ b * 0x85ebca77u ^ c * 0xc2b2ae3du ^ d * 0x27d4eb2fu;
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+/* d44, d46: a one-factor-per-sector credit portfolio simulation, one scenario path a thread.
+ * market holds three arrays of `obligors` ints: the monthly default threshold (of 65536), the
+ * factor loading (0..255) and the exposure; obligors are sorted by sector, sector s being
+ * [sector_start[s], sector_start[s + 1]). Path p draws each sector's factor z in [-32768, 32767];
+ * obligor j defaults in the first month m whose draw (16 bits) plus loading * z / 256 is below its
+ * threshold, losing its exposure. loss[p * sectors + s] is the path's loss in sector s. */
+extern "C" __global__ void credit_loss_paths(const int *market, int obligors, const int *sector_start, int sectors, int months, int paths, int tick, unsigned int *loss)
+{
+	int p = blockIdx.x * blockDim.x + threadIdx.x;
+	if (p >= paths)
+		return;
+	const int *threshold = market, *loading = market + obligors, *exposure = market + 2 * obligors;
+	for (int s = 0; s < sectors; s++) {
+		int z = (int)(credit_hash((unsigned int)tick, (unsigned int)p, 0x5ec70000u + (unsigned int)s, 0u) >> 16) - 32768;
+		unsigned int l = 0;
+		for (int j = sector_start[s]; j < sector_start[s + 1]; j++) {
+			int shift = (loading[j] * z) >> 8, th = threshold[j];
+			for (int m = 0; m < months; m++) {
+				int u = (int)(credit_hash((unsigned int)tick, (unsigned int)p, (unsigned int)j, (unsigned int)m + 1u) >> 16);
+				if (u + shift < th) {
+					l += (unsigned int)exposure[j];
+					break;
+				}
+			}
+		}
+		loss[(size_t)p * sectors + s] = l;
+	}
+}
