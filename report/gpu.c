@@ -763,12 +763,13 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 			steady_measured++;
 		}
 	}
-	/* GPU-IDLE-4: the steady syncs the timeline missed idled as the ones it saw, on average */
-	if (steady_off && steady_measured)
+	/* GPU-IDLE-4: the steady syncs the timeline missed idled as the ones it saw, on average;
+	 * too few seen to stand for them, unknown as none */
+	if (steady_off && steady_measured >= SS_GPU_MIN_MEASURED)
 		st->rank->steady_gpu_idle_ns = scale_to(st->rank->steady_gpu_idle_ns, steady_measured,
 							steady_measured + steady_off);
 	else if (steady_off)
-		st->rank->steady_gpu_idle_ns = -1; /* none measured: unknown, not 0 */
+		st->rank->steady_gpu_idle_ns = -1; /* unknown, not 0 */
 	code = end_rows(ld, st, stmt, rc, code);
 	for (size_t i = 0; code == SS_EXIT_OK && i < ld->report->nfindings; i++) {
 		struct ss_finding *f = &ld->report->findings[i];

@@ -109,6 +109,8 @@ SQL
 	FROM json_each(json_extract(readfile('$tmp/sparse.json'), '\$.findings'))
 	WHERE json_extract(value, '\$.rule') = 'host-sync' AND json_extract(value, '\$.phase') = 'steady'")" = "1|1|1|1" ] ||
 	fail "sparse: $(grep -o '"rule": "host-sync"[^}]*' "$tmp/sparse.json")"
+# and the rank's GPU idle per step is unknown rather than scaled from that one
+[ -z "$(step_idle sparse)" ] || fail "sparse: GPU idle per step $(step_idle sparse) from one sync"
 
 # the details say what was scaled, and the note that the timeline was sampled
 rq "SELECT json_extract(value, '\$.detail') FROM json_each(json_extract(readfile('$tmp/sampled.json'), '\$.findings'))
