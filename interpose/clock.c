@@ -43,8 +43,7 @@ static struct segment segments[SEGMENTS];
 static _Atomic size_t nsegments;   /* published after the segment is written */
 static uint64_t tsc0, mono0;	   /* the pairing at load: the long baseline's start */
 static double rate_since_load;	   /* the latest rate over the long baseline */
-static int calibrated;		   /* segment 0 has its measured rate */
-static uint64_t next_segment_mono; /* no new segment before then */
+static uint64_t next_segment_mono; /* none before then; 0: not calibrated yet */
 
 /* The raw reads; tests/progs/clock_steps.c replaces them with scripted clocks. */
 #ifndef SS_CLOCK_READ_TSC
@@ -109,7 +108,7 @@ void ss_clock_init(int allow_tsc)
 	pair_now(&tsc0, &mono0);
 	rate_since_load = 1.0 / 3.0; /* a placeholder until the first calibration */
 	segments[0] = (struct segment){tsc0, (int64_t)mono0, rate_since_load};
-	calibrated = 0;
+	next_segment_mono = 0;
 	atomic_store_explicit(&nsegments, 1, memory_order_release);
 }
 
@@ -122,9 +121,8 @@ void ss_clock_calibrate(void)
 		pair_now(&tsc, &mono);
 	while (mono < mono0 + 1000000 || tsc <= tsc0);
 	rate_since_load = (double)(mono - mono0) / (double)(tsc - tsc0);
-	if (!calibrated) { /* nothing has been converted yet: segment 0 can still change */
+	if (!next_segment_mono) { /* nothing has been converted yet: segment 0 can still change */
 		segments[0].rate = rate_since_load;
-		calibrated = 1;
 		next_segment_mono = mono + (uint64_t)segment_interval(mono);
 		return;
 	}

@@ -431,10 +431,9 @@ static int run_site_rules(struct loader *ld, struct db_state *st)
 					     sqlite3_column_int64(stmt, 17)));
 
 			/* without steps, `steps` counts the work's slices (STEPS-5) */
-			if (steady && !st->steps.nsteps)
-				steady = ss_steps_fallback_recurs(&st->steps, steady_rows, steps,
-								  column_or(stmt, 16, -1),
-								  column_or(stmt, 17, -1));
+			steady = steady && ss_steps_fallback_recurs(&st->steps, steady_rows, steps,
+								    column_or(stmt, 16, -1),
+								    column_or(stmt, 17, -1));
 
 			if (steady) {
 				count = sqlite3_column_int64(stmt, 8);

@@ -58,12 +58,12 @@
 	" LEFT JOIN ev ON ev.id = c.id WHERE c.class IN ('S1', 'S2', 'S3', 'S4') ORDER BY "        \
 	"c.start_ns"
 
-/* CUpti_ActivityMemcpyKind: host to device, device to host. */
 /* GPU-IDLE-4: a site's syncs measured behind fewer than this many, the rest unseen (the
  * timeline sampled), say too little to scale to all: one sync measured of 58 took a needless
  * per-step read for a pipeline's wait (t84); the finding keeps the host's time. */
 #define SS_GPU_MIN_MEASURED 3
 
+/* CUpti_ActivityMemcpyKind: host to device, device to host. */
 #define CUPTI_MEMCPY_HTOD 1
 #define CUPTI_MEMCPY_DTOH 2
 

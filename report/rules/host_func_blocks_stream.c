@@ -294,52 +294,23 @@ static int compare_host_node_exec(const void *a, const void *b)
 	return compare_key_time_order(x->exec, y->exec, x->made, y->made, x->order, y->order);
 }
 
-/* The first of the n sorted elements of size `size` that `before` does not place before key:
- * a lower bound (before(element, key) is 1 while the element sorts before the key's place). */
+/* The first of the n elements of size `size`, sorted by cmp, that cmp does not place before
+ * key: a lower bound. The keys below set `order` to choose the bound: SIZE_MAX, after every
+ * element of the same key and time; 0, before them. */
 static size_t lower_bound(const void *base, size_t n, size_t size, const void *key,
-			  int (*before)(const void *element, const void *key))
+			  int (*cmp)(const void *, const void *))
 {
 	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (before((const char *)base + mid * size, key))
+		if (cmp((const char *)base + mid * size, key) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return lo;
-}
-
-/* by stream: up to and including the key's (stream, start) */
-static int capture_at_or_before(const void *element, const void *key)
-{
-	const struct capture_call *e = element, *k = key;
-
-	return e->stream < k->stream || (e->stream == k->stream && e->start <= k->start);
-}
-
-/* by graph: up to and including the key's (graph, start) */
-static int end_at_or_before(const void *element, const void *key)
-{
-	const struct capture_call *e = element, *k = key;
-
-	return e->graph < k->graph || (e->graph == k->graph && e->start <= k->start);
-}
-
-static int instantiation_before(const void *element, const void *key)
-{
-	return ((const struct instantiation *)element)->graph <
-	       ((const struct instantiation *)key)->graph;
-}
-
-/* by executable: before the key's (exec, made) */
-static int exec_made_before(const void *element, const void *key)
-{
-	const struct host_node_exec *e = element, *k = key;
-
-	return e->exec < k->exec || (e->exec == k->exec && e->made < k->made);
 }
 
 /* The graph the capture of host function H's stream made, when H was queued while its stream
@@ -349,8 +320,10 @@ static int exec_made_before(const void *element, const void *key)
 static long long captured_into(const struct capture_call *by_stream, size_t n,
 			       const struct host_func *h, long long *ended)
 {
-	struct capture_call key = {.stream = h->stream, .start = h->start};
-	size_t next = lower_bound(by_stream, n, sizeof(*by_stream), &key, capture_at_or_before);
+	/* past the stream's capture calls at or before H */
+	struct capture_call key = {.stream = h->stream, .start = h->start, .order = SIZE_MAX};
+	size_t next =
+	    lower_bound(by_stream, n, sizeof(*by_stream), &key, compare_capture_by_stream);
 
 	if (next == 0 || next == n || by_stream[next - 1].stream != h->stream ||
 	    by_stream[next].stream != h->stream)
@@ -367,8 +340,9 @@ static long long captured_into(const struct capture_call *by_stream, size_t n,
 static int graph_remade(const struct capture_call *ends, size_t n, long long graph, long long from,
 			long long to)
 {
-	struct capture_call key = {.graph = graph, .start = from};
-	size_t i = lower_bound(ends, n, sizeof(*ends), &key, end_at_or_before);
+	/* past the graph's EndCaptures at or before FROM */
+	struct capture_call key = {.graph = graph, .start = from, .order = SIZE_MAX};
+	size_t i = lower_bound(ends, n, sizeof(*ends), &key, compare_capture_by_graph);
 
 	return i < n && ends[i].graph == graph && ends[i].start < to;
 }
@@ -424,11 +398,11 @@ static int add_graph_host_nodes(struct loader *ld, struct db_state *st, struct h
 		qsort(insts, ninsts, sizeof(*insts), compare_instantiation);
 	for (size_t i = 0; code == SS_EXIT_OK && i < ndirect; i++) {
 		long long ended = 0, graph = captured_into(caps, ncaps, &(*funcs)[i], &ended);
-		struct instantiation key = {.graph = graph};
+		struct instantiation key = {.graph = graph, .start = LLONG_MIN}; /* its first */
 
 		/* the instantiations of that graph after its capture ended, in time order */
 		for (size_t k = graph ? lower_bound(insts, ninsts, sizeof(*insts), &key,
-						    instantiation_before)
+						    compare_instantiation)
 				      : ninsts;
 		     code == SS_EXIT_OK && k < ninsts && insts[k].graph == graph; k++) {
 			struct host_node_exec x = {insts[k].exec, insts[k].start, (*funcs)[i].site,
@@ -453,7 +427,8 @@ static int add_graph_host_nodes(struct loader *ld, struct db_state *st, struct h
 		struct host_node_exec key = {.exec = exec, .made = start};
 		/* the latest instantiation of that executable before the launch (among equal
 		 * times, the last made) */
-		size_t at = lower_bound(execs, nexecs, sizeof(*execs), &key, exec_made_before);
+		size_t at =
+		    lower_bound(execs, nexecs, sizeof(*execs), &key, compare_host_node_exec);
 
 		if (at == 0 || execs[at - 1].exec != exec)
 			continue;
