@@ -209,32 +209,44 @@ int add_finding(struct loader *ld, const struct ss_rule *rule, const struct ss_r
 	return SS_EXIT_OK;
 }
 
+/* The cost of a finding (docs/rules.md, "Cost and severity"): the lost GPU time where the GPU
+ * timeline measured it (a sync's idle time behind it), the estimate for pageable copies and the
+ * GPU rules' gains, else the host time of the flagged calls. *rule: its rule, or NULL. */
+static long long finding_cost(const struct ss_finding *f, const struct ss_rule **rule)
+{
+	*rule = NULL;
+	for (size_t r = 0; r < ss_nrules; r++)
+		if (strcmp(f->rule, ss_rules[r]->id) == 0)
+			*rule = ss_rules[r];
+	if (*rule && (*rule)->cost == SS_COST_GPU_IDLE && f->gpu_idle_ns >= 0)
+		return f->gpu_idle_ns;
+	if (*rule && (*rule)->cost == SS_COST_ESTIMATE && f->estimate_ns >= 0)
+		return f->estimate_ns;
+	return f->blocked_ns;
+}
+
+int ss_finding_under_floor(const struct ss_finding *f, const struct ss_rank *rk)
+{
+	const struct ss_rule *rule;
+	long long cost = finding_cost(f, &rule);
+
+	return rule && rule->min_share_permille > 0 && strcmp(f->phase, "steady") == 0 &&
+	       rk->steady_steps > 0 && rk->step_ns > 0 &&
+	       cost / rk->steady_steps * 1000 < rk->step_ns * rule->min_share_permille;
+}
+
 /*
- * The cost of a finding, its share of the step and its severity (docs/rules.md, "Cost and
- * severity"): the lost GPU time where the GPU timeline measured it (a sync's idle time behind
- * it), the estimate for pageable copies, else the host time of the flagged calls. `once`
- * findings are `info`: they do not cost the program per step. Appends the per-step figures to
- * the detail. Returns 0 when out of memory.
+ * The cost of a finding (finding_cost), its share of the step and its severity (docs/rules.md,
+ * "Cost and severity"). `once` findings are `info`: they do not cost the program per step.
+ * Appends the per-step figures to the detail. Returns 0 when out of memory.
  */
 static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 {
-	enum ss_rule_cost kind = SS_COST_HOST;
-	int sync;
-	long long cost = f->blocked_ns;
+	const struct ss_rule *rule;
+	long long cost = finding_cost(f, &rule);
+	int sync = rule && rule->cost == SS_COST_GPU_IDLE;
 	char *detail;
 
-	int min_share_permille = 0;
-
-	for (size_t r = 0; r < ss_nrules; r++)
-		if (strcmp(f->rule, ss_rules[r]->id) == 0) {
-			kind = ss_rules[r]->cost;
-			min_share_permille = ss_rules[r]->min_share_permille;
-		}
-	sync = kind == SS_COST_GPU_IDLE;
-	if (sync && f->gpu_idle_ns >= 0)
-		cost = f->gpu_idle_ns;
-	else if (kind == SS_COST_ESTIMATE && f->estimate_ns >= 0)
-		cost = f->estimate_ns;
 	f->cost_ns = cost;
 	/* a sync behind which the GPU never waited (it still had work queued: a pipeline that
 	 * waits for a buffer to be free) costs no throughput */
@@ -249,9 +261,7 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 			    "step): no throughput lost";
 	}
 	/* an upper bound of the gain under the rule's floor: nothing worth the fix */
-	if (min_share_permille > 0 && !f->cleared && strcmp(f->phase, "steady") == 0 &&
-	    rk->steady_steps > 0 && rk->step_ns > 0 &&
-	    cost / rk->steady_steps * 1000 < rk->step_ns * min_share_permille)
+	if (!f->cleared && ss_finding_under_floor(f, rk))
 		f->cleared = "at most this much to win back, under 1% of the step: not worth "
 			     "restructuring for";
 	if (f->cleared) {
@@ -587,7 +597,7 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	lap(&t, path, "gpu");
 	for (size_t r = 0; code == SS_EXIT_OK && rk->gpu && r < ss_nrules; r++)
 		if (ss_rules[r]->confirm)
-			ss_rules[r]->confirm(&job->found);
+			ss_rules[r]->confirm(&job->found, rk);
 	if (code == SS_EXIT_OK)
 		code = ss_sync_same_operation(&ld, &st);
 	for (size_t i = 0; code == SS_EXIT_OK && i < job->found.nfindings; i++)

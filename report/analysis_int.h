@@ -255,10 +255,10 @@ struct ss_rule {
 	 * a summary keeps no advice: summary.c asks again with the detail's opening APIs */
 	const char *(*advice_for)(const char *apis);
 	/* SS_RULE_DATABASE; confirm(), when set, runs with a GPU timeline after the GPU rules,
-	 * over the database's findings: a host-side guess the timeline did not confirm is
-	 * cleared (ss_finding.cleared) */
+	 * over the database's findings (rk: its rank's steps): a host-side guess the timeline did
+	 * not confirm is cleared (ss_finding.cleared) */
 	int (*run_database)(struct loader *ld, struct db_state *st);
-	void (*confirm)(struct ss_report *found);
+	void (*confirm)(struct ss_report *found, const struct ss_rank *rk);
 	/* SS_RULE_GPU */
 	int (*run_gpu)(struct loader *ld, struct db_state *st, const struct gpu_rows *g);
 	/* SS_RULE_RANKS: the collectives of every loaded database, in path order (as ranks[]
@@ -306,6 +306,10 @@ int ss_module_function_lookups(struct loader *ld, struct db_state *st);
 int ss_sync_same_operation(struct loader *ld, struct db_state *st);
 
 /* ------------------------------------------------------------------ analysis.c */
+
+/* Whether a steady finding's cost per steady step is under its rule's floor
+ * (min_share_permille): judge_finding clears it as not worth the fix. */
+int ss_finding_under_floor(const struct ss_finding *f, const struct ss_rank *rk);
 
 /* SYNCSPY_REPORT_TIMING=1: lap prints the seconds since *since for a step, on stderr. */
 double now_s(void);

@@ -227,30 +227,38 @@ out:
 	return code;
 }
 
-
 /* copy-on-compute-stream is a host-side guess; with a GPU timeline copy-without-overlap
- * measures the same thing. When the GPU rule flagged no copy of the rank, no copy held compute
- * up (the copies were small, or nothing waited behind them): the guess is cleared. When it
- * flagged these very copies (the same rank and site), the two are one problem, which the GPU
- * rule has measured: the guess is cleared as said there (ANALYSIS-2's spirit: one finding per
- * problem at a line). */
-static void confirm_on_gpu(struct ss_report *found)
+ * measures the same thing. When the GPU rule flagged no copy of the rank worth its fix (none, or
+ * all under its floor: ss_finding_under_floor), no copy held compute up by a share of the step
+ * that matters (the copies were small, or nothing waited behind them): the guess is cleared.
+ * When it flagged these very copies (the same rank and site), the two are one problem, which the
+ * GPU rule has measured: the guess is cleared as said there (ANALYSIS-2's spirit: one finding
+ * per problem at a line). */
+static void confirm_on_gpu(struct ss_report *found, const struct ss_rank *rk)
 {
 	for (size_t i = 0; i < found->nfindings; i++) {
 		struct ss_finding *f = &found->findings[i];
-		int confirmed = 0;
+		int confirmed = 0, flagged = 0;
 
 		if (strcmp(f->rule, ss_rule_copy_on_compute_stream.id) != 0)
 			continue;
-		for (size_t j = 0; j < found->nfindings && !confirmed; j++)
+		for (size_t j = 0; j < found->nfindings && !confirmed; j++) {
 			/* any site: the GPU rule names a copy by the host call its API record
 			 * joins, which through a static runtime may be another row near it */
-			confirmed = strcmp(found->findings[j].rule,
-					   ss_rule_copy_without_overlap.id) == 0 &&
-				    strcmp(found->findings[j].phase, "steady") == 0;
+			const struct ss_finding *g = &found->findings[j];
+
+			if (strcmp(g->rule, ss_rule_copy_without_overlap.id) != 0 ||
+			    strcmp(g->phase, "steady") != 0)
+				continue;
+			flagged = 1;
+			confirmed = !g->cleared && !ss_finding_under_floor(g, rk);
+		}
 		if (!confirmed) {
-			f->cleared = "the GPU timeline shows no compute waiting behind these copies "
-				     "(copy-without-overlap did not flag them)";
+			f->cleared = flagged
+					 ? "the GPU timeline shows the copies holding compute up "
+					   "by under 1% of the step (copy-without-overlap)"
+					 : "the GPU timeline shows no compute waiting behind these "
+					   "copies (copy-without-overlap did not flag them)";
 			continue;
 		}
 		for (size_t j = 0; j < found->nfindings; j++) {

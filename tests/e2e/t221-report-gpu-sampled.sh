@@ -129,6 +129,20 @@ rq "SELECT json_extract(value, '\$.severity'), json_extract(value, '\$.site') FR
 [ "$(cat "$tmp/guess")" = "info|loop.cu:10 in main" ] || fail "copy-on-compute-stream beside copy-without-overlap: $(cat "$tmp/guess")"
 grep -q 'copy-without-overlap at the same line gives their cost' "$tmp/whole.json" || fail "no reason for the cleared guess"
 
+# The same loop with a copy of 5 us: it holds the kernel up by 0.5% of the 1 ms step, under
+# copy-without-overlap's floor (1%): that finding is `info`, and the guess too, saying why (an
+# under-floor GPU finding confirms nothing; examples/corpus d46)
+small=$tmp/small.sqlite
+cp "$whole" "$small"
+"$SQLITE3" -batch -bail "$small" "UPDATE gpu_activity SET end_ns = start_ns + 5000 WHERE kind = 'memcpy'" || fail "small rows"
+"$SYNCSPY" report --format json "$small" >"$tmp/small.json" 2>"$tmp/err" || fail "report small exited $?: $(cat "$tmp/err")"
+rq "SELECT json_extract(value, '\$.rule'), json_extract(value, '\$.severity'), json_extract(value, '\$.phase')
+	FROM json_each(json_extract(readfile('$tmp/small.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.rule') LIKE 'copy-%' ORDER BY 1" >"$tmp/small.findings"
+[ "$(cat "$tmp/small.findings")" = "copy-on-compute-stream|info|steady
+copy-without-overlap|info|steady" ] || fail "copies under the floor: $(cat "$tmp/small.findings")"
+grep -q 'holding compute up by under 1% of the step' "$tmp/small.json" || fail "no reason for the guess under the floor"
+
 # The same loop with the sync on the uploading thread: the sync drains the GPU before every
 # upload, so the copy has no earlier work to overlap; the sync's finding carries the cost and
 # copy-without-overlap says nothing (examples/corpus d12, d14)
