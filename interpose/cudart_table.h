@@ -5,7 +5,7 @@
  *   variant  NONE, PTSZ or PTDS: which per-thread-default-stream twin libcudart.so.13 also
  *            exports (name_ptsz / name_ptds); its wrapper is generated from the same line, and
  *            tests/e2e/t002-cudart-table.sh checks this column against `nm -D libcudart.so.13`.
- *   class    the static class (model.h); COPY/MEMSET/FREE may change it per call (S4/S5/S6).
+ *   class    the static class (model.h); COPY/MEMSET/FREE/LIMIT may change it per call.
  *   pre      what the call means, read from its arguments before the real call runs:
  *              STREAM(s)  the stream it works on        EVENT(e)  the event it records/waits
  *              BYTES(n)   the byte count                AUX(x)    an API-specific number
@@ -13,6 +13,7 @@
  *              COPY_PEER(bytes)                         a copy between devices
  *              MEMSET(ptr, bytes, async)                a memset: target memory kind
  *              FREE(ptr)                                a free: forgets the range
+ *              LIMIT(limit, value)                      a limit set: S6 (stack size) or X1
  *   post     what the call produced, read after it returned cudaSuccess:
  *              ALLOC(ptr, bytes, kind)    a new range of memory (ranges.h)
  *              CREATED_STREAM(s, flags, priority)       CREATED_EVENT(e, flags)
@@ -281,6 +282,9 @@
 	   struct cudaExtent extent, unsigned int numLevels, unsigned int flags),                  \
 	  (mipmappedArray, desc, extent, numLevels, flags), , )                                    \
 	X(cudaFree, NONE, S6, (void *devPtr), (devPtr), FREE(devPtr), )                            \
+	/* S6 for the stack size (it waits for the device), X1 for the other limits: LIMIT */      \
+	X(cudaDeviceSetLimit, NONE, S6, (enum cudaLimit limit, size_t value), (limit, value),      \
+	  LIMIT(limit, value), )                                                                   \
 	X(cudaFreeArray, NONE, S6, (cudaArray_t array), (array), , )                               \
 	X(cudaFreeMipmappedArray, NONE, S6, (cudaMipmappedArray_t mipmappedArray),                 \
 	  (mipmappedArray), , )                                                                    \

@@ -13,10 +13,10 @@
  * COPY_DTOH(dst, n, async), COPY_DTOD(n), COPY_ANY(dst, src, n, async), COPY_2D(CUDA_MEMCPY2D *,
  * async), COPY_3D(CUDA_MEMCPY3D *, async), COPY_PEER(n), COPY_BATCH(dsts, srcs, sizes, count);
  * MEMSET(ptr, n, async); MEM_OPS(count, CUstreamBatchMemOpParams *) (a wait among them: E3,
- * else E2); FREE(ptr); post: ALLOC(ptr, n, kind), CREATED_STREAM(s, flags, priority),
- * CREATED_EVENT(e, flags), CREATED_GRAPH_EXEC(exec), CAPTURED_GRAPH(g), CREATED_MODULE(m) (a
- * module or library); pre: GRAPH(g) (the graph an instantiation reads);
- * either: PROFILER(on) (capture.h).
+ * else E2); FREE(ptr); LIMIT(limit, value) (S6 for the stack size, else X1); post: ALLOC(ptr, n,
+ * kind), CREATED_STREAM(s, flags, priority), CREATED_EVENT(e, flags), CREATED_GRAPH_EXEC(exec),
+ * CAPTURED_GRAPH(g), CREATED_MODULE(m) (a module or library); pre: GRAPH(g) (the graph an
+ * instantiation reads); either: PROFILER(on) (capture.h).
  *
  * A stream memory operation's word (cuStreamWaitValue*, cuStreamWriteValue*) is its EVENT: a
  * write and the waits that read it order streams as an event record and its waits do
@@ -210,6 +210,8 @@
 	X(cuMemAllocManaged, NONE, S6, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags),  \
 	  (dptr, bytesize, flags), , ALLOC(*dptr, bytesize, SS_MEM_MANAGED))                       \
 	X(cuMemFree_v2, NONE, S6, (CUdeviceptr dptr), (dptr), FREE(dptr), )                        \
+	X(cuCtxSetLimit, NONE, S6, (CUlimit limit, size_t value), (limit, value),                  \
+	  LIMIT(limit, value), )                                                                   \
 	X(cuMemAllocHost_v2, NONE, S6, (void **pp, size_t bytesize), (pp, bytesize), ,             \
 	  ALLOC(*pp, bytesize, SS_MEM_PINNED))                                                     \
 	X(cuMemHostAlloc, NONE, S6, (void **pp, size_t bytesize, unsigned int Flags),              \

@@ -43,6 +43,16 @@
 	rec.host_mem = freed_kind & ~SS_RANGE_ASYNC;                                               \
 	if ((freed_kind & SS_RANGE_ASYNC) && rec.cls == SS_S6)                                     \
 		rec.cls = SS_X1;
+/* A limit set (cudaDeviceSetLimit, cuCtxSetLimit): aux the limit, bytes the value. Only the stack
+ * size (cudaLimitStackSize and CU_LIMIT_STACK_SIZE are both 0) waits for the device: "Setting
+ * this value will take effect immediately, and if necessary, the device will block until all
+ * preceding requested tasks are complete" (cuCtxSetLimit); the stack reserved for every resident
+ * thread changes. The other limits are X1 (docs/sync-model.md, S6). */
+#define LIMIT(limit, value)                                                                        \
+	rec.aux = (uint64_t)(limit);                                                               \
+	rec.bytes = (value);                                                                       \
+	if ((int)(limit) != 0)                                                                     \
+		rec.cls = SS_X1;
 /* A stream-ordered allocation (SS_RANGE_ASYNC) is an enqueue, timed all the same: a pool that
  * gave its memory back at a sync maps it again inside the call (the rule async-alloc-slow). */
 #define ALLOC(ptr, n, kind)                                                                        \

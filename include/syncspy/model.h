@@ -19,8 +19,8 @@
 	  "blocking copy: a memcpy that returns after the copy (non-async, or host-to-host)")      \
 	X(S5, 1, "degraded async copy: an *Async copy from/to pageable memory stages and blocks")  \
 	X(S6, 1,                                                                                   \
-	  "implicit sync: allocation/free/registration, memset to pinned or managed "              \
-	  "memory, legacy default stream use while blocking streams have work")                    \
+	  "implicit sync: allocation/free/registration, a stack size change, memset to pinned "    \
+	  "or managed memory, legacy default stream use while blocking streams have work")         \
 	X(S7, 1, "polling: stream/event queries (one row per uninterrupted polling loop)")         \
 	X(E1, 0, "enqueue: kernel launches, async copies and memsets, graphs, host functions")     \
 	X(E2, 0, "event record: marks a point in a stream for others to wait on")                  \

@@ -46,7 +46,7 @@ int syncspy_stop(void);
 #define SYNCSPY_S3	  0x04u /* event synchronize */
 #define SYNCSPY_S4	  0x08u /* blocking copy */
 #define SYNCSPY_S5	  0x10u /* degraded (pageable) async copy */
-#define SYNCSPY_S6	  0x20u /* implicit sync: allocation, free, registration */
+#define SYNCSPY_S6	  0x20u /* implicit sync: allocation, free, registration, stack size */
 #define SYNCSPY_S7	  0x40u /* polling: stream and event queries */
 #define SYNCSPY_ALL_SYNCS 0x7fu
 

@@ -19,6 +19,9 @@
  * buffer at setup is how programs start). Whether it costs per step is steps.h's question. */
 #define SS_LOOP_MIN_CALLS 2
 
+/* S6 calls that are not allocations: a stack size set (rules/stack_limit_in_loop.c) */
+#define STACK_LIMIT_APIS "('cudaDeviceSetLimit', 'cuCtxSetLimit')"
+
 /* The virtual memory management calls that do not synchronize (X1): they cost host time. */
 #define VMM_PHYSICAL_APIS "'cuMemCreate', 'cuMemMap', 'cuMemRelease'"
 
@@ -55,7 +58,8 @@ const struct ss_rule ss_rule_alloc_in_loop = {
     .advice = "Allocate once before the loop and reuse the buffer, or use a caching allocator or "
 	      "cudaMallocAsync/cudaFreeAsync, which do not synchronize the device.",
     .phase = SS_RULE_SITE,
-    .sql = SITE_RULE_SQL("(g.class = 'S6' AND g.dir IS NULL) OR a.name IN (" VMM_PHYSICAL_APIS ")"),
+    .sql = SITE_RULE_SQL("(g.class = 'S6' AND g.dir IS NULL AND a.name NOT IN " STACK_LIMIT_APIS
+			 ") OR a.name IN (" VMM_PHYSICAL_APIS ")"),
     .min_count = SS_LOOP_MIN_CALLS,
     .spread_recurs = 1, /* a cache grown every few steps all through the loop (steps.h) */
     .detail = detail,

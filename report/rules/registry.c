@@ -15,6 +15,7 @@
 	X(pageable_async_copy)                                                                     \
 	X(memset_pinned)                                                                           \
 	X(alloc_in_loop)                                                                           \
+	X(stack_limit_in_loop)                                                                     \
 	X(async_alloc_slow)                                                                        \
 	X(pool_trim_in_loop)                                                                       \
 	X(legacy_stream)                                                                           \

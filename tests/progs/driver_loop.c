@@ -27,6 +27,9 @@
  *                                       released again (d39 of examples/corpus; t247)
  *   driver_loop STEPS vmm-once          the fix: the chunk mapped once before the loop, kept
  *                                       mapped through it, unmapped and released after it
+ *   driver_loop STEPS stack-limit       the step's kernel, then the stack size raised
+ *                                       (cuCtxSetLimit), a second kernel, and the old size
+ *                                       put back, every step (d42 of examples/corpus; t248)
  *   driver_loop STEPS graph-host        a kernel and a host function of HOST_NODE_US captured
  *                                       into a graph (cuStreamBeginCapture, cuLaunchHostFunc,
  *                                       cuStreamEndCapture), instantiated once, launched every
@@ -294,6 +297,27 @@ static int vmm(int steps, int once)
 	return 0;
 }
 
+static int stack_limit(int steps)
+{
+	CUmodule mod;
+	CUfunction kernel;
+	CUstream s;
+	size_t saved = 0;
+
+	open_module(&s, &mod, &kernel);
+	for (int step = 0; step < steps; step++) {
+		launch(kernel, s);
+		CHECK(cuCtxGetLimit(&saved, CU_LIMIT_STACK_SIZE));
+		CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 16 << 10)); /* MARK:cu-stack-raise */
+		launch(kernel, s);
+		CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, saved)); /* MARK:cu-stack-restore */
+	}
+	CHECK(cuStreamSynchronize(s));
+	close_module(s, mod);
+	printf("stack-limit ok %zu\n", saved);
+	return 0;
+}
+
 #define HOST_NODE_US 1500
 
 static void CUDA_CB host_node(void *usec)
@@ -344,10 +368,12 @@ int main(int argc, char **argv)
 		return vmm(steps, 0);
 	if (steps > 0 && !strcmp(mode, "vmm-once"))
 		return vmm(steps, 1);
+	if (steps > 0 && !strcmp(mode, "stack-limit"))
+		return stack_limit(steps);
 	if (steps > 0 && !strcmp(mode, "graph-host"))
 		return graph_host(steps);
-	fprintf(stderr,
-		"usage: driver_loop STEPS "
-		"arrays|arrays-procaddr|modules|modules-once|pool|vmm|vmm-once|graph-host\n");
+	fprintf(stderr, "usage: driver_loop STEPS "
+			"arrays|arrays-procaddr|modules|modules-once|pool|vmm|vmm-once|stack-limit|"
+			"graph-host\n");
 	return 2;
 }

@@ -203,6 +203,39 @@ static int s6_implicit(void)
 	return 0;
 }
 
+/* A stack size raised around one launch and put back after it, every step, as a guard object
+ * does (examples/corpus c90): each change waits for the device (S6: the launch queued before it);
+ * the printf FIFO's limit set every step too is X1. once: the fix, the stack raised once before
+ * the loop. Lines that tests look up carry a MARK: comment. */
+static int stack_limit(int steps, int once)
+{
+	size_t saved = 0, fifo = 0;
+	cudaStream_t s;
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaDeviceGetLimit(&fifo, cudaLimitPrintfFifoSize));
+	if (once)
+		CHECK(cudaDeviceSetLimit(cudaLimitStackSize, 16 << 10)); /* MARK:stack-once */
+	for (int step = 0; step < steps; step++) {
+		const size_t deep = 16 << 10;
+
+		launch_sleep(s, 2000);					  /* the previous layer */
+		CHECK(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, fifo)); /* MARK:fifo */
+		if (once) {
+			launch_sleep(s, 2000);
+			continue;
+		}
+		CHECK(cudaDeviceGetLimit(&saved, cudaLimitStackSize));
+		CHECK(cudaDeviceSetLimit(cudaLimitStackSize, deep));  /* MARK:stack-raise */
+		launch_sleep(s, 2000);				      /* needs the deeper stack */
+		CHECK(cudaDeviceSetLimit(cudaLimitStackSize, saved)); /* MARK:stack-restore */
+	}
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaDeviceGetLimit(&saved, cudaLimitStackSize));
+	CHECK(cudaStreamDestroy(s));
+	printf("stack-limit %s %zu\n", once ? "once" : "per step", saved);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ E1-E3 */
 
 static int e123_edges(void)
@@ -597,6 +630,10 @@ int main(int argc, char **argv)
 		return s5_async_copies();
 	if (!strcmp(name, "s6"))
 		return s6_implicit();
+	if (!strcmp(name, "stack-limit"))
+		return stack_limit(argc > 2 ? atoi(argv[2]) : 20, 0);
+	if (!strcmp(name, "stack-limit-once"))
+		return stack_limit(argc > 2 ? atoi(argv[2]) : 20, 1);
 	if (!strcmp(name, "h2h"))
 		return h2h_async_copies(argc > 2 ? atoi(argv[2]) : 12);
 	if (!strcmp(name, "s7"))
@@ -643,10 +680,12 @@ int main(int argc, char **argv)
 		return quick_exit_children(argc > 2 ? atoi(argv[2]) : 8);
 	if (!strcmp(name, "flood"))
 		return flood(argc > 2 ? atoi(argv[2]) : 100000);
-	fprintf(stderr,
-		"usage: scenarios s1|s2|s3|s4|s5|s6|h2h [N]|s7|e123|ptsz|errors|threads|nccl [N]|"
-		"errno|fork|exec|sigterm|sigint|nocuda|flood [N]|quick-exit [N]|legacy-blocking|"
-		"legacy-nonblocking|legacy-records|legacy-dtod|legacy-dtod-nonblocking|"
-		"legacy-threads|legacy-threads-own\n");
+	fprintf(
+	    stderr,
+	    "usage: scenarios s1|s2|s3|s4|s5|s6|stack-limit [N]|stack-limit-once [N]|h2h [N]|s7|"
+	    "e123|ptsz|errors|threads|nccl [N]|"
+	    "errno|fork|exec|sigterm|sigint|nocuda|flood [N]|quick-exit [N]|legacy-blocking|"
+	    "legacy-nonblocking|legacy-records|legacy-dtod|legacy-dtod-nonblocking|"
+	    "legacy-threads|legacy-threads-own\n");
 	return 2;
 }

@@ -465,6 +465,37 @@ static void ctx_synchronize_traced(void)
 		cupti_sync(start, CBID_cuCtxSynchronize, 0, 4);
 }
 
+/* The context's limits (cuCtxSetLimit, cuCtxGetLimit), with the real driver's defaults on an
+ * H100 for the stack size (1 KB), the printf FIFO (1 MB) and the malloc heap (8 MB). As the
+ * driver documents for CU_LIMIT_STACK_SIZE, a new stack size waits for all preceding work ("if
+ * necessary, the device will block until all preceding requested tasks are complete"): here
+ * whenever the value changes. */
+static _Atomic size_t g_limits[CU_LIMIT_MAX] = {
+    [CU_LIMIT_STACK_SIZE] = 1024,
+    [CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20,
+    [CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20,
+};
+
+CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+	if ((unsigned)limit >= CU_LIMIT_MAX)
+		return CUDA_ERROR_UNSUPPORTED_LIMIT;
+	if (limit == CU_LIMIT_STACK_SIZE && atomic_load(&g_limits[limit]) != value)
+		ctx_synchronize(); /* implicit sync (S6) */
+	atomic_store(&g_limits[limit], value);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
+{
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((unsigned)limit >= CU_LIMIT_MAX)
+		return CUDA_ERROR_UNSUPPORTED_LIMIT;
+	*value = atomic_load(&g_limits[limit]);
+	return CUDA_SUCCESS;
+}
+
 CUresult cuCtxSynchronize(void)
 {
 	ctx_synchronize_traced();
@@ -2029,6 +2060,8 @@ static const struct proc_entry proc_table[] = {
     P("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
     P("cuCtxGetDevice", 2000, cuCtxGetDevice),
     P("cuCtxSynchronize", 2000, cuCtxSynchronize),
+    P("cuCtxSetLimit", 3010, cuCtxSetLimit),
+    P("cuCtxGetLimit", 3010, cuCtxGetLimit),
     P("cuProfilerStart", 4000, cuProfilerStart),
     P("cuProfilerStop", 4000, cuProfilerStop),
     P("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange),

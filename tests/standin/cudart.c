@@ -90,6 +90,8 @@ PTDS(cudaMemset2D);
 	X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain)            \
 	X(CtxSetCurrent, "cuCtxSetCurrent", cuCtxSetCurrent)                                       \
 	X(CtxSynchronize, "cuCtxSynchronize", cuCtxSynchronize)                                    \
+	X(CtxSetLimit, "cuCtxSetLimit", cuCtxSetLimit)                                             \
+	X(CtxGetLimit, "cuCtxGetLimit", cuCtxGetLimit)                                             \
 	X(ProfilerStart, "cuProfilerStart", cuProfilerStart)                                       \
 	X(ProfilerStop, "cuProfilerStop", cuProfilerStop)                                          \
 	X(StreamCreate, "cuStreamCreate", cuStreamCreate)                                          \
@@ -407,6 +409,19 @@ cudaError_t cudaDeviceSynchronize(void)
 {
 	GET_DRIVER(d, false);
 	return from_cu(d->CtxSynchronize());
+}
+
+/* cudaLimit and CUlimit number the limits alike (cudaLimitStackSize = CU_LIMIT_STACK_SIZE = 0). */
+cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value)
+{
+	GET_DRIVER(d, false);
+	return from_cu(d->CtxSetLimit((CUlimit)limit, value));
+}
+
+cudaError_t cudaDeviceGetLimit(size_t *value, enum cudaLimit limit)
+{
+	GET_DRIVER(d, false);
+	return from_cu(d->CtxGetLimit(value, (CUlimit)limit));
 }
 
 /* As the real runtime: the profiler API is the driver's, for the current context. */
