@@ -10,6 +10,7 @@
 
 #include "../analysis_int.h"
 #include "../commands.h"
+#include "../db.h"
 
 static char *detail(const struct db_state *st, const char *apis, long long worst, long long bytes,
 		    long long estimate, long long rows)
@@ -45,6 +46,129 @@ const struct ss_rule ss_rule_host_sync = {
 static int sync_rule(const struct ss_finding *f)
 {
 	return f->rule == ss_rule_host_sync.id || f->rule == ss_rule_sync_copy.id;
+}
+
+/* The native frame torch's autograd engine runs a backward node from (torch::autograd::Engine::
+ * evaluate_function, mangled): a sync below it ran in a backward pass. */
+#define BACKWARD_FRAME "autograd6Engine17evaluate_function"
+
+/* A native stack's innermost frame (its first line): the instruction after the sync's call. */
+#define INNERMOST_FRAME "substr(k.frames, 1, instr(k.frames || char(10), char(10)) - 1)"
+
+/* A native stack's innermost ATen operator frame (at::_ops::NAME::call or ::redispatch, mangled
+ * _ZN2at4_ops...), where it has one (instr(k.frames, '_ZN2at4_ops') > 0): the operator the sync
+ * ran in. */
+#define OP_FRAME                                                                                   \
+	"substr(k.frames, instr(k.frames, '_ZN2at4_ops'),"                                         \
+	" instr(substr(k.frames, instr(k.frames, '_ZN2at4_ops')) || char(10), char(10)) - 1)"
+
+/* Per innermost frame and operator frame of the syncs (S1-S4) at the site :site: how many ran in
+ * a backward pass, and how many did not. */
+#define BACKWARD_FRAMES_SQL                                                                        \
+	"SELECT " INNERMOST_FRAME ", CASE WHEN instr(k.frames, '_ZN2at4_ops') > 0 THEN " OP_FRAME  \
+	" ELSE '' END, sum(instr(k.frames, '" BACKWARD_FRAME "') > 0),"                            \
+	" sum(instr(k.frames, '" BACKWARD_FRAME "') = 0)"                                          \
+	" FROM calls c JOIN sites s ON s.id = c.site_id JOIN stacks k ON k.id = c.native_stack_id" \
+	" WHERE c.class IN ('S1', 'S2', 'S3', 'S4') AND s.text = :site GROUP BY 1, 2"
+
+/* Sites of syncs (S1-S4) on a user line, outside any backward pass, whose innermost frame is
+ * :frame in the operator frame :op: the forward operations that sync at the same instruction of
+ * the same operator. */
+#define FORWARD_SITES_SQL                                                                          \
+	"SELECT DISTINCT s.text FROM calls c JOIN sites s ON s.id = c.site_id"                     \
+	" JOIN stacks k ON k.id = c.native_stack_id"                                               \
+	" WHERE c.class IN ('S1', 'S2', 'S3', 'S4') AND s.text != :site"                           \
+	" AND s.text GLOB '*:[0-9]* in *' AND " INNERMOST_FRAME " = :frame"                        \
+	" AND instr(k.frames, '_ZN2at4_ops') > 0 AND " OP_FRAME " = :op"                           \
+	" AND instr(k.frames, '" BACKWARD_FRAME "') = 0"
+
+static int sync_rule(const struct ss_finding *f);
+
+/* The steady sync finding at site, if any. */
+static struct ss_finding *steady_sync_finding(struct ss_report *r, const char *site)
+{
+	for (size_t i = 0; i < r->nfindings; i++) {
+		struct ss_finding *g = &r->findings[i];
+
+		if (sync_rule(g) && !g->cleared && strcmp(g->phase, "steady") == 0 &&
+		    strcmp(g->site, site) == 0)
+			return g;
+	}
+	return NULL;
+}
+
+/* The syncs of a backward pass are named by the user's `backward()` line (docs/attribution.md,
+ * PYTHON-1), but the fix is the forward's: the backward of `h[mask]` (IndexBackward0) syncs in
+ * nonzero as the forward's indexing did, and the forward's rewrite removes both. A steady sync
+ * finding whose syncs all ran below the autograd engine's evaluate_function, at instructions
+ * where a steady sync finding on another user line syncs outside a backward pass (the same
+ * innermost frame in the same ATen operator's frame: the same operation; the backward of a
+ * convolution that autotunes in convolution_backward as the forward did in cudnn_convolution is
+ * another operation, examples/corpus t74), is folded into that finding: the one whose call count
+ * is nearest its own (a forward sync per backward sync), then the first in report order. */
+static int backward_operations(struct loader *ld, struct db_state *st)
+{
+	struct ss_report *r = ld->report;
+	sqlite3_stmt *frames = NULL, *forward = NULL;
+	int code = SS_EXIT_OK;
+
+	for (size_t i = 0; code == SS_EXIT_OK && i < r->nfindings; i++) {
+		struct ss_finding *f = &r->findings[i], *owner = NULL;
+		int in_backward = 0, outside = 0, rc;
+
+		if (!sync_rule(f) || f->cleared || strcmp(f->phase, "steady") != 0 ||
+		    strstr(f->site, " in ") == NULL)
+			continue; /* only steady syncs on a user line */
+		if (!frames && (code = prepare(ld, st, BACKWARD_FRAMES_SQL, &frames)) != SS_EXIT_OK)
+			break;
+		if (!forward && (code = prepare(ld, st, FORWARD_SITES_SQL, &forward)) != SS_EXIT_OK)
+			break;
+		sqlite3_reset(frames);
+		sqlite3_bind_text(frames, sqlite3_bind_parameter_index(frames, ":site"), f->site,
+				  -1, SQLITE_TRANSIENT);
+		while ((rc = sqlite3_step(frames)) == SQLITE_ROW) {
+			in_backward += sqlite3_column_int(frames, 2) > 0;
+			outside += sqlite3_column_int(frames, 3) > 0;
+		}
+		if (rc != SQLITE_DONE) {
+			code = ss_db_failure(st->db, rc, st->path, ld->err, ld->errlen);
+			break;
+		}
+		if (!in_backward || outside)
+			continue; /* not all of them in a backward pass */
+		sqlite3_reset(frames);
+		while (code == SS_EXIT_OK && sqlite3_step(frames) == SQLITE_ROW) {
+			const char *frame = (const char *)sqlite3_column_text(frames, 0);
+			const char *op = (const char *)sqlite3_column_text(frames, 1);
+
+			if (!frame || !*frame || !op || !*op)
+				continue; /* no operator: nothing says which operation */
+			sqlite3_reset(forward);
+			sqlite3_bind_text(forward, sqlite3_bind_parameter_index(forward, ":site"),
+					  f->site, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(forward, sqlite3_bind_parameter_index(forward, ":frame"),
+					  frame, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(forward, sqlite3_bind_parameter_index(forward, ":op"), op,
+					  -1, SQLITE_TRANSIENT);
+			while (sqlite3_step(forward) == SQLITE_ROW) {
+				struct ss_finding *g = steady_sync_finding(
+				    r, (const char *)sqlite3_column_text(forward, 0));
+
+				if (g && g != f &&
+				    (!owner ||
+				     llabs(g->count - f->count) < llabs(owner->count - f->count)))
+					owner = g;
+			}
+		}
+		if (owner)
+			code = fold_finding(ld, owner, f, "syncs",
+					    " of the same operation in the backward pass",
+					    "the backward pass of an operation on another line, "
+					    "whose finding carries this cost");
+	}
+	sqlite3_finalize(frames);
+	sqlite3_finalize(forward);
+	return code;
 }
 
 /* A sync inside a framework that no user frame reaches (torch's autograd thread runs the
@@ -89,5 +213,7 @@ int ss_sync_same_operation(struct loader *ld, struct db_state *st)
 					    "carries this cost)");
 	}
 	sqlite3_finalize(stmt);
+	if (code == SS_EXIT_OK)
+		code = backward_operations(ld, st);
 	return code;
 }
