@@ -382,6 +382,22 @@ long long scale_to(long long value, long long n, long long total);
 size_t traced_steps(const struct db_state *st, const struct gpu_rows *g, unsigned char **traced);
 const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, long long device,
 					       long long stream, long long t);
+/* The GPU rows of one correlation id (a call's kernels, copies and memsets: a graph launch's
+ * every node): on which device, from the first start to the last end. */
+struct correlated {
+	long long correlation, device, s, e;
+};
+/* g's work merged per correlation id, sorted by it (*n of them); NULL when out of memory. */
+struct correlated *correlate_work(const struct gpu_rows *g, size_t *n);
+/* st's API records (load_api_first) sorted by thread and start, for work_of_call; malloc'd,
+ * NULL when out of memory. */
+struct api_first *api_by_thread(const struct db_state *st);
+/* The GPU rows (correlate_work's ROWS) of the call thread TID made at START, tied to its API
+ * record as gpu.c ties GPU rows to calls; NULL when it has none (the timeline was off, or work
+ * that leaves no row). */
+const struct correlated *work_of_call(const struct api_first *by_thread, size_t napi,
+				      const struct correlated *rows, size_t nrows, long long tid,
+				      long long start);
 
 /* ------------------------------------------------------------------ ranks.c */
 

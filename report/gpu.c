@@ -1021,3 +1021,98 @@ int run_gpu(struct loader *ld, struct db_state *st)
 	gpu_rows_free(&g);
 	return code;
 }
+
+/* ------------------------------------------------------------------ a call's GPU rows */
+
+static int compare_correlated(const void *a, const void *b)
+{
+	const struct correlated *x = a, *y = b;
+
+	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+}
+
+struct correlated *correlate_work(const struct gpu_rows *g, size_t *n)
+{
+	struct correlated *rows = malloc((g->nwork ? g->nwork : 1) * sizeof(*rows));
+	size_t m = 0;
+
+	if (!rows)
+		return NULL;
+	for (size_t i = 0; i < g->nwork; i++)
+		rows[i] = (struct correlated){g->work[i].correlation, g->work[i].device,
+					      g->work[i].s, g->work[i].e};
+	qsort(rows, g->nwork, sizeof(*rows), compare_correlated);
+	for (size_t i = 0; i < g->nwork; i++) {
+		if (m && rows[m - 1].correlation == rows[i].correlation) {
+			if (rows[i].s < rows[m - 1].s)
+				rows[m - 1].s = rows[i].s;
+			if (rows[i].e > rows[m - 1].e)
+				rows[m - 1].e = rows[i].e;
+		} else {
+			rows[m++] = rows[i];
+		}
+	}
+	*n = m;
+	return rows;
+}
+
+static int compare_api_by_thread(const void *a, const void *b)
+{
+	const struct api_first *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+struct api_first *api_by_thread(const struct db_state *st)
+{
+	struct api_first *by_thread =
+	    malloc((st->napi_first ? st->napi_first : 1) * sizeof(*by_thread));
+
+	if (!by_thread)
+		return NULL;
+	if (st->napi_first)
+		memcpy(by_thread, st->api_first, st->napi_first * sizeof(*by_thread));
+	qsort(by_thread, st->napi_first, sizeof(*by_thread), compare_api_by_thread);
+	return by_thread;
+}
+
+/* The API record of the call a thread made at START: the record that encloses it (a static
+ * runtime's record starts before the driver call the shim recorded), else the first that
+ * starts at or after it, within GPU_JOIN_NS. BY_THREAD is sorted by (tid, start). */
+static const struct api_first *api_of_call(const struct api_first *by_thread, size_t n,
+					   long long tid, long long start)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) { /* the first record of the thread starting after START */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (by_thread[mid].tid < tid ||
+		    (by_thread[mid].tid == tid && by_thread[mid].start_ns <= start))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && by_thread[lo - 1].tid == tid && by_thread[lo - 1].end_ns >= start)
+		return &by_thread[lo - 1];
+	if (lo > 0 && by_thread[lo - 1].tid == tid && by_thread[lo - 1].start_ns == start)
+		return &by_thread[lo - 1];
+	if (lo < n && by_thread[lo].tid == tid && by_thread[lo].start_ns - start <= GPU_JOIN_NS)
+		return &by_thread[lo];
+	return NULL;
+}
+
+const struct correlated *work_of_call(const struct api_first *by_thread, size_t napi,
+				      const struct correlated *rows, size_t nrows, long long tid,
+				      long long start)
+{
+	const struct api_first *a = api_of_call(by_thread, napi, tid, start);
+	struct correlated key;
+
+	if (!a)
+		return NULL;
+	key.correlation = a->correlation;
+	return bsearch(&key, rows, nrows, sizeof(key), compare_correlated);
+}

@@ -108,68 +108,6 @@ static int same_stream(const struct host_func *h, const struct enqueue *q)
 	return q->stream == h->stream && (h->stream != PER_THREAD_STREAM || q->tid == h->tid);
 }
 
-/* The GPU rows of one correlation id: on which device, from the first start to the last end. */
-struct correlated {
-	long long correlation, device, s, e;
-};
-
-static int compare_correlated(const void *a, const void *b)
-{
-	const struct correlated *x = a, *y = b;
-
-	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
-}
-
-static int compare_api_by_thread(const void *a, const void *b)
-{
-	const struct api_first *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
-}
-
-/* The API record of the call a thread made at START: the record that encloses it (a static
- * runtime's record starts before the driver call the shim recorded), else the first that
- * starts at or after it, within GPU_JOIN_NS. BY_THREAD is sorted by (tid, start). */
-static const struct api_first *api_of_call(const struct api_first *by_thread, size_t n,
-					   long long tid, long long start)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) { /* the first record of the thread starting after START */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (by_thread[mid].tid < tid ||
-		    (by_thread[mid].tid == tid && by_thread[mid].start_ns <= start))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo > 0 && by_thread[lo - 1].tid == tid && by_thread[lo - 1].end_ns >= start)
-		return &by_thread[lo - 1];
-	if (lo > 0 && by_thread[lo - 1].tid == tid && by_thread[lo - 1].start_ns == start)
-		return &by_thread[lo - 1];
-	if (lo < n && by_thread[lo].tid == tid && by_thread[lo].start_ns - start <= GPU_JOIN_NS)
-		return &by_thread[lo];
-	return NULL;
-}
-
-/* The GPU rows of enqueue Q, or NULL when it has none (the timeline was off, or it is work
- * that leaves no row). */
-static const struct correlated *rows_of(const struct api_first *by_thread, size_t napi,
-					const struct correlated *rows, size_t nrows,
-					const struct enqueue *q)
-{
-	const struct api_first *a = api_of_call(by_thread, napi, q->tid, q->start);
-	struct correlated key;
-
-	if (!a)
-		return NULL;
-	key.correlation = a->correlation;
-	return bsearch(&key, rows, nrows, sizeof(key), compare_correlated);
-}
-
 /* The GPU idle time of DEVICE in [from, to]: the interval less the busy union inside it. */
 static long long idle_between(const struct gpu_rows *g, long long device, long long from,
 			      long long to)
@@ -491,32 +429,6 @@ static int load_queued(struct loader *ld, struct db_state *st, struct host_func 
 	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
 }
 
-/* The GPU rows of each correlation id, sorted by it. */
-static struct correlated *correlate(const struct gpu_rows *g, size_t *n)
-{
-	struct correlated *rows = malloc((g->nwork ? g->nwork : 1) * sizeof(*rows));
-	size_t m = 0;
-
-	if (!rows)
-		return NULL;
-	for (size_t i = 0; i < g->nwork; i++)
-		rows[i] = (struct correlated){g->work[i].correlation, g->work[i].device,
-					      g->work[i].s, g->work[i].e};
-	qsort(rows, g->nwork, sizeof(*rows), compare_correlated);
-	for (size_t i = 0; i < g->nwork; i++) {
-		if (m && rows[m - 1].correlation == rows[i].correlation) {
-			if (rows[i].s < rows[m - 1].s)
-				rows[m - 1].s = rows[i].s;
-			if (rows[i].e > rows[m - 1].e)
-				rows[m - 1].e = rows[i].e;
-		} else {
-			rows[m++] = rows[i];
-		}
-	}
-	*n = m;
-	return rows;
-}
-
 /* The first enqueue of STREAM at or after T in WORK (sorted by stream, start). */
 static size_t first_enqueue(const struct enqueue *work, size_t n, long long stream, long long t)
 {
@@ -600,16 +512,14 @@ static int host_func_rule(struct loader *ld, struct db_state *st, const struct g
 	if (code != SS_EXIT_OK || !nfuncs || !st->napi_first || !steady)
 		goto done;
 	seen = traced_steps(st, g, &traced);
-	by_thread = malloc(st->napi_first * sizeof(*by_thread));
-	rows = correlate(g, &nrows);
+	by_thread = api_by_thread(st);
+	rows = correlate_work(g, &nrows);
 	if (seen == SIZE_MAX || !by_thread || !rows) {
 		code = out_of_memory(ld);
 		goto done;
 	}
 	if (g->noff && !seen)
 		goto done; /* the timeline saw no steady step whole */
-	memcpy(by_thread, st->api_first, st->napi_first * sizeof(*by_thread));
-	qsort(by_thread, st->napi_first, sizeof(*by_thread), compare_api_by_thread);
 	for (size_t i = 0; i < nfuncs; i++) {
 		const struct host_func *h = &funcs[i];
 		const struct correlated *before = NULL, *after = NULL;
@@ -623,15 +533,16 @@ static int host_func_rule(struct loader *ld, struct db_state *st, const struct g
 		     k > 0 && work[k - 1].stream == h->stream && walked < NEIGHBOUR_WALK && !before;
 		     k--)
 			if (same_stream(h, &work[k - 1])) {
-				before =
-				    rows_of(by_thread, st->napi_first, rows, nrows, &work[k - 1]);
+				before = work_of_call(by_thread, st->napi_first, rows, nrows,
+						      work[k - 1].tid, work[k - 1].start);
 				walked++;
 			}
 		for (size_t k = at, walked = 0;
 		     k < nwork && work[k].stream == h->stream && walked < NEIGHBOUR_WALK && !after;
 		     k++)
 			if (same_stream(h, &work[k])) {
-				after = rows_of(by_thread, st->napi_first, rows, nrows, &work[k]);
+				after = work_of_call(by_thread, st->napi_first, rows, nrows,
+						     work[k].tid, work[k].start);
 				next = &work[k];
 				walked++;
 			}
