@@ -28,6 +28,7 @@
 	/* SS_RULE_GPU: per database with a GPU timeline */                                        \
 	X(copy_without_overlap)                                                                    \
 	X(host_func_blocks_stream)                                                                 \
+	X(graph_exec_shared)                                                                       \
 	/* SS_RULE_RANKS: across ranks, after the clock alignment */                               \
 	X(nccl_straggler)                                                                          \
 	X(rank_imbalance)

@@ -30,6 +30,11 @@
  *   driver_loop STEPS stack-limit       the step's kernel, then the stack size raised
  *                                       (cuCtxSetLimit), a second kernel, and the old size
  *                                       put back, every step (d42 of examples/corpus; t248)
+ *   driver_loop STEPS graph-shared      two lanes, each a stream, launching one executable graph
+ *                                       of one kernel (GRAPH_KERNEL_US) every step, then a sync
+ *                                       of each lane: the launches of one executable graph run one
+ *                                       after the other (d43 of examples/corpus; t249)
+ *   driver_loop STEPS graph-lanes       the fix: one executable graph per lane, which overlap
  *   driver_loop STEPS graph-host        a kernel and a host function of HOST_NODE_US captured
  *                                       into a graph (cuStreamBeginCapture, cuLaunchHostFunc,
  *                                       cuStreamEndCapture), instantiated once, launched every
@@ -349,6 +354,45 @@ static int graph_host(int steps)
 	return 0;
 }
 
+#define GRAPH_KERNEL_US 2000
+
+/* Two lanes launching one executable graph (shared) or one each. */
+static int graph_lanes(int steps, int shared)
+{
+	CUmodule mod;
+	CUfunction kernel;
+	CUstream s[2];
+	CUgraph g;
+	CUgraphExec exec[2];
+	void *param = (void *)(uintptr_t)GRAPH_KERNEL_US;
+	void *args[] = {&param};
+
+	open_module(&s[0], &mod, &kernel);
+	CHECK(cuStreamCreate(&s[1], CU_STREAM_NON_BLOCKING));
+	CHECK(cuStreamBeginCapture(s[0], CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+	CHECK(cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, s[0], args, NULL));
+	CHECK(cuStreamEndCapture(s[0], &g));
+	CHECK(cuGraphInstantiateWithFlags(&exec[0], g, 0));
+	if (shared)
+		exec[1] = exec[0];
+	else
+		CHECK(cuGraphInstantiateWithFlags(&exec[1], g, 0));
+	for (int step = 0; step < steps; step++) {
+		for (int lane = 0; lane < 2; lane++)
+			CHECK(cuGraphLaunch(exec[lane], s[lane])); /* MARK:lane-launch */
+		for (int lane = 0; lane < 2; lane++)
+			CHECK(cuStreamSynchronize(s[lane]));
+	}
+	CHECK(cuGraphExecDestroy(exec[0]));
+	if (!shared)
+		CHECK(cuGraphExecDestroy(exec[1]));
+	CHECK(cuGraphDestroy(g));
+	CHECK(cuStreamDestroy(s[1]));
+	close_module(s[0], mod);
+	printf("graph-lanes ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 0;
@@ -370,6 +414,10 @@ int main(int argc, char **argv)
 		return vmm(steps, 1);
 	if (steps > 0 && !strcmp(mode, "stack-limit"))
 		return stack_limit(steps);
+	if (steps > 0 && !strcmp(mode, "graph-shared"))
+		return graph_lanes(steps, 1);
+	if (steps > 0 && !strcmp(mode, "graph-lanes"))
+		return graph_lanes(steps, 0);
 	if (steps > 0 && !strcmp(mode, "graph-host"))
 		return graph_host(steps);
 	fprintf(stderr, "usage: driver_loop STEPS "

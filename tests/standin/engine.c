@@ -784,6 +784,7 @@ struct graph_exec *graph_instantiate(const struct graph *g)
 	struct op **tail = &x->head;
 
 	x->magic = MAGIC_GRAPH_EXEC;
+	pthread_mutex_init(&x->mu, NULL);
 	for (const struct op *op = g->head; op; op = op->next) {
 		*tail = op_clone(op);
 		tail = &(*tail)->next;
@@ -796,19 +797,34 @@ void graph_exec_free(struct graph_exec *x)
 {
 	handles_remove(x);
 	op_list_free(x->head);
+	pthread_mutex_destroy(&x->mu);
 	x->magic = 0;
 	free(x);
 }
 
 CUresult graph_launch(struct graph_exec *x, struct stream *s, uint32_t correlation)
 {
+	uint64_t seq = 0;
+
+	pthread_mutex_lock(&x->mu);
+	if (x->last.stream && x->last.stream != s && !stream_is_capturing(s)) {
+		struct op *wait = op_new(OP_BARRIER); /* E-GRAPH */
+
+		wait->deps = xcalloc(1, sizeof(*wait->deps));
+		wait->deps[0] = x->last;
+		wait->ndeps = 1;
+		stream_submit(s, wait, NULL);
+	}
 	for (const struct op *op = x->head; op; op = op->next) {
 		struct op *run = op_clone(op);
 
 		if (run->cupti_correlation) /* a kernel traced at capture: this launch's now */
 			run->cupti_correlation = correlation ? correlation : run->cupti_correlation;
-		stream_submit(s, run, NULL);
+		stream_submit(s, run, &seq);
 	}
+	if (seq)
+		x->last = (struct dep){.stream = s, .seq = seq};
+	pthread_mutex_unlock(&x->mu);
 	return CUDA_SUCCESS;
 }
 

@@ -27,6 +27,9 @@
  *   E-KEEP    Stream structs are never freed (a destroyed stream's worker exits once its queue
  *             is drained): events and other streams' dependencies may still point at them.
  *             The cost is a few hundred bytes per destroyed stream, fine for tests.
+ *   E-GRAPH   Launches of one executable graph never run at the same time: a launch on another
+ *             stream than the previous launch's waits for that launch's last op (cuGraphLaunch:
+ *             "Each launch is ordered behind ... any previous launches of hGraphExec").
  */
 #ifndef SYNCSPY_STANDIN_ENGINE_H
 #define SYNCSPY_STANDIN_ENGINE_H
@@ -176,6 +179,9 @@ struct graph {
 struct graph_exec {
 	uint32_t magic;
 	struct op *head;
+	/* the previous launch's last op (E-GRAPH): a launch on another stream waits for it */
+	pthread_mutex_t mu;
+	struct dep last;
 };
 
 struct graph *graph_new(void);
@@ -184,7 +190,10 @@ struct graph_exec *graph_instantiate(const struct graph *g);
 void graph_exec_free(struct graph_exec *x);
 /* Enqueues a copy of every op of x on s (or into s's capture). */
 /* Enqueues the executable graph's ops on s; its kernels traced (CUPTI) carry correlation, the
- * launch's API record's (0: untraced), as a GPU's graph replay reports them. */
+ * launch's API record's (0: untraced), as a GPU's graph replay reports them. E-GRAPH: "Each
+ * launch is ordered behind both any previous work in hStream and any previous launches of
+ * hGraphExec" (cuGraphLaunch): a launch on another stream than the previous one's first waits
+ * for the previous one's end. */
 CUresult graph_launch(struct graph_exec *x, struct stream *s, uint32_t correlation);
 
 /* ------------------------------------------------------------------ streams (E-STREAM) */

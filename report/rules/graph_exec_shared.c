@@ -1,0 +1,308 @@
+/*
+ * report/rules/graph_exec_shared.c: the graph-exec-shared rule (docs/rules.md), a GPU-timeline
+ * rule (SS_RULE_GPU): one executable graph launched on several streams. cuGraphLaunch: "Only
+ * one instance of hGraphExec may be executing at a time. Each launch is ordered behind both any
+ * previous work in hStream and any previous launches of hGraphExec. To execute a graph
+ * concurrently, it must be instantiated multiple times into multiple executable graphs." Lanes
+ * (tenants, pipeline stages) that share one executable graph run one after the other whatever
+ * their streams (examples/corpus d43; d45 is the fix, one instantiation per lane).
+ *
+ * Per launch L whose previous launch P of the same executable graph went to another stream: L
+ * could start once it was launched and the work queued before it on its own stream had ended
+ * (ready); when P was still running then and L started only after P ended, L was held from ready
+ * until its start. The cost is that time, an estimate of what the lanes would have overlapped
+ * (the GPU was busy with P meanwhile: GPU idle time is not the measure). Steady launches only
+ * (steps.h); with the timeline sampled, the holds it saw whole, scaled to all steady steps
+ * (GPU-IDLE-4).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analysis_int.h"
+#include "../commands.h"
+
+extern const struct ss_rule ss_rule_graph_exec_shared;
+
+/* How far back on a launch's stream the work before it is looked for (a memset or an event
+ * record between them has no GPU row of its own), as host-func-blocks-stream does. */
+#define NEIGHBOUR_WALK 16
+/* L started after P ended, within this much: launch latency, not overlap */
+#define ORDERED_SLACK_NS 20000LL
+
+#define GRAPH_LAUNCH_LIKE "'cu%GraphLaunch%'"
+/* The graph launches, by executable graph and time. */
+#define LAUNCHES_SQL                                                                               \
+	"SELECT c.aux, c.stream, c.start_ns, c.tid, coalesce(s.text, '" NO_SITE "')"               \
+	" FROM calls c JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"       \
+	" WHERE a.name LIKE " GRAPH_LAUNCH_LIKE " AND c.aux IS NOT NULL AND c.stream IS NOT NULL"  \
+	" ORDER BY c.aux, c.start_ns"
+/* The work queued on the streams of graph launches (the launches too), by stream and time. */
+#define STREAM_WORK_SQL                                                                            \
+	"SELECT c.stream, c.start_ns, c.tid FROM calls c WHERE c.class IN ('E1', 'S4', 'S5')"      \
+	" AND c.stream IN (SELECT c2.stream FROM calls c2 JOIN apis a2 ON a2.id = c2.api_id"       \
+	" WHERE a2.name LIKE " GRAPH_LAUNCH_LIKE ") ORDER BY c.stream, c.start_ns"
+
+/* SCHEMA-4: stream 2 is the calling thread's per-thread default stream, one per thread. */
+#define PER_THREAD_STREAM 2
+
+struct launch {
+	long long exec, stream, start, tid;
+	char *site;
+};
+
+struct enqueue {
+	long long stream, start, tid;
+};
+
+static int same_stream(long long stream_a, long long tid_a, long long stream_b, long long tid_b)
+{
+	return stream_a == stream_b && (stream_a != PER_THREAD_STREAM || tid_a == tid_b);
+}
+
+static int compare_long_long(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* One site's holds: their count, time, worst, and each hold (the median). */
+struct held_site {
+	char *site;
+	long long n, held, worst;
+	long long *holds;
+	size_t nholds, cap_holds;
+	struct ss_tally tally;
+};
+
+static struct held_site *held_site(struct held_site **sites, size_t *n, size_t *cap,
+				   const char *site)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp((*sites)[i].site, site) == 0)
+			return &(*sites)[i];
+	if (!reserve(sites, cap, *n, sizeof(**sites)))
+		return NULL;
+	struct held_site *s = &(*sites)[*n];
+	memset(s, 0, sizeof(*s));
+	if (!(s->site = xstrdup(site)))
+		return NULL;
+	ss_tally_init(&s->tally);
+	(*n)++;
+	return s;
+}
+
+static int load_rows(struct loader *ld, struct db_state *st, struct launch **launches,
+		     size_t *nlaunches, struct enqueue **work, size_t *nwork)
+{
+	size_t cap = 0;
+	sqlite3_stmt *stmt;
+	int rc, code = prepare(ld, st, LAUNCHES_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct launch l = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
+				   sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3),
+				   xstrdup((const char *)sqlite3_column_text(stmt, 4))};
+
+		if (!l.site || !PUSH(*launches, *nlaunches, cap, l)) {
+			free(l.site);
+			sqlite3_finalize(stmt);
+			return out_of_memory(ld);
+		}
+	}
+	code = end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+	if (code != SS_EXIT_OK || !*nlaunches)
+		return code;
+	cap = 0;
+	code = prepare(ld, st, STREAM_WORK_SQL, &stmt);
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct enqueue q = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
+				    sqlite3_column_int64(stmt, 2)};
+
+		if (!PUSH(*work, *nwork, cap, q)) {
+			sqlite3_finalize(stmt);
+			return out_of_memory(ld);
+		}
+	}
+	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+}
+
+/* The last enqueue of STREAM (and, on a per-thread default stream, of TID) before T in WORK
+ * (sorted by stream, start) that has GPU rows, at most NEIGHBOUR_WALK enqueues back. */
+static const struct correlated *work_before(const struct enqueue *work, size_t n,
+					    const struct api_first *by_thread, size_t napi,
+					    const struct correlated *rows, size_t nrows,
+					    long long stream, long long tid, long long t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (work[mid].stream < stream ||
+		    (work[mid].stream == stream && work[mid].start < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo, walked = 0;
+	     k > 0 && work[k - 1].stream == stream && walked < NEIGHBOUR_WALK; k--) {
+		const struct correlated *r;
+
+		if (!same_stream(work[k - 1].stream, work[k - 1].tid, stream, tid))
+			continue;
+		walked++;
+		r = work_of_call(by_thread, napi, rows, nrows, work[k - 1].tid, work[k - 1].start);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+/* Whether the launches of one executable graph, LAUNCHES[from..to), went to several streams. */
+static int several_streams(const struct launch *launches, size_t from, size_t to)
+{
+	for (size_t i = from + 1; i < to; i++)
+		if (!same_stream(launches[i].stream, launches[i].tid, launches[from].stream,
+				 launches[from].tid))
+			return 1;
+	return 0;
+}
+
+static int add_findings(struct loader *ld, struct db_state *st, struct held_site *sites,
+			size_t nsites, size_t seen, size_t steady)
+{
+	int code = SS_EXIT_OK;
+	char scaled[128] = "";
+
+	if (seen < steady)
+		snprintf(scaled, sizeof(scaled),
+			 " (scaled from the %zu of %zu steady steps the GPU timeline saw whole)",
+			 seen, steady);
+	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
+		struct held_site *s = &sites[i];
+
+		qsort(s->holds, s->nholds, sizeof(*s->holds), compare_long_long);
+		long long median = s->holds[s->nholds / 2];
+		if (seen < steady) { /* GPU-IDLE-4 */
+			s->n = scale_to(s->n, (long long)seen, (long long)steady);
+			s->held = scale_to(s->held, (long long)seen, (long long)steady);
+			s->tally.steps =
+			    scale_to(s->tally.steps, (long long)seen, (long long)steady);
+		}
+		int recurring = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
+
+		code = add_finding(ld, &ss_rule_graph_exec_shared, st->rank, s->n, s->held,
+				   s->worst, -1, s->held, xstrdup(s->site),
+				   format("%lld launches of an executable graph that other streams "
+					  "launch too waited for its launch there to end, %.3f ms "
+					  "in all (median %.3f ms, worst %.3f ms): launches of one "
+					  "executable graph never run at the same time%s",
+					  s->n, ms(s->held), ms(median), ms(s->worst), scaled));
+		if (code == SS_EXIT_OK)
+			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps,
+				  recurring, s->tally.steps);
+	}
+	return code;
+}
+
+static int graph_exec_shared_rule(struct loader *ld, struct db_state *st, const struct gpu_rows *g)
+{
+	struct launch *launches = NULL;
+	struct enqueue *work = NULL;
+	struct api_first *by_thread = NULL;
+	struct correlated *rows = NULL;
+	struct held_site *sites = NULL;
+	unsigned char *traced = NULL;
+	size_t nlaunches = 0, nwork = 0, nrows = 0, nsites = 0, cap_sites = 0;
+	size_t steady = ss_steps_steady(&st->steps), seen = SIZE_MAX;
+	int code = load_rows(ld, st, &launches, &nlaunches, &work, &nwork);
+
+	if (code == SS_EXIT_OK && nlaunches)
+		code = load_api_first(ld, st);
+	if (code != SS_EXIT_OK || nlaunches < 2 || !st->napi_first || !steady)
+		goto done;
+	seen = traced_steps(st, g, &traced);
+	by_thread = api_by_thread(st);
+	rows = correlate_work(g, &nrows);
+	if (seen == SIZE_MAX || !by_thread || !rows) {
+		code = out_of_memory(ld);
+		goto done;
+	}
+	if (g->noff && !seen)
+		goto done; /* the timeline saw no steady step whole */
+	for (size_t from = 0, to; code == SS_EXIT_OK && from < nlaunches; from = to) {
+		for (to = from + 1; to < nlaunches && launches[to].exec == launches[from].exec;
+		     to++)
+			;
+		if (!several_streams(launches, from, to))
+			continue;
+		for (size_t i = from + 1; i < to; i++) {
+			const struct launch *l = &launches[i], *p = &launches[i - 1];
+			const struct correlated *rl, *rp, *before;
+			size_t step;
+
+			if (same_stream(l->stream, l->tid, p->stream, p->tid) ||
+			    ss_steps_phase(&st->steps, l->start, &step) != SS_PHASE_STEADY ||
+			    (traced && !traced[step - st->steps.first_steady]))
+				continue;
+			rl = work_of_call(by_thread, st->napi_first, rows, nrows, l->tid, l->start);
+			rp = work_of_call(by_thread, st->napi_first, rows, nrows, p->tid, p->start);
+			if (!rl || !rp || rl->device != rp->device)
+				continue;
+			before = work_before(work, nwork, by_thread, st->napi_first, rows, nrows,
+					     l->stream, l->tid, l->start);
+			long long ready = l->start;
+			if (before && before->e > ready)
+				ready = before->e;
+			if (rp->e <= ready || rl->s + ORDERED_SLACK_NS < rp->e || rl->s <= ready ||
+			    timeline_off_between(g, ready, rl->s))
+				continue; /* not held by P, run beside it, or not seen whole */
+			long long held = rl->s - ready;
+			struct held_site *site = held_site(&sites, &nsites, &cap_sites, l->site);
+			if (!site || !PUSH(site->holds, site->nholds, site->cap_holds, held)) {
+				code = out_of_memory(ld);
+				goto done;
+			}
+			site->n++;
+			site->held += held;
+			if (held > site->worst)
+				site->worst = held;
+			ss_tally_add(&site->tally, &st->steps, l->start, held, 1);
+		}
+	}
+	if (code == SS_EXIT_OK)
+		code = add_findings(ld, st, sites, nsites, seen, steady);
+done:
+	for (size_t i = 0; i < nlaunches; i++)
+		free(launches[i].site);
+	free(launches);
+	free(work);
+	free(by_thread);
+	free(rows);
+	free(traced);
+	for (size_t i = 0; i < nsites; i++) {
+		free(sites[i].site);
+		free(sites[i].holds);
+	}
+	free(sites);
+	return code;
+}
+
+const struct ss_rule ss_rule_graph_exec_shared = {
+    .id = "graph-exec-shared",
+    .advice = "Instantiate the graph once per stream that launches it (one executable graph per "
+	      "lane), so that the lanes' launches can run side by side: launches of one "
+	      "executable graph are ordered behind each other whatever their streams.",
+    .phase = SS_RULE_GPU,
+    .cost = SS_COST_ESTIMATE,
+    .needs_enqueue_rows = 1, /* the launches and the work before them are enqueue rows */
+    .min_share_permille = 10,
+    .run_gpu = graph_exec_shared_rule,
+};
