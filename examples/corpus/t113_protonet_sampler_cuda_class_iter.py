@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """examples/corpus/t113_protonet_sampler_cuda_class_iter.py: corpus workload (PyTorch).
-Few-shot image classification with a prototypical network: a Conv-4 backbone (64 channels,
-84x84 RGB images), 20-way 5-shot episodes with 15 queries per class, prototypes as the mean
-support embedding, logits as negative squared distances, Adam. The images and the class index
-table (`by_class`, classes x samples, into the shuffled image store) live on the GPU, and the
-episode sampler draws the episode's classes and sample order on the device. It then builds the
-episode in a Python loop over the class tensor, `for way, c in enumerate(classes)`, and picks each
-class's row with `self.by_class[c]`. Iterating a CUDA tensor yields 0-dim CUDA tensors, and an
-integer 0-dim tensor used as an index is turned into an integer on the host
-(`tensor.item<int64_t>()` in at::indexing's handleDimInMultiDimIndexing, then a `select`): a
-blocking read per class, 20 per episode, the first behind the previous episode's backward pass and
-update, while nothing is queued for the GPU until the sampler returns. Indexing `by_class` with the
-whole class tensor gathers the rows on the device with no read.
+Few-shot image classification with a prototypical network: a Conv-4 backbone (64 channels, 84x84 RGB
+images), 20-way 5-shot episodes with 15 queries per class, prototypes as the mean support embedding,
+logits as negative squared distances over the embedding width (unscaled, they saturate the softmax:
+a loss of 0 from the first episode on the GPU), Adam. The images and the class index table
+(`by_class`, classes x samples, into the shuffled image store) live on the GPU, and the episode
+sampler draws the episode's classes and sample order on the device. It then builds the episode in a
+Python loop over the class tensor, `for way, c in enumerate(classes)`, and picks each class's row
+with `self.by_class[c]`. Iterating a CUDA tensor yields 0-dim CUDA tensors, and an integer 0-dim
+tensor used as an index is turned into an integer on the host (`tensor.item<int64_t>()` in
+at::indexing's handleDimInMultiDimIndexing, then a `select`): a blocking read per class, 20 per
+episode, the first behind the previous episode's backward pass and update, while nothing is queued
+for the GPU until the sampler returns. Indexing `by_class` with the whole class tensor gathers the
+rows on the device with no read.
 Planted: the `self.by_class[c]` line in EpisodeSampler.sample, 20 times per episode.
 Clean: setup (the image store generated on the GPU), the device-side draws of classes and sample
 order, allocator growth in the first episodes, the query accuracy read once per epoch outside the
@@ -56,7 +57,7 @@ class ProtoNet(torch.nn.Module):
     def forward(self, support, query):
         emb = self.backbone(torch.cat([support, query]))
         protos = emb[: N_WAY * K_SHOT].view(N_WAY, K_SHOT, -1).mean(dim=1)
-        return -torch.cdist(emb[N_WAY * K_SHOT:], protos).square()
+        return -torch.cdist(emb[N_WAY * K_SHOT:], protos).square() / emb.shape[1]
 
 
 def make_store(dev, gen):
