@@ -280,6 +280,9 @@ int fold_finding(struct loader *ld, struct ss_finding *owner, struct ss_finding 
 int ss_alloc_regrowth(struct loader *ld, struct db_state *st);
 /* rules/alloc_in_loop.c: a VMM chunk's mapping and access folded into its creation. */
 int ss_vmm_mappings(struct loader *ld, struct db_state *st);
+/* rules/alloc_in_loop.c: after the GPU figures, the device syncs and allocations a library
+ * object made every step costs at its first use folded into the finding where it is made. */
+int ss_library_object_setup(struct loader *ld, struct db_state *st);
 /* rules/pool_trim_in_loop.c: after the site rules, the slow stream-ordered allocations after a
  * pool trimmed every step are folded into the trim's finding. */
 int ss_pool_trim_regrowth(struct loader *ld, struct db_state *st);

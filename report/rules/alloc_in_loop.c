@@ -9,11 +9,13 @@
  * ss_vmm_mappings: mapping a chunk cuMemCreate made, and giving it access, are part of that
  * allocation (docs/rules.md).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../analysis_int.h"
 #include "../commands.h"
+#include "../db.h"
 
 /* alloc-in-loop: a site with fewer calls is not reported even as `info` (one cudaMalloc per
  * buffer at setup is how programs start). Whether it costs per step is steps.h's question. */
@@ -219,5 +221,188 @@ int ss_vmm_mappings(struct loader *ld, struct db_state *st)
 					 "access: the creation's finding carries this cost");
 	}
 	site_figures_free(sites, n);
+	return code;
+}
+
+/* The native stacks of the calls of class :class at the site :site. */
+#define SITE_STACKS_SQL                                                                            \
+	"SELECT DISTINCT k.frames FROM calls c JOIN sites s ON s.id = c.site_id"                   \
+	" JOIN stacks k ON k.id = c.native_stack_id WHERE c.class = :class AND s.text = :site"
+
+/* What a finding's calls (S1 for host-sync, S6 for alloc-in-loop) go through: the library of
+ * every innermost frame (one library that is neither the runtime nor the driver), and whether
+ * some pass through a function of it that makes an object. */
+struct library_calls {
+	char module[128]; /* "" when not one library */
+	int maker;	  /* a frame of the library named ...Create... or ...Plan... */
+};
+
+/* The module of one frame line: "sym+0x10 (libcurand.so.10)" or "libcurand.so.10+0xaf3b3". */
+static void frame_module(const char *frame, size_t len, char *out, size_t n)
+{
+	const char *open = memchr(frame, '(', len), *end;
+
+	if (open) {
+		end = memchr(open, ')', len - (size_t)(open - frame));
+		frame = open + 1;
+	} else {
+		end = memchr(frame, '+', len);
+	}
+	len = end ? (size_t)(end - frame) : 0;
+	if (len >= n)
+		len = n - 1;
+	memcpy(out, frame, len);
+	out[len] = 0;
+}
+
+static int is_library(const char *module)
+{
+	return strncmp(module, "lib", 3) == 0 && strstr(module, ".so") &&
+	       strncmp(module, "libcudart.so", 12) != 0 && strncmp(module, "libcuda.so", 10) != 0;
+}
+
+static int library_calls(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt,
+			 const char *site, const char *cls, struct library_calls *lc)
+{
+	int rc, mixed = 0;
+
+	memset(lc, 0, sizeof(*lc));
+	sqlite3_reset(stmt);
+	sqlite3_bind_text(stmt, sqlite3_bind_parameter_index(stmt, ":site"), site, -1,
+			  SQLITE_TRANSIENT);
+	sqlite3_bind_text(stmt, sqlite3_bind_parameter_index(stmt, ":class"), cls, -1,
+			  SQLITE_STATIC);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *frames = (const char *)sqlite3_column_text(stmt, 0);
+		char module[sizeof(lc->module)];
+
+		if (!frames)
+			continue;
+		frame_module(frames, strcspn(frames, "\n"), module, sizeof(module));
+		if (!is_library(module) || (lc->module[0] && strcmp(module, lc->module) != 0))
+			mixed = 1;
+		else
+			snprintf(lc->module, sizeof(lc->module), "%s", module);
+		/* a frame of the library whose symbol names a maker */
+		for (const char *line = frames; *line;) {
+			size_t len = strcspn(line, "\n");
+			char in[sizeof(lc->module)];
+			const char *plus = memchr(line, '+', len);
+
+			frame_module(line, len, in, sizeof(in));
+			if (plus && strcmp(in, module) == 0) {
+				size_t sym = (size_t)(plus - line);
+				for (size_t k = 0; k + 4 <= sym && !lc->maker; k++)
+					lc->maker = strncmp(line + k, "Create", 6) == 0 ||
+						    strncmp(line + k, "Plan", 4) == 0;
+			}
+			line += len + (line[len] == '\n');
+		}
+	}
+	if (mixed)
+		lc->module[0] = 0;
+	sqlite3_reset(stmt);
+	return rc == SQLITE_DONE ? SS_EXIT_OK
+				 : ss_db_failure(st->db, rc, st->path, ld->err, ld->errlen);
+}
+
+/* Whether two sites ("FILE:LINE in FUNCTION") are lines of one function of one file. */
+static int same_function(const char *a, const char *b)
+{
+	const char *in_a = strstr(a, " in "), *in_b = strstr(b, " in ");
+	const char *colon_a = strrchr(a, ':'), *colon_b = strrchr(b, ':');
+
+	if (!in_a || !in_b || !colon_a || !colon_b || colon_a > in_a || colon_b > in_b)
+		return 0;
+	return colon_a - a == colon_b - b && strncmp(a, b, (size_t)(colon_a - a)) == 0 &&
+	       strcmp(in_a, in_b) == 0;
+}
+
+/* Whether an alloc-in-loop detail's APIs (its opening "API xN, ...") free or unregister. */
+static int frees(const char *detail)
+{
+	size_t apis = strcspn(detail, "(;");
+
+	for (size_t k = 0; k + 4 <= apis; k++)
+		if (strncmp(detail + k, "Free", 4) == 0 || strncmp(detail + k, "Unreg", 5) == 0 ||
+		    strncmp(detail + k, "Destroy", 7) == 0 ||
+		    strncmp(detail + k, "Release", 7) == 0)
+			return 1;
+	return 0;
+}
+
+static int steady_user_line(const struct ss_finding *f)
+{
+	return !f->cleared && strcmp(f->phase, "steady") == 0 && strstr(f->site, " in ") != NULL;
+}
+
+/* A library object made every step (curandCreateGenerator, cublasCreate_v2, cufftPlan1d,
+ * cudnnCreate: a function of a library whose name has "Create" or "Plan", through which a steady
+ * alloc-in-loop finding's calls go) makes the library work again at the object's first use: a
+ * fresh cuRAND generator allocates and seeds its state, and synchronizes the device, at its first
+ * curandGenerate (examples/corpus c92). Making the object once removes all of it. A steady
+ * finding of device syncs (host-sync: its S1 calls) or allocations (alloc-in-loop) on another line
+ * of the same function, whose calls all go through the same library (their innermost frames)
+ * and no maker of it (and, for allocations, no free: the object's end is its own line), with as
+ * many calls as the making finding, or a whole multiple or part of them (several allocations
+ * per object, or per use), is folded into that finding
+ * (docs/rules.md, alloc-in-loop). Runs after the GPU timeline's figures are in. */
+int ss_library_object_setup(struct loader *ld, struct db_state *st)
+{
+	struct ss_report *r = ld->report;
+	sqlite3_stmt *stmt = NULL;
+	struct library_calls *owners = NULL;
+	size_t n = r->nfindings;
+	int code = SS_EXIT_OK, any = 0;
+
+	for (size_t i = 0; i < n && !any; i++)
+		any = r->findings[i].rule == ss_rule_alloc_in_loop.id &&
+		      steady_user_line(&r->findings[i]);
+	if (!any)
+		return SS_EXIT_OK;
+	owners = calloc(n, sizeof(*owners));
+	if (!owners)
+		return out_of_memory(ld);
+	code = prepare(ld, st, SITE_STACKS_SQL, &stmt);
+	for (size_t i = 0; code == SS_EXIT_OK && i < n; i++) {
+		const struct ss_finding *f = &r->findings[i];
+
+		if ((f->rule == ss_rule_alloc_in_loop.id || f->rule == ss_rule_host_sync.id) &&
+		    steady_user_line(f))
+			code = library_calls(ld, st, stmt, f->site,
+					     f->rule == ss_rule_host_sync.id ? "S1" : "S6",
+					     &owners[i]);
+	}
+	for (size_t i = 0; code == SS_EXIT_OK && i < n; i++) {
+		struct ss_finding *f = &r->findings[i], *owner = NULL;
+		const struct library_calls *lf = &owners[i];
+		int sync = f->rule == ss_rule_host_sync.id;
+
+		if (!lf->module[0] || lf->maker || !steady_user_line(f) ||
+		    (!sync && (f->rule != ss_rule_alloc_in_loop.id || frees(f->detail))))
+			continue; /* a first use allocates: frees are the object's end */
+		for (size_t k = 0; k < n && !owner; k++) {
+			struct ss_finding *o = &r->findings[k];
+
+			if (k != i && o->rule == ss_rule_alloc_in_loop.id && steady_user_line(o) &&
+			    owners[k].maker && strcmp(owners[k].module, lf->module) == 0 &&
+			    o->count > 0 && f->count > 0 &&
+			    (f->count % o->count == 0 || o->count % f->count == 0) &&
+			    same_function(o->site, f->site))
+				owner = o;
+		}
+		if (!owner)
+			continue;
+		code =
+		    fold_finding(ld, owner, f, sync ? "device syncs" : "allocations",
+				 " by the library at the new object's first use",
+				 "the first use of a library object made every step: the finding "
+				 "where it is made carries this cost");
+		owner->advice = "Make the library's object (a cuRAND generator, a cuBLAS handle, a "
+				"cuFFT plan) once before the loop and reuse it: making it and its "
+				"first use allocate and synchronize the device every time.";
+	}
+	sqlite3_finalize(stmt);
+	free(owners);
 	return code;
 }
