@@ -402,6 +402,47 @@ const struct correlated *work_of_call(const struct api_first *by_thread, size_t 
 				      const struct correlated *rows, size_t nrows, long long tid,
 				      long long start);
 
+/* What a GPU rule needs to tie the host's calls to their GPU rows (host-func-blocks-stream,
+ * graph-exec-shared): the API records by thread, the GPU rows by correlation id, and the steady
+ * steps the timeline saw whole (traced_steps). */
+struct call_rows {
+	struct api_first *by_thread; /* NULL: nothing to tie (no API records, no steady step,
+				      * or no steady step seen whole) */
+	struct correlated *rows;
+	size_t nrows;
+	unsigned char *traced;
+	size_t seen;
+};
+int call_rows_open(struct loader *ld, struct db_state *st, const struct gpu_rows *g,
+		   struct call_rows *j);
+void call_rows_close(struct call_rows *j);
+/* The GPU rows of the call thread TID made at START (work_of_call), or NULL. */
+const struct correlated *call_rows_of(const struct db_state *st, const struct call_rows *j,
+				      long long tid, long long start);
+/* Whether time T lies in a steady step the timeline saw whole. */
+int call_rows_steady_seen(const struct db_state *st, const struct call_rows *j, long long t);
+
+/* One site's holds (a stream or a launch held back, each a time): their count, GPU idle time,
+ * the time held, the worst, each hold (for the median), the steps they came in. */
+struct held_site {
+	char *site;
+	int graph; /* host-func-blocks-stream: host nodes of a graph */
+	long long n, idle, held, worst;
+	long long *holds;
+	size_t nholds, cap_holds;
+	struct ss_tally tally;
+};
+struct held_site *held_site(struct held_site **sites, size_t *n, size_t *cap, const char *text);
+void held_sites_free(struct held_site *sites, size_t n);
+/* Adds one hold at START; 0 when out of memory. */
+int held_site_add(struct held_site *s, const struct ss_steps *steps, long long start,
+		  long long held, long long idle);
+/* The median hold; the figures scaled to all steady steps when the timeline saw SEEN of
+ * STEADY (GPU-IDLE-4). */
+long long held_site_finish(struct held_site *s, size_t seen, size_t steady);
+/* " (scaled from the N of M steady steps ...)" when SEEN < STEADY, else "". */
+void held_scaled_note(char *buf, size_t size, size_t seen, size_t steady);
+
 /* ------------------------------------------------------------------ ranks.c */
 
 int estimate_clocks(struct loader *ld, const struct ss_collectives *sets, size_t nsets);

@@ -1116,3 +1116,119 @@ const struct correlated *work_of_call(const struct api_first *by_thread, size_t 
 	key.correlation = a->correlation;
 	return bsearch(&key, rows, nrows, sizeof(key), compare_correlated);
 }
+
+/* ------------------------------------------------------------------ a GPU rule's calls and holds
+ */
+
+int call_rows_open(struct loader *ld, struct db_state *st, const struct gpu_rows *g,
+		   struct call_rows *j)
+{
+	int code = load_api_first(ld, st);
+
+	memset(j, 0, sizeof(*j));
+	if (code != SS_EXIT_OK || !st->napi_first || !ss_steps_steady(&st->steps))
+		return code;
+	j->seen = traced_steps(st, g, &j->traced);
+	j->by_thread = api_by_thread(st);
+	j->rows = correlate_work(g, &j->nrows);
+	if (j->seen == SIZE_MAX || !j->by_thread || !j->rows) {
+		call_rows_close(j);
+		return out_of_memory(ld);
+	}
+	if (g->noff && !j->seen)
+		call_rows_close(j); /* the timeline saw no steady step whole */
+	return SS_EXIT_OK;
+}
+
+void call_rows_close(struct call_rows *j)
+{
+	free(j->by_thread);
+	free(j->rows);
+	free(j->traced);
+	memset(j, 0, sizeof(*j));
+}
+
+const struct correlated *call_rows_of(const struct db_state *st, const struct call_rows *j,
+				      long long tid, long long start)
+{
+	return work_of_call(j->by_thread, st->napi_first, j->rows, j->nrows, tid, start);
+}
+
+int call_rows_steady_seen(const struct db_state *st, const struct call_rows *j, long long t)
+{
+	size_t step;
+
+	return ss_steps_phase(&st->steps, t, &step) == SS_PHASE_STEADY &&
+	       (!j->traced || j->traced[step - st->steps.first_steady]);
+}
+
+void held_sites_free(struct held_site *sites, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(sites[i].site);
+		free(sites[i].holds);
+	}
+	free(sites);
+}
+
+struct held_site *held_site(struct held_site **sites, size_t *n, size_t *cap, const char *text)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp((*sites)[i].site, text) == 0)
+			return &(*sites)[i];
+	if (!reserve(sites, cap, *n, sizeof(**sites)))
+		return NULL;
+	struct held_site *s = &(*sites)[*n];
+	memset(s, 0, sizeof(*s));
+	s->site = xstrdup(text);
+	if (!s->site)
+		return NULL;
+	ss_tally_init(&s->tally);
+	(*n)++;
+	return s;
+}
+
+int held_site_add(struct held_site *s, const struct ss_steps *steps, long long start,
+		  long long held, long long idle)
+{
+	if (!PUSH(s->holds, s->nholds, s->cap_holds, held))
+		return 0;
+	s->n++;
+	s->held += held;
+	s->idle += idle;
+	if (held > s->worst)
+		s->worst = held;
+	ss_tally_add(&s->tally, steps, start, idle, 1);
+	return 1;
+}
+
+static int compare_long_long(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+long long held_site_finish(struct held_site *s, size_t seen, size_t steady)
+{
+	long long median;
+
+	qsort(s->holds, s->nholds, sizeof(*s->holds), compare_long_long);
+	median = s->holds[s->nholds / 2];
+	if (seen < steady) { /* GPU-IDLE-4 */
+		s->n = scale_to(s->n, (long long)seen, (long long)steady);
+		s->idle = scale_to(s->idle, (long long)seen, (long long)steady);
+		s->held = scale_to(s->held, (long long)seen, (long long)steady);
+		s->tally.steps = scale_to(s->tally.steps, (long long)seen, (long long)steady);
+	}
+	return median;
+}
+
+void held_scaled_note(char *buf, size_t size, size_t seen, size_t steady)
+{
+	buf[0] = 0;
+	if (seen < steady)
+		snprintf(buf, size,
+			 " (scaled from the %zu of %zu steady steps the GPU timeline saw whole)",
+			 seen, steady);
+}

@@ -61,39 +61,6 @@ static int same_stream(long long stream_a, long long tid_a, long long stream_b, 
 	return stream_a == stream_b && (stream_a != PER_THREAD_STREAM || tid_a == tid_b);
 }
 
-static int compare_long_long(const void *a, const void *b)
-{
-	long long x = *(const long long *)a, y = *(const long long *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* One site's holds: their count, time, worst, and each hold (the median). */
-struct held_site {
-	char *site;
-	long long n, held, worst;
-	long long *holds;
-	size_t nholds, cap_holds;
-	struct ss_tally tally;
-};
-
-static struct held_site *held_site(struct held_site **sites, size_t *n, size_t *cap,
-				   const char *site)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (strcmp((*sites)[i].site, site) == 0)
-			return &(*sites)[i];
-	if (!reserve(sites, cap, *n, sizeof(**sites)))
-		return NULL;
-	struct held_site *s = &(*sites)[*n];
-	memset(s, 0, sizeof(*s));
-	if (!(s->site = xstrdup(site)))
-		return NULL;
-	ss_tally_init(&s->tally);
-	(*n)++;
-	return s;
-}
-
 static int load_rows(struct loader *ld, struct db_state *st, struct launch **launches,
 		     size_t *nlaunches, struct enqueue **work, size_t *nwork)
 {
@@ -135,10 +102,9 @@ static int load_rows(struct loader *ld, struct db_state *st, struct launch **lau
 
 /* The last enqueue of STREAM (and, on a per-thread default stream, of TID) before T in WORK
  * (sorted by stream, start) that has GPU rows, at most NEIGHBOUR_WALK enqueues back. */
-static const struct correlated *work_before(const struct enqueue *work, size_t n,
-					    const struct api_first *by_thread, size_t napi,
-					    const struct correlated *rows, size_t nrows,
-					    long long stream, long long tid, long long t)
+static const struct correlated *work_before(const struct db_state *st, const struct call_rows *j,
+					    const struct enqueue *work, size_t n, long long stream,
+					    long long tid, long long t)
 {
 	size_t lo = 0, hi = n;
 
@@ -158,7 +124,7 @@ static const struct correlated *work_before(const struct enqueue *work, size_t n
 		if (!same_stream(work[k - 1].stream, work[k - 1].tid, stream, tid))
 			continue;
 		walked++;
-		r = work_of_call(by_thread, napi, rows, nrows, work[k - 1].tid, work[k - 1].start);
+		r = call_rows_of(st, j, work[k - 1].tid, work[k - 1].start);
 		if (r)
 			return r;
 	}
@@ -179,23 +145,12 @@ static int add_findings(struct loader *ld, struct db_state *st, struct held_site
 			size_t nsites, size_t seen, size_t steady)
 {
 	int code = SS_EXIT_OK;
-	char scaled[128] = "";
+	char scaled[128];
 
-	if (seen < steady)
-		snprintf(scaled, sizeof(scaled),
-			 " (scaled from the %zu of %zu steady steps the GPU timeline saw whole)",
-			 seen, steady);
+	held_scaled_note(scaled, sizeof(scaled), seen, steady);
 	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
 		struct held_site *s = &sites[i];
-
-		qsort(s->holds, s->nholds, sizeof(*s->holds), compare_long_long);
-		long long median = s->holds[s->nholds / 2];
-		if (seen < steady) { /* GPU-IDLE-4 */
-			s->n = scale_to(s->n, (long long)seen, (long long)steady);
-			s->held = scale_to(s->held, (long long)seen, (long long)steady);
-			s->tally.steps =
-			    scale_to(s->tally.steps, (long long)seen, (long long)steady);
-		}
+		long long median = held_site_finish(s, seen, steady);
 		int recurring = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
 
 		code = add_finding(ld, &ss_rule_graph_exec_shared, st->rank, s->n, s->held,
@@ -216,27 +171,15 @@ static int graph_exec_shared_rule(struct loader *ld, struct db_state *st, const 
 {
 	struct launch *launches = NULL;
 	struct enqueue *work = NULL;
-	struct api_first *by_thread = NULL;
-	struct correlated *rows = NULL;
+	struct call_rows j = {0};
 	struct held_site *sites = NULL;
-	unsigned char *traced = NULL;
-	size_t nlaunches = 0, nwork = 0, nrows = 0, nsites = 0, cap_sites = 0;
-	size_t steady = ss_steps_steady(&st->steps), seen = SIZE_MAX;
+	size_t nlaunches = 0, nwork = 0, nsites = 0, cap_sites = 0;
 	int code = load_rows(ld, st, &launches, &nlaunches, &work, &nwork);
 
-	if (code == SS_EXIT_OK && nlaunches)
-		code = load_api_first(ld, st);
-	if (code != SS_EXIT_OK || nlaunches < 2 || !st->napi_first || !steady)
+	if (code == SS_EXIT_OK && nlaunches > 1)
+		code = call_rows_open(ld, st, g, &j);
+	if (code != SS_EXIT_OK || !j.by_thread)
 		goto done;
-	seen = traced_steps(st, g, &traced);
-	by_thread = api_by_thread(st);
-	rows = correlate_work(g, &nrows);
-	if (seen == SIZE_MAX || !by_thread || !rows) {
-		code = out_of_memory(ld);
-		goto done;
-	}
-	if (g->noff && !seen)
-		goto done; /* the timeline saw no steady step whole */
 	for (size_t from = 0, to; code == SS_EXIT_OK && from < nlaunches; from = to) {
 		for (to = from + 1; to < nlaunches && launches[to].exec == launches[from].exec;
 		     to++)
@@ -246,52 +189,37 @@ static int graph_exec_shared_rule(struct loader *ld, struct db_state *st, const 
 		for (size_t i = from + 1; i < to; i++) {
 			const struct launch *l = &launches[i], *p = &launches[i - 1];
 			const struct correlated *rl, *rp, *before;
-			size_t step;
 
 			if (same_stream(l->stream, l->tid, p->stream, p->tid) ||
-			    ss_steps_phase(&st->steps, l->start, &step) != SS_PHASE_STEADY ||
-			    (traced && !traced[step - st->steps.first_steady]))
+			    !call_rows_steady_seen(st, &j, l->start))
 				continue;
-			rl = work_of_call(by_thread, st->napi_first, rows, nrows, l->tid, l->start);
-			rp = work_of_call(by_thread, st->napi_first, rows, nrows, p->tid, p->start);
+			rl = call_rows_of(st, &j, l->tid, l->start);
+			rp = call_rows_of(st, &j, p->tid, p->start);
 			if (!rl || !rp || rl->device != rp->device)
 				continue;
-			before = work_before(work, nwork, by_thread, st->napi_first, rows, nrows,
-					     l->stream, l->tid, l->start);
+			before = work_before(st, &j, work, nwork, l->stream, l->tid, l->start);
 			long long ready = l->start;
 			if (before && before->e > ready)
 				ready = before->e;
 			if (rp->e <= ready || rl->s + ORDERED_SLACK_NS < rp->e || rl->s <= ready ||
 			    timeline_off_between(g, ready, rl->s))
 				continue; /* not held by P, run beside it, or not seen whole */
-			long long held = rl->s - ready;
 			struct held_site *site = held_site(&sites, &nsites, &cap_sites, l->site);
-			if (!site || !PUSH(site->holds, site->nholds, site->cap_holds, held)) {
+			if (!site || !held_site_add(site, &st->steps, l->start, rl->s - ready, 0)) {
 				code = out_of_memory(ld);
 				goto done;
 			}
-			site->n++;
-			site->held += held;
-			if (held > site->worst)
-				site->worst = held;
-			ss_tally_add(&site->tally, &st->steps, l->start, held, 1);
 		}
 	}
 	if (code == SS_EXIT_OK)
-		code = add_findings(ld, st, sites, nsites, seen, steady);
+		code = add_findings(ld, st, sites, nsites, j.seen, ss_steps_steady(&st->steps));
 done:
 	for (size_t i = 0; i < nlaunches; i++)
 		free(launches[i].site);
 	free(launches);
 	free(work);
-	free(by_thread);
-	free(rows);
-	free(traced);
-	for (size_t i = 0; i < nsites; i++) {
-		free(sites[i].site);
-		free(sites[i].holds);
-	}
-	free(sites);
+	call_rows_close(&j);
+	held_sites_free(sites, nsites);
 	return code;
 }
 

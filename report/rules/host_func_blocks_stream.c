@@ -125,50 +125,6 @@ static long long idle_between(const struct gpu_rows *g, long long device, long l
 	return idle > 0 ? idle : 0;
 }
 
-static int compare_long_long(const void *a, const void *b)
-{
-	long long x = *(const long long *)a, y = *(const long long *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* One site's holds: their count, GPU idle, the stream time held, and each hold (the median). */
-struct held_site {
-	char *site;
-	int graph; /* host nodes of a graph */
-	long long n, idle, held, worst;
-	long long *holds;
-	size_t nholds, cap_holds;
-	struct ss_tally tally;
-};
-
-static void held_sites_free(struct held_site *sites, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(sites[i].site);
-		free(sites[i].holds);
-	}
-	free(sites);
-}
-
-static struct held_site *held_site(struct held_site **sites, size_t *n, size_t *cap,
-				   const char *text)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (strcmp((*sites)[i].site, text) == 0)
-			return &(*sites)[i];
-	if (!reserve(sites, cap, *n, sizeof(**sites)))
-		return NULL;
-	struct held_site *s = &(*sites)[*n];
-	memset(s, 0, sizeof(*s));
-	s->site = xstrdup(text);
-	if (!s->site)
-		return NULL;
-	ss_tally_init(&s->tally);
-	(*n)++;
-	return s;
-}
-
 /* A capture call (CAPTURES_SQL) and an instantiation (INSTANTIATIONS_SQL); order: their row's
  * place in time order, the tie-break that keeps sorted copies in that order among equal keys. */
 struct capture_call {
@@ -450,26 +406,15 @@ static int add_findings(struct loader *ld, struct db_state *st, struct held_site
 			size_t nsites, size_t seen, size_t steady)
 {
 	int code = SS_EXIT_OK;
-	char scaled[128] = "";
+	char scaled[128];
 
-	if (seen < steady)
-		snprintf(scaled, sizeof(scaled),
-			 " (scaled from the %zu of %zu steady steps the GPU timeline saw whole)",
-			 seen, steady);
+	held_scaled_note(scaled, sizeof(scaled), seen, steady);
 	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
 		struct held_site *s = &sites[i];
+		long long median = held_site_finish(s, seen, steady);
 
-		qsort(s->holds, s->nholds, sizeof(*s->holds), compare_long_long);
-		long long median = s->holds[s->nholds / 2];
 		if (median < HOST_FUNC_MIN_HOLD_NS)
-			continue;    /* the machinery's own floor: a callback that does little */
-		if (seen < steady) { /* GPU-IDLE-4 */
-			s->n = scale_to(s->n, (long long)seen, (long long)steady);
-			s->idle = scale_to(s->idle, (long long)seen, (long long)steady);
-			s->held = scale_to(s->held, (long long)seen, (long long)steady);
-			s->tally.steps =
-			    scale_to(s->tally.steps, (long long)seen, (long long)steady);
-		}
+			continue; /* the machinery's own floor: a callback that does little */
 		int recurring = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
 
 		code = add_finding(
@@ -499,50 +444,35 @@ static int host_func_rule(struct loader *ld, struct db_state *st, const struct g
 {
 	struct host_func *funcs = NULL;
 	struct enqueue *work = NULL;
-	struct api_first *by_thread = NULL;
-	struct correlated *rows = NULL;
+	struct call_rows j = {0};
 	struct held_site *sites = NULL;
-	unsigned char *traced = NULL;
-	size_t nfuncs = 0, nwork = 0, nrows = 0, nsites = 0, cap_sites = 0;
-	size_t steady = ss_steps_steady(&st->steps), seen = SIZE_MAX;
+	size_t nfuncs = 0, nwork = 0, nsites = 0, cap_sites = 0;
 	int code = load_queued(ld, st, &funcs, &nfuncs, &work, &nwork);
 
 	if (code == SS_EXIT_OK && nfuncs)
-		code = load_api_first(ld, st);
-	if (code != SS_EXIT_OK || !nfuncs || !st->napi_first || !steady)
+		code = call_rows_open(ld, st, g, &j);
+	if (code != SS_EXIT_OK || !j.by_thread)
 		goto done;
-	seen = traced_steps(st, g, &traced);
-	by_thread = api_by_thread(st);
-	rows = correlate_work(g, &nrows);
-	if (seen == SIZE_MAX || !by_thread || !rows) {
-		code = out_of_memory(ld);
-		goto done;
-	}
-	if (g->noff && !seen)
-		goto done; /* the timeline saw no steady step whole */
 	for (size_t i = 0; i < nfuncs; i++) {
 		const struct host_func *h = &funcs[i];
 		const struct correlated *before = NULL, *after = NULL;
 		const struct enqueue *next = NULL;
-		size_t step, at = first_enqueue(work, nwork, h->stream, h->start);
+		size_t at = first_enqueue(work, nwork, h->stream, h->start);
 
-		if (ss_steps_phase(&st->steps, h->start, &step) != SS_PHASE_STEADY ||
-		    (traced && !traced[step - st->steps.first_steady]))
+		if (!call_rows_steady_seen(st, &j, h->start))
 			continue; /* not steady, or a step the timeline saw in part */
 		for (size_t k = at, walked = 0;
 		     k > 0 && work[k - 1].stream == h->stream && walked < NEIGHBOUR_WALK && !before;
 		     k--)
 			if (same_stream(h, &work[k - 1])) {
-				before = work_of_call(by_thread, st->napi_first, rows, nrows,
-						      work[k - 1].tid, work[k - 1].start);
+				before = call_rows_of(st, &j, work[k - 1].tid, work[k - 1].start);
 				walked++;
 			}
 		for (size_t k = at, walked = 0;
 		     k < nwork && work[k].stream == h->stream && walked < NEIGHBOUR_WALK && !after;
 		     k++)
 			if (same_stream(h, &work[k])) {
-				after = work_of_call(by_thread, st->napi_first, rows, nrows,
-						     work[k].tid, work[k].start);
+				after = call_rows_of(st, &j, work[k].tid, work[k].start);
 				next = &work[k];
 				walked++;
 			}
@@ -555,30 +485,21 @@ static int host_func_rule(struct loader *ld, struct db_state *st, const struct g
 			ready = next->start;
 		if (after->s <= ready || timeline_off_between(g, ready, after->s))
 			continue; /* nothing held back, or not seen whole */
-		long long held = after->s - ready;
 		struct held_site *site = held_site(&sites, &nsites, &cap_sites, h->site);
-		if (!site || !PUSH(site->holds, site->nholds, site->cap_holds, held)) {
+		if (!site || !held_site_add(site, &st->steps, h->start, after->s - ready,
+					    idle_between(g, after->device, ready, after->s))) {
 			code = out_of_memory(ld);
 			goto done;
 		}
 		site->graph |= h->graph;
-		site->n++;
-		site->held += held;
-		if (held > site->worst)
-			site->worst = held;
-		long long idle = idle_between(g, after->device, ready, after->s);
-		site->idle += idle;
-		ss_tally_add(&site->tally, &st->steps, h->start, idle, 1);
 	}
-	code = add_findings(ld, st, sites, nsites, seen, steady); /* seen: a count here (above) */
+	code = add_findings(ld, st, sites, nsites, j.seen, ss_steps_steady(&st->steps));
 done:
 	for (size_t i = 0; i < nfuncs; i++)
 		free(funcs[i].site);
 	free(funcs);
 	free(work);
-	free(by_thread);
-	free(rows);
-	free(traced);
+	call_rows_close(&j);
 	held_sites_free(sites, nsites);
 	return code;
 }
