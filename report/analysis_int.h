@@ -422,6 +422,16 @@ const struct correlated *call_rows_of(const struct db_state *st, const struct ca
 /* Whether time T lies in a steady step the timeline saw whole. */
 int call_rows_steady_seen(const struct db_state *st, const struct call_rows *j, long long t);
 
+/* An enqueue the host recorded (E1, S4, S5) on a stream handle, by a thread. */
+struct enqueue {
+	long long stream, start, tid;
+};
+/* The rows of SQL (stream, start_ns, tid, sorted by stream and start) into *work. */
+int load_enqueues(struct loader *ld, struct db_state *st, const char *sql, struct enqueue **work,
+		  size_t *n);
+/* The first enqueue of STREAM at or after T in WORK (sorted by stream, start). */
+size_t first_enqueue(const struct enqueue *work, size_t n, long long stream, long long t);
+
 /* One site's holds (a stream or a launch held back, each a time): their count, GPU idle time,
  * the time held, the worst, each hold (for the median), the steps they came in. */
 struct held_site {

@@ -1232,3 +1232,40 @@ void held_scaled_note(char *buf, size_t size, size_t seen, size_t steady)
 			 " (scaled from the %zu of %zu steady steps the GPU timeline saw whole)",
 			 seen, steady);
 }
+
+int load_enqueues(struct loader *ld, struct db_state *st, const char *sql, struct enqueue **work,
+		  size_t *n)
+{
+	size_t cap = 0;
+	sqlite3_stmt *stmt;
+	int rc, code = prepare(ld, st, sql, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct enqueue q = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
+				    sqlite3_column_int64(stmt, 2)};
+
+		if (!PUSH(*work, *n, cap, q)) {
+			sqlite3_finalize(stmt);
+			return out_of_memory(ld);
+		}
+	}
+	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+}
+
+size_t first_enqueue(const struct enqueue *work, size_t n, long long stream, long long t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (work[mid].stream < stream ||
+		    (work[mid].stream == stream && work[mid].start < t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

@@ -52,10 +52,6 @@ struct launch {
 	char *site;
 };
 
-struct enqueue {
-	long long stream, start, tid;
-};
-
 static int same_stream(long long stream_a, long long tid_a, long long stream_b, long long tid_b)
 {
 	return stream_a == stream_b && (stream_a != PER_THREAD_STREAM || tid_a == tid_b);
@@ -84,20 +80,7 @@ static int load_rows(struct loader *ld, struct db_state *st, struct launch **lau
 	code = end_rows(ld, st, stmt, rc, SS_EXIT_OK);
 	if (code != SS_EXIT_OK || !*nlaunches)
 		return code;
-	cap = 0;
-	code = prepare(ld, st, STREAM_WORK_SQL, &stmt);
-	if (code != SS_EXIT_OK)
-		return code;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		struct enqueue q = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
-				    sqlite3_column_int64(stmt, 2)};
-
-		if (!PUSH(*work, *nwork, cap, q)) {
-			sqlite3_finalize(stmt);
-			return out_of_memory(ld);
-		}
-	}
-	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+	return load_enqueues(ld, st, STREAM_WORK_SQL, work, nwork);
 }
 
 /* The last enqueue of STREAM (and, on a per-thread default stream, of TID) before T in WORK
@@ -106,17 +89,8 @@ static const struct correlated *work_before(const struct db_state *st, const str
 					    const struct enqueue *work, size_t n, long long stream,
 					    long long tid, long long t)
 {
-	size_t lo = 0, hi = n;
+	size_t lo = first_enqueue(work, n, stream, t);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (work[mid].stream < stream ||
-		    (work[mid].stream == stream && work[mid].start < t))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (size_t k = lo, walked = 0;
 	     k > 0 && work[k - 1].stream == stream && walked < NEIGHBOUR_WALK; k--) {
 		const struct correlated *r;

@@ -95,10 +95,6 @@ struct host_func {
 	int graph; /* a host node, run by a graph launch */
 };
 
-struct enqueue {
-	long long stream, start, tid;
-};
-
 /* SCHEMA-4: stream 2 is the calling thread's per-thread default stream, one per thread. */
 #define PER_THREAD_STREAM 2
 
@@ -349,7 +345,7 @@ static int load_queued(struct loader *ld, struct db_state *st, struct host_func 
 		       size_t *nfuncs, struct enqueue **work, size_t *nwork)
 {
 	sqlite3_stmt *stmt;
-	size_t cap_funcs = 0, cap_work = 0;
+	size_t cap_funcs = 0;
 	int rc, code = prepare(ld, st, HOST_FUNCS_SQL, &stmt);
 
 	if (code != SS_EXIT_OK)
@@ -370,36 +366,7 @@ static int load_queued(struct loader *ld, struct db_state *st, struct host_func 
 		code = add_graph_host_nodes(ld, st, funcs, nfuncs, &cap_funcs);
 	if (code != SS_EXIT_OK || !*nfuncs)
 		return code;
-	code = prepare(ld, st, STREAM_WORK_SQL, &stmt);
-	if (code != SS_EXIT_OK)
-		return code;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		struct enqueue q = {sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
-				    sqlite3_column_int64(stmt, 2)};
-
-		if (!PUSH(*work, *nwork, cap_work, q)) {
-			sqlite3_finalize(stmt);
-			return out_of_memory(ld);
-		}
-	}
-	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
-}
-
-/* The first enqueue of STREAM at or after T in WORK (sorted by stream, start). */
-static size_t first_enqueue(const struct enqueue *work, size_t n, long long stream, long long t)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (work[mid].stream < stream ||
-		    (work[mid].stream == stream && work[mid].start < t))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return load_enqueues(ld, st, STREAM_WORK_SQL, work, nwork);
 }
 
 static int add_findings(struct loader *ld, struct db_state *st, struct held_site *sites,
