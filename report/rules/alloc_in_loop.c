@@ -45,8 +45,18 @@ static char *detail(const struct db_state *st, const char *apis, long long worst
 	return format("%s (each one synchronizes the device)", apis);
 }
 
+/* The opening of the detail of a finding that makes a library object every step
+ * (ss_library_object_setup): a summary finds its advice there (summary.c). */
+#define LIBRARY_OBJECT_MARK "a library object made every step"
+#define LIBRARY_OBJECT_ADVICE                                                                      \
+	"Make the library's object (a cuRAND generator, a cuBLAS handle, a cuFFT plan) once "      \
+	"before the loop and reuse it: making it and its first use allocate and synchronize the "  \
+	"device every time."
+
 static const char *advice_for(const char *apis)
 {
+	if (strstr(apis, LIBRARY_OBJECT_MARK))
+		return LIBRARY_OBJECT_ADVICE;
 	if (!names_vmm(apis))
 		return NULL;
 	return "Keep the physical memory mapped across steps: grow the reserved range when it must "
@@ -235,6 +245,7 @@ int ss_vmm_mappings(struct loader *ld, struct db_state *st)
 struct library_calls {
 	char module[128]; /* "" when not one library */
 	int maker;	  /* a frame of the library named ...Create... or ...Plan... */
+	char maker_name[128]; /* its symbol */
 };
 
 /* The module of one frame line: "sym+0x10 (libcurand.so.10)" or "libcurand.so.10+0xaf3b3". */
@@ -295,6 +306,9 @@ static int library_calls(struct loader *ld, struct db_state *st, sqlite3_stmt *s
 				for (size_t k = 0; k + 4 <= sym && !lc->maker; k++)
 					lc->maker = strncmp(line + k, "Create", 6) == 0 ||
 						    strncmp(line + k, "Plan", 4) == 0;
+				if (lc->maker && !lc->maker_name[0])
+					snprintf(lc->maker_name, sizeof(lc->maker_name), "%.*s",
+						 (int)sym, line);
 			}
 			line += len + (line[len] == '\n');
 		}
@@ -393,14 +407,26 @@ int ss_library_object_setup(struct loader *ld, struct db_state *st)
 		}
 		if (!owner)
 			continue;
+		if (!strstr(owner->detail, LIBRARY_OBJECT_MARK)) { /* in the opening: summary.c */
+			const struct library_calls *lo = &owners[owner - r->findings];
+			size_t opening = strcspn(owner->detail, ";");
+			char *detail = format("%.*s, in %s (%s): " LIBRARY_OBJECT_MARK "%s",
+					      (int)opening, owner->detail, lo->maker_name,
+					      lo->module, owner->detail + opening);
+
+			if (!detail) {
+				code = out_of_memory(ld);
+				break;
+			}
+			free(owner->detail);
+			owner->detail = detail;
+			owner->advice = LIBRARY_OBJECT_ADVICE;
+		}
 		code =
 		    fold_finding(ld, owner, f, sync ? "device syncs" : "allocations",
 				 " by the library at the new object's first use",
 				 "the first use of a library object made every step: the finding "
 				 "where it is made carries this cost");
-		owner->advice = "Make the library's object (a cuRAND generator, a cuBLAS handle, a "
-				"cuFFT plan) once before the loop and reuse it: making it and its "
-				"first use allocate and synchronize the device every time.";
 	}
 	sqlite3_finalize(stmt);
 	free(owners);

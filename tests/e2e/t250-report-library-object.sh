@@ -6,7 +6,8 @@
 # synchronizes the device (on the use line, through the library, no maker), destroying it frees.
 # The first use's allocations and device syncs are folded into the make line's finding
 # (rules/alloc_in_loop.c ss_library_object_setup): `info` at the use line, named in the make
-# line's detail, with the library advice; the destroy's frees keep their own finding. The fix
+# line's detail (naming the maker), with the library advice, in a summary's report too; the
+# destroy's frees keep their own finding. The fix
 # (once: made before the loop) has no steady alloc-in-loop finding. (The step's own stream sync
 # is left out.)
 . "$E2E_DIR/lib.sh"
@@ -19,8 +20,15 @@ for mode in per-step once; do
 		fail "object_per_step $mode: $(cat "$tmp/$mode.out" "$tmp/$mode.err")"
 	[ "$(cat "$tmp/$mode.out")" = "object_per_step $mode 20" ] || fail "object_per_step $mode printed: $(cat "$tmp/$mode.out")"
 	one_db
-	"$SYNCSPY" report --format json "$db" >"$tmp/$mode.json" 2>"$tmp/err" || fail "report $mode exited $?: $(cat "$tmp/err")"
+	mkdir "$tmp/$mode" && cp "$db" "$tmp/$mode/" || fail "copy $mode"
+	"$SYNCSPY" report --format json "$tmp/$mode" >"$tmp/$mode.json" 2>"$tmp/err" || fail "report $mode exited $?: $(cat "$tmp/err")"
 done
+# a summary's report is the database's, the library's advice included (summary.c asks
+# advice_for with the detail's opening)
+"$SYNCSPY" summarize -o "$tmp/per-step.summary" "$tmp/per-step" 2>/dev/null || fail "summarize"
+"$SYNCSPY" report --format json "$tmp/per-step.summary" >"$tmp/summary.json" || fail "report of the summary"
+cmp "$tmp/per-step.json" "$tmp/summary.json" >/dev/null ||
+	fail "the summary's report differs: $(diff "$tmp/per-step.json" "$tmp/summary.json" | head -5)"
 # rule, line, phase, severity above info, folded into the make line
 rq "SELECT json_extract(value, '\$.rule'), replace(json_extract(value, '\$.site'), '$src:', ''),
 	json_extract(value, '\$.phase'), json_extract(value, '\$.severity') <> 'info',
@@ -39,7 +47,7 @@ diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "per-step findings"
 rq "SELECT json_extract(value, '\$.detail'), json_extract(value, '\$.advice')
 	FROM json_each(json_extract(readfile('$tmp/per-step.json'), '\$.findings'))
 	WHERE json_extract(value, '\$.site') = '$src:$make in main'" >"$tmp/make"
-grep -q "device syncs ([0-9.]* ms) by the library at the new object's first use, at $src:$use in main" "$tmp/make" ||
+grep -q "in standinCreateGenerator (libcurand_standin.so): a library object made every step; .*device syncs ([0-9.]* ms) by the library at the new object's first use, at $src:$use in main" "$tmp/make" ||
 	fail "the make line's detail: $(cat "$tmp/make")"
 grep -q "Make the library's object" "$tmp/make" || fail "the make line's advice: $(cat "$tmp/make")"
 n=$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/once.json'), '\$.findings'))
