@@ -26,8 +26,9 @@ under_shim "$PROGS/scenarios" stack-limit 20 >"$tmp/shim.out" 2>"$tmp/shim.err" 
 [ "$(cat "$tmp/plain.out")" = "stack-limit per step 1024" ] || fail "stack-limit printed: $(cat "$tmp/plain.out")"
 cmp -s "$tmp/plain.out" "$tmp/shim.out" || fail "output differs under the shim: $(cat "$tmp/shim.out")"
 one_db
-# each stack change waited for the 2 ms kernel queued before it (>= 1 ms); the FIFO's did not
-golden "SELECT api, class, aux, min(bytes), max(bytes), count(*), min(end_ns - start_ns) >= 1000000
+# each stack change waited for the 2 ms kernel queued before it (>= 1 ms; 30 of the 40 at least:
+# a host descheduled between the launch and the set waits less), the FIFO's did not
+golden "SELECT api, class, aux, min(bytes), max(bytes), count(*), sum(end_ns - start_ns >= 1000000) >= 30
 	FROM api_calls WHERE api = 'cudaDeviceSetLimit' GROUP BY 1, 2, 3 ORDER BY 3" <<'END'
 cudaDeviceSetLimit|S6|0|1024|16384|40|1
 cudaDeviceSetLimit|X1|1|1048576|1048576|20|0
