@@ -28,6 +28,18 @@
  * pattern on apis.name (LIKE is case-blind and '_' matches any character, which these names
  * cannot confuse; graph-instantiate-in-loop, host-func-blocks-stream). */
 #define SS_INSTANTIATE_LIKE "'cu%GraphInstantiate%'"
+/* Graph launches, every cudaGraphLaunch* and cuGraphLaunch* entry point, the same way
+ * (host-func-blocks-stream, graph-exec-shared). */
+#define SS_GRAPH_LAUNCH_LIKE "'cu%GraphLaunch%'"
+
+/* SCHEMA-4: stream 2 is the calling thread's per-thread default stream, one per thread: two
+ * calls on it went to one stream when one thread made them. */
+#define SS_PER_THREAD_STREAM 2
+static inline int ss_same_stream(long long stream_a, long long tid_a, long long stream_b,
+				 long long tid_b)
+{
+	return stream_a == stream_b && (stream_a != SS_PER_THREAD_STREAM || tid_a == tid_b);
+}
 
 /*
  * Per-site rules on ss_agg: one row per site (ANALYSIS-2) with, over the whole run, count (S7:

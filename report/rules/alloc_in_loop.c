@@ -244,8 +244,8 @@ int ss_vmm_mappings(struct loader *ld, struct db_state *st)
  * some pass through a function of it that makes an object. */
 struct library_calls {
 	char module[128]; /* "" when not one library */
-	int maker;	  /* a frame of the library named ...Create... or ...Plan... */
-	char maker_name[128]; /* its symbol */
+	char maker[128];  /* a frame of the library named ...Create... or ...Plan...: its symbol,
+			   * or "" */
 };
 
 /* The module of one frame line: "sym+0x10 (libcurand.so.10)" or "libcurand.so.10+0xaf3b3". */
@@ -303,12 +303,11 @@ static int library_calls(struct loader *ld, struct db_state *st, sqlite3_stmt *s
 			frame_module(line, len, in, sizeof(in));
 			if (plus && strcmp(in, module) == 0) {
 				size_t sym = (size_t)(plus - line);
-				for (size_t k = 0; k + 4 <= sym && !lc->maker; k++)
-					lc->maker = strncmp(line + k, "Create", 6) == 0 ||
-						    strncmp(line + k, "Plan", 4) == 0;
-				if (lc->maker && !lc->maker_name[0])
-					snprintf(lc->maker_name, sizeof(lc->maker_name), "%.*s",
-						 (int)sym, line);
+				for (size_t k = 0; k + 4 <= sym && !lc->maker[0]; k++)
+					if (strncmp(line + k, "Create", 6) == 0 ||
+					    strncmp(line + k, "Plan", 4) == 0)
+						snprintf(lc->maker, sizeof(lc->maker), "%.*s",
+							 (int)sym, line);
 			}
 			line += len + (line[len] == '\n');
 		}
@@ -392,14 +391,14 @@ int ss_library_object_setup(struct loader *ld, struct db_state *st)
 		const struct library_calls *lf = &owners[i];
 		int sync = f->rule == ss_rule_host_sync.id;
 
-		if (!lf->module[0] || lf->maker || !steady_user_line(f) ||
+		if (!lf->module[0] || lf->maker[0] || !steady_user_line(f) ||
 		    (!sync && (f->rule != ss_rule_alloc_in_loop.id || frees(f->detail))))
 			continue; /* a first use allocates: frees are the object's end */
 		for (size_t k = 0; k < n && !owner; k++) {
 			struct ss_finding *o = &r->findings[k];
 
 			if (k != i && o->rule == ss_rule_alloc_in_loop.id && steady_user_line(o) &&
-			    owners[k].maker && strcmp(owners[k].module, lf->module) == 0 &&
+			    owners[k].maker[0] && strcmp(owners[k].module, lf->module) == 0 &&
 			    o->count > 0 && f->count > 0 &&
 			    (f->count % o->count == 0 || o->count % f->count == 0) &&
 			    same_function(o->site, f->site))
@@ -410,9 +409,9 @@ int ss_library_object_setup(struct loader *ld, struct db_state *st)
 		if (!strstr(owner->detail, LIBRARY_OBJECT_MARK)) { /* in the opening: summary.c */
 			const struct library_calls *lo = &owners[owner - r->findings];
 			size_t opening = strcspn(owner->detail, ";");
-			char *detail = format("%.*s, in %s (%s): " LIBRARY_OBJECT_MARK "%s",
-					      (int)opening, owner->detail, lo->maker_name,
-					      lo->module, owner->detail + opening);
+			char *detail =
+			    format("%.*s, in %s (%s): " LIBRARY_OBJECT_MARK "%s", (int)opening,
+				   owner->detail, lo->maker, lo->module, owner->detail + opening);
 
 			if (!detail) {
 				code = out_of_memory(ld);

@@ -31,31 +31,23 @@ extern const struct ss_rule ss_rule_graph_exec_shared;
 /* L started after P ended, within this much: launch latency, not overlap */
 #define ORDERED_SLACK_NS 20000LL
 
-#define GRAPH_LAUNCH_LIKE "'cu%GraphLaunch%'"
 /* The graph launches, by executable graph and time. */
 #define LAUNCHES_SQL                                                                               \
 	"SELECT c.aux, c.stream, c.start_ns, c.tid, coalesce(s.text, '" NO_SITE "')"               \
 	" FROM calls c JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"       \
-	" WHERE a.name LIKE " GRAPH_LAUNCH_LIKE " AND c.aux IS NOT NULL AND c.stream IS NOT NULL"  \
+	" WHERE a.name LIKE " SS_GRAPH_LAUNCH_LIKE                                                 \
+	" AND c.aux IS NOT NULL AND c.stream IS NOT NULL"                                          \
 	" ORDER BY c.aux, c.start_ns"
 /* The work queued on the streams of graph launches (the launches too), by stream and time. */
 #define STREAM_WORK_SQL                                                                            \
 	"SELECT c.stream, c.start_ns, c.tid FROM calls c WHERE c.class IN ('E1', 'S4', 'S5')"      \
 	" AND c.stream IN (SELECT c2.stream FROM calls c2 JOIN apis a2 ON a2.id = c2.api_id"       \
-	" WHERE a2.name LIKE " GRAPH_LAUNCH_LIKE ") ORDER BY c.stream, c.start_ns"
-
-/* SCHEMA-4: stream 2 is the calling thread's per-thread default stream, one per thread. */
-#define PER_THREAD_STREAM 2
+	" WHERE a2.name LIKE " SS_GRAPH_LAUNCH_LIKE ") ORDER BY c.stream, c.start_ns"
 
 struct launch {
 	long long exec, stream, start, tid;
 	char *site;
 };
-
-static int same_stream(long long stream_a, long long tid_a, long long stream_b, long long tid_b)
-{
-	return stream_a == stream_b && (stream_a != PER_THREAD_STREAM || tid_a == tid_b);
-}
 
 static int load_rows(struct loader *ld, struct db_state *st, struct launch **launches,
 		     size_t *nlaunches, struct enqueue **work, size_t *nwork)
@@ -95,7 +87,7 @@ static const struct correlated *work_before(const struct db_state *st, const str
 	     k > 0 && work[k - 1].stream == stream && walked < NEIGHBOUR_WALK; k--) {
 		const struct correlated *r;
 
-		if (!same_stream(work[k - 1].stream, work[k - 1].tid, stream, tid))
+		if (!ss_same_stream(work[k - 1].stream, work[k - 1].tid, stream, tid))
 			continue;
 		walked++;
 		r = call_rows_of(st, j, work[k - 1].tid, work[k - 1].start);
@@ -109,8 +101,8 @@ static const struct correlated *work_before(const struct db_state *st, const str
 static int several_streams(const struct launch *launches, size_t from, size_t to)
 {
 	for (size_t i = from + 1; i < to; i++)
-		if (!same_stream(launches[i].stream, launches[i].tid, launches[from].stream,
-				 launches[from].tid))
+		if (!ss_same_stream(launches[i].stream, launches[i].tid, launches[from].stream,
+				    launches[from].tid))
 			return 1;
 	return 0;
 }
@@ -164,7 +156,7 @@ static int graph_exec_shared_rule(struct loader *ld, struct db_state *st, const 
 			const struct launch *l = &launches[i], *p = &launches[i - 1];
 			const struct correlated *rl, *rp, *before;
 
-			if (same_stream(l->stream, l->tid, p->stream, p->tid) ||
+			if (ss_same_stream(l->stream, l->tid, p->stream, p->tid) ||
 			    !call_rows_steady_seen(st, &j, l->start))
 				continue;
 			rl = call_rows_of(st, &j, l->tid, l->start);

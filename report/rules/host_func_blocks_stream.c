@@ -54,11 +54,10 @@
 	"SELECT c.stream, c.start_ns, coalesce(s.text, '" NO_SITE "'), c.tid FROM calls c"         \
 	" JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"                    \
 	" WHERE a.name IN " HOST_FUNC_APIS " AND c.stream IS NOT NULL ORDER BY c.start_ns"
-/* Captures' begin (the runtime's, its ToGraph form, the driver's) and end, and graph launches:
+/* Captures' begin (the runtime's, its ToGraph form, the driver's) and end:
  * LIKE patterns on apis.name, as SS_INSTANTIATE_LIKE. */
 #define BEGIN_CAPTURE_LIKE "'cu%StreamBeginCapture%'"
 #define END_CAPTURE_LIKE   "'cu%StreamEndCapture%'"
-#define GRAPH_LAUNCH_LIKE  "'cu%GraphLaunch%'"
 /* The captures (BeginCapture: 0, EndCapture: 1, with the graph it made in ptr) and the
  * instantiations (the graph read in ptr, the executable made in aux), in time order, matched
  * with the host functions in C by binary searches in sorted copies (a correlated subquery per
@@ -75,7 +74,8 @@
 /* The launches of executable graphs, in time order. */
 #define GRAPH_LAUNCHES_SQL                                                                         \
 	"SELECT c.aux, c.stream, c.start_ns, c.tid FROM calls c JOIN apis a ON a.id = c.api_id"    \
-	" WHERE a.name LIKE " GRAPH_LAUNCH_LIKE " AND c.aux IS NOT NULL AND c.stream IS NOT NULL"  \
+	" WHERE a.name LIKE " SS_GRAPH_LAUNCH_LIKE                                                 \
+	" AND c.aux IS NOT NULL AND c.stream IS NOT NULL"                                          \
 	" ORDER BY c.start_ns"
 /* The other work queued on the streams of host functions and graph launches, by stream and
  * time. */
@@ -83,7 +83,7 @@
 	"SELECT c.stream, c.start_ns, c.tid FROM calls c JOIN apis a ON a.id = c.api_id"           \
 	" WHERE c.class IN ('E1', 'S4', 'S5') AND a.name NOT IN " HOST_FUNC_APIS                   \
 	" AND c.stream IN (SELECT c2.stream FROM calls c2 JOIN apis a2 ON a2.id = c2.api_id"       \
-	" WHERE a2.name IN " HOST_FUNC_APIS " OR a2.name LIKE " GRAPH_LAUNCH_LIKE ")"              \
+	" WHERE a2.name IN " HOST_FUNC_APIS " OR a2.name LIKE " SS_GRAPH_LAUNCH_LIKE ")"           \
 	" ORDER BY c.stream, c.start_ns"
 
 extern const struct ss_rule ss_rule_host_func_blocks_stream;
@@ -95,13 +95,9 @@ struct host_func {
 	int graph; /* a host node, run by a graph launch */
 };
 
-/* SCHEMA-4: stream 2 is the calling thread's per-thread default stream, one per thread. */
-#define PER_THREAD_STREAM 2
-
-/* Whether enqueue Q went to the same stream as host function H. */
 static int same_stream(const struct host_func *h, const struct enqueue *q)
 {
-	return q->stream == h->stream && (h->stream != PER_THREAD_STREAM || q->tid == h->tid);
+	return ss_same_stream(q->stream, q->tid, h->stream, h->tid);
 }
 
 /* The GPU idle time of DEVICE in [from, to]: the interval less the busy union inside it. */
