@@ -259,16 +259,6 @@ int64_t ss_site_id(uint64_t address)
 
 /* ------------------------------------------------------------------ stacks */
 
-/* docs/attribution.md: a frame of the frameworks, the libraries or the interpreter; the user
- * call site is the innermost frame that is none of these. FILE is a frame's file, or a frame
- * line "file:line in function" (which starts with it), ended by its NUL. */
-int ss_framework_python_file(const char *file)
-{
-	return file[0] == '<' || strstr(file, "/site-packages/") ||
-	       strstr(file, "/dist-packages/") || strstr(file, "/lib/python3.") ||
-	       strstr(file, "/lib64/python3.");
-}
-
 /* ss_framework_python_file on one line of a stack's text, LENGTH bytes from LINE: the frames
  * after it are not its own (a user line inside nn.Module.forward is followed by torch's
  * module.py frames, which must not make it a framework frame). */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "shim.h"
+#include "syncspy/python_frames.h"
 
 /* Writer thread, with a database open (dbfile.h): */
 /* The sites row of a native return address (0: none, or not stored). */
@@ -25,7 +26,6 @@ void ss_sites_fork_child(void); /* the parent's maps and statement are not ours 
 /* Any thread: a module of the shim, CUDA, NCCL, the frameworks or the interpreter (by path). */
 int ss_framework_module(const char *path);
 /* Any thread: a Python file of the frameworks, the libraries or the interpreter (python.c's user
- * frame for the guard, the writer's for a stack's site: SCHEMA-6). */
-int ss_framework_python_file(const char *file);
+ * frame for the guard, the writer's for a stack's site: SCHEMA-6), in syncspy/python_frames.h. */
 
 #endif

@@ -319,6 +319,16 @@ int ss_module_function_lookups(struct loader *ld, struct db_state *st);
 /* rules/host_sync.c: after the GPU figures, a steady sync without a user line that is the same
  * operation (the same instruction in its native stack) as one with a user line is folded in. */
 int ss_sync_same_operation(struct loader *ld, struct db_state *st);
+/* rules/host_sync.c: after the GPU figures, the syncs and allocations of cuDNN's autotuning (a
+ * new input shape every step) named by the line that calls the model. The mark in such a
+ * finding's detail opening, and its advice (advice_for of host-sync and alloc-in-loop): */
+#define SS_AUTOTUNE_MARK "autotuning (torch.backends.cudnn.benchmark) for a new input shape"
+#define SS_AUTOTUNE_ADVICE                                                                         \
+	"torch.backends.cudnn.benchmark = True autotunes every convolution again for each new "    \
+	"input shape, synchronizing the device and allocating trial workspaces each time: pad or " \
+	"bucket the inputs to a few fixed shapes, or turn benchmark off where the shapes change "  \
+	"every step."
+int ss_autotune_model_call(struct loader *ld, struct db_state *st);
 
 /* ------------------------------------------------------------------ analysis.c */
 

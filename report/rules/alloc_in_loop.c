@@ -57,6 +57,8 @@ static const char *advice_for(const char *apis)
 {
 	if (strstr(apis, LIBRARY_OBJECT_MARK))
 		return LIBRARY_OBJECT_ADVICE;
+	if (strstr(apis, SS_AUTOTUNE_MARK)) /* ss_autotune_model_call */
+		return SS_AUTOTUNE_ADVICE;
 	if (!names_vmm(apis))
 		return NULL;
 	return "Keep the physical memory mapped across steps: grow the reserved range when it must "

@@ -3,7 +3,9 @@
  * (SS_RULE_SITE): device, stream and event synchronizations (classes S1, S2, S3) per call site.
  * With a GPU timeline, gpu.c sets the GPU idle time behind them (gpu_idle_ns), which becomes
  * their cost (SS_COST_GPU_IDLE: analysis.c, judge_finding). Then ss_sync_same_operation: a
- * sync with no user frame that is the same operation as a sync with one is folded into it.
+ * sync with no user frame that is the same operation as a sync with one is folded into it; and
+ * ss_autotune_model_call: cuDNN's autotuning of a model's convolutions is named by the line that
+ * calls the model.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "../analysis_int.h"
 #include "../commands.h"
 #include "../db.h"
+#include "syncspy/python_frames.h"
 
 static char *detail(const struct db_state *st, const char *apis, long long worst, long long bytes,
 		    long long estimate, long long rows)
@@ -20,6 +23,11 @@ static char *detail(const struct db_state *st, const char *apis, long long worst
 	return format("%s; worst %.3f ms; GPU idle time behind it: not measurable without "
 		      "GPU timeline",
 		      apis, ms(worst));
+}
+
+static const char *advice_for(const char *apis)
+{
+	return strstr(apis, SS_AUTOTUNE_MARK) ? SS_AUTOTUNE_ADVICE : NULL;
 }
 
 const struct ss_rule ss_rule_host_sync = {
@@ -32,6 +40,7 @@ const struct ss_rule ss_rule_host_sync = {
     .sql = SITE_RULE_SQL("g.class IN ('S1', 'S2', 'S3')"),
     .min_count = 1,
     .detail = detail,
+    .advice_for = advice_for,
 };
 
 /* Sites of syncs (S1-S4) whose native stacks pass through the frame FRAME (a site's text) and
@@ -215,5 +224,187 @@ int ss_sync_same_operation(struct loader *ld, struct db_state *st)
 	sqlite3_finalize(stmt);
 	if (code == SS_EXIT_OK)
 		code = backward_operations(ld, st);
+	return code;
+}
+
+/* A native stack in a convolution cuDNN autotunes (torch.backends.cudnn.benchmark): the forward's
+ * at::native::cudnn_convolution (or _transpose), the backward's at::native::convolution_backward
+ * (mangled). In the steady state only autotuning syncs there: a new input shape's trial runs,
+ * timed with device and event syncs, each in trial workspaces the caching allocator allocates. */
+#define AUTOTUNE_STACK                                                                             \
+	"coalesce(instr(k.frames, 'cudnn_convolution') > 0"                                        \
+	" OR instr(k.frames, '_ZN2at6native20convolution_backward') > 0, 0)"
+
+/* Per Python stack of the calls at the site :site of class S6 (:alloc 1) or S1-S3 (:alloc 0):
+ * its frames, its calls, and those in an autotuned convolution. */
+#define AUTOTUNE_CALLS_SQL                                                                         \
+	"SELECT p.frames, count(*), sum(" AUTOTUNE_STACK ") FROM calls c"                          \
+	" JOIN sites s ON s.id = c.site_id LEFT JOIN stacks k ON k.id = c.native_stack_id"         \
+	" LEFT JOIN stacks p ON p.id = c.py_stack_id WHERE s.text = :site"                         \
+	" AND c.class IN ('S1', 'S2', 'S3', 'S6') AND (c.class = 'S6') = :alloc"                   \
+	" GROUP BY c.py_stack_id"
+
+/* The frame a module of torch.nn is called through (nn.Module.__call__). */
+#define MODULE_CALL_FILE "/torch/nn/modules/module.py:"
+
+/* The line that calls the model in a Python stack's frames (innermost first, one per line):
+ * the first user frame (syncspy/python_frames.h) outside the outermost nn.Module call, copied
+ * into line (size bytes); 0 when the stack has no module call or no user frame outside it. */
+static int model_call_line(const char *frames, char *line, size_t size)
+{
+	const char *outermost_module = NULL, *p;
+
+	for (p = frames; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (memmem(p, strcspn(p, "\n"), MODULE_CALL_FILE, strlen(MODULE_CALL_FILE)))
+			outermost_module = p;
+	}
+	if (!outermost_module)
+		return 0;
+	for (p = strchr(outermost_module, '\n'); p && *++p; p = strchr(p, '\n')) {
+		size_t length = strcspn(p, "\n");
+		char frame[1024];
+
+		snprintf(frame, sizeof(frame), "%.*s", (int)length, p);
+		if (!ss_framework_python_file(frame) && strstr(frame, " in ")) {
+			snprintf(line, size, "%s", frame);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The steady finding of rule at site, if any. */
+static struct ss_finding *steady_finding(struct ss_report *r, const char *rule, const char *site)
+{
+	for (size_t i = 0; i < r->nfindings; i++) {
+		struct ss_finding *g = &r->findings[i];
+
+		if (g->rule == rule && !g->cleared && strcmp(g->phase, "steady") == 0 &&
+		    strcmp(g->site, site) == 0)
+			return g;
+	}
+	return NULL;
+}
+
+/* One steady finding's calls in autotuned convolutions (AUTOTUNE_STACK), and the model call
+ * line of those that have one (the line of the most of them). */
+struct autotuned {
+	long long calls, tuned, best;
+	char model_call[1024];
+};
+
+static int autotuned_calls(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt,
+			   const struct ss_finding *f, struct autotuned *a)
+{
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	sqlite3_reset(stmt);
+	sqlite3_bind_text(stmt, sqlite3_bind_parameter_index(stmt, ":site"), f->site, -1,
+			  SQLITE_TRANSIENT);
+	sqlite3_bind_int(stmt, sqlite3_bind_parameter_index(stmt, ":alloc"),
+			 f->rule == ss_rule_alloc_in_loop.id);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *frames = (const char *)sqlite3_column_text(stmt, 0);
+		long long tuned = sqlite3_column_int64(stmt, 2);
+		char line[1024];
+
+		a->calls += sqlite3_column_int64(stmt, 1);
+		a->tuned += tuned;
+		if (tuned > a->best && frames && model_call_line(frames, line, sizeof(line))) {
+			a->best = tuned;
+			snprintf(a->model_call, sizeof(a->model_call), "%s", line);
+		}
+	}
+	if (rc != SQLITE_DONE)
+		return ss_db_failure(st->db, rc, st->path, ld->err, ld->errlen);
+	return SS_EXIT_OK;
+}
+
+/* Whether a finding's calls are the autotuning's: nine syncs in ten at least ran in autotuned
+ * convolutions (the others a step's once-only calls on the same line: the backward's cuBLAS
+ * handle, made at its first matrix product); one allocation in ten at least, when a sync
+ * finding showed the autotuning. The autotuning empties the caching allocator's cache to fit its
+ * trial workspaces (its cudaFree calls), so the tensors the line's operators make next are
+ * allocated afresh (cudaMalloc below empty_cuda, in no convolution: t74's 72 of 93 at line 42):
+ * in the steady state the caching allocator calls cudaMalloc only for what it lost or never
+ * had. */
+static int autotuning_calls(const struct autotuned *a, int allocations)
+{
+	return a->tuned > 0 && a->tuned * 10 >= a->calls * (allocations ? 1 : 9);
+}
+
+/* cuDNN's autotuning (torch.backends.cudnn.benchmark = True) runs again for every new input
+ * shape: in the steady state, a step whose shapes change (a padded length, a last partial batch
+ * every step) syncs the device and allocates in each of the model's convolutions. Its syncs name
+ * the line of each convolution inside the model's forward (conv1d in a block), where nothing is
+ * to fix; the fix is the shapes the step feeds the model, or the flag (examples/corpus t74). A
+ * steady host-sync or alloc-in-loop finding whose calls are the autotuning's (autotuning_calls)
+ * gets SS_AUTOTUNE_MARK in its detail's opening and its advice (summary.c finds it
+ * there); one whose stacks pass through an nn.Module call is named by the user line outside the
+ * outermost one (the model's call in the step: model_call_line), folded into the finding of the
+ * same rule there, or moved there when none is (the first one; the others fold into it). The
+ * backward's
+ * syncs (on the autograd thread, named by the backward() line: PYTHON-1) have no module call
+ * above them and keep their line. Runs after the GPU timeline's figures are in. */
+int ss_autotune_model_call(struct loader *ld, struct db_state *st)
+{
+	struct ss_report *r = ld->report;
+	sqlite3_stmt *stmt = NULL;
+	int code = SS_EXIT_OK, tuning = 0;
+
+	for (int pass = 0; pass < 2 && code == SS_EXIT_OK; pass++) {
+		const char *rule = pass == 0 ? ss_rule_host_sync.id : ss_rule_alloc_in_loop.id;
+
+		if (pass == 1 && !tuning)
+			break; /* no sync showed autotuning */
+		for (size_t i = 0; code == SS_EXIT_OK && i < r->nfindings; i++) {
+			struct ss_finding *f = &r->findings[i], *owner;
+			struct autotuned a;
+			size_t opening;
+			char *detail, *site;
+			int moves;
+
+			if (f->rule != rule || f->cleared || strcmp(f->phase, "steady") != 0 ||
+			    strstr(f->site, " in ") == NULL)
+				continue; /* only steady findings on a user line */
+			if (!stmt &&
+			    (code = prepare(ld, st, AUTOTUNE_CALLS_SQL, &stmt)) != SS_EXIT_OK)
+				break;
+			if ((code = autotuned_calls(ld, st, stmt, f, &a)) != SS_EXIT_OK)
+				break;
+			if (!autotuning_calls(&a, pass == 1))
+				continue;
+			tuning = 1;
+			moves = a.best && strcmp(a.model_call, f->site) != 0;
+			owner = moves ? steady_finding(r, rule, a.model_call) : NULL;
+			opening = strcspn(f->detail, ";");
+			detail = format("%.*s, in cuDNN's " SS_AUTOTUNE_MARK "%s%s%s", (int)opening,
+					f->detail, moves && !owner ? " of the convolution at " : "",
+					moves && !owner ? f->site : "", f->detail + opening);
+			site = moves && !owner ? xstrdup(a.model_call) : NULL;
+			if (!detail || (moves && !owner && !site)) {
+				free(detail);
+				code = out_of_memory(ld);
+				break;
+			}
+			free(f->detail);
+			f->detail = detail;
+			f->advice = SS_AUTOTUNE_ADVICE;
+			if (owner)
+				code = fold_finding(
+				    ld, owner, f, pass == 0 ? "syncs" : "allocations",
+				    " of the autotuning of another of the model's "
+				    "convolutions",
+				    "cuDNN's autotuning in the model called on another line, "
+				    "whose finding carries this cost");
+			else if (site) { /* the first at the model's call: the others fold into it
+					  */
+				free(f->site);
+				f->site = site;
+			}
+		}
+	}
+	sqlite3_finalize(stmt);
 	return code;
 }
