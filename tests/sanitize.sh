@@ -129,6 +129,12 @@ end=$(date +%s)
 		# a race: where each side of it was (the first frames of the two accesses)
 		grep -A1 -E '^  (Write|Read|Atomic|Previous)' "$f" | grep -E '^    #0' | head -n 2
 	done
+	# last, so that a CI log's tail shows it: each failed test's own last lines
+	for trs in $(find "$obj/tests" -name '*.trs' -exec grep -l '^:test-result: \(FAIL\|ERROR\|XPASS\)' {} + | sort); do
+		name=${trs#"$obj"/tests/}
+		echo "--- failed: ${name%.trs}, the end of its log:"
+		tail -n 8 "${trs%.trs}.log"
+	done
 } >"$build/summary.txt"
 cat "$build/summary.txt"
 if [ "$sanitizer" = thread ]; then
