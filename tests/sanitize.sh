@@ -9,8 +9,11 @@
 # knows are copied to BUILDDIR/src first), runs `make check` there and prints a summary: each
 # test's result, the reason of each test that cannot run under ASan (its SKIP line), and every
 # sanitizer report, which the runtime writes to BUILDDIR/reports/ (log_path: a test that hides
-# a child's stderr or exit status cannot hide a report). Exit 0 only when no test failed and
-# no process reported an error. `make check-sanitize` runs it; the summary is also left in
+# a child's stderr or exit status cannot hide a report), and last each failed test's log's end.
+# Exit 0 only when no test failed and no process reported an error; up to 3 tests that failed
+# with no report anywhere run once more, alone, and count by that run (named "retried" in the
+# summary). SANITIZE_TESTS="e2e/tNNN-....sh ..." runs only those tests (listed in
+# tests/Makefile.am). `make check-sanitize` runs it; the summary is also left in
 # BUILDDIR/summary.txt.
 #
 # SANITIZE=thread (`make check-tsan`; default BUILDDIR build-tsan/): `configure
@@ -90,8 +93,35 @@ else
 	ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:log_path=$reports/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 	export ASAN_OPTIONS UBSAN_OPTIONS
-	make -j"$jobs" check ${SANITIZE_TESTS:+TESTS="$SANITIZE_TESTS"} >"$build/check.log" 2>&1
+	if [ -n "${SANITIZE_TESTS:-}" ]; then # the programs, then those tests of tests/ alone
+		make -j"$jobs" check TESTS= >"$build/check.log" 2>&1 &&
+			make -j"$jobs" -C tests check-TESTS TESTS="$SANITIZE_TESTS" >>"$build/check.log" 2>&1
+	else
+		make -j"$jobs" check >"$build/check.log" 2>&1
+	fi
 	check_rc=$?
+	# A test that failed with no sanitizer report anywhere runs once more, alone: under the
+	# sanitizers the programs run several times slower, beside the plain suite's own tests (CI's
+	# `make check -j2`), and a test that times the stand-ins' waits can miss its margin there (stop
+	# 31: one failure, not reproduced in three runs since). The plain suite holds those
+	# assertions; this run is for memory errors. A second failure, or any report, fails it; a
+	# retried test is named in the summary, its first log kept beside as NAME.first.log.
+	retry=
+	if [ $check_rc -ne 0 ] && [ -z "$(ls "$reports")" ]; then
+		for trs in $(find "$obj/tests" -name '*.trs' -exec grep -l '^:test-result: \(FAIL\|ERROR\)' {} + | sort); do
+			name=${trs#"$obj"/tests/}
+			retry="$retry ${name%.trs}"
+			cp "${trs%.trs}.log" "${trs%.trs}.first.log"
+		done
+	fi
+	if [ -n "$retry" ] && [ "$(echo $retry | wc -w)" -le 3 ]; then
+		cp "$obj/tests/test-suite.log" "$obj/tests/test-suite.first.log"
+		(cd "$obj/tests" && make check-TESTS TESTS="$retry" >>"$build/check.log" 2>&1)
+		[ -n "$(find "$obj/tests" -name '*.trs' -exec grep -l '^:test-result: \(FAIL\|ERROR\)' {} +)" ] ||
+			check_rc=0
+	else
+		retry=
+	fi
 fi
 end=$(date +%s)
 
@@ -116,10 +146,14 @@ end=$(date +%s)
 		esac
 	done
 	echo
-	grep -h '^# \(TOTAL\|PASS\|SKIP\|XFAIL\|FAIL\|XPASS\|ERROR\)' "$obj/tests/test-suite.log" \
-		"$obj/tests/standin/test-suite.log" 2>/dev/null | awk '{ n[$2] += $3 } END {
-		printf "totals: %d tests, %d passed, %d skipped, %d failed, %d errors\n",
-			n["TOTAL:"], n["PASS:"], n["SKIP:"], n["FAIL:"] + n["XPASS:"], n["ERROR:"] }'
+	# from the .trs files (a retry's make rewrites test-suite.log with its own tests only)
+	find "$obj/tests" -name '*.trs' -exec sed -n 's/^:test-result: //p' {} + | awk '{ n[$1]++ }
+		END { printf "totals: %d tests, %d passed, %d skipped, %d failed, %d errors\n",
+			n["PASS"] + n["SKIP"] + n["XFAIL"] + n["FAIL"] + n["XPASS"] + n["ERROR"],
+			n["PASS"] + n["XFAIL"], n["SKIP"], n["FAIL"] + n["XPASS"], n["ERROR"] }'
+	for name in $retry; do
+		echo "retried: $name failed in the parallel run with no sanitizer report and ran again alone: $(sed -n 's/^:test-result: //p' "$obj/tests/$name.trs") (the first run's log: $obj/tests/$name.first.log, its failure: $(grep -h '^FAIL' "$obj/tests/$name.first.log" | head -n 1))"
+	done
 	n=$(ls "$reports" | wc -l)
 	echo "sanitizer reports: $n"
 	for f in "$reports"/*; do

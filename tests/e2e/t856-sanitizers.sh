@@ -3,8 +3,10 @@
 # t856: the e2e suite under AddressSanitizer and UBSan (issue 18 item 14): tests/sanitize.sh
 # builds everything with `configure --enable-sanitizers` in a build directory of its own and
 # runs `make check` there, the sanitized shim preloaded (after the sanitizer runtime) into the
-# test programs, sh, python3 and sqlite3. It fails when a test fails there or any process
-# writes a sanitizer report; without DRIVER-5 (interpose/driver.c) every program under the shim
+# test programs, sh, python3 and sqlite3. It fails when a test fails there (one that failed with
+# no sanitizer report anywhere runs once more alone, and is named in the summary: the slowed
+# programs beside the plain suite can miss a stand-in's timing margin) or any process writes a
+# sanitizer report; without DRIVER-5 (interpose/driver.c) every program under the shim
 # dies in ASan's start-up. Skipped only where the compiler cannot build with the sanitizers, and
 # inside that run itself. The fuzzers run 5 s each there (SYNCSPY_FUZZ_SECONDS).
 . "$E2E_DIR/lib.sh"
