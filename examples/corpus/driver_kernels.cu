@@ -488,3 +488,183 @@ extern "C" __global__ void credit_loss_paths(const int *market, int obligors, co
 		loss[(size_t)p * sectors + s] = l;
 	}
 }
+
+/* d47, d50: block-matching stereo on a rectified camera pair: for pixel (x, y) of the left image
+ * the disparity d in [0, max_disp) whose (2r+1)^2 window has the smallest sum of absolute
+ * differences against the right image shifted left by d (coordinates clamped to the image), the
+ * first minimum on ties. One pixel a thread, blockIdx.y the row; both 8-bit images share a pitch,
+ * the 8-bit disparity map has its own. */
+extern "C" __global__ void stereo_sad_disparity(const unsigned char *left, const unsigned char *right, size_t pitch, int w, int h, int max_disp, int r, unsigned char *disp, size_t disp_pitch)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+	if (x >= w || y >= h)
+		return;
+	unsigned int best = 0xffffffffu;
+	int best_d = 0;
+	for (int d = 0; d < max_disp; d++) {
+		unsigned int cost = 0;
+		for (int dy = -r; dy <= r; dy++) {
+			int yy = min(max(y + dy, 0), h - 1);
+			const unsigned char *lrow = left + (size_t)yy * pitch, *rrow = right + (size_t)yy * pitch;
+			for (int dx = -r; dx <= r; dx++) {
+				int xl = min(max(x + dx, 0), w - 1), xr = min(max(x + dx - d, 0), w - 1);
+				cost += (unsigned int)abs((int)lrow[xl] - (int)rrow[xr]);
+			}
+		}
+		if (cost < best) {
+			best = cost;
+			best_d = d;
+		}
+	}
+	disp[(size_t)y * disp_pitch + x] = (unsigned char)best_d;
+}
+
+/* d48: rotate left. */
+static __device__ __forceinline__ unsigned int pii_rotl(unsigned int v, int s)
+{
+	return (v << s) | (v >> (32 - s));
+}
+
+/* d48: the tokenizer's keyed pseudo-random function, a ChaCha-style ARX permutation of four words
+ * (prf_rounds quarter rounds) standing in for FF1's AES-CBC-MAC: key k, the field's tweak, the
+ * Feistel round and the half being mixed in. */
+static __device__ __forceinline__ unsigned int pii_prf(const unsigned int *k, unsigned int tweak, unsigned int round, unsigned int x, int prf_rounds)
+{
+	unsigned int a = k[0] ^ x, b = k[1] ^ tweak, c = k[2] ^ (round * 0x9e3779b9u), d = k[3] ^ 0x3c6ef372u;
+	for (int i = 0; i < prf_rounds; i++) {
+		a += b;
+		d = pii_rotl(d ^ a, 16);
+		c += d;
+		b = pii_rotl(b ^ c, 12);
+		a += b;
+		d = pii_rotl(d ^ a, 8);
+		c += d;
+		b = pii_rotl(b ^ c, 7);
+		a ^= (unsigned int)i * 0x85ebca6bu;
+	}
+	return a ^ c;
+}
+
+/* d48: the value of n ASCII digits, and its inverse. */
+static __device__ __forceinline__ unsigned int pii_digits(const unsigned char *s, int n)
+{
+	unsigned int v = 0;
+	for (int i = 0; i < n; i++)
+		v = v * 10u + (unsigned int)(s[i] - '0');
+	return v;
+}
+
+static __device__ __forceinline__ void pii_put_digits(unsigned char *s, unsigned int v, int n)
+{
+	for (int i = n - 1; i >= 0; i--) {
+		s[i] = (unsigned char)('0' + v % 10u);
+		v /= 10u;
+	}
+}
+
+/* d48: format-preserving encryption of a decimal field split into halves a (mod ma) and b (mod
+ * mb): ten alternating Feistel rounds, a += F(b) in even rounds, b += F(a) in odd ones (FF1's
+ * structure; decryption runs the rounds backwards with subtraction). */
+static __device__ __forceinline__ void pii_fpe(unsigned int *a, unsigned int *b, unsigned int ma, unsigned int mb, const unsigned int *k, unsigned int tweak, int prf_rounds)
+{
+	for (unsigned int i = 0; i < 10u; i++) {
+		if (i & 1u)
+			*b = (*b + pii_prf(k, tweak, i, *a, prf_rounds) % mb) % mb;
+		else
+			*a = (*a + pii_prf(k, tweak, i, *b, prf_rounds) % ma) % ma;
+	}
+}
+
+/* d48: tokenizes the sensitive fields of 64-byte card-transaction records, one record a thread:
+ * the middle six digits of the 16-digit card number (bytes 8-23; the issuer's first six and the
+ * last four kept) and the nine-digit social security number (bytes 24-32), each with its own
+ * tweak (export_id * 4 + field); every other byte copied unchanged. */
+extern "C" __global__ void pii_tokenize(const unsigned int *in, unsigned int *out, int records, unsigned int k0, unsigned int k1, unsigned int k2, unsigned int k3, unsigned int export_id, int prf_rounds)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= records)
+		return;
+	unsigned int w[16], k[4] = {k0, k1, k2, k3};
+	for (int j = 0; j < 16; j++)
+		w[j] = in[(size_t)i * 16 + j];
+	unsigned char *b = (unsigned char *)w;
+	unsigned int hi = pii_digits(b + 14, 3), lo = pii_digits(b + 17, 3);
+	pii_fpe(&hi, &lo, 1000u, 1000u, k, export_id * 4u, prf_rounds);
+	pii_put_digits(b + 14, hi, 3);
+	pii_put_digits(b + 17, lo, 3);
+	hi = pii_digits(b + 24, 4);
+	lo = pii_digits(b + 28, 5);
+	pii_fpe(&hi, &lo, 10000u, 100000u, k, export_id * 4u + 1u, prf_rounds);
+	pii_put_digits(b + 24, hi, 4);
+	pii_put_digits(b + 28, lo, 5);
+	for (int j = 0; j < 16; j++)
+		out[(size_t)i * 16 + j] = w[j];
+}
+
+/* d49, d51: the hypothesis hash of the gauge fitter. */
+static __device__ __forceinline__ unsigned int ransac_hash(unsigned int seed, unsigned int region, unsigned int h)
+{
+	unsigned int v = seed * 0x9e3779b1u ^ region * 0x85ebca77u ^ h * 0xc2b2ae3du;
+	v ^= v >> 16;
+	v *= 0x7feb352du;
+	v ^= v >> 15;
+	v *= 0x846ca68bu;
+	v ^= v >> 16;
+	return v;
+}
+
+/* d49, d51: RANSAC line fits for the gauge regions of an inspection camera, one region a block
+ * (npts edge points, packed x | y << 16, coordinates below 2048). Thread t scores the hypotheses
+ * h = k * blockDim.x + t, k < hyps_per_thread: the line through the two points drawn by
+ * ransac_hash(seed, region, h), whose inliers are the points at most sqrt(thr2) pixels from it
+ * (a degenerate pair scores 0). best[region] = max over hypotheses of inliers << 32 | ~h, one
+ * atomicMax a thread. */
+extern "C" __global__ void ransac_line_gauge(const unsigned int *points, int npts, int hyps_per_thread, unsigned int seed, int thr2, unsigned long long *best)
+{
+	const unsigned int *p = points + (size_t)blockIdx.x * npts;
+	unsigned long long mine = 0;
+	for (int k = 0; k < hyps_per_thread; k++) {
+		unsigned int h = (unsigned int)k * blockDim.x + threadIdx.x;
+		unsigned int r = ransac_hash(seed, blockIdx.x, h);
+		int i = (int)(r % (unsigned int)npts), j = (int)((i + 1 + (r >> 16) % (unsigned int)(npts - 1)) % (unsigned int)npts);
+		int xi = (int)(p[i] & 0xffffu), yi = (int)(p[i] >> 16), xj = (int)(p[j] & 0xffffu), yj = (int)(p[j] >> 16);
+		int a = yj - yi, b = xi - xj, c = -(a * xi + b * yi);
+		long long lim = (long long)thr2 * (long long)(a * a + b * b);
+		unsigned int inliers = 0;
+		if (a != 0 || b != 0)
+			for (int q = 0; q < npts; q++) {
+				unsigned int v = p[q];
+				long long e = (long long)(a * (int)(v & 0xffffu) + b * (int)(v >> 16) + c);
+				inliers += e * e <= lim;
+			}
+		unsigned long long key = (unsigned long long)inliers << 32 | (unsigned long long)(0xffffffffu - h);
+		mine = key > mine ? key : mine;
+	}
+	atomicMax(&best[blockIdx.x], mine);
+}
+
+/* d49, d51: template OCR of licence-plate crops, one crop a block (crop_w x crop_h bytes): for each
+ * of the plate's character slots (slot s starts at column s * slot_pitch), every class's
+ * glyph_w x glyph_h glyph is matched at every offset (ox, oy) of a search x search window by the
+ * sum of absolute differences. best[crop * slots + s] = min over (class, offset) of
+ * sad << 32 | (class * search * search + oy * search + ox), one atomicMin a thread and slot. */
+extern "C" __global__ void ocr_glyph_match(const unsigned char *crops, int crop_w, int crop_h, const unsigned char *glyphs, int glyph_w, int glyph_h, int classes, int slots, int slot_pitch, int search, unsigned long long *best)
+{
+	const unsigned char *img = crops + (size_t)blockIdx.x * crop_w * crop_h;
+	int per_slot = classes * search * search;
+	for (int s = 0; s < slots; s++) {
+		unsigned long long mine = 0xffffffffffffffffull;
+		for (int u = threadIdx.x; u < per_slot; u += blockDim.x) {
+			int cls = u / (search * search), off = u % (search * search);
+			const unsigned char *g = glyphs + (size_t)cls * glyph_w * glyph_h;
+			const unsigned char *win = img + (size_t)(off / search) * crop_w + s * slot_pitch + off % search;
+			unsigned int sad = 0;
+			for (int y = 0; y < glyph_h; y++)
+				for (int x = 0; x < glyph_w; x++)
+					sad += (unsigned int)abs((int)win[y * crop_w + x] - (int)g[y * glyph_w + x]);
+			unsigned long long key = (unsigned long long)sad << 32 | (unsigned int)u;
+			mine = key < mine ? key : mine;
+		}
+		atomicMin(&best[(size_t)blockIdx.x * slots + s], mine);
+	}
+}
