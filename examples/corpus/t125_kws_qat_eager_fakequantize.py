@@ -10,8 +10,8 @@ activations). After `model.to(dev)` their `observer_enabled` and `fake_quant_ena
 buffers, and `FakeQuantize.forward` (torch/ao/quantization/fake_quantize.py) tests them in Python,
 `if self.observer_enabled[0] == 1:` and `if self.fake_quant_enabled[0] == 1:`; in between the
 observer tests `if min_val == float("inf") and max_val == float("-inf")` and `calculate_qparams`
-runs `check_min_max_valid` (the same test, then `min_val > max_val`). Five or six blocking reads per
-fake-quant module, some 120 per forward pass, each behind the layer before. The module's
+runs `check_min_max_valid` (the same test, then `min_val > max_val`). About five blocking reads per
+fake-quant module, some 105 per forward pass, each behind the layer before. The module's
 documentation offers the fix: `FusedMovingAvgObsFakeQuantize` ("Fused version of
 `default_fake_quant`, with improved performance"), which hands the flags to one fused kernel (t128).
 Planted: the `logits = model(feats)` line in the training loop, every step (the reads happen in the
@@ -126,7 +126,7 @@ def main():
             step = epoch * STEPS_PER_EPOCH + i
             idx = order[i * BATCH:(i + 1) * BATCH]
             feats = frontend(clips[idx])  # SYNCSPY-CLEAN: the batch gathered and its log-mel features computed on the device (large temporaries)
-            logits = model(feats)  # SYNCSPY-PROBLEM: eager FakeQuantize modules test their CUDA flag buffers and observer statistics in Python, ~120 blocking reads per forward pass
+            logits = model(feats)  # SYNCSPY-PROBLEM: eager FakeQuantize modules test their CUDA flag buffers and observer statistics in Python, ~105 blocking reads per forward pass
             loss = F.cross_entropy(logits, labels[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()  # SYNCSPY-CLEAN: allocator growth in the first steps
