@@ -70,6 +70,7 @@ make -j"$jobs" >"$build/make.log" 2>&1 || {
 }
 built=$(date +%s)
 
+retry= # the address build's retried tests (below)
 if [ "$sanitizer" = thread ]; then
 	# die_after_fork=0: the fork tests start threads in the child of a threaded parent (as the
 	# shim's own writer thread does), which TSan refuses by default
