@@ -300,6 +300,18 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 	return 1;
 }
 
+struct ss_finding *ss_steady_finding(struct ss_report *r, const char *rule, const char *site)
+{
+	for (size_t i = 0; i < r->nfindings; i++) {
+		struct ss_finding *g = &r->findings[i];
+
+		if (g->rule == rule && !g->cleared && strcmp(g->phase, "steady") == 0 &&
+		    strcmp(g->site, site) == 0)
+			return g;
+	}
+	return NULL;
+}
+
 /* Folds finding part into owner, the line whose fix removes it (ss_alloc_regrowth,
  * ss_sync_same_operation): owner's detail names it ("; and N NOUN (X ms) WHAT, at SITE"), its
  * host time and GPU idle time (where both have one) join owner's, and part becomes `info` with

@@ -137,18 +137,6 @@ static int load_site_figures(struct loader *ld, struct db_state *st, const char 
 	return end_rows(ld, st, stmt, rc, code);
 }
 
-static struct ss_finding *steady_alloc_finding(struct ss_report *r, const char *site)
-{
-	for (size_t i = 0; i < r->nfindings; i++) {
-		struct ss_finding *f = &r->findings[i];
-
-		if (f->rule == ss_rule_alloc_in_loop.id && !f->cleared &&
-		    strcmp(f->phase, "steady") == 0 && strcmp(f->site, site) == 0)
-			return f;
-	}
-	return NULL;
-}
-
 /* A caching allocator (torch's) asks the driver for memory only while it grows; in the steady
  * state it grows again only after something released its cache: torch.cuda.empty_cache()
  * every step frees (cudaFree through the allocator) and the next forward pass allocates it
@@ -170,7 +158,7 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
 
 		if (!sites[i].v[FREES] || !sites[i].v[ALLOCATOR])
 			continue;
-		f = steady_alloc_finding(r, sites[i].site);
+		f = ss_steady_finding(r, ss_rule_alloc_in_loop.id, sites[i].site);
 		if (f && (!cause || f->blocked_ns > cause->blocked_ns))
 			cause = f;
 	}
@@ -179,7 +167,7 @@ int ss_alloc_regrowth(struct loader *ld, struct db_state *st)
 
 		if (sites[i].v[FREES] || !sites[i].v[MALLOCS] || !sites[i].v[ALLOCATOR])
 			continue;
-		f = steady_alloc_finding(r, sites[i].site);
+		f = ss_steady_finding(r, ss_rule_alloc_in_loop.id, sites[i].site);
 		if (f && f != cause)
 			code = fold_finding(ld, cause, f, "allocations",
 					    " the caching allocator made to grow back",
@@ -216,11 +204,12 @@ int ss_vmm_mappings(struct loader *ld, struct db_state *st)
 
 		if (sites[i].v[CREATES] || !sites[i].v[MAPS])
 			continue;
-		part = steady_alloc_finding(r, sites[i].site);
+		part = ss_steady_finding(r, ss_rule_alloc_in_loop.id, sites[i].site);
 		for (size_t k = 0; part && k < n; k++) {
 			struct ss_finding *f;
 
-			if (!sites[k].v[CREATES] || !(f = steady_alloc_finding(r, sites[k].site)))
+			if (!sites[k].v[CREATES] ||
+			    !(f = ss_steady_finding(r, ss_rule_alloc_in_loop.id, sites[k].site)))
 				continue;
 			if (!owner ||
 			    llabs(f->count - part->count) < llabs(owner->count - part->count))

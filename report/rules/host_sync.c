@@ -273,19 +273,6 @@ static int model_call_line(const char *frames, char *line, size_t size)
 	return 0;
 }
 
-/* The steady finding of rule at site, if any. */
-static struct ss_finding *steady_finding(struct ss_report *r, const char *rule, const char *site)
-{
-	for (size_t i = 0; i < r->nfindings; i++) {
-		struct ss_finding *g = &r->findings[i];
-
-		if (g->rule == rule && !g->cleared && strcmp(g->phase, "steady") == 0 &&
-		    strcmp(g->site, site) == 0)
-			return g;
-	}
-	return NULL;
-}
-
 /* One steady finding's calls in autotuned convolutions (AUTOTUNE_STACK), and the model call
  * line of those that have one (the line of the most of them). */
 struct autotuned {
@@ -377,7 +364,7 @@ int ss_autotune_model_call(struct loader *ld, struct db_state *st)
 				continue;
 			tuning = 1;
 			moves = a.best && strcmp(a.model_call, f->site) != 0;
-			owner = moves ? steady_finding(r, rule, a.model_call) : NULL;
+			owner = moves ? ss_steady_finding(r, rule, a.model_call) : NULL;
 			opening = strcspn(f->detail, ";");
 			detail = format("%.*s, in cuDNN's " SS_AUTOTUNE_MARK "%s%s%s", (int)opening,
 					f->detail, moves && !owner ? " of the convolution at " : "",
