@@ -61,8 +61,8 @@
  *            run grow with the logarithm of its length (13 windows in an hour, 16 in ten),
  *            not with its enqueues; CUPTI-4's windows otherwise (switched at sync points,
  *            paused and counted the same way). `all` and ON/PERIOD keep their meaning.
- *   CUPTI-8  SYNCSPY_CUPTI_PAUSE=detach (the default): wherever CUPTI-3 to CUPTI-7 turn the timeline off,
- *            syncspy also detaches CUPTI from the process (cuptiFinalize), and attaches it again
+ *   CUPTI-8  SYNCSPY_CUPTI_PAUSE=detach (the default): wherever CUPTI-3 to CUPTI-7 turn the
+ * timeline off, syncspy also detaches CUPTI from the process (cuptiFinalize), and attaches it again
  *            where the timeline comes back on; everything else is as for a pause (gpu_paused,
  *            meta, the report's scaling). On the H200 a loop stayed slow while CUPTI's kinds
  *            were disabled (tests/gpu/results/2026-12-04-h200-session8); a detached CUPTI
@@ -84,6 +84,17 @@
  *            correlation ids from 1 again (on the H200: tests/gpu/results/
  *            2026-12-04-h200-session11, run 2): the stored correlation_id is the attach
  *            count above bit 32 and CUPTI's id below, unique over the run.
+ *   CUPTI-9  A window that no sync point closes (a loop that only launches: the host never
+ *            waits, as in 12_stream_prefetcher's bad variant, and CUPTI-4 would trace it whole
+ *            at the cost sampling is there to avoid) is closed by the writer (after a drain,
+ *            ss_cupti_calls_drained) once UNSYNCED_HOLD_WINDOWS windows' length has passed
+ *            since it was due and since the last sync point (at least twice the longest
+ *            interval seen between two sync points, so that a loop of long steps keeps its
+ *            windows; at most UNSYNCED_HOLD_MAX_NS). It closes as at a sync point (the gap
+ *            after it grows with how long it was held, the duty cycle stays), and counts in
+ *            meta.cupti_unsynced_closes. Work still queued when it closes may miss its GPU
+ *            rows; no sync point lies near to be measured wrongly. A gap ends only at a sync
+ *            point, as before: a window starts at work the host saw finish.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -151,6 +162,13 @@ static _Atomic uint64_t sample_next_ns;
 static unsigned sample_windows;
 /* CUPTI-4: when the window now on opened, and the sync points counted by then (owner_lock) */
 static uint64_t window_open_ns, window_open_ticks;
+/* CUPTI-9: the last sync point seen while sampling, the longest interval between two, and the
+ * windows closed without one; a window waits UNSYNCED_HOLD_WINDOWS windows' length for a sync
+ * point (at least twice the longest interval, at most UNSYNCED_HOLD_MAX_NS) */
+static _Atomic uint64_t last_tick_ns, longest_tick_gap_ns;
+static unsigned unsynced_closes;
+#define UNSYNCED_HOLD_WINDOWS 4
+#define UNSYNCED_HOLD_MAX_NS  (10000 * 1000000ull)
 /* CUPTI-5 (auto): on, sampling now, the last evaluation (time, records drained by then) and
  * the estimate it made (permille of the run time that tracing every call would cost). */
 #define AUTO_EVAL_NS	     (25 * 1000000ull)
@@ -914,6 +932,34 @@ static void measure_phase_locked(uint64_t now, int was_sample_off)
 	measure_since_ticks = ticks;
 }
 
+/* CUPTI-4: the sampler's switch, owner_lock held, at NOW with TICKS sync points seen: a window
+ * closes (the gap after a window held open past its length grows alike, so that the duty cycle
+ * stays) or a gap ends. */
+static void sample_switch_locked(uint64_t now, uint64_t ticks)
+{
+	int was_off = timeline_off();
+	measure_phase_locked(now, sample_off);
+	sample_off = !sample_off;
+	sample_windows += !sample_off;
+	if (!sample_off && sample_growing && sample_off_ns < AGG_MAX_OFF_NS)
+		sample_off_ns *= 2; /* CUPTI-7: the next gap */
+	follow_pauses_locked(was_off);
+	uint64_t phase = sample_off ? sample_off_ns : sample_on_ns;
+	if (sample_off && window_open_ns && now - window_open_ns > sample_on_ns && sample_on_ns &&
+	    phase < AUTO_MAX_OFF_NS)
+		phase = (uint64_t)((double)phase * (double)(now - window_open_ns) /
+				   (double)sample_on_ns);
+	if (!sample_off) {
+		window_open_ns = now;
+		window_open_ticks = ticks;
+	} else {
+		window_open_ns = 0;
+	}
+	/* CUPTI-5: back on after auto stopped sampling, it stays on */
+	int again = started && (!sample_auto || auto_sampling);
+	atomic_store_explicit(&sample_next_ns, again ? now + phase : 0, memory_order_relaxed);
+}
+
 void ss_cupti_sample_tick(void)
 {
 	uint64_t next = atomic_load_explicit(&sample_next_ns, memory_order_relaxed);
@@ -921,6 +967,13 @@ void ss_cupti_sample_tick(void)
 		return;
 	atomic_fetch_add_explicit(&sample_ticks, 1, memory_order_relaxed);
 	uint64_t now = now_ns();
+	/* CUPTI-9: the longest interval between two sync points, which a window waits for */
+	uint64_t last = atomic_exchange_explicit(&last_tick_ns, now, memory_order_relaxed);
+	uint64_t longest = atomic_load_explicit(&longest_tick_gap_ns, memory_order_relaxed);
+	while (last && now - last > longest &&
+	       !atomic_compare_exchange_weak_explicit(&longest_tick_gap_ns, &longest, now - last,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
 	if (now < next)
 		return;
 	pthread_mutex_lock(&owner_lock);
@@ -931,42 +984,45 @@ void ss_cupti_sample_tick(void)
 	 * measured too */
 	uint64_t ticks = atomic_load_explicit(&sample_ticks, memory_order_relaxed);
 	int window_short = !sample_off && window_open_ns && ticks - window_open_ticks < 2;
-	if (next && now >= next && !window_short) { /* not switched by another thread meanwhile */
-		int was_off = timeline_off();
-		measure_phase_locked(now, sample_off);
-		sample_off = !sample_off;
-		sample_windows += !sample_off;
-		if (!sample_off && sample_growing && sample_off_ns < AGG_MAX_OFF_NS)
-			sample_off_ns *= 2; /* CUPTI-7: the next gap */
-		follow_pauses_locked(was_off);
-		uint64_t phase = sample_off ? sample_off_ns : sample_on_ns;
-		/* a window held open past its length: the gap after it grows alike (the duty
-		 * cycle stays) */
-		if (sample_off && window_open_ns && now - window_open_ns > sample_on_ns &&
-		    sample_on_ns && phase < AUTO_MAX_OFF_NS)
-			phase = (uint64_t)((double)phase * (double)(now - window_open_ns) /
-					   (double)sample_on_ns);
-		if (!sample_off) {
-			window_open_ns = now;
-			window_open_ticks = ticks;
-		} else {
-			window_open_ns = 0;
-		}
-		/* CUPTI-5: back on after auto stopped sampling, it stays on */
-		int again = started && (!sample_auto || auto_sampling);
-		atomic_store_explicit(&sample_next_ns, again ? now + phase : 0,
-				      memory_order_relaxed);
-	}
+	if (next && now >= next && !window_short) /* not switched by another thread meanwhile */
+		sample_switch_locked(now, ticks);
 	pthread_mutex_unlock(&owner_lock);
+}
+
+/* CUPTI-9, owner_lock held, on the writer's thread: a window that no sync point has closed
+ * UNSYNCED_HOLD past its time (and past the last sync point), closed here. Not a gap: the next
+ * window still opens at a sync point. */
+static void close_unsynced_window_locked(uint64_t now)
+{
+	uint64_t next = atomic_load_explicit(&sample_next_ns, memory_order_relaxed);
+	if (!next || sample_off || !started)
+		return;
+	uint64_t hold = UNSYNCED_HOLD_WINDOWS * sample_on_ns;
+	uint64_t longest = atomic_load_explicit(&longest_tick_gap_ns, memory_order_relaxed);
+	if (hold < 2 * longest)
+		hold = 2 * longest; /* a loop of long steps keeps its windows (CUPTI-4) */
+	if (hold > UNSYNCED_HOLD_MAX_NS)
+		hold = UNSYNCED_HOLD_MAX_NS;
+	uint64_t last = atomic_load_explicit(&last_tick_ns, memory_order_relaxed);
+	uint64_t since = last > next ? last : next;
+	if (now < since + hold)
+		return;
+	unsynced_closes++;
+	sample_switch_locked(now, atomic_load_explicit(&sample_ticks, memory_order_relaxed));
 }
 
 void ss_cupti_calls_drained(uint64_t records)
 {
-	if (!sample_auto)
+	if (!sample_auto && !atomic_load_explicit(&sample_next_ns, memory_order_relaxed))
 		return;
 	uint64_t now = now_ns();
 	pthread_mutex_lock(&owner_lock);
 	if (!started) {
+		pthread_mutex_unlock(&owner_lock);
+		return;
+	}
+	close_unsynced_window_locked(now); /* CUPTI-9 */
+	if (!sample_auto) {
 		pthread_mutex_unlock(&owner_lock);
 		return;
 	}
@@ -1038,6 +1094,14 @@ unsigned ss_cupti_auto_peak(void)
 								    : measured_peak_permille;
 	pthread_mutex_unlock(&owner_lock);
 	return sample_auto ? peak : 0;
+}
+
+unsigned ss_cupti_unsynced_closes(void)
+{
+	pthread_mutex_lock(&owner_lock);
+	unsigned n = unsynced_closes;
+	pthread_mutex_unlock(&owner_lock);
+	return n;
 }
 
 unsigned ss_cupti_auto_measured(unsigned *on_ticks, unsigned *off_ticks)
@@ -1121,6 +1185,9 @@ void ss_cupti_fork_child(void)
 	pthread_mutex_init(&queue_lock, NULL);
 	free(queue); /* the parent's records, the parent stores them */
 	atomic_store_explicit(&sample_next_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&last_tick_ns, 0, memory_order_relaxed); /* CUPTI-9 */
+	atomic_store_explicit(&longest_tick_gap_ns, 0, memory_order_relaxed);
+	unsynced_closes = 0;
 	auto_sampling = 0; /* CUPTI-5: the child is not traced (below) */
 	/* CUPTI-8: the child never detaches nor attaches (the callback does nothing) */
 	atomic_store(&attach_state, ATTACHED);

@@ -65,8 +65,10 @@ void ss_cupti_capture(int on);
 void ss_cupti_sample_tick(void);
 /* Writer, after each drain: how many ring records it has drained since the start, from which
  * SYNCSPY_CUPTI_SAMPLE=auto estimates what tracing costs and samples above its budget
- * (CUPTI-5). */
+ * (CUPTI-5); also closes a window that no sync point closed (CUPTI-9). */
 void ss_cupti_calls_drained(uint64_t records);
+/* Writer, for meta: the sampler's windows closed without a sync point (CUPTI-9). */
+unsigned ss_cupti_unsynced_closes(void);
 /* Writer, for meta (auto only, else 0): the highest estimate auto made of what tracing every
  * call would cost, in permille of the run time (CUPTI-5). */
 unsigned ss_cupti_auto_peak(void);

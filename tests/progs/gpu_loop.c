@@ -31,6 +31,8 @@
  * host node last), instantiated once, and launched every step without a sync in between: each
  * launch waits on the stream for the previous one's host node (d40 of examples/corpus; t234);
  * graph-hostfunc-fast: the same with a host function that returns at once (no finding).
+ * nosync: burst's steps without their sync: the host only launches (a loop that never waits,
+ * 12_stream_prefetcher's bad variant), one stream sync at the end (CUPTI-9: t235).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -96,6 +98,7 @@ int main(int argc, char **argv)
 	int hostfunc_fast = argc > 2 && strcmp(argv[2], "hostfunc-fast") == 0;
 	int graph_host = argc > 2 && strcmp(argv[2], "graph-hostfunc") == 0;
 	int graph_host_fast = argc > 2 && strcmp(argv[2], "graph-hostfunc-fast") == 0;
+	int nosync = argc > 2 && strcmp(argv[2], "nosync") == 0;
 	void *host_us = (void *)(uintptr_t)(hostfunc_fast || graph_host_fast ? 0 : HOST_FUNC_US);
 	cudaStreamCallback_t cb = host_callback;
 	static const char image[] = "gpu_loop library image", name[] = "gpu_loop_kernel";
@@ -166,11 +169,12 @@ int main(int argc, char **argv)
 			CHECK(cudaLibraryUnload(lib));
 			continue;
 		}
-		if (burst) {
+		if (burst || nosync) {
 			for (int k = 0; k < BURST_KERNELS; k++)
 				CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, no_args, 0,
 						       stream));
-			CHECK(cudaStreamSynchronize(stream));
+			if (burst)
+				CHECK(cudaStreamSynchronize(stream));
 			usleep(BURST_SLEEP_US);
 			continue;
 		}
@@ -184,6 +188,8 @@ int main(int argc, char **argv)
 		if (step % 10 == 9)
 			CHECK(cudaDeviceSynchronize());
 	}
+	if (nosync)
+		CHECK(cudaStreamSynchronize(stream)); /* the loop's one wait, after it */
 	if (graph_once) {
 		CHECK(cudaGraphExecDestroy(exec)); /* MARK:teardown */
 		CHECK(cudaGraphDestroy(captured));
