@@ -86,11 +86,13 @@
  *            count above bit 32 and CUPTI's id below, unique over the run.
  *   CUPTI-9  A window that no sync point closes (a loop that only launches: the host never
  *            waits, as in 12_stream_prefetcher's bad variant, and CUPTI-4 would trace it whole
- *            at the cost sampling is there to avoid) is closed by the writer (after a drain,
- *            ss_cupti_calls_drained) once UNSYNCED_HOLD_WINDOWS windows' length has passed
- *            since it was due and since the last sync point (at least twice the longest
- *            interval seen between two sync points, so that a loop of long steps keeps its
- *            windows; at most UNSYNCED_HOLD_MAX_NS). It closes as at a sync point (the gap
+ *            at the cost sampling is there to avoid) is closed once UNSYNCED_HOLD_WINDOWS
+ *            windows' length has passed since it was due and since the last sync point (at
+ *            least twice the longest interval seen between two sync points, so that a loop of
+ *            long steps keeps its windows; at most UNSYNCED_HOLD_MAX_NS). The writer finds it
+ *            due after a drain (ss_cupti_calls_drained) and asks; the next wrapped call of any
+ *            thread closes it (ss_cupti_unsynced_close) while no stream capture is open: the
+ *            writer makes no CUPTI call (SHIM-4). It closes as at a sync point (the gap
  *            after it grows with how long it was held, the duty cycle stays), and counts in
  *            meta.cupti_unsynced_closes. Work still queued when it closes may miss its GPU
  *            rows; no sync point lies near to be measured wrongly. A gap ends only at a sync
@@ -350,6 +352,14 @@ static void convert(const CUpti_Activity *record)
 		break;
 	}
 	default:
+		return;
+	}
+	/* a forced flush (at every pause, CUPTI-8; at a window closed without a sync point,
+	 * CUPTI-9) hands over the records of work not finished yet with their timestamps still 0:
+	 * no time to place them at (an event's 0 means no device timestamp, kept) */
+	if (rec.kind != SS_GPU_EVENT &&
+	    (!rec.start_ns || !rec.end_ns || rec.end_ns < rec.start_ns)) {
+		free(rec.name);
 		return;
 	}
 	enqueue(&rec);
@@ -989,14 +999,14 @@ void ss_cupti_sample_tick(void)
 	pthread_mutex_unlock(&owner_lock);
 }
 
-/* CUPTI-9, owner_lock held, on the writer's thread: a window that no sync point has closed
- * UNSYNCED_HOLD past its time (and past the last sync point), closed here. Not a gap: the next
- * window still opens at a sync point. */
-static void close_unsynced_window_locked(uint64_t now)
+/* CUPTI-9, owner_lock held: a window that no sync point has closed UNSYNCED_HOLD past its
+ * time (and past the last sync point) is due to close. Not a gap: the next window still opens at
+ * a sync point. */
+static int unsynced_close_due_locked(uint64_t now)
 {
 	uint64_t next = atomic_load_explicit(&sample_next_ns, memory_order_relaxed);
 	if (!next || sample_off || !started)
-		return;
+		return 0;
 	uint64_t hold = UNSYNCED_HOLD_WINDOWS * sample_on_ns;
 	uint64_t longest = atomic_load_explicit(&longest_tick_gap_ns, memory_order_relaxed);
 	if (hold < 2 * longest)
@@ -1005,26 +1015,35 @@ static void close_unsynced_window_locked(uint64_t now)
 		hold = UNSYNCED_HOLD_MAX_NS;
 	uint64_t last = atomic_load_explicit(&last_tick_ns, memory_order_relaxed);
 	uint64_t since = last > next ? last : next;
-	if (now < since + hold)
-		return;
-	unsynced_closes++;
-	sample_switch_locked(now, atomic_load_explicit(&sample_ticks, memory_order_relaxed));
+	return now >= since + hold;
 }
 
-void ss_cupti_calls_drained(uint64_t records)
+void ss_cupti_unsynced_close(void)
+{
+	pthread_mutex_lock(&owner_lock);
+	uint64_t now = now_ns();
+	if (unsynced_close_due_locked(now)) { /* not closed by a sync point meanwhile */
+		unsynced_closes++;
+		sample_switch_locked(now,
+				     atomic_load_explicit(&sample_ticks, memory_order_relaxed));
+	}
+	pthread_mutex_unlock(&owner_lock);
+}
+
+int ss_cupti_calls_drained(uint64_t records)
 {
 	if (!sample_auto && !atomic_load_explicit(&sample_next_ns, memory_order_relaxed))
-		return;
+		return 0;
 	uint64_t now = now_ns();
 	pthread_mutex_lock(&owner_lock);
 	if (!started) {
 		pthread_mutex_unlock(&owner_lock);
-		return;
+		return 0;
 	}
-	close_unsynced_window_locked(now); /* CUPTI-9 */
+	int close = unsynced_close_due_locked(now); /* CUPTI-9 */
 	if (!sample_auto) {
 		pthread_mutex_unlock(&owner_lock);
-		return;
+		return close;
 	}
 	if (!auto_eval_ns || records < auto_eval_records) { /* the first call, or after a fork */
 		auto_eval_ns = now;
@@ -1083,6 +1102,7 @@ void ss_cupti_calls_drained(uint64_t records)
 		}
 	}
 	pthread_mutex_unlock(&owner_lock);
+	return close;
 }
 
 /* meta.cupti_auto_permille: the highest of the estimates and of what the windows measured

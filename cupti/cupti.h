@@ -65,8 +65,12 @@ void ss_cupti_capture(int on);
 void ss_cupti_sample_tick(void);
 /* Writer, after each drain: how many ring records it has drained since the start, from which
  * SYNCSPY_CUPTI_SAMPLE=auto estimates what tracing costs and samples above its budget
- * (CUPTI-5); also closes a window that no sync point closed (CUPTI-9). */
-void ss_cupti_calls_drained(uint64_t records);
+ * (CUPTI-5). Returns 1 when a window no sync point closed is due to close (CUPTI-9): the writer
+ * asks an app thread to (hot.h), as it makes no CUPTI call itself. */
+int ss_cupti_calls_drained(uint64_t records);
+/* App thread, at a wrapped call's exit when the writer asked and no stream capture is open:
+ * closes the window CUPTI-9 found due, unless a sync point closed it meanwhile. */
+void ss_cupti_unsynced_close(void);
 /* Writer, for meta: the sampler's windows closed without a sync point (CUPTI-9). */
 unsigned ss_cupti_unsynced_closes(void);
 /* Writer, for meta (auto only, else 0): the highest estimate auto made of what tracing every

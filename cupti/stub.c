@@ -57,9 +57,14 @@ void ss_cupti_sample_tick(void)
 {
 }
 
-void ss_cupti_calls_drained(uint64_t records)
+int ss_cupti_calls_drained(uint64_t records)
 {
 	(void)records;
+	return 0;
+}
+
+void ss_cupti_unsynced_close(void)
+{
 }
 
 unsigned ss_cupti_unsynced_closes(void)

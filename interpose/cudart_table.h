@@ -307,15 +307,15 @@
 	X(cudaStreamDestroy, NONE, X1, (cudaStream_t stream), (stream), STREAM(stream), )          \
 	X(cudaStreamBeginCapture, PTSZ, X1,                                                        \
 	  (cudaStream_t stream, enum cudaStreamCaptureMode mode), (stream, mode),                  \
-	  STREAM(stream) AUX(mode), )                                                              \
+	  STREAM(stream) AUX(mode), CAPTURE_BEGUN)                                                 \
 	X(cudaStreamBeginCaptureToGraph, PTSZ, X1,                                                 \
 	  (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,            \
 	   const cudaGraphEdgeData *dependencyData, size_t numDependencies,                        \
 	   enum cudaStreamCaptureMode mode),                                                       \
 	  (stream, graph, dependencies, dependencyData, numDependencies, mode),                    \
-	  STREAM(stream) AUX(mode) GRAPH(graph), )                                                 \
+	  STREAM(stream) AUX(mode) GRAPH(graph), CAPTURE_BEGUN)                                    \
 	X(cudaStreamEndCapture, PTSZ, X1, (cudaStream_t stream, cudaGraph_t * pGraph),             \
-	  (stream, pGraph), STREAM(stream), CAPTURED_GRAPH(*pGraph))                               \
+	  (stream, pGraph), STREAM(stream), CAPTURED_GRAPH(*pGraph) CAPTURE_ENDED)                 \
 	X(cudaGraphInstantiate, NONE, X1,                                                          \
 	  (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, unsigned long long flags),             \
 	  (pGraphExec, graph, flags), GRAPH(graph), CREATED_GRAPH_EXEC(*pGraphExec))               \

@@ -91,9 +91,9 @@
 	  (phGraphExec, hGraph, instantiateParams), GRAPH(hGraph),                                 \
 	  CREATED_GRAPH_EXEC(*phGraphExec))                                                        \
 	X(cuStreamBeginCapture_v2, PTSZ, X1, (CUstream hStream, CUstreamCaptureMode mode),         \
-	  (hStream, mode), STREAM(hStream) AUX(mode), )                                            \
+	  (hStream, mode), STREAM(hStream) AUX(mode), CAPTURE_BEGUN)                               \
 	X(cuStreamEndCapture, PTSZ, X1, (CUstream hStream, CUgraph * phGraph), (hStream, phGraph), \
-	  STREAM(hStream), CAPTURED_GRAPH(*phGraph))                                               \
+	  STREAM(hStream), CAPTURED_GRAPH(*phGraph) CAPTURE_ENDED)                                 \
 	X(cuGraphExecDestroy, NONE, X1, (CUgraphExec hGraphExec), (hGraphExec), AUX(hGraphExec), ) \
 	X(cuGraphLaunch, PTSZ, E1, (CUgraphExec hGraphExec, CUstream hStream),                     \
 	  (hGraphExec, hStream), STREAM(hStream) AUX(hGraphExec), )                                \

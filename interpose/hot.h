@@ -14,6 +14,11 @@ struct ss_hot {
 	int enqueue_timing;	     /* SYNCSPY_ENQUEUE_TIMING */
 	/* 0 while calls are recorded; else why not, and what waits (capture.h, SHIM-6) */
 	_Atomic int capture;
+	/* CUPTI-9: the writer asks the thread of the next call to close a sampling window that no
+	 * sync point closed; it does so while no stream capture is open (open_captures: begun
+	 * and not ended, any thread: a capture in global mode forbids unsafe calls everywhere) */
+	_Atomic int cupti_close_wanted;
+	_Atomic int open_captures;
 } __attribute__((aligned(64)));
 extern struct ss_hot ss_hot;
 

@@ -102,6 +102,15 @@
 	rec.obj = (uintptr_t)(ptr);                                                                \
 	rec.aux = ((uint64_t)(uint32_t)(location).type << 32) | (uint32_t)(location).id;
 
+/* Stream captures begun (post, on success) and ended (post: a failed end ends the capture too),
+ * counted for CUPTI-9 (hot.h: open_captures). */
+#define CAPTURE_BEGUN                                                                              \
+	if (ret == 0)                                                                              \
+		atomic_fetch_add_explicit(&ss_hot.open_captures, 1, memory_order_relaxed);
+#define CAPTURE_ENDED                                                                              \
+	if (atomic_load_explicit(&ss_hot.open_captures, memory_order_relaxed) > 0)                 \
+		atomic_fetch_sub_explicit(&ss_hot.open_captures, 1, memory_order_relaxed);
+
 /* cudaProfilerStart/Stop, cuProfilerStart/Stop: a capture range's trigger in cudaProfilerApi
  * mode (capture.h). Start switches in `pre`, stop in `post`: both rows are recorded, since a
  * call is when the range was on as it started. */
@@ -161,7 +170,7 @@ static inline int ss_is_stub_launch(int api)
 		/* one class test for an enqueue, as before the guard (GUARD-1) */                 \
 		if (ss_unlikely(ss_is_sync_point(rec.cls))) {                                      \
 			ss_guard_count(tls, &rec);                                                 \
-			if (ss_wants_stack(rec.cls) && !(capture_bits & SS_CAPTURE_OFF)) {        \
+			if (ss_wants_stack(rec.cls) && !(capture_bits & SS_CAPTURE_OFF)) {         \
 				ss_stacks_attach(tls, rec.caller);                                 \
 				ss_cupti_sample_tick(); /* a window switches after a sync          \
 							   (CUPTI-4) */                            \
@@ -169,6 +178,14 @@ static inline int ss_is_stub_launch(int api)
 		} else if (SS_##cls_ == SS_X1 && ss_stacked_context_call(id) &&                    \
 			   !(capture_bits & SS_CAPTURE_OFF)) {                                     \
 			ss_stacks_attach(tls, rec.caller);                                         \
+		}                                                                                  \
+		/* CUPTI-9: a window no sync point closed, closed on this thread */                \
+		if (ss_unlikely(                                                                   \
+			atomic_load_explicit(&ss_hot.cupti_close_wanted, memory_order_relaxed)) && \
+		    !atomic_load_explicit(&ss_hot.open_captures, memory_order_relaxed)) {          \
+			atomic_store_explicit(&ss_hot.cupti_close_wanted, 0,                       \
+					      memory_order_relaxed);                               \
+			ss_cupti_unsynced_close();                                                 \
 		}                                                                                  \
 		tls->depth--;                                                                      \
 		return ret;                                                                        \

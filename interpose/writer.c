@@ -971,7 +971,10 @@ static void drain_all(void)
 		free(snaps);
 	}
 	drained_total += drained_last_pass;
-	ss_cupti_calls_drained(drained_total); /* CUPTI-5: what tracing them costs */
+	/* CUPTI-5: what tracing them costs; CUPTI-9: a window to close, by an app thread */
+	if (ss_cupti_calls_drained(drained_total) &&
+	    !atomic_load_explicit(&ss_hot.cupti_close_wanted, memory_order_relaxed))
+		atomic_store_explicit(&ss_hot.cupti_close_wanted, 1, memory_order_relaxed);
 	store_capture();
 	ss_gpu_tables_store();
 }

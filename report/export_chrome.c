@@ -262,7 +262,7 @@
 	"  THEN g.name END)))"                                                                     \
 	" FROM gpu_activity g JOIN gpu_tracks t ON t.device = g.device"                            \
 	"  AND t.stream_id = g.stream_id WHERE g.kind IN " GPU_KINDS                               \
-	"  AND g.end_ns >= g.start_ns ORDER BY t.n, g.start_ns, g.id"
+	"  AND " SS_GPU_TIMED("g.") " ORDER BY t.n, g.start_ns, g.id"
 
 /* Flows from the host call (its gpu_api record's start, on the calling thread's track) to the
  * GPU work it caused. */
@@ -274,7 +274,7 @@
 	"  'pid', ?1, 'tid', " GPU_TRACK ", 'ts', (g.start_ns + ?2) / 1000.0)"                     \
 	" FROM gpu_activity g JOIN gpu_tracks t ON t.device = g.device"                            \
 	"  AND t.stream_id = g.stream_id JOIN gpu_calls a ON a.correlation_id = g.correlation_id" \
-	" WHERE g.kind IN " GPU_KINDS " AND g.end_ns >= g.start_ns ORDER BY g.id"
+	" WHERE g.kind IN " GPU_KINDS " AND " SS_GPU_TIMED("g.") " ORDER BY g.id"
 
 /* The reference (the first database): its path and host, and its collectives once needed
  * (collectives.c, as the report reads them). */

@@ -40,7 +40,7 @@
 	"SELECT kind, start_ns, end_ns, coalesce(device, 0), coalesce(correlation_id, 0),"         \
 	" coalesce(copy_kind, 0), coalesce(bytes, 0), coalesce(substr(name, 1, 4) = 'nccl', 0),"   \
 	" coalesce(stream_id, -1)"                                                                 \
-	" FROM gpu_activity WHERE start_ns IS NOT NULL AND end_ns >= start_ns"
+	" FROM gpu_activity WHERE " SS_GPU_TIMED("")
 /* The earliest API record of each correlation id: the call the program made (when both layers
  * report a call, the driver call inside a runtime call starts later). */
 #define GPU_API_SQL                                                                                \

@@ -277,7 +277,7 @@ static int calls_json(FILE *out, sqlite3 *db, long long cap, long long first_ns,
  */
 #define GPU_ROW_OK                                                                                 \
 	"kind IN ('kernel', 'memcpy', 'memset') AND device IS NOT NULL AND stream_id IS NOT NULL"  \
-	" AND start_ns IS NOT NULL AND end_ns >= start_ns"
+	" AND " SS_GPU_TIMED("")
 #define GPU_CTES(api_cte)                                                                          \
 	"WITH " THREAD_LANE_CTE ","                                                                \
 	" gl AS (SELECT device, stream_id,"                                                        \

@@ -6,7 +6,8 @@
 # the cost sampling is there to avoid. With SYNCSPY_CUPTI_SAMPLE=20/60 and with the default
 # (auto), on the stand-ins' CUPTI: fewer kernels recorded than launched, the close counted in
 # meta.cupti_unsynced_closes, the time off in gpu_paused (no kernel launched inside it
-# recorded), the program's output unchanged. The same loop with its syncs (burst) needs no
+# recorded, and none of the kernels still queued at the close, which the forced flush hands over
+# with no time), the program's output unchanged. The same loop with its syncs (burst) needs no
 # such close, and SYNCSPY_CUPTI_SAMPLE=all still traces the sync-free loop whole.
 . "$E2E_DIR/lib.sh"
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH # the stand-in CUPTI first, as t211
@@ -23,6 +24,11 @@ sampled_without_syncs() {
 	closes=$(q "SELECT value FROM meta WHERE key = 'cupti_unsynced_closes'")
 	[ -n "$closes" ] && [ "$closes" -ge 1 ] || fail "$1: meta.cupti_unsynced_closes '${closes}'"
 	[ "$(q "SELECT count(*) FROM gpu_paused")" -ge 1 ] || fail "$1: no gpu_paused row"
+	# the kernels still queued at the close came from the forced flush with no time (the
+	# stand-in hands them over as the real CUPTI does): none stored
+	golden "SELECT count(*) FROM gpu_activity WHERE kind <> 'event' AND (start_ns = 0 OR end_ns = 0)" <<'END'
+0
+END
 	# no kernel whose launch fell inside a time off was recorded
 	golden "SELECT count(*) FROM gpu_activity k JOIN gpu_api a ON a.correlation_id = k.correlation_id
 		JOIN gpu_paused p ON a.start_ns > p.start_ns AND a.end_ns < p.end_ns WHERE k.kind = 'kernel'" <<'END'
@@ -30,10 +36,12 @@ sampled_without_syncs() {
 END
 }
 
-SYNCSPY_CUPTI_SAMPLE=20/60 under_shim "$PROGS/gpu_loop" $steps nosync >"$tmp/windows.out" 2>&1 ||
-	fail "gpu_loop nosync (20/60) failed: $(cat "$tmp/windows.out")"
+STANDIN_CUPTI_REPORT=$tmp/standin.txt SYNCSPY_CUPTI_SAMPLE=20/60 under_shim "$PROGS/gpu_loop" $steps nosync \
+	>"$tmp/windows.out" 2>&1 || fail "gpu_loop nosync (20/60) failed: $(cat "$tmp/windows.out")"
 grep -qx "done $steps steps" "$tmp/windows.out" || fail "nosync output: $(cat "$tmp/windows.out")"
 sampled_without_syncs "20/60"
+incomplete=$(sed -n 's/^incomplete_records //p' "$tmp/standin.txt")
+[ "${incomplete:-0}" -ge 1 ] || fail "20/60: no kernel was queued at a forced flush: $(cat "$tmp/standin.txt")"
 rm -rf "$out"
 
 under_shim "$PROGS/gpu_loop" $steps nosync >"$tmp/auto.out" 2>&1 ||

@@ -31,7 +31,8 @@
  * host node last), instantiated once, and launched every step without a sync in between: each
  * launch waits on the stream for the previous one's host node (d40 of examples/corpus; t234);
  * graph-hostfunc-fast: the same with a host function that returns at once (no finding).
- * nosync: burst's steps without their sync: the host only launches (a loop that never waits,
+ * nosync: burst's steps without their sync, the first kernel of each taking NOSYNC_KERNEL_US so
+ * that work is queued most of the time: the host only launches (a loop that never waits,
  * 12_stream_prefetcher's bad variant), one stream sync at the end (CUPTI-9: t235).
  */
 #define _GNU_SOURCE
@@ -51,6 +52,7 @@
 #define BURST_SLEEP_US 1000
 #define SLOW_KERNEL_US 2000
 #define HOST_FUNC_US   1500
+#define NOSYNC_KERNEL_US 900
 
 static unsigned long long now_ns(void)
 {
@@ -110,6 +112,7 @@ int main(int argc, char **argv)
 	const dim3 one = {1, 1, 1};
 	void *param = (void *)(uintptr_t)(slow ? SLOW_KERNEL_US : KERNEL_US);
 	void *args[] = {&param}, *no_param = NULL, *no_args[] = {&no_param};
+	void *queued_param = (void *)(uintptr_t)NOSYNC_KERNEL_US, *queued_args[] = {&queued_param};
 	unsigned long long paused_at = 0;
 	cudaStream_t stream;
 
@@ -171,7 +174,8 @@ int main(int argc, char **argv)
 		}
 		if (burst || nosync) {
 			for (int k = 0; k < BURST_KERNELS; k++)
-				CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, no_args, 0,
+				CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one,
+						       nosync && !k ? queued_args : no_args, 0,
 						       stream));
 			if (burst)
 				CHECK(cudaStreamSynchronize(stream));

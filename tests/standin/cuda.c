@@ -1371,6 +1371,8 @@ static CUresult launch(CUfunction f, CUstream hStream, void **kernelParams, enum
 	op->call.fn = (void (*)(void *))(void *)f;
 	op->call.arg = kernelParams && kernelParams[0] ? *(void **)kernelParams[0] : NULL;
 	op->cupti_correlation = cupti && cupti->kernels_traced() ? correlation : 0;
+	if (op->cupti_correlation)
+		cupti->kernel_queued(correlation, s->cupti_id);
 	stream_submit(s, op, NULL);
 	if (cupti) {
 		cupti->api_end(correlation, CBID_cuLaunchKernel, start, cupti->now());

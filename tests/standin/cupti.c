@@ -23,7 +23,11 @@
  *
  * STANDIN_CUPTI_REPORT=FILE: at exit, what it saw, a "name value" line each: launches, launches
  * made while instrumented (a kind enabled since the last cuptiFinalize), finalizes, attaches
- * after one, records lost.
+ * after one, records lost, records handed over incomplete.
+ *
+ * A forced flush (cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) hands over the records
+ * of kernels traced and not finished with start and end 0, once, as the real CUPTI does with
+ * unfinished work (its corpus traces held such rows: report/db.h, SS_GPU_TIMED).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -103,11 +107,11 @@ static void deliver_locked(void)
 	buffer_size = buffer_used = 0;
 }
 
-/* Copies RECORD (of its kind's size) into the client's buffer, asking for one as needed. */
-static void add_record(const void *record, CUpti_ActivityKind kind)
+/* Copies RECORD (of its kind's size) into the client's buffer, asking for one as needed; mu
+ * held. */
+static void add_record_locked(const void *record, CUpti_ActivityKind kind)
 {
 	size_t size = record_size(kind);
-	pthread_mutex_lock(&mu);
 	if (buffer && buffer_used + size > buffer_size)
 		deliver_locked();
 	if (!buffer && request_buffer) {
@@ -120,8 +124,25 @@ static void add_record(const void *record, CUpti_ActivityKind kind)
 		memcpy(buffer + buffer_used, record, size);
 		buffer_used += size;
 	}
+}
+
+static void add_record(const void *record, CUpti_ActivityKind kind)
+{
+	pthread_mutex_lock(&mu);
+	add_record_locked(record, kind);
 	pthread_mutex_unlock(&mu);
 }
+
+/* Kernels traced at their launch and not run yet (mu): a forced flush hands each over once,
+ * with start and end 0, as the real CUPTI hands over the records of unfinished work
+ * (incomplete_records), and its record at the end is then not made; a finalize drops them. */
+enum { PENDING_MAX = 4096 };
+static struct pending_kernel {
+	uint32_t correlation, stream;
+	int flushed;
+} pending[PENDING_MAX];
+static size_t npending;
+static _Atomic unsigned long incomplete_records;
 
 /* ------------------------------------------------------------------ what libcuda reports */
 
@@ -186,22 +207,49 @@ static void api_end(uint32_t correlation, uint32_t cbid, uint64_t start, uint64_
 	add_record(&api, CUPTI_ACTIVITY_KIND_DRIVER);
 }
 
+static void kernel_queued(uint32_t correlation, uint32_t stream)
+{
+	pthread_mutex_lock(&mu);
+	if (npending < PENDING_MAX)
+		pending[npending++] = (struct pending_kernel){correlation, stream, 0};
+	pthread_mutex_unlock(&mu);
+}
+
+/* A kernel's record (a forced flush makes one of a kernel not run yet: START and END 0, no
+ * name). */
+static CUpti_ActivityKernel10 kernel_record(uint32_t correlation, uint32_t stream, uint64_t start,
+					    uint64_t end, const char *name)
+{
+	return (CUpti_ActivityKernel10){.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+					.start = start,
+					.end = end,
+					.gridX = 1,
+					.gridY = 1,
+					.gridZ = 1,
+					.blockX = 1,
+					.blockY = 1,
+					.blockZ = 1,
+					.streamId = stream,
+					.correlationId = correlation,
+					.name = name};
+}
+
 static void kernel(uint32_t correlation, uint32_t stream, uint64_t start, uint64_t end,
 		   const char *name)
 {
-	CUpti_ActivityKernel10 k = {.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-				    .start = start,
-				    .end = end,
-				    .gridX = 1,
-				    .gridY = 1,
-				    .gridZ = 1,
-				    .blockX = 1,
-				    .blockY = 1,
-				    .blockZ = 1,
-				    .streamId = stream,
-				    .correlationId = correlation,
-				    .name = name};
-	add_record(&k, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	pthread_mutex_lock(&mu);
+	int flushed = 0;
+	for (size_t i = 0; i < npending; i++)
+		if (pending[i].correlation == correlation && pending[i].stream == stream) {
+			flushed = pending[i].flushed;
+			pending[i] = pending[--npending];
+			break;
+		}
+	if (!flushed) {
+		CUpti_ActivityKernel10 k = kernel_record(correlation, stream, start, end, name);
+		add_record_locked(&k, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	}
+	pthread_mutex_unlock(&mu);
 }
 
 static void sync_record(uint32_t correlation, uint32_t stream, uint32_t type, uint64_t start,
@@ -239,8 +287,8 @@ static void api_site(uint32_t cbid, int exit)
 	callback(userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
 }
 
-static const struct standin_cupti_hooks hooks = {now,	 api_begin,   kernels_traced, api_end,
-						 kernel, sync_record, api_site};
+static const struct standin_cupti_hooks hooks = {now,	 api_begin,	kernels_traced, api_end,
+						 kernel, kernel_queued, sync_record,	api_site};
 
 EXPORT const struct standin_cupti_hooks *standin_cupti_hooks(void)
 {
@@ -342,8 +390,15 @@ EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
 	touch();
-	(void)flag;
 	pthread_mutex_lock(&mu);
+	for (size_t i = 0; (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && i < npending; i++)
+		if (!pending[i].flushed) {
+			CUpti_ActivityKernel10 k =
+			    kernel_record(pending[i].correlation, pending[i].stream, 0, 0, NULL);
+			add_record_locked(&k, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+			pending[i].flushed = 1;
+			atomic_fetch_add(&incomplete_records, 1);
+		}
 	deliver_locked();
 	pthread_mutex_unlock(&mu);
 	return CUPTI_SUCCESS;
@@ -469,6 +524,7 @@ EXPORT CUptiResult cuptiFinalize(void)
 	/* the real CUPTI numbers correlation ids from 1 again after a finalize (on the H200:
 	 * tests/gpu/results/2026-12-04-h200-session11, run 2) */
 	atomic_store(&next_correlation, 1);
+	npending = 0; /* their records are lost with CUPTI's state */
 	atomic_store(&detached, 1);
 	atomic_fetch_add(&finalizes, 1);
 	pthread_mutex_unlock(&mu);
@@ -483,8 +539,9 @@ __attribute__((destructor)) static void write_report(void)
 		return;
 	fprintf(file,
 		"launches %lu\ninstrumented_launches %lu\nfinalizes %lu\nattaches %lu\n"
-		"lost_records %lu\n",
+		"lost_records %lu\nincomplete_records %lu\n",
 		atomic_load(&launches), atomic_load(&instrumented_launches),
-		atomic_load(&finalizes), atomic_load(&attaches), atomic_load(&lost_records));
+		atomic_load(&finalizes), atomic_load(&attaches), atomic_load(&lost_records),
+		atomic_load(&incomplete_records));
 	fclose(file);
 }

@@ -22,6 +22,9 @@ struct standin_cupti_hooks {
 	void (*api_end)(uint32_t correlation, uint32_t cbid, uint64_t start, uint64_t end);
 	void (*kernel)(uint32_t correlation, uint32_t stream, uint64_t start, uint64_t end,
 		       const char *name);
+	/* a kernel traced at its launch, queued and not run yet (before it is queued: kernel may
+	 * follow at once): a forced flush hands it over incomplete */
+	void (*kernel_queued)(uint32_t correlation, uint32_t stream);
 	/* a SYNCHRONIZATION record (type 3 stream, 4 context), when that kind is on */
 	void (*sync)(uint32_t correlation, uint32_t stream, uint32_t type, uint64_t start,
 		     uint64_t end);
