@@ -8,7 +8,9 @@
 # meta.cupti_unsynced_closes, the time off in gpu_paused (no kernel launched inside it
 # recorded, and none of the kernels still queued at the close, which the forced flush hands over
 # with no time), the program's output unchanged. The same loop with its syncs (burst) needs no
-# such close, and SYNCSPY_CUPTI_SAMPLE=all still traces the sync-free loop whole.
+# such close; while a stream capture stays open (nosync-capture) none is made (CUPTI-9 waits for
+# it: a capture in global mode forbids unsafe calls on every thread); and
+# SYNCSPY_CUPTI_SAMPLE=all still traces the sync-free loop whole.
 . "$E2E_DIR/lib.sh"
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH # the stand-in CUPTI first, as t211
 export LD_LIBRARY_PATH SYNCSPY_CUPTI=1
@@ -62,6 +64,16 @@ golden "SELECT count(*) FROM meta WHERE key = 'cupti_unsynced_closes'" <<'END'
 0
 END
 [ "$(q "SELECT value >= 2 FROM meta WHERE key = 'cupti_windows'")" = 1 ] || fail "burst: fewer than 2 windows"
+rm -rf "$out"
+
+SYNCSPY_CUPTI_SAMPLE=20/60 under_shim "$PROGS/gpu_loop" 300 nosync-capture >"$tmp/capture.out" 2>&1 ||
+	fail "gpu_loop nosync-capture failed: $(cat "$tmp/capture.out")"
+one_db
+golden "SELECT count(*) FROM meta WHERE key = 'cupti_unsynced_closes'" <<'END'
+0
+END
+[ "$(q "SELECT count(*) FROM gpu_activity WHERE kind = 'kernel'")" -ge $((300 * 40)) ] ||
+	fail "capture open: not every kernel of the loop recorded"
 rm -rf "$out"
 
 SYNCSPY_CUPTI_SAMPLE=all under_shim "$PROGS/gpu_loop" 200 nosync >"$tmp/all.out" 2>&1 || fail "gpu_loop nosync (all) failed"

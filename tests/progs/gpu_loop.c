@@ -33,7 +33,9 @@
  * graph-hostfunc-fast: the same with a host function that returns at once (no finding).
  * nosync: burst's steps without their sync, the first kernel of each taking NOSYNC_KERNEL_US so
  * that work is queued most of the time: the host only launches (a loop that never waits,
- * 12_stream_prefetcher's bad variant), one stream sync at the end (CUPTI-9: t235).
+ * 12_stream_prefetcher's bad variant), one stream sync at the end (CUPTI-9: t235);
+ * nosync-capture: the same while a capture (relaxed mode) of one kernel stays open on a second
+ * stream, ended after the loop: no window is closed while it is open (t235).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -100,7 +102,9 @@ int main(int argc, char **argv)
 	int hostfunc_fast = argc > 2 && strcmp(argv[2], "hostfunc-fast") == 0;
 	int graph_host = argc > 2 && strcmp(argv[2], "graph-hostfunc") == 0;
 	int graph_host_fast = argc > 2 && strcmp(argv[2], "graph-hostfunc-fast") == 0;
-	int nosync = argc > 2 && strcmp(argv[2], "nosync") == 0;
+	int nosync_capture = argc > 2 && strcmp(argv[2], "nosync-capture") == 0;
+	int nosync = nosync_capture || (argc > 2 && strcmp(argv[2], "nosync") == 0);
+	cudaStream_t side = NULL;
 	void *host_us = (void *)(uintptr_t)(hostfunc_fast || graph_host_fast ? 0 : HOST_FUNC_US);
 	cudaStreamCallback_t cb = host_callback;
 	static const char image[] = "gpu_loop library image", name[] = "gpu_loop_kernel";
@@ -138,6 +142,11 @@ int main(int argc, char **argv)
 		CHECK(cudaStreamDestroy(stream));
 		printf("done %d steps\n", steps);
 		return 0;
+	}
+	if (nosync_capture) {
+		CHECK(cudaStreamCreate(&side));
+		CHECK(cudaStreamBeginCapture(side, cudaStreamCaptureModeRelaxed));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, no_args, 0, side));
 	}
 	for (int step = 0; step < steps; step++) {
 		if (pause && gpu_trace && step == steps / 3) {
@@ -194,6 +203,11 @@ int main(int argc, char **argv)
 	}
 	if (nosync)
 		CHECK(cudaStreamSynchronize(stream)); /* the loop's one wait, after it */
+	if (nosync_capture) {
+		CHECK(cudaStreamEndCapture(side, &captured));
+		CHECK(cudaGraphDestroy(captured));
+		CHECK(cudaStreamDestroy(side));
+	}
 	if (graph_once) {
 		CHECK(cudaGraphExecDestroy(exec)); /* MARK:teardown */
 		CHECK(cudaGraphDestroy(captured));
