@@ -668,3 +668,100 @@ extern "C" __global__ void ocr_glyph_match(const unsigned char *crops, int crop_
 		atomicMin(&best[(size_t)blockIdx.x * slots + s], mine);
 	}
 }
+
+/* d52, d55: multi-pattern signature matching of packet payloads (len bytes each, a multiple of
+ * 4) with an Aho-Corasick automaton: delta holds each state's 256 next states, accept the
+ * patterns that end in each state (a bit mask). One packet a thread, read a word at a time;
+ * flags[p] = the patterns found in packet p. */
+extern "C" __global__ void dpi_match(const unsigned int *pkts, int npkts, int len,
+				     const unsigned short *delta, const unsigned long long *accept,
+				     unsigned long long *flags)
+{
+	int p = blockIdx.x * blockDim.x + threadIdx.x;
+	if (p >= npkts)
+		return;
+	const unsigned int *w = pkts + (size_t)p * (len / 4);
+	unsigned int s = 0;
+	unsigned long long found = 0;
+	for (int i = 0; i < len / 4; i++) {
+		unsigned int v = w[i];
+		for (int k = 0; k < 4; k++) {
+			s = delta[s * 256u + ((v >> (8 * k)) & 255u)];
+			found |= accept[s];
+		}
+	}
+	flags[p] = found;
+}
+
+/* d53: block motion search of a w x h luma frame (w, h multiples of 16): costs[b * cands + c] is
+ * the sum of absolute differences between 16 x 16 block b of cur and prev at the block's position
+ * moved by candidate c's offset (c % span - search, c / span - search), span = 2 * search + 1,
+ * cands = span * span, prev's coordinates clamped to the frame. One thread a (block, candidate). */
+extern "C" __global__ void me_block_sad(const unsigned char *cur, const unsigned char *prev,
+					int w, int h, int search, unsigned int *costs)
+{
+	int span = 2 * search + 1, cands = span * span, bw = w / 16;
+	long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	if (t >= (long long)bw * (h / 16) * cands)
+		return;
+	int b = (int)(t / cands), c = (int)(t % cands);
+	int bx = (b % bw) * 16, by = (b / bw) * 16, dx = c % span - search, dy = c / span - search;
+	unsigned int sad = 0;
+	for (int y = 0; y < 16; y++) {
+		int py = min(max(by + y + dy, 0), h - 1);
+		const unsigned char *row = cur + (size_t)(by + y) * w + bx;
+		for (int x = 0; x < 16; x++) {
+			int px = min(max(bx + x + dx, 0), w - 1);
+			sad += (unsigned int)abs((int)row[x] - (int)prev[(size_t)py * w + px]);
+		}
+	}
+	costs[t] = sad;
+}
+
+/* d53: each block's best candidate, best[b] = min over c of costs << 32 | c (ties: the lowest c) */
+extern "C" __global__ void me_select(const unsigned int *costs, int nblocks, int cands,
+				     unsigned long long *best)
+{
+	int b = blockIdx.x * blockDim.x + threadIdx.x;
+	if (b >= nblocks)
+		return;
+	unsigned long long m = 0xffffffffffffffffull;
+	for (int c = 0; c < cands; c++) {
+		unsigned long long k = (unsigned long long)costs[(size_t)b * cands + c] << 32;
+		k |= (unsigned int)c;
+		m = k < m ? k : m;
+	}
+	best[b] = m;
+}
+
+/* d54: beamformed power of a frame of complex int8 voltages (volts: samples x antennas x
+ * {re, im}; weights: beams x antennas x {re, im}): power[beam] += the sum over the frame's
+ * samples of |sum over a of w[beam][a] v[s][a]|^2. A block of 256 threads per (chunk of 256
+ * samples, beam: blockIdx.y), a thread a sample, one atomicAdd a block. */
+extern "C" __global__ void beam_power(const signed char *volts, int antennas, int samples,
+				      const signed char *weights, unsigned long long *power)
+{
+	__shared__ unsigned long long part[256];
+	int beam = blockIdx.y, s = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned long long p = 0;
+	if (s < samples) {
+		const signed char *v = volts + (size_t)s * antennas * 2;
+		const signed char *wt = weights + (size_t)beam * antennas * 2;
+		int re = 0, im = 0;
+		for (int a = 0; a < antennas; a++) {
+			int vr = v[2 * a], vi = v[2 * a + 1], wr = wt[2 * a], wi = wt[2 * a + 1];
+			re += wr * vr - wi * vi;
+			im += wr * vi + wi * vr;
+		}
+		p = (unsigned long long)((long long)re * re + (long long)im * im);
+	}
+	part[threadIdx.x] = p;
+	__syncthreads();
+	for (int k = 128; k > 0; k >>= 1) {
+		if ((int)threadIdx.x < k)
+			part[threadIdx.x] += part[threadIdx.x + k];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		atomicAdd(&power[beam], part[0]);
+}
