@@ -62,11 +62,11 @@
  *            not with its enqueues; CUPTI-4's windows otherwise (switched at sync points,
  *            paused and counted the same way). `all` and ON/PERIOD keep their meaning.
  *   CUPTI-8  SYNCSPY_CUPTI_PAUSE=detach (the default): wherever CUPTI-3 to CUPTI-7 turn the
- * timeline off, syncspy also detaches CUPTI from the process (cuptiFinalize), and attaches it again
- *            where the timeline comes back on; everything else is as for a pause (gpu_paused,
- *            meta, the report's scaling). On the H200 a loop stayed slow while CUPTI's kinds
- *            were disabled (tests/gpu/results/2026-12-04-h200-session8); a detached CUPTI
- *            costs nothing. How: at the pause (owner_lock held, on the thread that paused)
+ *            timeline off, syncspy also detaches CUPTI from the process (cuptiFinalize), and
+ *            attaches it again where the timeline comes back on; everything else is as for a
+ *            pause (gpu_paused, meta, the report's scaling). On the H200 a loop stayed slow
+ *            while CUPTI's kinds were disabled (tests/gpu/results/2026-12-04-h200-session8); a
+ *            detached CUPTI costs nothing. How: at the pause (owner_lock held, on the thread that paused)
  *            the kinds are disabled, CUPTI's buffers flushed to syncspy, and a callback
  *            subscriber made for the runtime and driver domains; the callback, at the next API
  *            exit of any thread (where cuptiFinalize is documented to be safe), calls
