@@ -63,27 +63,26 @@
  *            paused and counted the same way). `all` and ON/PERIOD keep their meaning.
  *   CUPTI-8  SYNCSPY_CUPTI_PAUSE=detach (the default): wherever CUPTI-3 to CUPTI-7 turn the
  *            timeline off, syncspy also detaches CUPTI from the process (cuptiFinalize), and
- *            attaches it again where the timeline comes back on; everything else is as for a
- *            pause (gpu_paused, meta, the report's scaling). On the H200 a loop stayed slow
- *            while CUPTI's kinds were disabled (tests/gpu/results/2026-12-04-h200-session8); a
- *            detached CUPTI costs nothing. How: at the pause (owner_lock held, on the thread that paused)
- *            the kinds are disabled, CUPTI's buffers flushed to syncspy, and a callback
- *            subscriber made for the runtime and driver domains; the callback, at the next API
- *            exit of any thread (where cuptiFinalize is documented to be safe), calls
- *            cuptiFinalize, which drops the subscriber, the kinds and the callbacks. It only
- *            trylocks owner_lock (a thread holding it may be inside CUPTI: the next exit will
- *            do) and calls nothing but cuptiFinalize. While detached syncspy calls no CUPTI
- *            function (any call would attach CUPTI again). The resume registers the timestamp
- *            and buffer callbacks again and enables the kinds (start_locked's steps); a resume
- *            before any API exit only unsubscribes. Only one subscriber may exist: where
- *            cuptiSubscribe fails (torch.profiler, Nsight) or CUPTI lacks the functions,
- *            syncspy pauses as CUPTI-3 does for the rest of the run and meta says why. A client
- *            that registers while syncspy is detached gets CUPTI (CUPTI-2: syncspy has
- *            nothing to flush and never attaches again). meta.cupti_detaches, _attaches,
- *            _detach_ns, _attach_ns give what it cost. After a finalize CUPTI numbers its
- *            correlation ids from 1 again (on the H200: tests/gpu/results/
- *            2026-12-04-h200-session11, run 2): the stored correlation_id is the attach
- *            count above bit 32 and CUPTI's id below, unique over the run.
+ *            attaches it again where the timeline comes back on; everything else is as for a pause
+ *            (gpu_paused, meta, the report's scaling). On the H200 a loop stayed slow while CUPTI's
+ *            kinds were disabled (tests/gpu/results/2026-12-04-h200-session8); a detached CUPTI
+ *            costs nothing. How: at the pause (owner_lock held, on the thread that paused) the
+ *            kinds are disabled, CUPTI's buffers flushed to syncspy, and a callback subscriber made
+ *            for the runtime and driver domains; the callback, at the next API exit of any thread
+ *            (where cuptiFinalize is documented to be safe), calls cuptiFinalize, which drops the
+ *            subscriber, the kinds and the callbacks. It only trylocks owner_lock (a thread holding
+ *            it may be inside CUPTI: the next exit will do) and calls nothing but cuptiFinalize.
+ *            While detached syncspy calls no CUPTI function (any call would attach CUPTI again).
+ *            The resume registers the timestamp and buffer callbacks again and enables the kinds
+ *            (start_locked's steps); a resume before any API exit only unsubscribes. Only one
+ *            subscriber may exist: where cuptiSubscribe fails (torch.profiler, Nsight) or CUPTI
+ *            lacks the functions, syncspy pauses as CUPTI-3 does for the rest of the run and meta
+ *            says why. A client that registers while syncspy is detached gets CUPTI (CUPTI-2:
+ *            syncspy has nothing to flush and never attaches again). meta.cupti_detaches,
+ *            _attaches, _detach_ns, _attach_ns give what it cost. After a finalize CUPTI numbers
+ *            its correlation ids from 1 again (on the H200: tests/gpu/results/
+ *            2026-12-04-h200-session11, run 2): the stored correlation_id is the attach count above
+ *            bit 32 and CUPTI's id below, unique over the run.
  *   CUPTI-9  A window that no sync point closes (a loop that only launches: the host never
  *            waits, as in 12_stream_prefetcher's bad variant, and CUPTI-4 would trace it whole
  *            at the cost sampling is there to avoid) is closed once UNSYNCED_HOLD_WINDOWS
