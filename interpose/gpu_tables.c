@@ -217,8 +217,9 @@ void ss_gpu_tables_meta(void)
 	if (sampled && cupti_on) {
 		ss_meta_text("cupti_sample", ss_cupti_sample_text());
 		ss_meta_int("cupti_windows", windows);
-		if (ss_cupti_unsynced_closes()) /* CUPTI-9 */
-			ss_meta_int("cupti_unsynced_closes", ss_cupti_unsynced_closes());
+		unsigned unsynced_closes = ss_cupti_unsynced_closes(); /* CUPTI-9 */
+		if (unsynced_closes)
+			ss_meta_int("cupti_unsynced_closes", unsynced_closes);
 		if (ss_cupti_auto_peak())
 			ss_meta_int("cupti_auto_permille", ss_cupti_auto_peak());
 		unsigned on_syncs, off_syncs; /* CUPTI-6 */

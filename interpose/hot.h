@@ -15,11 +15,14 @@ struct ss_hot {
 	/* 0 while calls are recorded; else why not, and what waits (capture.h, SHIM-6) */
 	_Atomic int capture;
 	/* CUPTI-9: the writer asks the thread of the next call to close a sampling window that no
-	 * sync point closed; it does so while no stream capture is open (open_captures: begun
-	 * and not ended, any thread: a capture in global mode forbids unsafe calls everywhere) */
+	 * sync point closed; it does so while no stream capture is open (ss_open_captures) */
 	_Atomic int cupti_close_wanted;
-	_Atomic int open_captures;
 } __attribute__((aligned(64)));
 extern struct ss_hot ss_hot;
+
+/* Stream captures begun and not ended, any thread (a capture in global mode forbids unsafe
+ * calls everywhere): written at every capture, read only when a close is wanted, so kept off
+ * the line every wrapper reads. */
+extern _Atomic int ss_open_captures;
 
 #endif

@@ -48,6 +48,7 @@
 
 __thread struct ss_tls ss_tls __attribute__((tls_model("initial-exec")));
 struct ss_hot ss_hot;
+_Atomic int ss_open_captures; /* hot.h, CUPTI-9 */
 struct ss_process ss_process = {.rank = -1, .world_size = -1, .local_rank = -1};
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;

@@ -103,13 +103,13 @@
 	rec.aux = ((uint64_t)(uint32_t)(location).type << 32) | (uint32_t)(location).id;
 
 /* Stream captures begun (post, on success) and ended (post: a failed end ends the capture too),
- * counted for CUPTI-9 (hot.h: open_captures). */
+ * counted for CUPTI-9 (hot.h: ss_open_captures). */
 #define CAPTURE_BEGUN                                                                              \
 	if (ret == 0)                                                                              \
-		atomic_fetch_add_explicit(&ss_hot.open_captures, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ss_open_captures, 1, memory_order_relaxed);
 #define CAPTURE_ENDED                                                                              \
-	if (atomic_load_explicit(&ss_hot.open_captures, memory_order_relaxed) > 0)                 \
-		atomic_fetch_sub_explicit(&ss_hot.open_captures, 1, memory_order_relaxed);
+	if (atomic_load_explicit(&ss_open_captures, memory_order_relaxed) > 0)                     \
+		atomic_fetch_sub_explicit(&ss_open_captures, 1, memory_order_relaxed);
 
 /* cudaProfilerStart/Stop, cuProfilerStart/Stop: a capture range's trigger in cudaProfilerApi
  * mode (capture.h). Start switches in `pre`, stop in `post`: both rows are recorded, since a
@@ -182,7 +182,7 @@ static inline int ss_is_stub_launch(int api)
 		/* CUPTI-9: a window no sync point closed, closed on this thread */                \
 		if (ss_unlikely(                                                                   \
 			atomic_load_explicit(&ss_hot.cupti_close_wanted, memory_order_relaxed)) && \
-		    !atomic_load_explicit(&ss_hot.open_captures, memory_order_relaxed)) {          \
+		    !atomic_load_explicit(&ss_open_captures, memory_order_relaxed)) {              \
 			atomic_store_explicit(&ss_hot.cupti_close_wanted, 0,                       \
 					      memory_order_relaxed);                               \
 			ss_cupti_unsynced_close();                                                 \

@@ -18,8 +18,8 @@
 /* A gpu_activity row with a time (alias A: "a." or ""): CUPTI hands over the records of work
  * not finished at a forced flush (every pause and detach: CUPTI-8, CUPTI-9) with start and end
  * 0; recordings made before the shim dropped them (convert, cupti/cupti.c) hold such rows (the
- * H200 corpus traces: up to 26 in one). They are no work at time 0: every reader leaves them
- * out. */
+ * corpus traces recorded on the H100 in sessions 16 and 19: up to 26 in one). They are no work
+ * at time 0: every reader leaves them out. */
 #define SS_GPU_TIMED(A) A "start_ns > 0 AND " A "end_ns >= " A "start_ns"
 
 /* The database paths the command line names, directories expanded. */

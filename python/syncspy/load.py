@@ -6,7 +6,8 @@ plain lists of dicts otherwise:
 
     calls     every recorded call, the database's api_calls view (docs/schema.md), with the
               database's rank and path
-    gpu       the GPU timeline's gpu_activity rows (docs/cupti.md), where CUPTI recorded them
+    gpu       the GPU timeline's gpu_activity rows (docs/cupti.md), where CUPTI recorded them;
+              not those of work CUPTI handed over unfinished (start_ns 0: no time)
     aggregates  a recording in aggregate mode's enqueue_aggregates rows (docs/schema.md), with
               the API's name and the site's text: its enqueues, which are not calls rows there
     findings  `syncspy report --format json`'s findings (docs/report-json.md)
@@ -59,7 +60,8 @@ def _read(path):
         gpu = []
         if "gpu_activity" in tables:
             gpu = [dict(row, **extra) for row in
-                   _rows(connection, "SELECT * FROM gpu_activity ORDER BY start_ns")]
+                   _rows(connection, "SELECT * FROM gpu_activity"
+                                 " WHERE start_ns IS NULL OR start_ns > 0 ORDER BY start_ns")]
         aggregates = []
         if meta.get("mode") == "aggregate" and "enqueue_aggregates" in tables:
             aggregates = [dict(row, **extra) for row in _rows(

@@ -22,7 +22,7 @@ INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_
  ('kernel', 0, 0, 0, 7, 601, NULL, NULL, NULL, NULL, '_Z4gemmPfS_', '64,1,1', '256,1,1'),
  ('memcpy', 0, 0, 0, 7, 602, 4096, 2, 'device', 'pinned', NULL, NULL, NULL);
 -- 601, 602: work not finished at a forced flush, as CUPTI hands it over (start and end 0; the
--- H200's recordings before the shim dropped them): no slice, no flow.
+-- H100 corpus traces before the shim dropped them): no slice, no flow.
 -- 101: the S5 copy at 51 ms (tid 4242); 201: the launch at 55.7 ms (tid 4250); driver record of
 -- 101 later than the runtime one (the flow starts at the earliest); no record for 301, 401, 999.
 INSERT INTO gpu_api(correlation_id, layer, cbid, tid, start_ns, end_ns) VALUES

@@ -5,7 +5,8 @@
 # with it (Debian's python3-pandas), the same rows either way: the calls and GPU rows are the
 # databases' (api_calls, gpu_activity), the findings and per-step figures the command's report
 # (syncspy report --format json). An H200 trace (examples/traces) and a directory of two;
-# a missing path and a file that is no database are one clear ValueError.
+# a missing path and a file that is no database are one clear ValueError; a row of unfinished
+# work (no time) is left out of the GPU rows.
 . "$E2E_DIR/lib.sh"
 . "$E2E_DIR/python-lib.sh"
 SYNCSPY_QUIET=1 # reading recordings needs no shim: no warning that this process is not recorded
@@ -64,6 +65,17 @@ r = syncspy.load(sys.argv[1])
 print(len(r.databases), len(r.calls), len(r.ranks), sorted({c["database"].rsplit("/", 1)[1] for c in r.calls}))' \
 	"$tmp/dir" >"$tmp/dir.out" 2>&1 || fail "load of a directory: $(cat "$tmp/dir.out")"
 [ "$(cat "$tmp/dir.out")" = "2 $both 2 ['a.sqlite', 'b.sqlite']" ] || fail "load of a directory: $(cat "$tmp/dir.out")"
+
+# a row of work CUPTI handed over unfinished (start and end 0, as a forced flush gives it: the
+# corpus traces recorded before the shim dropped them hold such rows) is no GPU activity
+cp "$trace" "$tmp/unfinished.sqlite"
+"$SQLITE3" "$tmp/unfinished.sqlite" "INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id,
+	correlation_id) VALUES ('kernel', 0, 0, 0, 7, 1)" || fail "the unfinished row"
+"$tmp/plain/bin/python" -c '
+import sys, syncspy
+print(len(syncspy.load(sys.argv[1]).gpu))' "$tmp/unfinished.sqlite" >"$tmp/unfinished.out" 2>&1 ||
+	fail "load of the unfinished row: $(cat "$tmp/unfinished.out")"
+[ "$(cat "$tmp/unfinished.out")" = "$gpu" ] || fail "load kept the unfinished row: $(cat "$tmp/unfinished.out") of $gpu"
 
 # bad input: one ValueError each, naming the path
 echo "not a database" >"$tmp/junk.sqlite"
