@@ -96,6 +96,16 @@
  *            meta.cupti_unsynced_closes. Work still queued when it closes may miss its GPU
  *            rows; no sync point lies near to be measured wrongly. A gap ends only at a sync
  *            point, as before: a window starts at work the host saw finish.
+ *   CUPTI-10 CUPTI-8's finalize runs only while no other thread is inside a wrapped call, and
+ *            no thread enters one until it returned (interpose/gate.h, GATE-1..3): a call
+ *            that entered while CUPTI was attached runs CUPTI's code again at its exit, and
+ *            a finalize meanwhile freed what that code reads (SIGSEGV in libcupti.so.13
+ *            inside cudaStreamSynchronize: four threads each waiting for its own stream, 7
+ *            runs of 8 on the H100, tests/gpu/results/2026-12-06-h100-session22). An exit
+ *            that finds another thread inside leaves the detach to a later exit
+ *            (meta.cupti_detach_deferrals); a resume first calls it off, as before. Calls
+ *            the shim does not wrap are not seen (short queries, in practice). Without
+ *            membarrier there is no gate, and pauses disable the kinds (CUPTI-8's fallback).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -219,6 +229,7 @@ static unsigned detaches, attaches;
 static _Atomic uint32_t attach_epoch;
 static uint64_t detach_total_ns, attach_total_ns;
 static char detach_fallback[224]; /* why detach_mode was given up, empty if it was not */
+static unsigned detach_deferrals; /* CUPTI-10 (owner_lock) */
 static char status_text[SS_CUPTI_STATUS_MAX];
 
 static uint64_t CUPTIAPI now_ns(void)
@@ -690,6 +701,13 @@ static void start_locked(unsigned wanted)
 		    "libcupti.so.13 lacks cuptiSubscribe, cuptiEnableDomain, cuptiUnsubscribe or "
 		    "cuptiFinalize: paused by disabling kinds");
 	}
+	if (detach_mode && !ss_gate_supported()) { /* CUPTI-10 */
+		detach_mode = 0;
+		snprintf(detach_fallback, sizeof(detach_fallback),
+			 "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) unavailable: no safe moment "
+			 "to finalize while other threads make CUDA calls: paused by disabling "
+			 "kinds");
+	}
 	if (!api.register_callbacks || !api.register_timestamp || !api.enable || !api.disable ||
 	    !api.next_record || !api.flush_all) {
 		cupti_status = "off: libcupti.so.13 lacks the activity API; host data only";
@@ -758,9 +776,12 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 		errno = saved_errno;
 		return;
 	}
-	if (atomic_load(&attach_state) == DETACH_PENDING) {
+	if (atomic_load(&attach_state) == DETACH_PENDING && !ss_gate_close()) {
+		detach_deferrals++; /* CUPTI-10: another thread is inside a call; a later exit */
+	} else if (atomic_load(&attach_state) == DETACH_PENDING) {
 		uint64_t start = now_ns();
 		CUptiResult result = api.finalize(); /* the subscriber goes with it */
+		ss_gate_open();
 		if (result == CUPTI_SUCCESS) {
 			atomic_store(&attach_state, DETACHED);
 			detaches++;
@@ -1232,6 +1253,14 @@ const char *ss_cupti_detach_stats(int *asked, unsigned *detach_count, unsigned *
 	*attach_ns = attach_total_ns;
 	pthread_mutex_unlock(&owner_lock);
 	return detach_fallback[0] ? detach_fallback : NULL;
+}
+
+unsigned ss_cupti_detach_deferrals(void)
+{
+	pthread_mutex_lock(&owner_lock);
+	unsigned n = detach_deferrals;
+	pthread_mutex_unlock(&owner_lock);
+	return n;
 }
 
 size_t ss_cupti_take(struct ss_gpu_rec **records)

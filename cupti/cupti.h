@@ -95,6 +95,9 @@ size_t ss_cupti_off_intervals(size_t from, uint64_t (**intervals)[2], int *open)
  * each resume). Returns why detaching was given up for pausing by disabling kinds, or NULL. */
 const char *ss_cupti_detach_stats(int *asked, unsigned *detaches, unsigned *attaches,
 				  uint64_t *detach_ns, uint64_t *attach_ns);
+/* Writer, for meta (CUPTI-10): the API exits at which a detach waited because another thread
+ * was inside a CUDA call. */
+unsigned ss_cupti_detach_deferrals(void);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
 /* Writer, for meta.cupti: "on", or why the timeline is off (docs/cupti.md), copied into BUF
@@ -111,5 +114,11 @@ void *ss_dlsym(void *handle, const char *name);
  * to them: entry point I's name (NULL if none) and its layer, for 0 <= I < ss_api_total. */
 extern const int ss_api_total;
 const char *ss_api_name(int i, enum ss_layer *layer);
+/* interpose/gate.c (CUPTI-10, GATE-n in interpose/gate.h): whether the gate can be closed
+ * (membarrier), checked once; closing it: 1 when no other thread is inside a wrapped call, and
+ * then none enters one until ss_gate_open; 0, gate open, when one is. */
+int ss_gate_supported(void);
+int ss_gate_close(void);
+void ss_gate_open(void);
 
 #endif

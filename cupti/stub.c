@@ -67,6 +67,11 @@ void ss_cupti_unsynced_close(void)
 {
 }
 
+unsigned ss_cupti_detach_deferrals(void)
+{
+	return 0;
+}
+
 unsigned ss_cupti_unsynced_closes(void)
 {
 	return 0;

@@ -210,6 +210,9 @@ void ss_gpu_tables_meta(void)
 		ss_meta_int("cupti_attach_ns", (int64_t)attach_ns);
 		if (fallback)
 			ss_meta_text("cupti_detach_fallback", fallback);
+		unsigned deferrals = ss_cupti_detach_deferrals(); /* CUPTI-10 */
+		if (deferrals)
+			ss_meta_int("cupti_detach_deferrals", deferrals);
 	}
 	/* CUPTI-4, CUPTI-5 (auto: only when it did pause; it may have decided to sample and
 	 * changed its mind before the next sync point) */

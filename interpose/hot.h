@@ -17,6 +17,8 @@ struct ss_hot {
 	/* CUPTI-9: the writer asks the thread of the next call to close a sampling window that no
 	 * sync point closed; it does so while no stream capture is open (ss_open_captures) */
 	_Atomic int cupti_close_wanted;
+	/* GATE-1 (gate.h): CUPTI is being detached; a thread reaching a wrapped call waits */
+	_Atomic int gate_closed;
 } __attribute__((aligned(64)));
 extern struct ss_hot ss_hot;
 

@@ -35,6 +35,7 @@
 #include "capture.h"
 #include "clock.h"
 #include "env.h"
+#include "gate.h"
 #include "lifecycle.h"
 #include "native.h"
 #include "nccl_shim.h"
@@ -171,6 +172,7 @@ static void after_fork_child(void)
 		ss_native_fork_child();
 		ss_python_fork_child();
 		ss_cupti_fork_child();
+		ss_gate_fork_child();
 		ss_capture_fork_child();
 		ss_process.start_mono_ns = ss_mono_ns();
 		struct timespec ts;

@@ -132,12 +132,14 @@ _Static_assert(sizeof(struct ss_rec) == 64, "one record per cache line");
 /* ------------------------------------------------------------------ per-thread state */
 
 struct ss_ring;
+struct ss_gate_slot;
 struct ss_guard;	  /* guard.c */
 #define SS_PUSHED_SITES 4 /* nested <<<>>> in the arguments of a <<<>>>: rare */
 struct ss_tls {
 	int depth;	      /* SHIM-3 */
 	unsigned generation;  /* ring belongs to this process generation (fork resets) */
 	struct ss_ring *ring; /* NULL until the thread's first recorded call */
+	struct ss_gate_slot *gate; /* gate.h: NULL until its first recorded call (GATE-1) */
 	/* <<<>>> launches through a shared runtime (cudart.c): the lines that pushed a launch
 	 * configuration, innermost last, and the one whose configuration was popped last, the
 	 * site of the launch that follows */

@@ -17,6 +17,7 @@
 #include "capture.h"
 #include "clock.h"
 #include "describe.h"
+#include "gate.h"
 #include "guard.h"
 #include "lifecycle.h"
 #include "native.h"
@@ -152,6 +153,7 @@ static inline int ss_is_stub_launch(int api)
 		uint64_t freed_bytes = 0;                                                          \
 		struct ss_rec rec = {.api = (id), .cls = SS_##cls_, .aux = UINT64_MAX};            \
 		tls->depth++;                                                                      \
+		ss_gate_enter(tls); /* GATE-1: inside until the last nested query below */         \
 		pre rec.t_start = ss_now();                                                        \
 		/* SHIM-6: recorded when a capture range was on as the call started */             \
 		const int capture_bits =                                                           \
@@ -187,6 +189,7 @@ static inline int ss_is_stub_launch(int api)
 					      memory_order_relaxed);                               \
 			ss_cupti_unsynced_close();                                                 \
 		}                                                                                  \
+		ss_gate_leave(tls);                                                                \
 		tls->depth--;                                                                      \
 		return ret;                                                                        \
 	}

@@ -36,10 +36,15 @@
  * 12_stream_prefetcher's bad variant), one stream sync at the end (CUPTI-9: t235);
  * nosync-capture: the same while a capture (relaxed mode) of one kernel stays open on a second
  * stream, ended after the loop: no window is closed while it is open (t235).
+ * lanes: LANES threads, each with its own stream, each step a kernel and a wait for that stream,
+ * then LANE_HOST_US of host work (a server's request threads: c109 of examples/corpus), so
+ * that some thread is nearly always inside cudaStreamSynchronize when CUPTI-8 detaches
+ * (CUPTI-10: t236).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +60,8 @@
 #define SLOW_KERNEL_US 2000
 #define HOST_FUNC_US   1500
 #define NOSYNC_KERNEL_US 900
+#define LANES		 4
+#define LANE_HOST_US	 300
 
 static unsigned long long now_ns(void)
 {
@@ -83,6 +90,22 @@ static void CUDART_CB host_callback(cudaStream_t stream, cudaError_t status, voi
 	(void)stream;
 	(void)status;
 	host_work(usec);
+}
+
+/* One lane of the lanes mode: STEPS times a kernel and the wait for it, on its own stream. */
+static void *lane(void *steps)
+{
+	cudaStream_t stream;
+	const dim3 one = {1, 1, 1};
+	void *param = (void *)(uintptr_t)KERNEL_US, *args[] = {&param};
+	CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+	for (int step = 0; step < *(const int *)steps; step++) {
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+		CHECK(cudaStreamSynchronize(stream));
+		usleep(LANE_HOST_US);
+	}
+	CHECK(cudaStreamDestroy(stream));
+	return NULL;
 }
 
 /* cudaLibraryLoadData's JIT and library options: none */
@@ -120,6 +143,17 @@ int main(int argc, char **argv)
 	unsigned long long paused_at = 0;
 	cudaStream_t stream;
 
+	if (argc > 2 && strcmp(argv[2], "lanes") == 0) {
+		pthread_t lanes[LANES];
+		CHECK(cudaFree(NULL)); /* the context, before the threads */
+		for (int i = 0; i < LANES; i++)
+			if (pthread_create(&lanes[i], NULL, lane, &steps) != 0)
+				return 1;
+		for (int i = 0; i < LANES; i++)
+			pthread_join(lanes[i], NULL);
+		printf("done %d steps\n", steps);
+		return 0;
+	}
 	CHECK(cudaStreamCreate(&stream));
 	if (graph_once) {
 		CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));

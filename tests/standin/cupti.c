@@ -23,7 +23,8 @@
  *
  * STANDIN_CUPTI_REPORT=FILE: at exit, what it saw, a "name value" line each: launches, launches
  * made while instrumented (a kind enabled since the last cuptiFinalize), finalizes, attaches
- * after one, records lost, records handed over incomplete.
+ * after one, records lost, records handed over incomplete, finalizes made while another thread
+ * was inside a reported driver call (finalize_races: where the real CUPTI crashed, CUPTI-10).
  *
  * A forced flush (cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) hands over the records
  * of kernels traced and not finished with start and end 0, once, as the real CUPTI does with
@@ -266,12 +267,33 @@ static void sync_record(uint32_t correlation, uint32_t stream, uint32_t type, ui
 	add_record(&s, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
 }
 
+/* CUPTI-10's hazard: the reported driver calls in flight, all threads and this one. The real
+ * CUPTI runs its own code again at the exit of a call that entered while it was attached; a
+ * cuptiFinalize made meanwhile on another thread frees what that code reads (SIGSEGV on the
+ * H100): counted here as finalize_races. */
+static _Atomic long calls_inside;
+static __thread long calls_inside_here;
+static _Atomic unsigned long finalize_races;
+
+static void call_left(void)
+{
+	atomic_fetch_sub(&calls_inside, 1);
+	calls_inside_here--;
+}
+
 /* At the entry and exit of a driver call libcuda reports: the subscriber's callback, where the
  * driver domain is enabled. Called without mu (the callback may call cuptiFinalize). */
 static void api_site(uint32_t cbid, int exit)
 {
-	if (!atomic_load(&callbacks_on)) /* no subscriber: one load, as before the callback API */
+	if (!exit) {
+		atomic_fetch_add(&calls_inside, 1);
+		calls_inside_here++;
+	}
+	if (!atomic_load(&callbacks_on)) { /* no subscriber: as before the callback API */
+		if (exit)
+			call_left();
 		return;
+	}
 	pthread_mutex_lock(&mu);
 	CUpti_CallbackFunc callback = subscribed && driver_domain ? subscriber_callback : NULL;
 	void *userdata = subscriber_userdata;
@@ -285,6 +307,8 @@ static void api_site(uint32_t cbid, int exit)
 	CUpti_CallbackData data = {.callbackSite = exit ? CUPTI_API_EXIT : CUPTI_API_ENTER,
 				   .functionName = name};
 	callback(userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+	if (exit)
+		call_left(); /* after its exit's callback, which may have finalized */
 }
 
 static const struct standin_cupti_hooks hooks = {now,	 api_begin,	kernels_traced, api_end,
@@ -502,6 +526,8 @@ EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle sub
  * (counted), their buffer freed. */
 EXPORT CUptiResult cuptiFinalize(void)
 {
+	if (atomic_load(&calls_inside) > calls_inside_here)
+		atomic_fetch_add(&finalize_races, 1);
 	pthread_mutex_lock(&mu);
 	if (buffer) {
 		CUpti_Activity *record = NULL;
@@ -539,9 +565,9 @@ __attribute__((destructor)) static void write_report(void)
 		return;
 	fprintf(file,
 		"launches %lu\ninstrumented_launches %lu\nfinalizes %lu\nattaches %lu\n"
-		"lost_records %lu\nincomplete_records %lu\n",
+		"lost_records %lu\nincomplete_records %lu\nfinalize_races %lu\n",
 		atomic_load(&launches), atomic_load(&instrumented_launches),
 		atomic_load(&finalizes), atomic_load(&attaches), atomic_load(&lost_records),
-		atomic_load(&incomplete_records));
+		atomic_load(&incomplete_records), atomic_load(&finalize_races));
 	fclose(file);
 }
