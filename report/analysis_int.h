@@ -194,7 +194,7 @@ struct gpu_rows {
 	/* every kernel, copy and memset (what busy is the union of), with its correlation id:
 	 * the GPU idle time behind a sync needs to know which work the sync itself issued */
 	struct work_row {
-		long long device, s, e, correlation;
+		long long device, s, e, correlation, stream;
 	} * work;
 	size_t nwork, cap_work;
 };

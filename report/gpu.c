@@ -52,12 +52,19 @@
 #define GPU_SYNCS_SQL                                                                              \
 	"WITH ev AS (SELECT id, max(CASE WHEN class = 'E2' THEN start_ns END) OVER (PARTITION BY"  \
 	" event ORDER BY start_ns, id ROWS UNBOUNDED PRECEDING) AS recorded FROM calls"            \
-	" WHERE event IS NOT NULL AND class IN ('E2', 'S3'))"                                      \
+	" WHERE event IS NOT NULL AND class IN ('E2', 'S3')),"                                     \
+	" lanes AS (SELECT site_id, class FROM calls WHERE class IN ('S2', 'S3')"                  \
+	" GROUP BY site_id, class HAVING count(DISTINCT tid) >= 2)"                                \
 	" SELECT c.id, coalesce(s.text, '" NO_SITE "'), c.end_ns, c.start_ns, c.class = 'S4',"     \
-	" c.tid, c.class = 'S3', ev.recorded FROM calls c LEFT JOIN sites s ON s.id = c.site_id"   \
-	" LEFT JOIN ev ON ev.id = c.id WHERE c.class IN ('S1', 'S2', 'S3', 'S4') ORDER BY "        \
-	"c.start_ns"
+	" c.tid, c.class = 'S3', ev.recorded, l.site_id IS NOT NULL"                               \
+	" FROM calls c LEFT JOIN sites s ON s.id = c.site_id"                                     \
+	" LEFT JOIN ev ON ev.id = c.id"                                                            \
+	" LEFT JOIN lanes l ON l.site_id = c.site_id AND l.class = c.class"                        \
+	" WHERE c.class IN ('S1', 'S2', 'S3', 'S4') ORDER BY c.start_ns"
 
+/* GPU-IDLE-7: the GPU's clock may end the work a sync waited for a little after the host saw
+ * the sync return */
+#define GPU_LANE_SLACK_NS 1000
 /* GPU-IDLE-4: a site's syncs measured behind fewer than this many, the rest unseen (the
  * timeline sampled), say too little to scale to all: one sync measured of 58 took a needless
  * per-step read for a pipeline's wait (t84); the finding keeps the host's time. */
@@ -305,7 +312,8 @@ static int load_gpu_rows(struct loader *ld, struct db_state *st, struct gpu_rows
 			ok = PUSH(g->syncs, g->nsyncs, g->cap_syncs, t);
 		} else if (strcmp(kind, "kernel") == 0 || strcmp(kind, "memcpy") == 0 ||
 			   strcmp(kind, "memset") == 0) {
-			struct work_row wr = {iv.device, iv.s, iv.e, correlation};
+			struct work_row wr = {iv.device, iv.s, iv.e, correlation,
+					      sqlite3_column_int64(stmt, 8)};
 
 			ok = PUSH(g->busy, g->nbusy, g->cap_busy, iv) &&
 			     PUSH(g->work, g->nwork, g->cap_work, wr);
@@ -421,7 +429,7 @@ static int sync_device(const struct gpu_rows *g, long long only, long long call_
  * and on which thread, by (device, start): whether the GPU had work queued when a sync ended,
  * and which work a blocking copy issued itself. */
 struct issued_work {
-	long long device, s, e, issued, issue_end, tid;
+	long long device, s, e, issued, issue_end, tid, stream;
 };
 
 static int compare_issued(const void *a, const void *b)
@@ -445,7 +453,8 @@ static struct issued_work *issued_work(const struct db_state *st, const struct g
 
 		w[i] =
 		    (struct issued_work){g->work[i].device,    g->work[i].s,	   g->work[i].e,
-					 a ? a->start_ns : -1, a ? a->end_ns : -1, a ? a->tid : -1};
+					 a ? a->start_ns : -1, a ? a->end_ns : -1, a ? a->tid : -1,
+					 g->work[i].stream};
 	}
 	qsort(w, g->nwork, sizeof(*w), compare_issued);
 	*n = g->nwork;
@@ -672,6 +681,51 @@ size_t traced_steps(const struct db_state *st, const struct gpu_rows *g, unsigne
 	return n;
 }
 
+/* GPU-IDLE-6: a steady sync whose next work on its device was issued, or started, after the
+ * steady steps ended, and that was followed by an idle of more than FINAL_DRAIN_STEPS steps, is
+ * the loop's final drain: the gap after it is the program's teardown (a reference solve on the
+ * host before the results are read back: c110 of examples/corpus), no cost of the loop. An idle
+ * of a step's order is the last iteration's own (the step detection may count the loop's last
+ * iteration as teardown: t221). The start counts too: a static runtime's API record of the next
+ * copy may start a little before the driver call the shim recorded, inside the last step. */
+#define FINAL_DRAIN_STEPS 4
+static int loop_final_drain(const struct db_state *st, const struct issued_work *w, size_t nw,
+			    const struct sync_call *c, long long idle)
+{
+	size_t step, lo = first_starting_at(w, nw, c->dev, c->end);
+
+	if (st->steps.step_ns <= 0 || idle <= FINAL_DRAIN_STEPS * st->steps.step_ns ||
+	    ss_steps_phase(&st->steps, c->start, &step) != SS_PHASE_STEADY || lo >= nw ||
+	    w[lo].device != c->dev)
+		return 0;
+	return (w[lo].issued >= 0 &&
+		ss_steps_phase(&st->steps, w[lo].issued, &step) == SS_PHASE_TEARDOWN) ||
+	       ss_steps_phase(&st->steps, w[lo].s, &step) == SS_PHASE_TEARDOWN;
+}
+
+/* GPU-IDLE-7: a sync of a site that several threads sync at (request threads, each waiting for
+ * its own stream: c109 of examples/corpus) during which another thread's work ran on another
+ * stream of the device: one lane among several, and the GPU idles after it only when all lanes
+ * happen to be in host work at once, which no lane's sync caused. The stream it waited for is
+ * that of the last work to end by its end. */
+static int other_lane_ran(const struct issued_work *w, size_t nw, const struct sync_call *c)
+{
+	long long synced = -1, last_end = LLONG_MIN;
+	/* work that began a second before the sync, at most: a bound on the scan */
+	size_t lo = first_starting_at(w, nw, c->dev, c->start - 1000000000LL);
+
+	for (size_t j = lo; j < nw && w[j].device == c->dev && w[j].s < c->end; j++)
+		if (w[j].e <= c->end + GPU_LANE_SLACK_NS && w[j].e > last_end) {
+			last_end = w[j].e;
+			synced = w[j].stream;
+		}
+	for (size_t j = lo; j < nw && w[j].device == c->dev && w[j].s < c->end; j++)
+		if (w[j].e > c->start && w[j].stream != synced && w[j].tid >= 0 &&
+		    w[j].tid != c->tid)
+			return 1;
+	return 0;
+}
+
 /* GPU-IDLE-4: what N measured items came to, scaled to TOTAL of them (no overflow: 128 bits). */
 long long scale_to(long long value, long long n, long long total)
 {
@@ -744,6 +798,10 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 		int measured = idle_behind(g, work, nwork, &host, &call, &idle);
 		if (!measured)
 			continue;
+		if (measured > 0 && idle > 0 &&
+		    ((!copy && loop_final_drain(st, work, nwork, &call, idle)) ||
+		     (sqlite3_column_int(stmt, 8) && other_lane_ran(work, nwork, &call))))
+			idle = 0;
 		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE, copy);
 		if (!site) {
 			code = out_of_memory(ld);

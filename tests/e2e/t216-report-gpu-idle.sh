@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # t216: the GPU idle time a sync caused (docs/rules.md, host-sync; report/gpu.c idle_behind),
-# GPU-IDLE-1 to GPU-IDLE-3, each site's gpu_idle_ns checked against hand-computed intervals
+# GPU-IDLE-1 to GPU-IDLE-3 and GPU-IDLE-7, each site's gpu_idle_ns checked against hand-computed intervals
 # (times: ms after start_mono_ns 1000000000000; thread 4242 syncs, 4250 launches elsewhere):
 #   a.cu:10  S2 [10.5, 12.1] while kernel K1 [10, 12) runs; K2 at 12.5 issued at 12.2:
 #            the sync waited for the GPU, which then idled until K2: 0.4 ms
@@ -18,6 +18,12 @@
 #   e.cu:50  S4 [50, 50.2], own copy [50.1, 50.15), K7 at 50.3 queued at 49 by thread 4250
 #            (GPU-IDLE-1): 0
 #   f.cu:60  S2 [60, 60.3] ending while K8 [59.9, 61) still runs (GPU-IDLE-1): 0
+#   g.cu:70  a lane's sync (GPU-IDLE-7): synced by 4242 and 4243, each on its own stream. 4242's
+#            S2 [70, 70.5] waits for K10 [69.8, 70.5) on stream 7 while 4243's K11 [70.1,
+#            70.3) runs on stream 8; the GPU then idles until K12 at 71 (issued by 4243 at
+#            70.9): another lane's work ran during the wait, so the idle after it is all lanes
+#            being in host work at once, no cost of this sync: 0 (0.5 ms before the rule).
+#            4243's S2 [75, 75.1] ends while its K13 [74.9, 75.5) runs: 0
 . "$E2E_DIR/lib.sh"
 db=$tmp/idle.sqlite
 sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" --gpu-tables "$db" || fail "make-db.sh"
@@ -27,7 +33,8 @@ DELETE FROM sites;
 INSERT INTO sites(id, address, module, module_offset, symbol, text) VALUES
  (1, 0, 'a.cu', 10, 'main', 'a.cu:10 in main'), (2, 0, 'b.cu', 20, 'main', 'b.cu:20 in main'),
  (3, 0, 'c.cu', 30, 'main', 'c.cu:30 in main'), (4, 0, 'd.cu', 40, 'main', 'd.cu:40 in main'),
- (5, 0, 'e.cu', 50, 'main', 'e.cu:50 in main'), (6, 0, 'f.cu', 60, 'main', 'f.cu:60 in main');
+ (5, 0, 'e.cu', 50, 'main', 'e.cu:50 in main'), (6, 0, 'f.cu', 60, 'main', 'f.cu:60 in main'),
+ (7, 0, 'g.cu', 70, 'lane', 'g.cu:70 in lane');
 INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, bytes, dir, host_mem, ret, site_id)
  SELECT 4242, a.id, v.class, v.s, v.e, 7, v.bytes, v.dir, v.mem, 0, v.site FROM (
   SELECT 'cudaStreamSynchronize' AS api, 'S2' AS class, 1000010500000 AS s, 1000012100000 AS e,
@@ -37,7 +44,10 @@ INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, bytes, dir, host
   UNION ALL SELECT 'cudaMemcpy', 'S4', 1000040000000, 1000040050000, 16, 1, 1, 4
   UNION ALL SELECT 'cudaMemcpy', 'S4', 1000050000000, 1000050200000, 4096, 2, 2, 5
   UNION ALL SELECT 'cudaStreamSynchronize', 'S2', 1000060000000, 1000060300000, NULL, NULL, NULL, 6
+  UNION ALL SELECT 'cudaStreamSynchronize', 'S2', 1000070000000, 1000070500000, NULL, NULL, NULL, 7
  ) v JOIN apis a ON a.name = v.api;
+INSERT INTO calls(tid, api_id, class, start_ns, end_ns, stream, ret, site_id)
+ SELECT 4243, id, 'S2', 1000075000000, 1000075100000, 8, 0, 7 FROM apis WHERE name = 'cudaStreamSynchronize';
 INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, bytes,
  copy_kind, name) VALUES
  ('kernel', 1000010000000, 1000012000000, 0, 7, 1, NULL, NULL, 'K1'),
@@ -51,7 +61,11 @@ INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_
  ('memcpy', 1000050100000, 1000050150000, 0, 7, 12, 4096, 2, NULL),
  ('kernel', 1000050300000, 1000050400000, 0, 7, 7, NULL, NULL, 'K7'),
  ('kernel', 1000059900000, 1000061000000, 0, 7, 8, NULL, NULL, 'K8'),
- ('kernel', 1000062000000, 1000062100000, 0, 7, 9, NULL, NULL, 'K9');
+ ('kernel', 1000062000000, 1000062100000, 0, 7, 9, NULL, NULL, 'K9'),
+ ('kernel', 1000069800000, 1000070500000, 0, 7, 20, NULL, NULL, 'K10'),
+ ('kernel', 1000070100000, 1000070300000, 0, 8, 21, NULL, NULL, 'K11'),
+ ('kernel', 1000071000000, 1000071500000, 0, 8, 22, NULL, NULL, 'K12'),
+ ('kernel', 1000074900000, 1000075500000, 0, 8, 23, NULL, NULL, 'K13');
 INSERT INTO gpu_api(correlation_id, layer, cbid, tid, start_ns, end_ns) VALUES
  (1, 'runtime', 211, 4250, 1000009000000, 1000009003000),
  (2, 'runtime', 211, 4242, 1000012200000, 1000012203000),
@@ -64,7 +78,11 @@ INSERT INTO gpu_api(correlation_id, layer, cbid, tid, start_ns, end_ns) VALUES
  (12, 'runtime', 31, 4242, 1000050000300, 1000050190000),
  (7, 'runtime', 211, 4250, 1000049000000, 1000049003000),
  (8, 'runtime', 211, 4250, 1000059000000, 1000059003000),
- (9, 'runtime', 211, 4242, 1000061500000, 1000061503000);
+ (9, 'runtime', 211, 4242, 1000061500000, 1000061503000),
+ (20, 'runtime', 211, 4242, 1000069700000, 1000069703000),
+ (21, 'runtime', 211, 4243, 1000070050000, 1000070053000),
+ (22, 'runtime', 211, 4243, 1000070900000, 1000070903000),
+ (23, 'runtime', 211, 4243, 1000074800000, 1000074803000);
 SQL
 "$SYNCSPY" report --format json "$db" >"$tmp/r.json" 2>"$tmp/err" || fail "report exited $?: $(cat "$tmp/err")"
 cat >"$tmp/expected" <<'EOF'
@@ -74,6 +92,7 @@ sync-copy|c.cu:30 in main|430000
 sync-copy|d.cu:40 in main|140000
 sync-copy|e.cu:50 in main|0
 host-sync|f.cu:60 in main|0
+host-sync|g.cu:70 in lane|0
 EOF
 rq "SELECT json_extract(value, '\$.rule'), json_extract(value, '\$.site'), json_extract(value, '\$.gpu_idle_ns')
 	FROM json_each(json_extract(readfile('$tmp/r.json'), '\$.findings'))
