@@ -57,7 +57,7 @@
 	" GROUP BY site_id, class HAVING count(DISTINCT tid) >= 2)"                                \
 	" SELECT c.id, coalesce(s.text, '" NO_SITE "'), c.end_ns, c.start_ns, c.class = 'S4',"     \
 	" c.tid, c.class = 'S3', ev.recorded, l.site_id IS NOT NULL"                               \
-	" FROM calls c LEFT JOIN sites s ON s.id = c.site_id"                                     \
+	" FROM calls c LEFT JOIN sites s ON s.id = c.site_id"                                      \
 	" LEFT JOIN ev ON ev.id = c.id"                                                            \
 	" LEFT JOIN lanes l ON l.site_id = c.site_id AND l.class = c.class"                        \
 	" WHERE c.class IN ('S1', 'S2', 'S3', 'S4') ORDER BY c.start_ns"
@@ -451,10 +451,9 @@ static struct issued_work *issued_work(const struct db_state *st, const struct g
 	for (size_t i = 0; i < g->nwork; i++) {
 		const struct api_first *a = api_first_of(st, g->work[i].correlation);
 
-		w[i] =
-		    (struct issued_work){g->work[i].device,    g->work[i].s,	   g->work[i].e,
-					 a ? a->start_ns : -1, a ? a->end_ns : -1, a ? a->tid : -1,
-					 g->work[i].stream};
+		w[i] = (struct issued_work){
+		    g->work[i].device,	g->work[i].s,	 g->work[i].e,	   a ? a->start_ns : -1,
+		    a ? a->end_ns : -1, a ? a->tid : -1, g->work[i].stream};
 	}
 	qsort(w, g->nwork, sizeof(*w), compare_issued);
 	*n = g->nwork;
