@@ -10,7 +10,7 @@ import sys
 
 KEYS = ("stacks_taken", "stack_cost_native_ns", "stack_cost_python_ns", "stacks_repeated",
         "stack_cost_repeated_ns", "writer_cpu_ns", "capture_skipped_calls", "cupti_sample",
-        "cupti_windows", "cupti_unsynced_closes", "cupti_detaches", "cupti_detach_deferrals", "cupti_detach_ns", "cupti_attaches",
+        "cupti_windows", "cupti_unsynced_closes", "cupti_detaches", "cupti_detach_deferrals", "cupti_detach_skips", "cupti_detach_ns", "cupti_attaches",
         "cupti_attach_ns", "cupti_traced_ns", "cupti_paused_ns", "cupti_auto_permille",
         "cupti_auto_measured_permille", "native_stacks_libgcc_sites")
 

@@ -106,6 +106,8 @@
  *            (meta.cupti_detach_deferrals); a resume first calls it off, as before. Calls
  *            the shim does not wrap are not seen (short queries, in practice). Without
  *            membarrier there is no gate, and pauses disable the kinds (CUPTI-8's fallback).
+ *            Nor is CUPTI finalized while another thread made a sync point since the last
+ *            attach (GATE-4): that pause disables the kinds only (meta.cupti_detach_skips).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -229,7 +231,7 @@ static unsigned detaches, attaches;
 static _Atomic uint32_t attach_epoch;
 static uint64_t detach_total_ns, attach_total_ns;
 static char detach_fallback[224]; /* why detach_mode was given up, empty if it was not */
-static unsigned detach_deferrals; /* CUPTI-10 (owner_lock) */
+static unsigned detach_deferrals, detach_skips; /* CUPTI-10 (owner_lock) */
 static char status_text[SS_CUPTI_STATUS_MAX];
 
 static uint64_t CUPTIAPI now_ns(void)
@@ -776,7 +778,13 @@ static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain
 		errno = saved_errno;
 		return;
 	}
-	if (atomic_load(&attach_state) == DETACH_PENDING && !ss_gate_close()) {
+	if (atomic_load(&attach_state) == DETACH_PENDING && ss_gate_others_synced()) {
+		/* GATE-4: this pause disables the kinds only, as CUPTI-8's fallback does */
+		api.unsubscribe(subscriber);
+		subscriber = NULL;
+		atomic_store(&attach_state, ATTACHED);
+		detach_skips++;
+	} else if (atomic_load(&attach_state) == DETACH_PENDING && !ss_gate_close()) {
 		detach_deferrals++; /* CUPTI-10: another thread is inside a call; a later exit */
 	} else if (atomic_load(&attach_state) == DETACH_PENDING) {
 		uint64_t start = now_ns();
@@ -864,6 +872,7 @@ static int attach_locked(void)
 		return 1;
 	attaching_since_ns = now_ns(); /* to the kinds enabled: attach_total_ns */
 	atomic_store(&attach_state, ATTACHED);
+	ss_gate_new_epoch(); /* GATE-4: the syncs of the previous attach are another CUPTI's */
 	attaches++;
 	atomic_store(&attach_epoch, attaches);
 	CUptiResult result = api.register_timestamp(now_ns); /* before any activity */
@@ -1259,6 +1268,14 @@ unsigned ss_cupti_detach_deferrals(void)
 {
 	pthread_mutex_lock(&owner_lock);
 	unsigned n = detach_deferrals;
+	pthread_mutex_unlock(&owner_lock);
+	return n;
+}
+
+unsigned ss_cupti_detach_skips(void)
+{
+	pthread_mutex_lock(&owner_lock);
+	unsigned n = detach_skips;
 	pthread_mutex_unlock(&owner_lock);
 	return n;
 }

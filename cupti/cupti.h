@@ -96,8 +96,10 @@ size_t ss_cupti_off_intervals(size_t from, uint64_t (**intervals)[2], int *open)
 const char *ss_cupti_detach_stats(int *asked, unsigned *detaches, unsigned *attaches,
 				  uint64_t *detach_ns, uint64_t *attach_ns);
 /* Writer, for meta (CUPTI-10): the API exits at which a detach waited because another thread
- * was inside a CUDA call. */
+ * was inside a CUDA call; the pauses that were not detached because another thread had made a
+ * sync point since the last attach (GATE-4). */
 unsigned ss_cupti_detach_deferrals(void);
+unsigned ss_cupti_detach_skips(void);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
 /* Writer, for meta.cupti: "on", or why the timeline is off (docs/cupti.md), copied into BUF
@@ -120,5 +122,9 @@ const char *ss_api_name(int i, enum ss_layer *layer);
 int ss_gate_supported(void);
 int ss_gate_close(void);
 void ss_gate_open(void);
+/* GATE-4: a new attach of CUPTI began; whether a thread other than the caller made a sync point
+ * since the last one. */
+void ss_gate_new_epoch(void);
+int ss_gate_others_synced(void);
 
 #endif

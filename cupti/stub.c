@@ -72,6 +72,11 @@ unsigned ss_cupti_detach_deferrals(void)
 	return 0;
 }
 
+unsigned ss_cupti_detach_skips(void)
+{
+	return 0;
+}
+
 unsigned ss_cupti_unsynced_closes(void)
 {
 	return 0;

@@ -19,6 +19,7 @@
 #include "gate.h"
 
 static _Atomic(struct ss_gate_slot *) slots;
+_Atomic unsigned ss_gate_epoch = 1; /* GATE-4: 0 in a slot is "never synced" */
 /* GATE-2: threads that could get no slot; from the first, every close fails */
 static _Atomic int slotless_threads;
 static pthread_key_t exit_key;
@@ -49,8 +50,10 @@ struct ss_gate_slot *ss_gate_attach(struct ss_tls *tls)
 	struct ss_gate_slot *slot;
 	for (slot = atomic_load_explicit(&slots, memory_order_acquire); slot; slot = slot->next) {
 		int free_slot = 0;
-		if (atomic_compare_exchange_strong(&slot->in_use, &free_slot, 1))
+		if (atomic_compare_exchange_strong(&slot->in_use, &free_slot, 1)) {
+			atomic_store(&slot->synced_epoch, 0); /* not the exited thread's */
 			break;
+		}
 	}
 	if (!slot) {
 		slot = aligned_alloc(sizeof(*slot), sizeof(*slot));
@@ -61,6 +64,7 @@ struct ss_gate_slot *ss_gate_attach(struct ss_tls *tls)
 		}
 		atomic_init(&slot->inside, 0);
 		atomic_init(&slot->in_use, 1);
+		atomic_init(&slot->synced_epoch, 0);
 		slot->next = atomic_load_explicit(&slots, memory_order_relaxed);
 		while (!atomic_compare_exchange_weak_explicit(
 		    &slots, &slot->next, slot, memory_order_release, memory_order_relaxed))
@@ -131,6 +135,23 @@ int ss_gate_close(void)
 	if (fenced && !others_inside())
 		return 1;
 	atomic_store_explicit(&ss_hot.gate_closed, 0, memory_order_release);
+	return 0;
+}
+
+void ss_gate_new_epoch(void)
+{
+	atomic_fetch_add(&ss_gate_epoch, 1);
+}
+
+int ss_gate_others_synced(void)
+{
+	unsigned epoch = atomic_load(&ss_gate_epoch);
+	const struct ss_gate_slot *self = ss_tls.gate;
+	for (struct ss_gate_slot *slot = atomic_load_explicit(&slots, memory_order_acquire); slot;
+	     slot = slot->next)
+		if (slot != self && atomic_load_explicit(&slot->in_use, memory_order_relaxed) &&
+		    atomic_load_explicit(&slot->synced_epoch, memory_order_relaxed) == epoch)
+			return 1;
 	return 0;
 }
 

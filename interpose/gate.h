@@ -23,6 +23,12 @@
  *   GATE-3  The gate is closed only from a CUPTI callback at an API exit (the closer's own
  *           call is inside, and excluded) and only for the finalize: a thread waiting at it
  *           holds no lock of the shim, and the closer takes none of the program's.
+ *   GATE-4  Each slot keeps the attach epoch (ss_gate_epoch, bumped at every attach of CUPTI)
+ *           of its thread's last sync point. c109's shared build still crashed in libcupti
+ *           inside cudaStreamSynchronize with the gate (12 runs of 12 on the H100; its static
+ *           build no longer did, 0 of 12), on threads that had waited for their streams while
+ *           CUPTI was attached and synced again after the finalize: CUPTI is not finalized while
+ *           another thread made a sync point since the last attach (ss_gate_others_synced).
  */
 #ifndef SYNCSPY_GATE_H
 #define SYNCSPY_GATE_H
@@ -35,6 +41,7 @@
 struct ss_gate_slot {
 	_Atomic int inside; /* the owning thread is inside a wrapped call (GATE-1) */
 	_Atomic int in_use; /* a living thread owns it; 0: free for the next new thread */
+	_Atomic unsigned synced_epoch; /* GATE-4: ss_gate_epoch at its last sync point */
 	struct ss_gate_slot *next;
 } __attribute__((aligned(64)));
 
@@ -55,6 +62,17 @@ static inline void ss_gate_enter(struct ss_tls *tls)
 	atomic_signal_fence(memory_order_seq_cst);
 	if (ss_unlikely(atomic_load_explicit(&ss_hot.gate_closed, memory_order_relaxed)))
 		ss_gate_wait(slot);
+}
+
+extern _Atomic unsigned ss_gate_epoch;
+
+/* Wrapper, at a sync point's end (GATE-4). */
+static inline void ss_gate_note_sync(struct ss_tls *tls)
+{
+	if (tls->gate)
+		atomic_store_explicit(&tls->gate->synced_epoch,
+				      atomic_load_explicit(&ss_gate_epoch, memory_order_relaxed),
+				      memory_order_relaxed);
 }
 
 /* Wrapper, after the real call returned. */

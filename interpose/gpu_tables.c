@@ -213,6 +213,9 @@ void ss_gpu_tables_meta(void)
 		unsigned deferrals = ss_cupti_detach_deferrals(); /* CUPTI-10 */
 		if (deferrals)
 			ss_meta_int("cupti_detach_deferrals", deferrals);
+		unsigned skips = ss_cupti_detach_skips(); /* GATE-4 */
+		if (skips)
+			ss_meta_int("cupti_detach_skips", skips);
 	}
 	/* CUPTI-4, CUPTI-5 (auto: only when it did pause; it may have decided to sample and
 	 * changed its mind before the next sync point) */

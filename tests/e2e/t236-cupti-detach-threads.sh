@@ -4,11 +4,12 @@
 # call (CUPTI-10, interpose/gate.h): on the H100 a finalize made while another thread waited in
 # cudaStreamSynchronize crashed that thread at the call's exit, inside libcupti (c109 of
 # examples/corpus, 7 runs of 8). gpu_loop lanes: four threads, each syncing its own stream every
-# step, sampled (20/60) so that CUPTI is detached at every pause. The stand-in CUPTI counts a
-# finalize made while another thread is inside a reported driver call (finalize_races): none,
-# while detaches still happen (at exits where the others are outside: the rest are deferred and
-# counted), the program's output is unchanged, and the database is finished. With
-# SYNCSPY_CUPTI_PAUSE=disable nothing is finalized at all.
+# step, sampled (20/60) so that CUPTI would be detached at every pause. The stand-in CUPTI counts
+# a finalize made while another thread is inside a reported driver call (finalize_races): none
+# (6 of 7 finalizes before the gate). Since the lanes also sync while CUPTI is attached, their
+# pauses disable the kinds instead of detaching (GATE-4: c109's shared build still crashed on
+# the H100 with the gate alone), counted in meta.cupti_detach_skips; the program's output is
+# unchanged and the database finished. With SYNCSPY_CUPTI_PAUSE=disable nothing is finalized.
 . "$E2E_DIR/lib.sh"
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH # the stand-in CUPTI first, as t211
 export LD_LIBRARY_PATH SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=20/60
@@ -22,16 +23,16 @@ one_db
 standin() { sed -n "s/^$1 //p" "$tmp/standin.txt"; }
 [ "$(standin finalize_races)" = 0 ] ||
 	fail "cuptiFinalize while another thread was inside a call: $(cat "$tmp/standin.txt")"
-finalizes=$(standin finalizes)
-[ "${finalizes:-0}" -ge 2 ] || fail "CUPTI detached ${finalizes:-0} times: $(cat "$tmp/standin.txt")"
+# GATE-4: the lanes sync while CUPTI is attached, so their pauses disable the kinds only
+skips=$(q "SELECT value FROM meta WHERE key = 'cupti_detach_skips'")
+[ "${skips:-0}" -ge 1 ] || fail "no detach skipped with four threads syncing: '${skips}'"
 golden "SELECT value FROM meta WHERE key = 'cupti_detaches'" <<END
-$finalizes
+$(standin finalizes)
 END
-deferrals=$(q "SELECT value FROM meta WHERE key = 'cupti_detach_deferrals'")
-[ "${deferrals:-0}" -ge 1 ] || fail "no detach deferred with four threads syncing: '${deferrals}'"
 golden "SELECT count(*) FROM meta WHERE key = 'cupti_detach_fallback'" <<'END'
 0
 END
+[ "$(q "SELECT value >= 2 FROM meta WHERE key = 'cupti_windows'")" = 1 ] || fail "fewer than 2 windows"
 # every thread's kernels were traced in the windows
 [ "$(q "SELECT count(DISTINCT stream_id) FROM gpu_activity WHERE kind = 'kernel'")" = 4 ] ||
 	fail "kernels of $(q "SELECT count(DISTINCT stream_id) FROM gpu_activity WHERE kind = 'kernel'") lanes recorded"
