@@ -106,7 +106,7 @@
  *            (meta.cupti_detach_deferrals); a resume first calls it off, as before. Calls
  *            the shim does not wrap are not seen (short queries, in practice). Without
  *            membarrier there is no gate, and pauses disable the kinds (CUPTI-8's fallback).
- *            Nor is CUPTI finalized while another thread made a sync point since the last
+ *            Nor is CUPTI finalized while another thread waited for the GPU since the last
  *            attach (GATE-4): that pause disables the kinds only (meta.cupti_detach_skips).
  */
 #include <dlfcn.h>

@@ -97,7 +97,7 @@ const char *ss_cupti_detach_stats(int *asked, unsigned *detaches, unsigned *atta
 				  uint64_t *detach_ns, uint64_t *attach_ns);
 /* Writer, for meta (CUPTI-10): the API exits at which a detach waited because another thread
  * was inside a CUDA call; the pauses that were not detached because another thread had made a
- * sync point since the last attach (GATE-4). */
+ * wait for the GPU since the last attach (GATE-4). */
 unsigned ss_cupti_detach_deferrals(void);
 unsigned ss_cupti_detach_skips(void);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
@@ -122,8 +122,8 @@ const char *ss_api_name(int i, enum ss_layer *layer);
 int ss_gate_supported(void);
 int ss_gate_close(void);
 void ss_gate_open(void);
-/* GATE-4: a new attach of CUPTI began; whether a thread other than the caller made a sync point
- * since the last one. */
+/* GATE-4: a new attach of CUPTI began; whether a thread other than the caller waited for the
+ * GPU (S1-S5) since the last one. */
 void ss_gate_new_epoch(void);
 int ss_gate_others_synced(void);
 

@@ -172,7 +172,7 @@ static inline int ss_is_stub_launch(int api)
 		/* one class test for an enqueue, as before the guard (GUARD-1) */                 \
 		if (ss_unlikely(ss_is_sync_point(rec.cls))) {                                      \
 			ss_guard_count(tls, &rec);                                                 \
-			ss_gate_note_sync(tls); /* GATE-4 */                                       \
+			ss_gate_note_sync(tls, rec.cls); /* GATE-4 */                              \
 			if (ss_wants_stack(rec.cls) && !(capture_bits & SS_CAPTURE_OFF)) {         \
 				ss_stacks_attach(tls, rec.caller);                                 \
 				ss_cupti_sample_tick(); /* a window switches after a sync          \

@@ -25,6 +25,7 @@
 	/* SS_RULE_DATABASE: per database, in C */                                                 \
 	X(copy_on_compute_stream)                                                                  \
 	X(managed_round_trip)                                                                      \
+	X(small_copies_in_loop)                                                                    \
 	/* SS_RULE_GPU: per database with a GPU timeline */                                        \
 	X(copy_without_overlap)                                                                    \
 	X(host_func_blocks_stream)                                                                 \

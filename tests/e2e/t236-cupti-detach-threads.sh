@@ -38,6 +38,19 @@ END
 	fail "kernels of $(q "SELECT count(DISTINCT stream_id) FROM gpu_activity WHERE kind = 'kernel'") lanes recorded"
 rm -rf "$out"
 
+# A second thread that only allocates and frees (S6, no wait for the GPU: PyTorch's autograd
+# thread) does not keep CUPTI attached: the main thread's loop detaches at its pauses
+STANDIN_CUPTI_REPORT=$tmp/alloc.txt under_shim "$PROGS/gpu_loop" $steps alloc-thread >"$tmp/alloc.out" 2>&1 ||
+	fail "gpu_loop alloc-thread failed: $(cat "$tmp/alloc.out")"
+one_db
+golden "SELECT count(*) FROM meta WHERE key = 'cupti_detach_skips'" <<'END'
+0
+END
+[ "$(q "SELECT value FROM meta WHERE key = 'cupti_detaches'")" -ge 2 ] ||
+	fail "alloc-thread: $(q "SELECT value FROM meta WHERE key = 'cupti_detaches'") detaches"
+[ "$(sed -n 's/^finalize_races //p' "$tmp/alloc.txt")" = 0 ] || fail "alloc-thread: $(cat "$tmp/alloc.txt")"
+rm -rf "$out"
+
 STANDIN_CUPTI_REPORT=$tmp/disable.txt SYNCSPY_CUPTI_PAUSE=disable under_shim "$PROGS/gpu_loop" $steps lanes \
 	>"$tmp/disable.out" 2>&1 || fail "gpu_loop lanes (disable) failed"
 [ "$(sed -n 's/^finalizes //p' "$tmp/disable.txt")" = 0 ] || fail "disable: finalized: $(cat "$tmp/disable.txt")"

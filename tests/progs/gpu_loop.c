@@ -39,7 +39,16 @@
  * lanes: LANES threads, each with its own stream, each step a kernel and a wait for that stream,
  * then LANE_HOST_US of host work (a server's request threads: c109 of examples/corpus), so
  * that some thread is nearly always inside cudaStreamSynchronize when CUPTI-8 detaches
- * (CUPTI-10: t236).
+ * (CUPTI-10: t236). alloc-thread: the default loop on the main thread while a second thread
+ * allocates and frees device memory and never waits for the GPU (PyTorch's autograd thread,
+ * as far as sync points go: GATE-4 still detaches; t236).
+ * row-copies: before its two kernels each step copies an image of ROW_COPIES rows of ROW_BYTES to
+ * the device one row at a time (cudaMemcpyAsync from pinned memory: small-copies-in-loop, d47
+ * and c98 of examples/corpus; t237); rows-2d: the same rows with one cudaMemcpy2DAsync a step
+ * (the fix); few-row-copies: FEW_ROW_COPIES rows a step, one at a time (under the rule's floor);
+ * wide-row-copies: WIDE_ROW_COPIES rows of WIDE_ROW_BYTES, one at a time (not small copies).
+ * Before each copy these modes spin ISSUE_US, what a GPU's driver takes to issue one (1.5-3 us
+ * on an H100), where the stand-in takes a fraction of a microsecond.
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -62,12 +71,27 @@
 #define NOSYNC_KERNEL_US 900
 #define LANES		 4
 #define LANE_HOST_US	 300
+#define ROW_COPIES	 512
+#define ROW_BYTES	 2048
+#define FEW_ROW_COPIES	 32
+#define WIDE_ROW_COPIES	 128
+#define WIDE_ROW_BYTES	 (72 * 1024)
+#define ISSUE_US	 3
 
 static unsigned long long now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+/* The host time a GPU's driver takes to issue a copy (the row modes). */
+static void issue_cost(void)
+{
+	unsigned long long until = now_ns() + ISSUE_US * 1000ull;
+
+	while (now_ns() < until)
+		;
 }
 
 /* The kernel of the library mode's library (exported: the stand-in looks it up by name). */
@@ -108,6 +132,21 @@ static void *lane(void *steps)
 	return NULL;
 }
 
+/* The alloc-thread mode's second thread: allocations and frees until told to stop. */
+static volatile int allocating = 1;
+
+static void *alloc_thread(void *unused)
+{
+	(void)unused;
+	while (allocating) {
+		void *p = NULL;
+		CHECK(cudaMalloc(&p, 1 << 20));
+		CHECK(cudaFree(p));
+		usleep(200);
+	}
+	return NULL;
+}
+
 /* cudaLibraryLoadData's JIT and library options: none */
 #define NO_OPTIONS NULL, NULL, 0, NULL, NULL, 0
 
@@ -127,6 +166,18 @@ int main(int argc, char **argv)
 	int graph_host_fast = argc > 2 && strcmp(argv[2], "graph-hostfunc-fast") == 0;
 	int nosync_capture = argc > 2 && strcmp(argv[2], "nosync-capture") == 0;
 	int nosync = nosync_capture || (argc > 2 && strcmp(argv[2], "nosync") == 0);
+	int row_copies = argc > 2 && strcmp(argv[2], "row-copies") == 0;
+	int rows_2d = argc > 2 && strcmp(argv[2], "rows-2d") == 0;
+	int few_rows = argc > 2 && strcmp(argv[2], "few-row-copies") == 0;
+	int wide_rows = argc > 2 && strcmp(argv[2], "wide-row-copies") == 0;
+	/* the rows the row modes copy each step, one at a time or (rows-2d) at once */
+	int rows = row_copies || rows_2d ? ROW_COPIES
+		   : few_rows		 ? FEW_ROW_COPIES
+		   : wide_rows		 ? WIDE_ROW_COPIES
+					 : 0;
+	size_t width = wide_rows ? WIDE_ROW_BYTES : ROW_BYTES; /* a row's bytes */
+	const enum cudaMemcpyKind up = cudaMemcpyHostToDevice;
+	unsigned char *host_rows = NULL, *device_rows = NULL;
 	cudaStream_t side = NULL;
 	void *host_us = (void *)(uintptr_t)(hostfunc_fast || graph_host_fast ? 0 : HOST_FUNC_US);
 	cudaStreamCallback_t cb = host_callback;
@@ -154,7 +205,16 @@ int main(int argc, char **argv)
 		printf("done %d steps\n", steps);
 		return 0;
 	}
+	pthread_t allocator;
+	int alloc_thread_on = argc > 2 && strcmp(argv[2], "alloc-thread") == 0;
 	CHECK(cudaStreamCreate(&stream));
+	if (alloc_thread_on && pthread_create(&allocator, NULL, alloc_thread, NULL) != 0)
+		return 1;
+	if (rows) {
+		CHECK(cudaMallocHost((void **)&host_rows, (size_t)rows * width));
+		CHECK(cudaMalloc((void **)&device_rows, (size_t)rows * width));
+		memset(host_rows, 7, (size_t)rows * width);
+	}
 	if (graph_once) {
 		CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
 		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
@@ -225,6 +285,18 @@ int main(int argc, char **argv)
 			usleep(BURST_SLEEP_US);
 			continue;
 		}
+		for (int r = 0; r < rows && !rows_2d; r++) {
+			unsigned char *to = device_rows + (size_t)r * width;
+			const unsigned char *from = host_rows + (size_t)r * width;
+
+			issue_cost();
+			CHECK(cudaMemcpyAsync(to, from, width, up, stream)); /* MARK:row-copies */
+		}
+		if (rows_2d) { /* the fix: all the rows in one copy */
+			issue_cost();
+			CHECK(cudaMemcpy2DAsync(device_rows, width, host_rows, width, width,
+						(size_t)rows, up, stream));
+		}
 		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
 		if (hostfunc || hostfunc_fast)
 			CHECK(cudaLaunchHostFunc(stream, host_work, host_us)); /* MARK:hostfunc */
@@ -237,6 +309,10 @@ int main(int argc, char **argv)
 	}
 	if (nosync)
 		CHECK(cudaStreamSynchronize(stream)); /* the loop's one wait, after it */
+	if (alloc_thread_on) {
+		allocating = 0;
+		pthread_join(allocator, NULL);
+	}
 	if (nosync_capture) {
 		CHECK(cudaStreamEndCapture(side, &captured));
 		CHECK(cudaGraphDestroy(captured));
@@ -245,6 +321,10 @@ int main(int argc, char **argv)
 	if (graph_once) {
 		CHECK(cudaGraphExecDestroy(exec)); /* MARK:teardown */
 		CHECK(cudaGraphDestroy(captured));
+	}
+	if (rows) {
+		CHECK(cudaFree(device_rows));
+		CHECK(cudaFreeHost(host_rows));
 	}
 	CHECK(cudaStreamDestroy(stream));
 	printf("done %d steps\n", steps);
