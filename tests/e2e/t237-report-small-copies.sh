@@ -88,7 +88,7 @@ q "CREATE TABLE gpu_activity(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, start_n
 CREATE TABLE gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER, tid INTEGER,
 	start_ns INTEGER, end_ns INTEGER, name TEXT, cupti_tid INTEGER);
 INSERT INTO gpu_api(correlation_id, layer, cbid, tid, start_ns, end_ns, name)
-	SELECT c.id, 'runtime', 0, c.tid, c.start_ns + 100, c.start_ns + 200, a.name
+	SELECT c.id, 'runtime', 0, c.tid, c.start_ns, c.start_ns + 1, a.name
 	FROM calls c JOIN apis a ON a.id = c.api_id
 	WHERE a.name IN ('cudaMemcpyAsync', 'cudaLaunchKernel');
 INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, bytes,
