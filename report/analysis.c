@@ -616,6 +616,8 @@ static void load_one(struct job *job, struct ss_rank *rk)
 		code = ss_library_object_setup(&ld, &st);
 	if (code == SS_EXIT_OK)
 		code = ss_autotune_model_call(&ld, &st);
+	if (code == SS_EXIT_OK)
+		code = ss_sync_then_free(&ld, &st);
 	for (size_t i = 0; code == SS_EXIT_OK && i < job->found.nfindings; i++)
 		if (!judge_finding(&job->found.findings[i], rk))
 			code = out_of_memory(&ld);

@@ -332,6 +332,11 @@ int ss_sync_same_operation(struct loader *ld, struct db_state *st);
 	"bucket the inputs to a few fixed shapes, or turn benchmark off where the shapes change "  \
 	"every step."
 int ss_autotune_model_call(struct loader *ld, struct db_state *st);
+/* host_sync.c: a steady sync followed at once, on its thread, by a synchronous free of
+ * stream-ordered memory (cudaMallocAsync's, freed with cudaFree) waits only so that the free is
+ * safe: the free's line gets a finding of its own, the sync's cost (one fix for both: free
+ * with cudaFreeAsync on the stream). Runs after the GPU timeline's figures are in. */
+int ss_sync_then_free(struct loader *ld, struct db_state *st);
 
 /* ------------------------------------------------------------------ analysis.c */
 

@@ -25,9 +25,19 @@ static char *detail(const struct db_state *st, const char *apis, long long worst
 		      apis, ms(worst));
 }
 
+/* ss_sync_then_free's mark, in the opening of both its findings' details (a summary's findings
+ * get their advice back from it), and their advice */
+#define SYNC_FREE_MARK "a free of stream-ordered memory"
+#define SYNC_THEN_FREE_ADVICE                                                                      \
+	"Free stream-ordered memory with cudaFreeAsync (cuMemFreeAsync) on the stream that "       \
+	"used it: the free is then ordered after that work, and neither the host's wait before "   \
+	"it nor this call's is needed."
+
 static const char *advice_for(const char *apis)
 {
-	return strstr(apis, SS_AUTOTUNE_MARK) ? SS_AUTOTUNE_ADVICE : NULL;
+	return strstr(apis, SS_AUTOTUNE_MARK) ? SS_AUTOTUNE_ADVICE
+	       : strstr(apis, SYNC_FREE_MARK) ? SYNC_THEN_FREE_ADVICE
+					      : NULL;
 }
 
 const struct ss_rule ss_rule_host_sync = {
@@ -394,4 +404,82 @@ int ss_autotune_model_call(struct loader *ld, struct db_state *st)
 	}
 	sqlite3_finalize(stmt);
 	return code;
+}
+
+/* Whether any synchronous free of stream-ordered memory was recorded (X1: interpose/wrapper.h,
+ * FREE): the window below reads every call, so only then. */
+#define ANY_ASYNC_FREE_SQL                                                                         \
+	"SELECT 1 FROM calls WHERE class = 'X1' AND api_id IN (SELECT id FROM apis"                \
+	" WHERE name IN ('cudaFree', 'cuMemFree', 'cuMemFree_v2')) LIMIT 1"
+/* Per sync site (S1-S3) and the site of the free that followed a sync there at once on its
+ * thread: how many times. */
+#define SYNC_THEN_FREE_SQL                                                                         \
+	"WITH n AS (SELECT c.site_id, c.class, lead(c.class) OVER w AS next_class,"                \
+	" lead(c.api_id) OVER w AS next_api, lead(c.site_id) OVER w AS next_site FROM calls c"     \
+	" WINDOW w AS (PARTITION BY c.tid ORDER BY c.id))"                                         \
+	" SELECT s.text, f.text, count(*) FROM n JOIN sites s ON s.id = n.site_id"                 \
+	" JOIN sites f ON f.id = n.next_site WHERE n.class IN ('S1', 'S2', 'S3')"                  \
+	" AND n.next_class = 'X1' AND n.next_api IN (SELECT id FROM apis"                          \
+	" WHERE name IN ('cudaFree', 'cuMemFree', 'cuMemFree_v2')) GROUP BY s.text, f.text"
+int ss_sync_then_free(struct loader *ld, struct db_state *st)
+{
+	struct ss_report *r = ld->report;
+	sqlite3_stmt *stmt = NULL;
+	int rc, code, any = 0;
+
+	for (size_t i = 0; i < r->nfindings && !any; i++)
+		any = r->findings[i].rule == ss_rule_host_sync.id && !r->findings[i].cleared &&
+		      strcmp(r->findings[i].phase, "steady") == 0;
+	if (!any || (code = prepare(ld, st, ANY_ASYNC_FREE_SQL, &stmt)) != SS_EXIT_OK)
+		return any ? code : SS_EXIT_OK;
+	rc = sqlite3_step(stmt);
+	code = end_rows(ld, st, stmt, rc == SQLITE_ROW ? SQLITE_DONE : rc, SS_EXIT_OK);
+	if (code != SS_EXIT_OK || rc != SQLITE_ROW)
+		return code; /* no such free */
+	if ((code = prepare(ld, st, SYNC_THEN_FREE_SQL, &stmt)) != SS_EXIT_OK)
+		return code;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *sync_site = (const char *)sqlite3_column_text(stmt, 0);
+		const char *free_site = (const char *)sqlite3_column_text(stmt, 1);
+		long long n = sqlite3_column_int64(stmt, 2);
+		struct ss_finding *owner = ss_steady_finding(r, ss_rule_host_sync.id, sync_site);
+
+		/* most of the sync's calls free at once after it; a line with a finding keeps it
+		 * (ANALYSIS-2) */
+		if (!owner || owner->cleared || 2 * n < owner->count || !free_site ||
+		    strstr(free_site, " in ") == NULL)
+			continue;
+		int taken = 0;
+		for (size_t i = 0; i < r->nfindings && !taken; i++)
+			taken = strcmp(r->findings[i].site, free_site) == 0;
+		if (taken)
+			continue;
+		struct ss_finding copy = *owner; /* owner moves when the findings grow */
+		size_t opening = strcspn(owner->detail, ";");
+		char *more =
+		    format("%.*s, followed by " SYNC_FREE_MARK " at %s that it waits for%s",
+			   (int)opening, owner->detail, free_site, owner->detail + opening);
+		if (!more) {
+			code = out_of_memory(ld);
+			break;
+		}
+		free(owner->detail);
+		owner->detail = more;
+		owner->advice = SYNC_THEN_FREE_ADVICE;
+		code = add_finding(
+		    ld, &ss_rule_host_sync, st->rank, n, copy.blocked_ns, copy.worst_ns, -1,
+		    copy.estimate_ns, xstrdup(free_site),
+		    format(
+			"cudaFree x%lld, " SYNC_FREE_MARK " (cudaMallocAsync's) each, right after "
+			"the sync at %s, which waits so that the free is safe: that sync's finding "
+			"carries the cost",
+			n, copy.site));
+		if (code != SS_EXIT_OK)
+			break;
+		struct ss_finding *f = &r->findings[r->nfindings - 1];
+		f->gpu_idle_ns = copy.gpu_idle_ns;
+		f->advice = SYNC_THEN_FREE_ADVICE;
+		set_phase(f, &st->steps, 1, copy.steps);
+	}
+	return end_rows(ld, st, stmt, rc, code);
 }

@@ -42,6 +42,11 @@
  * (CUPTI-10: t236). alloc-thread: the default loop on the main thread while a second thread
  * allocates and frees device memory and never waits for the GPU (PyTorch's autograd thread,
  * as far as sync points go: GATE-4 still detaches; t236).
+ * sync-free: each step allocates a scratch buffer with cudaMallocAsync on the stream, launches
+ * its two kernels, syncs the stream (instead of the step's usual sync) and frees the buffer with
+ * cudaFree right after (c106 of examples/corpus: the sync is there for the free; t238);
+ * free-async: the same scratch freed with cudaFreeAsync on the stream, then the step's sync (the
+ * free needs no wait of its own; t238).
  * row-copies: before its two kernels each step copies an image of ROW_COPIES rows of ROW_BYTES to
  * the device one row at a time (cudaMemcpyAsync from pinned memory: small-copies-in-loop, d47
  * and c98 of examples/corpus; t237); rows-2d: the same rows with one cudaMemcpy2DAsync a step
@@ -207,6 +212,9 @@ int main(int argc, char **argv)
 	}
 	pthread_t allocator;
 	int alloc_thread_on = argc > 2 && strcmp(argv[2], "alloc-thread") == 0;
+	int sync_free = argc > 2 && strcmp(argv[2], "sync-free") == 0;
+	int free_async = argc > 2 && strcmp(argv[2], "free-async") == 0;
+	void *scratch = NULL;
 	CHECK(cudaStreamCreate(&stream));
 	if (alloc_thread_on && pthread_create(&allocator, NULL, alloc_thread, NULL) != 0)
 		return 1;
@@ -298,11 +306,20 @@ int main(int argc, char **argv)
 						(size_t)rows, up, stream));
 		}
 		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+		if (sync_free || free_async)
+			CHECK(cudaMallocAsync(&scratch, 1 << 20, stream));
 		if (hostfunc || hostfunc_fast)
 			CHECK(cudaLaunchHostFunc(stream, host_work, host_us)); /* MARK:hostfunc */
 		if (callback)
 			CHECK(cudaStreamAddCallback(stream, cb, host_us, 0)); /* MARK:callback */
 		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+		if (sync_free) {
+			CHECK(cudaStreamSynchronize(stream)); /* MARK:sync-before-free */
+			CHECK(cudaFree(scratch));	      /* MARK:free-after-sync */
+			continue;
+		}
+		if (free_async)
+			CHECK(cudaFreeAsync(scratch, stream)); /* MARK:free-async */
 		CHECK(cudaStreamSynchronize(stream));
 		if (step % 10 == 9)
 			CHECK(cudaDeviceSynchronize());
