@@ -168,15 +168,20 @@ static uint32_t api_begin(void)
  * it). N,persistent: each launch made while instrumented spins, traced or not: once a kind
  * was enabled, the cost stays while the kinds are disabled, until cuptiFinalize (what the
  * H200 showed: tests/gpu/results/2026-12-04-h200-session8, run 4; t227). 0 or unset: free. */
+static long cost_ns;
+static int persistent;
+
+static void read_launch_cost(void)
+{
+	const char *cost = getenv("STANDIN_CUPTI_LAUNCH_COST_US");
+	persistent = cost && strstr(cost, ",persistent");
+	cost_ns = cost ? atol(cost) * 1000 : 0;
+}
+
 static int kernels_traced(void)
 {
-	static long cost_ns = -1;
-	static int persistent;
-	if (cost_ns < 0) {
-		const char *cost = getenv("STANDIN_CUPTI_LAUNCH_COST_US");
-		persistent = cost && strstr(cost, ",persistent");
-		cost_ns = cost ? atol(cost) * 1000 : 0;
-	}
+	static pthread_once_t cost_once = PTHREAD_ONCE_INIT; /* launches come from any thread */
+	pthread_once(&cost_once, read_launch_cost);
 	int on = kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	int costly = persistent ? atomic_load(&instrumented) : on;
 	atomic_fetch_add(&launches, 1);
