@@ -59,6 +59,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,7 +139,7 @@ static void *lane(void *steps)
 }
 
 /* The alloc-thread mode's second thread: allocations and frees until told to stop. */
-static volatile int allocating = 1;
+static _Atomic int allocating = 1;
 
 static void *alloc_thread(void *unused)
 {
