@@ -16,6 +16,8 @@
 #             (syncspy_stop: neither host rows nor the GPU timeline, CUPTI detached, CUPTI-8)
 #   host      the same with SYNCSPY_CUPTI=0: the host side alone
 #   all       the same with SYNCSPY_CUPTI_SAMPLE=all: every call traced while on
+#   kinds=LIST  `all` with only CUPTI's kinds LIST (SYNCSPY_CUPTI_KINDS, comma list: what each
+#             kind costs while traced)
 #   profiler  no shim; on: inside torch.profiler (CPU and CUDA activities)
 # What this leaves out, and bench/reference_overhead.sh measures in separate processes: the
 # one-time costs (the shim's and CUPTI's start, each call site's first sight, the database
@@ -42,6 +44,7 @@ for run in $(seq "$runs"); do
 			default) ;;
 			host) env+=(SYNCSPY_CUPTI=0) ;;
 			all) env+=(SYNCSPY_CUPTI_SAMPLE=all) ;;
+			kinds=*) env+=(SYNCSPY_CUPTI_SAMPLE=all SYNCSPY_CUPTI_KINDS="${config#kinds=}") ;;
 			profiler) env=(EXAMPLES_AB="$blocks" EXAMPLES_AB_MODE=profiler) ;;
 			*) echo "reference_ab.sh: unknown configuration $config" >&2; exit 2 ;;
 			esac
@@ -82,14 +85,12 @@ configs = []
 for _, c in by:
     if c not in configs:
         configs.append(c)
-print("%-28s" % "workload" + "".join(" %18s" % c for c in configs))
 for name in sorted({n for n, _ in by}):
-    row = "%-28s" % name
     for c in configs:
         v = by.get((name, c))
-        row += " %+8.2f%% (%d, %s)" % (statistics.median(v), len(v),
-                                        "/".join("%+.1f" % x for x in v)) if v else " %18s" % "-"
-    print(row)
+        if v:
+            print("%-28s %-36s %+8.2f%% (%d, %s)" % (name, c, statistics.median(v), len(v),
+                                                   "/".join("%+.1f" % x for x in v)))
 print("# per configuration: the median over processes of each process's median over pairs of "
       "blocks of (on / off - 1), the processes, each process's figure")
 PY
