@@ -150,6 +150,9 @@ static struct {
 	CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
 	CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
 	CUptiResult (*finalize)(void);
+	/* CUPTI-11: callbacks per function, for the correlation ids */
+	CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+				       CUpti_CallbackId);
 } api;
 
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -232,6 +235,11 @@ static _Atomic uint32_t attach_epoch;
 static uint64_t detach_total_ns, attach_total_ns;
 static char detach_fallback[224]; /* why detach_mode was given up, empty if it was not */
 static unsigned detach_deferrals, detach_skips; /* CUPTI-10 (owner_lock) */
+/* CUPTI-11: the subscriber is the correlation's (owner_lock; correlate_on is read by the
+ * callback without it), and why the API records replace it where it could not be made */
+static int correlating, correlate_blocked; /* blocked: the program subscribed */
+static _Atomic int correlate_on;
+static char correlate_fallback[160];
 static char status_text[SS_CUPTI_STATUS_MAX];
 
 static uint64_t CUPTIAPI now_ns(void)
@@ -417,6 +425,7 @@ static void parse_sample(const char *text)
 }
 
 static void start_locked(unsigned wanted);
+static void uncorrelate_locked(void);
 static unsigned wanted_kinds(const char *list);
 static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER; /* started, other_client */
 static char other_client[160]; /* CUPTI-1/2: who else registered, non-empty once someone did */
@@ -488,6 +497,7 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegiste
 		/* CUPTI-8: detached, syncspy's records were flushed at the pause, and CUPTI is the
 		 * other client's to attach; a detach still waiting is called off */
 		int state = atomic_load(&attach_state);
+		uncorrelate_locked(); /* CUPTI-11: room for the other client's subscriber */
 		if (state == DETACH_PENDING)
 			api.unsubscribe(subscriber);
 		if (state != DETACHED)
@@ -548,8 +558,8 @@ static int wraps(enum ss_layer layer, const char *cupti_name)
 static struct unwrapped_api {
 	uint8_t runtime; /* 1: runtime API, 0: driver API */
 	uint32_t cbid;
-} * unwrapped;
-static size_t nunwrapped;
+} * unwrapped, *wrapped; /* wrapped: the others (CUPTI-11's callbacks) */
+static size_t nunwrapped, nwrapped;
 
 static void find_unwrapped_apis(void)
 {
@@ -561,15 +571,26 @@ static void find_unwrapped_apis(void)
 	    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, SS_LAYER_RUNTIME},
 	    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, SS_LAYER_DRIVER},
 	};
-	unwrapped = malloc((CUPTI_RUNTIME_TRACE_CBID_SIZE + CUPTI_DRIVER_TRACE_CBID_SIZE) *
-			   sizeof(*unwrapped));
-	for (size_t d = 0; unwrapped && d < sizeof(domains) / sizeof(domains[0]); d++)
+	size_t total = CUPTI_RUNTIME_TRACE_CBID_SIZE + CUPTI_DRIVER_TRACE_CBID_SIZE;
+	unwrapped = malloc(total * sizeof(*unwrapped));
+	wrapped = malloc(total * sizeof(*wrapped));
+	if (!unwrapped || !wrapped) {
+		free(unwrapped);
+		free(wrapped);
+		unwrapped = wrapped = NULL;
+		return;
+	}
+	for (size_t d = 0; d < sizeof(domains) / sizeof(domains[0]); d++)
 		for (uint32_t cbid = 1; cbid < domains[d].size; cbid++) {
 			const char *name = NULL;
-			if (api.callback_name(domains[d].domain, cbid, &name) == CUPTI_SUCCESS &&
-			    name && !wraps(domains[d].layer, name))
-				unwrapped[nunwrapped++] = (struct unwrapped_api){
-				    domains[d].layer == SS_LAYER_RUNTIME, cbid};
+			if (api.callback_name(domains[d].domain, cbid, &name) != CUPTI_SUCCESS ||
+			    !name)
+				continue;
+			struct unwrapped_api one = {domains[d].layer == SS_LAYER_RUNTIME, cbid};
+			if (wraps(domains[d].layer, name))
+				wrapped[nwrapped++] = one;
+			else
+				unwrapped[nunwrapped++] = one;
 		}
 }
 
@@ -602,7 +623,9 @@ enum {
 	KIND_RUNTIME_API = 32,
 	KIND_DRIVER_API = 64,
 	KIND_API = KIND_RUNTIME_API | KIND_DRIVER_API,
-	KIND_ALL = 127
+	KIND_ALL = 127,
+	KIND_CORRELATE = 128, /* CUPTI-11: no records of its own, the callbacks' correlation ids */
+	KIND_GPU = KIND_KERNEL | KIND_MEMCPY | KIND_MEMSET | KIND_SYNC | KIND_EVENT
 };
 static const struct {
 	CUpti_ActivityKind kind;
@@ -617,6 +640,7 @@ static const struct {
     {CUPTI_ACTIVITY_KIND_CUDA_EVENT, "CUDA_EVENT", KIND_EVENT, "event"},
     {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", KIND_RUNTIME_API, "runtime-api"}, /* narrowed */
     {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", KIND_DRIVER_API, "driver-api"},
+    {CUPTI_ACTIVITY_KIND_INVALID, "", KIND_CORRELATE, "correlate"}, /* no activity kind */
 };
 
 /* "kernel,memcpy,api" -> KIND_* bits ("api": both layers' records); an unknown name is ignored
@@ -635,11 +659,91 @@ static unsigned wanted_kinds(const char *list)
 		if (!bit)
 			fprintf(stderr,
 				"syncspy: ignoring '%s' in SYNCSPY_CUPTI_KINDS (kinds: kernel, "
-				"memcpy, memset, sync, event, api, runtime-api, driver-api)\n",
+				"memcpy, memset, sync, event, correlate, api, runtime-api, "
+				"driver-api)\n",
 				name);
 		wanted |= bit;
 	}
+	if ((wanted & KIND_API) == KIND_API) /* API records carry the correlation ids themselves */
+		wanted &= ~(unsigned)KIND_CORRELATE;
 	return wanted;
+}
+
+static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain,
+				     CUpti_CallbackId cbid, const void *data);
+
+/* A subscriber for on_api_callback (CUPTI-8's, CUPTI-11's: one at a time), named where CUPTI
+ * can; on failure OTHER names the subscriber that holds CUPTI, where CUPTI says. */
+static CUptiResult subscribe_locked(char *other, size_t size)
+{
+	if (api.subscribe_v2) {
+		CUpti_SubscriberParams params = {.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+						 .subscriberName = "syncspy",
+						 .oldSubscriberName = other,
+						 .oldSubscriberSize = size};
+		return api.subscribe_v2(&subscriber, on_api_callback, NULL, &params);
+	}
+	return api.subscribe(&subscriber, on_api_callback, NULL);
+}
+
+/* CUPTI-11: the correlation ids of the calls syncspy wraps, from a callback on those functions
+ * alone, instead of CUPTI's API records: on the H100 those cost 12_stream_prefetcher's step
+ * 13 points while traced against 0 for the copies' and memsets' records (tests/gpu/results/
+ * 2026-12-06-h100-session23, runs 1-2). Returns 0 where the subscriber or a callback cannot be
+ * made; correlate_fallback says why. owner_lock held. */
+static int correlate_locked(void)
+{
+	if (correlating)
+		return 1;
+	if (correlate_blocked) /* make_way_for_subscriber said why */
+		return 0;
+	const char *what = "cuptiSubscribe";
+	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
+	CUptiResult result = CUPTI_ERROR_NOT_SUPPORTED;
+	if (!api.subscribe || !api.unsubscribe || !api.enable_callback || !api.callback_name) {
+		snprintf(correlate_fallback, sizeof(correlate_fallback),
+			 "libcupti.so.13 lacks cuptiSubscribe, cuptiEnableCallback or "
+			 "cuptiGetCallbackName: API records");
+		return 0;
+	}
+	if (!wrapped)
+		find_unwrapped_apis();
+	result = wrapped ? subscribe_locked(other, sizeof(other)) : CUPTI_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; result == CUPTI_SUCCESS && i < nwrapped; i++) {
+		what = "cuptiEnableCallback";
+		result = api.enable_callback(1, subscriber,
+					     wrapped[i].runtime ? CUPTI_CB_DOMAIN_RUNTIME_API
+								: CUPTI_CB_DOMAIN_DRIVER_API,
+					     wrapped[i].cbid);
+		if (result != CUPTI_SUCCESS)
+			api.unsubscribe(subscriber);
+	}
+	if (result != CUPTI_SUCCESS) {
+		const char *text = NULL;
+		if (api.result_string)
+			api.result_string(result, &text);
+		other[sizeof(other) - 1] = '\0';
+		snprintf(correlate_fallback, sizeof(correlate_fallback),
+			 "%s: %s (%d)%s%s%s: API records", what, text ? text : "?", (int)result,
+			 other[0] ? " (subscriber: " : "", other, other[0] ? ")" : "");
+		subscriber = NULL;
+		return 0;
+	}
+	correlating = 1;
+	atomic_store(&correlate_on, 1);
+	return 1;
+}
+
+/* CUPTI-11, where the timeline goes off (owner_lock held): the correlation's subscriber goes,
+ * so that no callback runs while off and CUPTI-8 can make its own. */
+static void uncorrelate_locked(void)
+{
+	if (!correlating)
+		return;
+	atomic_store(&correlate_on, 0);
+	api.unsubscribe(subscriber);
+	subscriber = NULL;
+	correlating = 0;
 }
 
 /* Enables the activity kinds of WANTED (KIND_*), narrows the API records and asks for the
@@ -648,7 +752,7 @@ static unsigned wanted_kinds(const char *list)
 static int enable_kinds(unsigned wanted)
 {
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		if (!(wanted & kinds[i].option))
+		if (!(wanted & kinds[i].option) || kinds[i].kind == CUPTI_ACTIVITY_KIND_INVALID)
 			continue;
 		CUptiResult result = api.enable(kinds[i].kind);
 		if (result != CUPTI_SUCCESS) {
@@ -663,6 +767,12 @@ static int enable_kinds(unsigned wanted)
 	/* When the GPU reached each recorded event; without it CUDA_EVENT rows carry no time. */
 	if ((wanted & KIND_EVENT) && api.event_device_timestamps)
 		api.event_device_timestamps(1);
+	if ((wanted & KIND_CORRELATE) && !correlate_locked()) {
+		/* CUPTI-11: the API records instead, for the rest of the run (correlate_fallback)
+		 */
+		enabled_kinds = (enabled_kinds & ~(unsigned)KIND_CORRELATE) | KIND_API;
+		return enable_kinds(KIND_API);
+	}
 	return 1;
 }
 
@@ -694,6 +804,7 @@ static void start_locked(unsigned wanted)
 	FIND(unsubscribe, "cuptiUnsubscribe");
 	FIND(enable_domain, "cuptiEnableDomain");
 	FIND(finalize, "cuptiFinalize");
+	FIND(enable_callback, "cuptiEnableCallback");
 #undef FIND
 	if (detach_mode && (!api.subscribe || !api.unsubscribe || !api.enable_domain ||
 			    !api.finalize)) { /* CUPTI-8 */
@@ -738,8 +849,9 @@ static void start_locked(unsigned wanted)
 		atomic_store_explicit(&sample_next_ns, now_ns() + sample_on_ns,
 				      memory_order_relaxed);
 	}
-	if (wanted == KIND_ALL) {
-		cupti_status = "on";
+	if ((wanted & KIND_GPU) == KIND_GPU &&
+	    ((wanted & KIND_API) == KIND_API || (wanted & KIND_CORRELATE))) {
+		cupti_status = "on"; /* every record; the correlation ids by either means */
 	} else {
 		char list[128] = "";
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -760,14 +872,135 @@ static void start_locked(unsigned wanted)
 	}
 }
 
-/* CUPTI-8, at API exits while a detach waits: detaches CUPTI (cuptiFinalize) on the program's
- * thread. Short, and never waits for a lock: where owner_lock is taken (its holder may be in
- * CUPTI, or be this thread), the next API exit detaches. */
+/* CUPTI-11: the program makes a callback subscriber of its own (a tool, torch.profiler's Kineto),
+ * and CUPTI 13.0 allows one per process: syncspy's correlation subscriber, and CUPTI-8's while a
+ * detach waits, make way first, so that the program's call returns what it would without the
+ * shim. The correlation ids come from CUPTI's API records from here, and pauses disable the
+ * kinds (CUPTI-8's fallback). */
+static void make_way_for_subscriber(const char *function)
+{
+	pthread_mutex_lock(&owner_lock);
+	correlate_blocked = 1;
+	if (enabled_kinds & KIND_CORRELATE) {
+		snprintf(correlate_fallback, sizeof(correlate_fallback),
+			 "the program called %s: API records", function);
+		enabled_kinds = (enabled_kinds & ~(unsigned)KIND_CORRELATE) | KIND_API;
+		if (correlating) { /* on now: the records from here */
+			uncorrelate_locked();
+			if (started && !timeline_off() && !enable_kinds(KIND_API))
+				started = 0;
+		}
+	}
+	if (atomic_load(&attach_state) == DETACH_PENDING) {
+		api.unsubscribe(subscriber);
+		subscriber = NULL;
+		atomic_store(&attach_state, ATTACHED);
+	}
+	if (detach_mode) {
+		detach_mode = 0;
+		snprintf(detach_fallback, sizeof(detach_fallback),
+			 "the program called %s: paused by disabling kinds", function);
+	}
+	pthread_mutex_unlock(&owner_lock);
+}
+
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI
+cuptiSubscribe(CUpti_SubscriberHandle *handle, CUpti_CallbackFunc callback, void *userdata)
+{
+	int saved_errno = errno;
+	CUptiResult (*real)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *) =
+	    (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))ss_dlsym(
+		RTLD_NEXT, "cuptiSubscribe");
+	if (!real)
+		real = api.subscribe;
+	if (!real)
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	make_way_for_subscriber("cuptiSubscribe");
+	errno = saved_errno;
+	return real(handle, callback, userdata);
+}
+
+__attribute__((visibility("default"))) CUptiResult CUPTIAPI
+cuptiSubscribe_v2(CUpti_SubscriberHandle *handle, CUpti_CallbackFunc callback, void *userdata,
+		  CUpti_SubscriberParams *params)
+{
+	int saved_errno = errno;
+	CUptiResult (*real)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *,
+			    CUpti_SubscriberParams *) =
+	    (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *,
+			    CUpti_SubscriberParams *))ss_dlsym(RTLD_NEXT, "cuptiSubscribe_v2");
+	if (!real)
+		real = api.subscribe_v2;
+	if (!real)
+		return CUPTI_ERROR_NOT_INITIALIZED;
+	make_way_for_subscriber("cuptiSubscribe_v2");
+	errno = saved_errno;
+	return real(handle, callback, userdata, params);
+}
+
+/* CUPTI-11: the calls of this thread inside which the callback is, innermost last (a runtime
+ * call and the driver call it makes), with their correlation ids and when they entered */
+#define OPEN_CALLS_MAX 4
+static __thread struct open_call {
+	uint32_t correlation;
+	uint64_t start_ns;
+} open_calls[OPEN_CALLS_MAX] __attribute__((tls_model("initial-exec")));
+static __thread unsigned nopen_calls __attribute__((tls_model("initial-exec")));
+
+/* CUPTI-11, at the entry and exit of a wrapped function while traced: at the exit, the record
+ * CUPTI's API records would have made (gpu_api: correlation id, thread, entry and exit), queued
+ * as convert queues those. On the program's thread, inside its call: one clock read at each
+ * end and, at the exit, queue_lock (held only to append, also by CUPTI's buffer thread). */
+static void correlate_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			   const CUpti_CallbackData *call)
+{
+	uint64_t now = now_ns();
+	if (call->callbackSite == CUPTI_API_ENTER) {
+		if (nopen_calls < OPEN_CALLS_MAX)
+			open_calls[nopen_calls] = (struct open_call){call->correlationId, now};
+		nopen_calls++;
+		return;
+	}
+	/* the exit of the innermost call open; one that entered before the subscriber was made
+	 * has no entry (its start is its exit), one whose exit came after it went is dropped */
+	uint64_t start = now;
+	while (nopen_calls > 0) {
+		nopen_calls--;
+		if (nopen_calls < OPEN_CALLS_MAX &&
+		    open_calls[nopen_calls].correlation == call->correlationId) {
+			start = open_calls[nopen_calls].start_ns;
+			break;
+		}
+	}
+	uint64_t epoch = (uint64_t)atomic_load_explicit(&attach_epoch, memory_order_relaxed) << 32;
+	struct ss_gpu_rec rec = {.kind = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? SS_GPU_RUNTIME_API
+									       : SS_GPU_DRIVER_API,
+				 .correlation = epoch | call->correlationId,
+				 .detail = cbid,
+				 .thread = (uint32_t)(uintptr_t)pthread_self(), /* as CUPTI's */
+				 .start_ns = start,
+				 .end_ns = now,
+				 .api_name = call->functionName}; /* CUPTI's constant string */
+	enqueue(&rec);
+}
+
+/* CUPTI-11 while traced: the correlation of the wrapped calls. CUPTI-8, at API exits while a
+ * detach waits: detaches CUPTI (cuptiFinalize) on the program's thread. Short, and never waits
+ * for owner_lock: where it is taken (its holder may be in CUPTI, or be this thread), the next
+ * API exit detaches. */
 static void CUPTIAPI on_api_callback(void *userdata, CUpti_CallbackDomain domain,
 				     CUpti_CallbackId cbid, const void *data)
 {
 	(void)userdata;
-	(void)cbid;
+	if (atomic_load_explicit(&correlate_on, memory_order_relaxed)) {
+		if (data && (domain == CUPTI_CB_DOMAIN_RUNTIME_API ||
+			     domain == CUPTI_CB_DOMAIN_DRIVER_API)) {
+			int saved_errno = errno; /* SHIM-2: inside the program's call */
+			correlate_call(domain, cbid, data);
+			errno = saved_errno;
+		}
+		return;
+	}
 	if (atomic_load_explicit(&attach_state, memory_order_relaxed) != DETACH_PENDING)
 		return;
 	if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) ||
@@ -821,16 +1054,7 @@ static void request_detach_locked(uint64_t now)
 		return;
 	api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* finalizing would drop them */
 	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
-	CUptiResult result;
-	if (api.subscribe_v2) {
-		CUpti_SubscriberParams params = {.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
-						 .subscriberName = "syncspy",
-						 .oldSubscriberName = other,
-						 .oldSubscriberSize = sizeof(other)};
-		result = api.subscribe_v2(&subscriber, on_api_callback, NULL, &params);
-	} else {
-		result = api.subscribe(&subscriber, on_api_callback, NULL);
-	}
+	CUptiResult result = subscribe_locked(other, sizeof(other));
 	const char *what = "cuptiSubscribe";
 	if (result == CUPTI_SUCCESS) {
 		what = "cuptiEnableDomain";
@@ -903,7 +1127,9 @@ static void follow_pauses_locked(int was_off)
 			traced_total_ns += now - traced_since_ns;
 			for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 				if (enabled_kinds & kinds[i].option)
-					api.disable(kinds[i].kind);
+					if (kinds[i].kind != CUPTI_ACTIVITY_KIND_INVALID)
+						api.disable(kinds[i].kind);
+			uncorrelate_locked(); /* CUPTI-11: no callbacks while off */
 			if (detach_mode)
 				request_detach_locked(now); /* CUPTI-8 */
 		}
@@ -1242,6 +1468,9 @@ void ss_cupti_fork_child(void)
 	atomic_store(&attach_state, ATTACHED);
 	subscriber = NULL;
 	detach_mode = 0;
+	atomic_store(&correlate_on, 0); /* CUPTI-11: the child records no GPU rows */
+	correlating = 0;
+	nopen_calls = 0;
 	noff_intervals = 0; /* the parent's timeline */
 	queue = NULL;
 	queued = queue_capacity = 0;
@@ -1278,6 +1507,20 @@ unsigned ss_cupti_detach_skips(void)
 	unsigned n = detach_skips;
 	pthread_mutex_unlock(&owner_lock);
 	return n;
+}
+
+void ss_cupti_correlation(char *buf, size_t size)
+{
+	pthread_mutex_lock(&owner_lock);
+	if (correlate_fallback[0])
+		snprintf(buf, size, "%s", correlate_fallback);
+	else if (enabled_kinds & KIND_CORRELATE)
+		snprintf(buf, size, "callbacks");
+	else if (enabled_kinds & KIND_API)
+		snprintf(buf, size, "api records");
+	else if (size)
+		buf[0] = '\0';
+	pthread_mutex_unlock(&owner_lock);
 }
 
 size_t ss_cupti_take(struct ss_gpu_rec **records)

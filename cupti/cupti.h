@@ -100,6 +100,9 @@ const char *ss_cupti_detach_stats(int *asked, unsigned *detaches, unsigned *atta
  * wait for the GPU since the last attach (GATE-4). */
 unsigned ss_cupti_detach_deferrals(void);
 unsigned ss_cupti_detach_skips(void);
+/* Writer, for meta.cupti_correlation (CUPTI-11): how GPU rows were tied to host calls, copied
+ * into BUF: "callbacks", "api records" (asked for), the fallback's reason, or "" (neither). */
+void ss_cupti_correlation(char *buf, size_t size);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);
 /* Writer, for meta.cupti: "on", or why the timeline is off (docs/cupti.md), copied into BUF

@@ -77,6 +77,12 @@ unsigned ss_cupti_detach_skips(void)
 	return 0;
 }
 
+void ss_cupti_correlation(char *buf, size_t size)
+{
+	if (size)
+		buf[0] = '\0';
+}
+
 unsigned ss_cupti_unsynced_closes(void)
 {
 	return 0;

@@ -196,6 +196,10 @@ void ss_gpu_tables_meta(void)
 		ss_meta_int("cupti_traced_ns", (int64_t)traced_ns);
 		store_gpu_paused();
 	}
+	char correlation[160]; /* CUPTI-11 */
+	ss_cupti_correlation(correlation, sizeof(correlation));
+	if (correlation[0] && (cupti_on || strncmp(status, "yielded", 7) == 0))
+		ss_meta_text("cupti_correlation", correlation);
 	/* CUPTI-8: SYNCSPY_CUPTI_PAUSE=detach, what detaching and attaching again cost */
 	int detach_asked;
 	unsigned detaches, attaches;

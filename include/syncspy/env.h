@@ -46,10 +46,12 @@
 	X(SYNCSPY_CUPTI, BOOL, "1",                                                                \
 	  "0: host side only, no GPU-side activity through CUPTI (kernels, copies, memsets, "      \
 	  "syncs, events; docs/cupti.md, which gives its cost)")                                   \
-	X(SYNCSPY_CUPTI_KINDS, STR, "kernel,memcpy,memset,sync,event,api",                         \
+	X(SYNCSPY_CUPTI_KINDS, STR, "kernel,memcpy,memset,sync,event,correlate",                   \
 	  "what CUPTI records, a comma list: kernel, memcpy, memset, sync, event (with the GPU's " \
-	  "time of each), api (ties GPU rows to host calls: runtime-api and driver-api, the two "  \
-	  "layers' records); fewer kinds cost less (docs/cupti.md)")                               \
+	  "time of each), correlate (ties GPU rows to the host calls syncspy wraps, by a "         \
+	  "callback "                                                                              \
+	  "on those functions: CUPTI-11), api (the same by CUPTI's API records of both layers, "   \
+	  "runtime-api and driver-api: dearer); fewer kinds cost less (docs/cupti.md)")            \
 	X(SYNCSPY_CUPTI_SAMPLE, STR, "auto",                                                       \
 	  "auto: trace the whole run while that is cheap, else windows sized to keep CUPTI's "     \
 	  "cost near 1.5% of the run; all: the whole run; ON/PERIOD in ms: trace ON ms of every "  \

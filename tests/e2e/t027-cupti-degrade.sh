@@ -36,7 +36,7 @@ rm -rf "$out" && mkdir -p "$out"
 SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_KINDS="kernels, bogus" under_shim "$PROGS/scenarios" s4 >"$tmp/kinds.all" 2>&1 ||
 	fail "scenario failed with SYNCSPY_CUPTI_KINDS=kernels,bogus"
 grep -v '^syncspy:' "$tmp/kinds.all" | diff -u "$tmp/plain" - >&2 || fail "output differs with bad kinds"
-[ "$(grep -c "^syncspy: ignoring '[a-z]*' in SYNCSPY_CUPTI_KINDS (kinds: kernel, memcpy, memset, sync, event, api, runtime-api, driver-api)" "$tmp/kinds.all")" = 2 ] ||
+[ "$(grep -c "^syncspy: ignoring '[a-z]*' in SYNCSPY_CUPTI_KINDS (kinds: kernel, memcpy, memset, sync, event, correlate, api, runtime-api, driver-api)" "$tmp/kinds.all")" = 2 ] ||
 	fail "expected one warning per unknown kind: $(cat "$tmp/kinds.all")"
 # The API records' names, both layers' and each one's, are known: no warning.
 SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_KINDS="api,runtime-api,driver-api" SYNCSPY_OUTPUT="$tmp/api-kinds" \

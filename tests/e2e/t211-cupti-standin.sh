@@ -5,16 +5,24 @@
 # kernel tied to its launch and after it, each stream sync's record after the kernels it waited
 # for; syncspy_gpu_trace's pause (CUPTI-3) and SYNCSPY_CUPTI_SAMPLE's windows (CUPTI-4) leave
 # no record where the timeline was off, and the analyses measure no GPU idle time across it
-# (gpu_paused); SYNCSPY_CUPTI_KINDS limits what is recorded.
+# (gpu_paused); SYNCSPY_CUPTI_KINDS limits what is recorded. By default no API record is made:
+# the correlation ids come from a callback on the wrapped functions (CUPTI-11); with `api` in the
+# kinds, from CUPTI's API records.
 . "$E2E_DIR/lib.sh"
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH
 export LD_LIBRARY_PATH SYNCSPY_CUPTI=1
 # gpu_loop: 30 steps of two kernels (0.5 ms each) and a stream sync; a device sync every tenth.
-under_shim "$PROGS/gpu_loop" 30 >"$tmp/plain.out" 2>&1 || fail "gpu_loop failed: $(cat "$tmp/plain.out")"
+STANDIN_CUPTI_REPORT=$tmp/plain.standin under_shim "$PROGS/gpu_loop" 30 >"$tmp/plain.out" 2>&1 ||
+	fail "gpu_loop failed: $(cat "$tmp/plain.out")"
 one_db
-golden "SELECT value FROM meta WHERE key = 'cupti'" <<'END'
-on
+golden "SELECT key || '=' || value FROM meta WHERE key IN ('cupti', 'cupti_correlation') ORDER BY key" <<'END'
+cupti=on
+cupti_correlation=callbacks
 END
+# 30 steps of 2 launches and a stream sync, 3 device syncs: two callbacks each (entry, exit)
+[ "$(sed -n 's/^api_records //p' "$tmp/plain.standin")" = 0 ] || fail "API records made by default: $(cat "$tmp/plain.standin")"
+[ "$(sed -n 's/^correlation_callbacks //p' "$tmp/plain.standin")" = $((2 * (60 + 30 + 3))) ] ||
+	fail "callbacks: $(cat "$tmp/plain.standin")"
 golden "SELECT kind, detail, count(*) FROM gpu_activity GROUP BY 1, 2 ORDER BY 1, 2" <<'END'
 kernel||60
 sync|3|30
@@ -89,3 +97,21 @@ one_db
 golden "SELECT (SELECT count(*) FROM gpu_activity WHERE kind = 'kernel'), (SELECT count(*) FROM gpu_activity WHERE kind <> 'kernel'), (SELECT count(*) FROM gpu_api), (SELECT value FROM meta WHERE key = 'cupti')" <<'END'
 20|0|0|on: only kernel (SYNCSPY_CUPTI_KINDS)
 END
+
+# With `api` in the kinds (the correlation by CUPTI's API records, as before CUPTI-11): the same
+# ties, from API records, and no callback.
+rm -rf "$out" && mkdir -p "$out"
+SYNCSPY_CUPTI_KINDS=kernel,memcpy,memset,sync,event,api STANDIN_CUPTI_REPORT=$tmp/api.standin \
+	under_shim "$PROGS/gpu_loop" 30 >"$tmp/api.out" 2>&1 || fail "gpu_loop (api) failed: $(cat "$tmp/api.out")"
+one_db
+golden "SELECT key || '=' || value FROM meta WHERE key IN ('cupti', 'cupti_correlation') ORDER BY key" <<'END'
+cupti=on
+cupti_correlation=api records
+END
+golden "SELECT count(*), sum(a.tid IS NOT NULL), sum(k.start_ns >= a.start_ns) FROM gpu_activity k
+	JOIN gpu_api a ON a.correlation_id = k.correlation_id AND a.name = 'cuLaunchKernel'
+	WHERE k.kind = 'kernel'" <<'END'
+60|60|60
+END
+[ "$(sed -n 's/^api_records //p' "$tmp/api.standin")" -ge 90 ] && [ "$(sed -n 's/^correlation_callbacks //p' "$tmp/api.standin")" = 0 ] ||
+	fail "api: $(cat "$tmp/api.standin")"

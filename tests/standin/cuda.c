@@ -158,14 +158,14 @@ static void find_cupti(void)
 }
 
 /* A synchronization as CUPTI records it (type 3 stream, 4 context), with its API record. */
-static void cupti_sync(uint64_t start, uint32_t cbid, uint32_t stream, uint32_t type)
+static void cupti_sync(uint64_t start, uint32_t correlation, uint32_t cbid, uint32_t stream,
+		       uint32_t type)
 {
 	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
-	uint32_t correlation = cupti->api_begin();
 	uint64_t end = cupti->now();
 	cupti->sync(correlation, stream, type, start, end);
 	cupti->api_end(correlation, cbid, start, end);
-	cupti->api_site(cbid, 1);
+	cupti->api_site(cbid, 1, correlation);
 }
 
 CUresult cuInit(unsigned int flags)
@@ -457,12 +457,13 @@ static void ctx_synchronize_traced(void)
 {
 	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
 	uint64_t start = cupti ? cupti->now() : 0;
+	uint32_t correlation = cupti ? cupti->api_begin() : 0;
 	if (cupti)
-		cupti->api_site(CBID_cuCtxSynchronize, 0);
+		cupti->api_site(CBID_cuCtxSynchronize, 0, correlation);
 	ctx_synchronize();
 	pool_release_at_sync();
 	if (cupti)
-		cupti_sync(start, CBID_cuCtxSynchronize, 0, 4);
+		cupti_sync(start, correlation, CBID_cuCtxSynchronize, 0, 4);
 }
 
 /* The context's limits (cuCtxSetLimit, cuCtxGetLimit), with the real driver's defaults on an
@@ -1014,12 +1015,13 @@ static CUresult stream_sync(CUstream hStream, enum default_stream def)
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
 	uint64_t start = cupti ? cupti->now() : 0;
+	uint32_t correlation = cupti ? cupti->api_begin() : 0;
 	if (cupti)
-		cupti->api_site(CBID_cuStreamSynchronize, 0);
+		cupti->api_site(CBID_cuStreamSynchronize, 0, correlation);
 	stream_synchronize(s);
 	pool_release_at_sync();
 	if (cupti)
-		cupti_sync(start, CBID_cuStreamSynchronize, s->cupti_id, 3);
+		cupti_sync(start, correlation, CBID_cuStreamSynchronize, s->cupti_id, 3);
 	return CUDA_SUCCESS;
 }
 
@@ -1185,12 +1187,12 @@ static CUresult graph_launch_on(CUgraphExec hGraphExec, CUstream hStream, enum d
 	uint64_t start = cupti ? cupti->now() : 0;
 	uint32_t correlation = cupti ? cupti->api_begin() : 0;
 	if (cupti)
-		cupti->api_site(CBID_cuGraphLaunch, 0);
+		cupti->api_site(CBID_cuGraphLaunch, 0, correlation);
 	CUresult rc = graph_launch((struct graph_exec *)hGraphExec, s,
 				   cupti && cupti->kernels_traced() ? correlation : 0);
 	if (cupti) {
 		cupti->api_end(correlation, CBID_cuGraphLaunch, start, cupti->now());
-		cupti->api_site(CBID_cuGraphLaunch, 1);
+		cupti->api_site(CBID_cuGraphLaunch, 1, correlation);
 	}
 	return rc;
 }
@@ -1366,7 +1368,7 @@ static CUresult launch(CUfunction f, CUstream hStream, void **kernelParams, enum
 	uint64_t start = cupti ? cupti->now() : 0;
 	uint32_t correlation = cupti ? cupti->api_begin() : 0;
 	if (cupti)
-		cupti->api_site(CBID_cuLaunchKernel, 0);
+		cupti->api_site(CBID_cuLaunchKernel, 0, correlation);
 	struct op *op = op_new(OP_CALL);
 	op->call.fn = (void (*)(void *))(void *)f;
 	op->call.arg = kernelParams && kernelParams[0] ? *(void **)kernelParams[0] : NULL;
@@ -1376,7 +1378,7 @@ static CUresult launch(CUfunction f, CUstream hStream, void **kernelParams, enum
 	stream_submit(s, op, NULL);
 	if (cupti) {
 		cupti->api_end(correlation, CBID_cuLaunchKernel, start, cupti->now());
-		cupti->api_site(CBID_cuLaunchKernel, 1);
+		cupti->api_site(CBID_cuLaunchKernel, 1, correlation);
 	}
 	return CUDA_SUCCESS;
 }

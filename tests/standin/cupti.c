@@ -13,9 +13,10 @@
  *
  * The callback API as far as detaching needs it (CUPTI-8 in cupti/cupti.c): one subscriber at
  * a time (cuptiSubscribe, cuptiSubscribe_v2: else CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED),
- * cuptiEnableDomain for the driver and runtime domains, called at the entry and exit of the
- * driver calls libcuda reports (launches, stream and context syncs: driver domain, a
- * CUpti_CallbackData with callbackSite CUPTI_API_ENTER or CUPTI_API_EXIT), cuptiUnsubscribe; and
+ * cuptiEnableDomain for the driver and runtime domains and cuptiEnableCallback for one function
+ * (CUPTI-11), called at the entry and exit of the driver calls libcuda reports (launches, stream
+ * and context syncs: driver domain, a CUpti_CallbackData with callbackSite CUPTI_API_ENTER or
+ * CUPTI_API_EXIT and the call's correlation id), cuptiUnsubscribe; and
  * cuptiFinalize, which drops all of CUPTI's state (kinds, per-function settings, the activity
  * and timestamp callbacks, the subscriber, records not yet flushed: counted as lost; correlation
  * ids start from 1 again) until a client registers and enables again. Any API call after it
@@ -24,7 +25,8 @@
  * STANDIN_CUPTI_REPORT=FILE: at exit, what it saw, a "name value" line each: launches, launches
  * made while instrumented (a kind enabled since the last cuptiFinalize), finalizes, attaches
  * after one, records lost, records handed over incomplete, finalizes made while another thread
- * was inside a reported driver call (finalize_races: where the real CUPTI crashed, CUPTI-10).
+ * was inside a reported driver call (finalize_races: where the real CUPTI crashed, CUPTI-10),
+ * API records made (api_records) and callbacks made (correlation_callbacks).
  *
  * A forced flush (cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) hands over the records
  * of kernels traced and not finished with start and end 0, once, as the real CUPTI does with
@@ -55,17 +57,22 @@ static _Atomic uint8_t driver_api_off[CUPTI_DRIVER_TRACE_CBID_SIZE];
 static _Atomic uint32_t next_correlation = 1;
 static uint8_t *buffer;
 static size_t buffer_size, buffer_used;
-/* the callback API (mu): the one subscriber, its domains */
+/* the callback API (mu): the one subscriber, its domains, the driver functions enabled one by
+ * one (cuptiEnableCallback: CUPTI-11) */
 static int subscribed, driver_domain, runtime_domain;
+static uint8_t driver_callback_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
+static unsigned driver_callbacks_enabled;
 static CUpti_CallbackFunc subscriber_callback;
 static void *subscriber_userdata;
 static char subscriber_name[64];
 static char subscriber_token;	 /* its handle's address */
-static _Atomic int callbacks_on; /* subscribed && driver_domain: read first, without mu */
+static _Atomic int callbacks_on; /* subscribed, a driver callback on: read first, without mu */
 /* Instrumented: a kind was enabled since the last cuptiFinalize (STANDIN_CUPTI_LAUNCH_COST_US's
  * persistent mode); detached: finalized and not touched since. */
 static _Atomic int instrumented, detached;
 static _Atomic unsigned long launches, instrumented_launches, finalizes, attaches, lost_records;
+/* API records made (DRIVER kind) and callbacks given a correlation id (the report's counts) */
+static _Atomic unsigned long api_records, correlation_callbacks;
 
 /* Every API function: after cuptiFinalize, a call attaches CUPTI again (lazily, as the real
  * one's initialization). */
@@ -211,6 +218,7 @@ static void api_end(uint32_t correlation, uint32_t cbid, uint64_t start, uint64_
 				 .threadId = (uint32_t)(uintptr_t)pthread_self(),
 				 .correlationId = correlation};
 	add_record(&api, CUPTI_ACTIVITY_KIND_DRIVER);
+	atomic_fetch_add(&api_records, 1);
 }
 
 static void kernel_queued(uint32_t correlation, uint32_t stream)
@@ -287,8 +295,9 @@ static void call_left(void)
 }
 
 /* At the entry and exit of a driver call libcuda reports: the subscriber's callback, where the
- * driver domain is enabled. Called without mu (the callback may call cuptiFinalize). */
-static void api_site(uint32_t cbid, int exit)
+ * driver domain or this function's callback is enabled, with the call's correlation id as the
+ * real CUPTI gives it. Called without mu (the callback may call cuptiFinalize). */
+static void api_site(uint32_t cbid, int exit, uint32_t correlation)
 {
 	if (!exit) {
 		atomic_fetch_add(&calls_inside, 1);
@@ -300,17 +309,23 @@ static void api_site(uint32_t cbid, int exit)
 		return;
 	}
 	pthread_mutex_lock(&mu);
-	CUpti_CallbackFunc callback = subscribed && driver_domain ? subscriber_callback : NULL;
+	int on = driver_domain || (cbid < CUPTI_DRIVER_TRACE_CBID_SIZE && driver_callback_on[cbid]);
+	CUpti_CallbackFunc callback = subscribed && on ? subscriber_callback : NULL;
 	void *userdata = subscriber_userdata;
 	pthread_mutex_unlock(&mu);
-	if (!callback)
+	if (!callback) {
+		if (exit)
+			call_left();
 		return;
+	}
+	atomic_fetch_add(&correlation_callbacks, 1);
 	const char *name = NULL;
 	for (size_t i = 0; i < sizeof(callback_names) / sizeof(callback_names[0]); i++)
 		if (callback_names[i].cbid == cbid)
 			name = callback_names[i].name;
 	CUpti_CallbackData data = {.callbackSite = exit ? CUPTI_API_EXIT : CUPTI_API_ENTER,
-				   .functionName = name};
+				   .functionName = name,
+				   .correlationId = correlation};
 	callback(userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
 	if (exit)
 		call_left(); /* after its exit's callback, which may have finalized */
@@ -473,6 +488,8 @@ static CUptiResult subscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackF
 	}
 	subscribed = 1;
 	driver_domain = runtime_domain = 0;
+	memset(driver_callback_on, 0, sizeof(driver_callback_on));
+	driver_callbacks_enabled = 0;
 	atomic_store(&callbacks_on, 0);
 	subscriber_callback = callback;
 	subscriber_userdata = userdata;
@@ -522,7 +539,29 @@ EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle sub
 		driver_domain = enable != 0;
 	else if (ok && domain == CUPTI_CB_DOMAIN_RUNTIME_API)
 		runtime_domain = enable != 0; /* the stand-in runtime reports no calls of its own */
-	atomic_store(&callbacks_on, subscribed && driver_domain);
+	atomic_store(&callbacks_on, subscribed && (driver_domain || driver_callbacks_enabled));
+	pthread_mutex_unlock(&mu);
+	return ok ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+/* One function's callbacks (CUPTI-11): the driver domain's as libcuda reports them; the
+ * runtime domain's are accepted and never called (the stand-in runtime reports nothing). */
+EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+				       CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+	touch();
+	pthread_mutex_lock(&mu);
+	int ok = subscribed && subscriber == (CUpti_SubscriberHandle)(void *)&subscriber_token;
+	if (ok && domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+		ok = cbid < CUPTI_DRIVER_TRACE_CBID_SIZE;
+		if (ok && driver_callback_on[cbid] != (enable != 0)) {
+			driver_callback_on[cbid] = enable != 0;
+			driver_callbacks_enabled += enable ? 1 : -1;
+		}
+	} else if (ok) {
+		ok = domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE;
+	}
+	atomic_store(&callbacks_on, subscribed && (driver_domain || driver_callbacks_enabled));
 	pthread_mutex_unlock(&mu);
 	return ok ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
@@ -549,6 +588,8 @@ EXPORT CUptiResult cuptiFinalize(void)
 	for (size_t i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
 		atomic_store(&driver_api_off[i], 0);
 	subscribed = driver_domain = runtime_domain = 0;
+	memset(driver_callback_on, 0, sizeof(driver_callback_on));
+	driver_callbacks_enabled = 0;
 	atomic_store(&callbacks_on, 0);
 	subscriber_callback = NULL;
 	atomic_store(&instrumented, 0);
@@ -570,9 +611,11 @@ __attribute__((destructor)) static void write_report(void)
 		return;
 	fprintf(file,
 		"launches %lu\ninstrumented_launches %lu\nfinalizes %lu\nattaches %lu\n"
-		"lost_records %lu\nincomplete_records %lu\nfinalize_races %lu\n",
+		"lost_records %lu\nincomplete_records %lu\nfinalize_races %lu\napi_records %lu\n"
+		"correlation_callbacks %lu\n",
 		atomic_load(&launches), atomic_load(&instrumented_launches),
 		atomic_load(&finalizes), atomic_load(&attaches), atomic_load(&lost_records),
-		atomic_load(&incomplete_records), atomic_load(&finalize_races));
+		atomic_load(&incomplete_records), atomic_load(&finalize_races),
+		atomic_load(&api_records), atomic_load(&correlation_callbacks));
 	fclose(file);
 }

@@ -28,9 +28,10 @@ struct standin_cupti_hooks {
 	/* a SYNCHRONIZATION record (type 3 stream, 4 context), when that kind is on */
 	void (*sync)(uint32_t correlation, uint32_t stream, uint32_t type, uint64_t start,
 		     uint64_t end);
-	/* the entry (exit 0) and the exit (exit 1) of a reported driver call: the callback API's
-	 * subscriber is called there (CUPTI-8 detaches at an exit) */
-	void (*api_site)(uint32_t cbid, int exit);
+	/* the entry (exit 0) and the exit (exit 1) of a reported driver call, whose API record and
+	 * GPU rows carry CORRELATION: the callback API's subscriber is called there (CUPTI-8
+	 * detaches at an exit; CUPTI-11 reads the correlation id) */
+	void (*api_site)(uint32_t cbid, int exit, uint32_t correlation);
 };
 
 const struct standin_cupti_hooks *standin_cupti_hooks(void);	      /* libcupti.so.13 */
