@@ -765,3 +765,231 @@ extern "C" __global__ void beam_power(const signed char *volts, int antennas, in
 	if (threadIdx.x == 0)
 		atomicAdd(&power[beam], part[0]);
 }
+
+/* d56, d59: a one-stage detector's head over a batch of anchors (4 anchor shapes a cell of a
+ * grid_w-wide 16-pixel grid, k int8 features each): the scores of `classes` classes and 4 box
+ * offsets are dot products with the rows of w ((classes + 4) x k int8). An anchor whose best score
+ * (ties: the lowest class) reaches thresh becomes a candidate: its key, score + 2^24 << 32 |
+ * class << 24 | anchor, is appended to cand through the counter (at most max_cand kept). Every
+ * anchor's box (x0, y0, x1, y1) goes to boxes. One thread an anchor. */
+extern "C" __global__ void det_head(const signed char *feat, int anchors, int k, const signed char *w,
+				    int classes, int grid_w, int thresh, int *boxes, unsigned int *count,
+				    int max_cand, unsigned long long *cand)
+{
+	int a = blockIdx.x * blockDim.x + threadIdx.x;
+	if (a >= anchors)
+		return;
+	const signed char *f = feat + (size_t)a * k;
+	int best = -0x7fffffff, cls = 0, r[4];
+	for (int c = 0; c < classes + 4; c++) {
+		const signed char *wc = w + (size_t)c * k;
+		int s = 0;
+		for (int i = 0; i < k; i++)
+			s += (int)f[i] * (int)wc[i];
+		if (c < classes) {
+			if (s > best) {
+				best = s;
+				cls = c;
+			}
+		} else {
+			r[c - classes] = s;
+		}
+	}
+	int cell = a >> 2, base = 16 << (a & 3);
+	int cx = (cell % grid_w) * 16 + 8 + (r[0] >> 11), cy = (cell / grid_w) * 16 + 8 + (r[1] >> 11);
+	int bw = base + (abs(r[2]) >> 10), bh = base + (abs(r[3]) >> 10);
+	boxes[4 * a] = cx - bw / 2;
+	boxes[4 * a + 1] = cy - bh / 2;
+	boxes[4 * a + 2] = cx + bw / 2;
+	boxes[4 * a + 3] = cy + bh / 2;
+	if (best < thresh)
+		return;
+	unsigned int slot = atomicAdd(count, 1u);
+	if (slot < (unsigned int)max_cand)
+		cand[slot] = (unsigned long long)(best + (1 << 24)) << 32 |
+			     (unsigned long long)cls << 24 | (unsigned int)a;
+}
+
+/* d56, d59: the suppression mask of Fast NMS over the first n = min(*count, cap) candidates: bit
+ * j % 64 of mask[i * stride + j / 64] (stride = (cap + 63) / 64 words a row) is set when
+ * candidate j ranks above i (a larger key), has the same class and overlaps i's box with an IoU
+ * above iou_pct percent. One thread a (row, 64-bit word) of the first n rows and their
+ * (n + 63) / 64 words; threads past them return (the grid may be sized for cap). */
+extern "C" __global__ void nms_iou_mask(const unsigned long long *cand, const unsigned int *count,
+					int cap, const int *boxes, int iou_pct, unsigned long long *mask)
+{
+	unsigned int n = min(*count, (unsigned int)cap);
+	int words = (int)((n + 63) / 64), stride = (cap + 63) / 64;
+	long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	if (t >= (long long)n * words)
+		return;
+	int i = (int)(t / words), wd = (int)(t % words);
+	unsigned long long ki = cand[i];
+	const int *bi = boxes + 4 * (ki & 0xffffff);
+	long long ai = (long long)(bi[2] - bi[0]) * (bi[3] - bi[1]);
+	unsigned long long bits = 0;
+	for (int b = 0; b < 64; b++) {
+		int j = wd * 64 + b;
+		if (j >= (int)n)
+			break;
+		unsigned long long kj = cand[j];
+		if (kj <= ki || ((kj >> 24) & 255) != ((ki >> 24) & 255))
+			continue;
+		const int *bj = boxes + 4 * (kj & 0xffffff);
+		int iw = min(bi[2], bj[2]) - max(bi[0], bj[0]);
+		int ih = min(bi[3], bj[3]) - max(bi[1], bj[1]);
+		if (iw <= 0 || ih <= 0)
+			continue;
+		long long inter = (long long)iw * ih;
+		long long aj = (long long)(bj[2] - bj[0]) * (bj[3] - bj[1]);
+		if (inter * 100 > (long long)iou_pct * (ai + aj - inter))
+			bits |= 1ull << b;
+	}
+	mask[(size_t)i * stride + wd] = bits;
+}
+
+__device__ unsigned long long det_mix64(unsigned long long x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/* d56, d59: Fast NMS's selection: candidate i (of the first n = min(*count, cap)) is kept when its
+ * mask row is empty. The reply record res (zeroed before): res[0] = tag, res[1] = n, res[2] +=
+ * kept, res[3] += a hash of each kept key, res[4] = the largest kept key, res[5 + class] += kept
+ * of that class. One thread a candidate. */
+extern "C" __global__ void nms_select(const unsigned long long *cand, const unsigned int *count,
+				      int cap, const unsigned long long *mask, int tag,
+				      unsigned long long *res)
+{
+	unsigned int n = min(*count, (unsigned int)cap);
+	int words = (int)((n + 63) / 64), stride = (cap + 63) / 64;
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i == 0) {
+		res[0] = (unsigned long long)tag;
+		res[1] = n;
+	}
+	if (i >= (int)n)
+		return;
+	unsigned long long any = 0;
+	for (int wd = 0; wd < words; wd++)
+		any |= mask[(size_t)i * stride + wd];
+	if (any)
+		return;
+	unsigned long long ki = cand[i];
+	atomicAdd(&res[2], 1ull);
+	atomicAdd(&res[3], det_mix64(ki));
+	atomicMax(&res[4], ki);
+	atomicAdd(&res[5 + ((ki >> 24) & 255)], 1ull);
+}
+
+/* d57: one leapfrog step of the 2D acoustic wave equation in fixed point on an nx x ny grid:
+ * next = 2u - prev + (laplacian(u) * c_q8 >> 8), plus src_amp at the source cell; the outer
+ * `sponge` cells are damped towards the edge (an absorbing layer), the edge itself held at 0.
+ * One thread a cell. */
+extern "C" __global__ void wave_step(const int *u, const int *prev, int *next, int nx, int ny,
+				     int c_q8, int sponge, int src, int src_amp)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= nx * ny)
+		return;
+	int x = i % nx, y = i / nx;
+	int d = min(min(x, y), min(nx - 1 - x, ny - 1 - y));
+	if (d == 0) {
+		next[i] = 0;
+		return;
+	}
+	int lap = u[i - 1] + u[i + 1] + u[i - nx] + u[i + nx] - 4 * u[i];
+	int v = 2 * u[i] - prev[i] + ((lap * c_q8) >> 8);
+	if (i == src)
+		v += src_amp;
+	if (d < sponge)
+		v = (int)(((long long)v * (224 + 32 * d / sponge)) >> 8);
+	next[i] = v;
+}
+
+/* d57: the wave field's energy terms: diag[0] = tag, diag[1] += sum of u^2, diag[2] += sum of
+ * (u - prev)^2 (diag zeroed before). One thread a (column, band of `band` rows), coalesced along
+ * the rows, two atomics a thread. */
+extern "C" __global__ void wave_energy(const int *u, const int *prev, int nx, int ny, int band, int tag,
+				       unsigned long long *diag)
+{
+	int t = blockIdx.x * blockDim.x + threadIdx.x;
+	if (t == 0)
+		diag[0] = (unsigned long long)tag;
+	int bands = (ny + band - 1) / band;
+	if (t >= nx * bands)
+		return;
+	int x = t % nx, y0 = (t / nx) * band, y1 = min(y0 + band, ny);
+	unsigned long long pot = 0, kin = 0;
+	for (int y = y0; y < y1; y++) {
+		long long v = u[(size_t)y * nx + x], dv = v - prev[(size_t)y * nx + x];
+		pot += (unsigned long long)(v * v);
+		kin += (unsigned long long)(dv * dv);
+	}
+	atomicAdd(&diag[1], pot);
+	atomicAdd(&diag[2], kin);
+}
+
+/* d58: mix a block of complex int16 samples (i, q interleaved) down to baseband with a numerically
+ * controlled oscillator: sample i times e^(-j phase), sample i's phase phase0 + i * freq (32-bit
+ * turns), cos and sin from a 4096-entry Q15 cosine table; out gets the int32 products >> 15. One
+ * thread a sample. */
+extern "C" __global__ void sig_mix_nco(const short *iq, int n, unsigned int phase0, unsigned int freq,
+				       const short *costab, int *out)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	unsigned int ph = (phase0 + (unsigned int)i * freq) >> 20;
+	int c = costab[ph], s = costab[(ph - 1024u) & 4095u];
+	int xr = iq[2 * i], xi = iq[2 * i + 1];
+	out[2 * i] = (xr * c + xi * s) >> 15;
+	out[2 * i + 1] = (xi * c - xr * s) >> 15;
+}
+
+/* d58: a decimating complex FIR: y[j] = sum over t of taps[t] * x[ntaps - 1 + j * decim - t]
+ * (Q15 taps, int64 accumulation, >> 15); x starts with the ntaps - 1 samples of history that
+ * the previous block left. One thread an output sample. */
+extern "C" __global__ void sig_fir_decim(const int *x, int n_out, int decim, const short *taps,
+					 int ntaps, int *y)
+{
+	int j = blockIdx.x * blockDim.x + threadIdx.x;
+	if (j >= n_out)
+		return;
+	const int *xp = x + 2 * (ntaps - 1 + (size_t)j * decim);
+	long long ar = 0, ai = 0;
+	for (int t = 0; t < ntaps; t++) {
+		ar += (long long)taps[t] * xp[-2 * t];
+		ai += (long long)taps[t] * xp[-2 * t + 1];
+	}
+	y[2 * j] = (int)(ar >> 15);
+	y[2 * j + 1] = (int)(ai >> 15);
+}
+
+/* d58: burst detection on the channel's output: stats[0] = tag, stats[1] += samples whose power
+ * (re^2 + im^2 >> 8) reaches thresh, stats[2] += the power, stats[3] = the largest power << 20 |
+ * its index (stats zeroed before). Each thread `per` consecutive samples, three atomics. */
+extern "C" __global__ void sig_power_detect(const int *y, int n, int per, long long thresh, int tag,
+					    unsigned long long *stats)
+{
+	int t = blockIdx.x * blockDim.x + threadIdx.x;
+	if (t == 0)
+		stats[0] = (unsigned long long)tag;
+	unsigned long long hits = 0, sum = 0, top = 0;
+	for (int j = t * per; j < min(n, (t + 1) * per); j++) {
+		long long re = y[2 * j], im = y[2 * j + 1], p = (re * re + im * im) >> 8;
+		hits += p >= thresh;
+		sum += (unsigned long long)p;
+		unsigned long long k = (unsigned long long)min(p, (1ll << 40) - 1) << 20 | (unsigned int)j;
+		top = k > top ? k : top;
+	}
+	if (t * per >= n)
+		return;
+	atomicAdd(&stats[1], hits);
+	atomicAdd(&stats[2], sum);
+	atomicMax(&stats[3], top);
+}
