@@ -806,17 +806,23 @@ static int load_step_marks(struct loader *ld, struct db_state *st, int *found)
 	return code;
 }
 
-/* Without steps: the first and last GPU work of the rank, on any thread (STEPS-3). Work is what
- * the GPU runs: E1 (kernels, async copies and memsets, graph launches), a blocking or degraded
- * copy (S4, S5 with a direction) and a collective (N2). */
+/* Work is what the GPU runs: E1 (kernels, async copies and memsets, graph launches), a blocking
+ * or degraded copy (S4, S5 with a direction) and a collective (N2). */
+static int gives_work(const struct scan *sc, const struct call_rec *r)
+{
+	const struct agg_group *g = &sc->groups[r->group];
+	const struct scan_class *k = &sc->classes[g->klass];
+
+	return k->e1 || k->n2 || ((k->s4 || k->s5) && !(g->nulls & 1));
+}
+
+/* Without steps: the first and last GPU work of the rank, on any thread (STEPS-3). */
 static void work_window(struct ss_steps *s, const struct scan *sc)
 {
 	for (size_t i = 0; i < sc->nrows; i++) {
 		const struct call_rec *r = &sc->rows[i];
-		const struct agg_group *g = &sc->groups[r->group];
-		const struct scan_class *k = &sc->classes[g->klass];
 
-		if (!(k->e1 || k->n2 || ((k->s4 || k->s5) && !(g->nulls & 1))))
+		if (!gives_work(sc, r))
 			continue;
 		if (!s->has_work || r->start < s->work_first_ns)
 			s->work_first_ns = r->start;
@@ -850,7 +856,8 @@ static int find_steps(struct loader *ld, struct db_state *st, const struct scan 
 		const struct call_rec *r = &sc->rows[i];
 
 		if (r->tid == main_tid)
-			calls[n++] = (struct ss_step_call){r->group, r->start, r->start + r->ns};
+			calls[n++] = (struct ss_step_call){r->group, r->start, r->start + r->ns,
+							   gives_work(sc, r)};
 	}
 	found = ss_steps_detect(&st->steps, calls, n, (unsigned)sc->ngroups);
 	free(calls);

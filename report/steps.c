@@ -68,6 +68,12 @@ int ss_steps_recurring(const struct ss_steps *s, long long steps, long long call
 
 	if (!s->nsteps)
 		return calls >= SS_FALLBACK_MIN_CALLS;
+	if (s->second) { /* STEPS-6: either loop's sites, judged against the shorter loop */
+		size_t first = s->second > s->first_steady ? s->second - s->first_steady : 0,
+		       next = s->nsteps - s->second;
+
+		steady = first < next ? first : next;
+	}
 	need = ((long long)steady * SS_RECURRING_PERCENT + 99) / 100;
 	if (need < 2)
 		need = 2;
@@ -289,8 +295,10 @@ static int same_loop(const struct periodic *i, const struct periodic *j)
 	return d <= 1 + i->count / 50;
 }
 
-int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
-		    unsigned nsymbols)
+/* One loop among calls[0..n) (STEPS-4 against `thread` calls, the main thread's); *end is the
+ * index of the first call after it. */
+static int detect_loop(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
+		       unsigned nsymbols, size_t thread, size_t *end)
 {
 	size_t *count = NULL, *offset = NULL, *pos = NULL, ncand = 0;
 	long long *gaps = NULL, *sorted = NULL, period = 0;
@@ -427,7 +435,7 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 		/* STEPS-4: a loop that holds a small share of the thread's calls is a burst */
 		if ((unsigned long long)coverage(anchor) * (unsigned long long)period *
 			SS_STEPS_MIN_SHARE <
-		    n)
+		    thread)
 			goto out;
 	}
 	{
@@ -444,6 +452,7 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 			s->start[k++] = calls[p[i]].start_ns;
 		/* the last step holds one period of calls; teardown follows */
 		last_pos = p[anchor->last] + (size_t)period;
+		*end = last_pos < n ? last_pos : n;
 		s->start[k] = last_pos < n ? calls[last_pos].start_ns : calls[n - 1].end_ns + 1;
 		if (s->start[k] <= s->start[k - 1])
 			s->start[k] = s->start[k - 1] + 1;
@@ -459,6 +468,55 @@ out:
 	free(gaps);
 	free(sorted);
 	free(cand);
+	return found;
+}
+
+int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
+		    unsigned nsymbols)
+{
+	struct ss_steps after;
+	size_t end = n, after_end = 0;
+	int found = detect_loop(s, calls, n, nsymbols, n, &end);
+
+	if (found != 1 || end >= n)
+		return found;
+	/* STEPS-6: a second loop after the first (training, then sampling or evaluation) */
+	int second = detect_loop(&after, calls + end, n - end, nsymbols, n, &after_end);
+
+	if (second < 0) {
+		ss_steps_free(s);
+		return -1;
+	}
+	/* ... that lasts a tenth of the first at least, and gives the GPU work every step: a
+	 * teardown's burst of frees or stream destroys over buffers repeats exactly too */
+	if (second == 1) {
+		size_t work = 0;
+
+		for (size_t i = end; i < after_end + end; i++)
+			work += calls[i].work && calls[i].start_ns >= after.start[0];
+		if (work < after.nsteps ||
+		    (after.start[after.nsteps] - after.start[0]) * SS_STEPS_MIN_SHARE <
+			s->start[s->nsteps] - s->start[0])
+			second = 0;
+	}
+	if (second == 1) {
+		long long *start = malloc((s->nsteps + after.nsteps + 1) * sizeof(*start));
+
+		if (!start) {
+			ss_steps_free(&after);
+			ss_steps_free(s);
+			return -1;
+		}
+		/* the first loop's last step runs to the second's first (STEPS-2) */
+		memcpy(start, s->start, s->nsteps * sizeof(*start));
+		memcpy(start + s->nsteps, after.start, (after.nsteps + 1) * sizeof(*start));
+		free(s->start);
+		s->start = start;
+		s->second = s->nsteps;
+		s->nsteps += after.nsteps;
+		found = finish(s);
+	}
+	ss_steps_free(&after);
 	return found;
 }
 

@@ -40,6 +40,14 @@
  *            slow call near the end moves the last slices of a loop's calls.) The site rules
  *            on the aggregate only (analysis.c); rules with tallies of their own count calls
  *            (ss_steps_recurring).
+ *   STEPS-6  a detected loop may have a second after it (training, then a sampling or
+ *            evaluation loop: t143 of examples/corpus), found the same way among the calls
+ *            after the first, STEPS-4 against all the thread's calls, lasting a tenth of the
+ *            first at least and giving the GPU work (STEPS-3's kinds) once a step at least:
+ *            a teardown's burst of frees or stream destroys repeats exactly but is no loop.
+ *            Its steps follow the first's (the first's last step runs to the second's first,
+ *            STEPS-2; `second` is its first step), and a site recurs when it came in
+ *            SS_RECURRING_PERCENT of the shorter loop's steady steps: either loop's calls.
  */
 #ifndef SYNCSPY_REPORT_STEPS_H
 #define SYNCSPY_REPORT_STEPS_H
@@ -86,6 +94,7 @@ struct ss_steps {
 	size_t first_steady; /* the steps before it are warm-up */
 	long long step_ns;   /* median duration of the steady steps; -1 without steps */
 	unsigned anchor;     /* detected: the symbol whose occurrences start the steps */
+	size_t second;	     /* detected: the first step of a second loop after it (STEPS-6) */
 	size_t period;	     /* detected: calls of the main thread per step */
 	/* without steps (STEPS-3): the start of the rank's first and last GPU work; has_work 0
 	 * when the recording has none (then every call is steady) */
@@ -98,6 +107,7 @@ struct ss_steps {
 struct ss_step_call {
 	unsigned symbol;
 	long long start_ns, end_ns;
+	int work; /* it gives the GPU work (STEPS-3's kinds: a second loop needs some, STEPS-6) */
 };
 
 /* A range instance, for marks: (tid, normalized name) pairs are compared by the caller. */

@@ -54,6 +54,10 @@
  * wide-row-copies: WIDE_ROW_COPIES rows of WIDE_ROW_BYTES, one at a time (not small copies).
  * Before each copy these modes spin ISSUE_US, what a GPU's driver takes to issue one (1.5-3 us
  * on an H100), where the stand-in takes a fraction of a microsecond.
+ * then-eval: after the loop, an evaluation loop of as many iterations: a kernel and a blocking
+ * read of its 4-byte result each (a second loop: STEPS-6 of report/steps.h; t239);
+ * then-eval-once: the same loop, its results read once after it; teardown-frees: TEARDOWN_FREES
+ * buffers allocated before the loop and freed one by one after it (a burst, not a loop).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -83,6 +87,7 @@
 #define WIDE_ROW_COPIES	 128
 #define WIDE_ROW_BYTES	 (72 * 1024)
 #define ISSUE_US	 3
+#define TEARDOWN_FREES	 12
 
 static unsigned long long now_ns(void)
 {
@@ -182,7 +187,7 @@ int main(int argc, char **argv)
 		   : wide_rows		 ? WIDE_ROW_COPIES
 					 : 0;
 	size_t width = wide_rows ? WIDE_ROW_BYTES : ROW_BYTES; /* a row's bytes */
-	const enum cudaMemcpyKind up = cudaMemcpyHostToDevice;
+	const enum cudaMemcpyKind up = cudaMemcpyHostToDevice, down = cudaMemcpyDeviceToHost;
 	unsigned char *host_rows = NULL, *device_rows = NULL;
 	cudaStream_t side = NULL;
 	void *host_us = (void *)(uintptr_t)(hostfunc_fast || graph_host_fast ? 0 : HOST_FUNC_US);
@@ -215,8 +220,14 @@ int main(int argc, char **argv)
 	int alloc_thread_on = argc > 2 && strcmp(argv[2], "alloc-thread") == 0;
 	int sync_free = argc > 2 && strcmp(argv[2], "sync-free") == 0;
 	int free_async = argc > 2 && strcmp(argv[2], "free-async") == 0;
+	int eval_loop = argc > 2 && strcmp(argv[2], "then-eval") == 0;
+	int eval_once = argc > 2 && strcmp(argv[2], "then-eval-once") == 0;
+	int teardown_frees = argc > 2 && strcmp(argv[2], "teardown-frees") == 0;
+	void *teardown_buffers[TEARDOWN_FREES];
 	void *scratch = NULL;
 	CHECK(cudaStreamCreate(&stream));
+	for (int i = 0; i < (teardown_frees ? TEARDOWN_FREES : 0); i++)
+		CHECK(cudaMalloc(&teardown_buffers[i], 1 << 16));
 	if (alloc_thread_on && pthread_create(&allocator, NULL, alloc_thread, NULL) != 0)
 		return 1;
 	if (rows) {
@@ -327,6 +338,24 @@ int main(int argc, char **argv)
 	}
 	if (nosync)
 		CHECK(cudaStreamSynchronize(stream)); /* the loop's one wait, after it */
+	if (eval_loop || eval_once) {		      /* STEPS-6: a second loop */
+		int *result = NULL, host_result = 0;
+
+		CHECK(cudaMalloc((void **)&result, (size_t)steps * sizeof(int)));
+		for (int i = 0; i < steps; i++) {
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0,
+					       stream));
+			if (!eval_loop)
+				continue;
+			CHECK(cudaMemcpy(&host_result, result + i, sizeof(int),
+					 down)); /* MARK:eval-read */
+		}
+		if (eval_once)
+			CHECK(cudaMemcpy(&host_result, result, sizeof(int), down));
+		CHECK(cudaFree(result));
+	}
+	for (int i = 0; i < (teardown_frees ? TEARDOWN_FREES : 0); i++)
+		CHECK(cudaFree(teardown_buffers[i])); /* MARK:teardown-free */
 	if (alloc_thread_on) {
 		allocating = 0;
 		pthread_join(allocator, NULL);
