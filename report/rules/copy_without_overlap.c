@@ -50,6 +50,29 @@ static int drained_before(const struct gpu_rows *g, const struct api_first *a,
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* Whether the host issued the copy late to an idle device: nothing ran or waited on the device
+ * from the copy's issue to its start, and it had sat idle before the issue for at least the
+ * copy's own time. The copy would then have fitted whole in that idle time had the host issued
+ * it earlier; no compute was there to overlap it with, and the step waited for the host, late
+ * with the copy's data (a server decoding its next request: d59, d52, d55, c109, d38 of
+ * examples/corpus, idle 0.1-2.6 ms before copies of 0.04-0.5 ms). A loop that issues its copy
+ * as soon as the GPU catches up (12_stream_prefetcher's bad variant: idle 13 us before a 40 us
+ * copy on the H200) or queues it behind running work (c08) is flagged. */
+static int issued_late_to_idle_device(const struct gpu_rows *g, const struct api_first *a,
+				      const struct copy_row *c)
+{
+	if (!a || a->start_ns >= c->s)
+		return 0;
+	size_t k = first_ending_after(g->busy, g->nbusy, c->device, a->start_ns);
+
+	if (k < g->nbusy && g->busy[k].s < c->s)
+		return 0; /* work ran or waited between the issue and the copy */
+	long long idle_since =
+	    k > 0 && g->busy[k - 1].device == c->device ? g->busy[k - 1].e : LLONG_MIN;
+
+	return idle_since == LLONG_MIN || a->start_ns - idle_since >= c->e - c->s;
+}
+
 /* When a copy was issued: its API record's start (the host call, on the recording's clock),
  * else its own start. The host runs ahead of the GPU, so a step's copies may run on the GPU
  * after the host has left the step: the phase of a GPU record is its host call's (STEPS-1). */
@@ -111,6 +134,9 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 		}
 		if (drained_by_sync)
 			continue; /* the host had just emptied the GPU: nothing to overlap with */
+		if (issued_late_to_idle_device(g, api_first_of(st, c->correlation), c))
+			continue; /* the device idled longer than the copy before it: the host was
+				     late */
 		if (!PUSH(tg, ntg, cap_tg, t)) {
 			free(tg);
 			free(traced);

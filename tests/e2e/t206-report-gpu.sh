@@ -10,13 +10,15 @@ gpu_db() { # OUT: make-db.sh's fixture plus GPU rows (times: ms after start_mono
 	sh "$TOP_SRCDIR/tests/fixtures/make-db.sh" --gpu-tables "$1" || fail "make-db.sh"
 	"$SQLITE3" -batch -bail "$1" <<'SQL' || fail "GPU rows"
 -- device 0: copies at 5 (warm-up), 52 (H2D), 53.1 (D2H), 57 (H2D, beside a kernel), 90 (D2H,
--- no gpu_api row); kernels [56, 57.2), nccl [60, 70) and [62, 68), compute [65, 80), [66, 67);
+-- no gpu_api row); kernels [50.9, 51.2) (running when the copy at 52 was issued, at 51: the
+-- copy waited behind work), [56, 57.2), nccl [60, 70) and [62, 68), compute [65, 80), [66, 67);
 -- a memset at 58; a sync record of the stream sync at 55.3; on side stream 9 a 1 MiB copy at
 -- 58.2 and a kernel at 59 launched during it (stream 7 ran most kernels: the compute stream).
 INSERT INTO gpu_activity(kind, start_ns, end_ns, device, stream_id, correlation_id, bytes,
  copy_kind, src_kind, dst_kind, name, grid, block) VALUES
  ('memcpy', 1000005000000, 1000005500000, 0, 7, 104, 4096, 2, 'device', 'pinned', NULL, NULL, NULL),
  ('memcpy', 1000052000000, 1000052500000, 0, 7, 101, 67108864, 1, 'pageable', 'device', NULL, NULL, NULL),
+ ('kernel', 1000050900000, 1000051200000, 0, 7, 206, NULL, NULL, NULL, NULL, '_Z4prepPf', '8,1,1', '128,1,1'),
  ('memcpy', 1000053100000, 1000053200000, 0, 7, 103, 4, 2, 'device', 'pageable', NULL, NULL, NULL),
  ('kernel', 1000056000000, 1000057200000, 0, 7, 201, NULL, NULL, NULL, NULL, '_Z4gemmPfS_', '64,1,1', '256,1,1'),
  ('memcpy', 1000057000000, 1000057500000, 0, 7, 102, 67108864, 1, 'pageable', 'device', NULL, NULL, NULL),

@@ -42,7 +42,8 @@ DELETE FROM gpu_api WHERE EXISTS (SELECT 1 FROM gpu_paused p WHERE gpu_api.start
 INSERT INTO meta VALUES ('cupti_pauses', 2), ('cupti_paused_ns', 15481000), ('cupti_traced_ns', 84519000),
  ('cupti_sample', 'auto'), ('cupti_windows', 3), ('cupti_auto_permille', 120);
 SQL
-[ "$("$SQLITE3" "$sampled" "SELECT count(*) FROM gpu_activity WHERE kind = 'kernel'")" -eq 26 ] || fail "the sampled fixture kept other than 26 kernels"
+# 26 steps of 40 kept, two kernels each (the batch's bookkeeping, the step's)
+[ "$("$SQLITE3" "$sampled" "SELECT count(*) FROM gpu_activity WHERE kind = 'kernel'")" -eq 52 ] || fail "the sampled fixture kept other than 52 kernels"
 
 for name in whole sampled; do
 	"$SYNCSPY" report --format json "$tmp/$name.sqlite" >"$tmp/$name.json" 2>"$tmp/err" ||
@@ -143,17 +144,35 @@ rq "SELECT json_extract(value, '\$.rule'), json_extract(value, '\$.severity'), j
 copy-without-overlap|info|steady" ] || fail "copies under the floor: $(cat "$tmp/small.findings")"
 grep -q 'holding compute up by under 1% of the step' "$tmp/small.json" || fail "no reason for the guess under the floor"
 
-# The same loop with the sync on the uploading thread: the sync drains the GPU before every
-# upload, so the copy has no earlier work to overlap; the sync's finding carries the cost and
-# copy-without-overlap says nothing (examples/corpus d12, d14)
+# The same loop with the sync on the uploading thread and no kernel queued before the copy: the
+# sync drains the GPU before every upload, so the copy has no earlier work to overlap; the
+# sync's finding carries the cost and copy-without-overlap says nothing (examples/corpus d12,
+# d14)
 drained=$tmp/drained.sqlite
 cp "$whole" "$drained"
-"$SQLITE3" -batch -bail "$drained" "UPDATE calls SET tid = 4242 WHERE tid = 4243" || fail "drained rows"
+"$SQLITE3" -batch -bail "$drained" "UPDATE calls SET tid = 4242 WHERE tid = 4243;
+	DELETE FROM calls WHERE site_id = 4; DELETE FROM gpu_activity WHERE correlation_id >= 1000;
+	DELETE FROM gpu_api WHERE correlation_id >= 1000" || fail "drained rows"
 "$SYNCSPY" report --format json "$drained" >"$tmp/drained.json" 2>"$tmp/err" || fail "report drained exited $?: $(cat "$tmp/err")"
 [ "$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/drained.json'), '\$.findings'))
 	WHERE json_extract(value, '\$.rule') = 'copy-without-overlap'")" = 0 ] || fail "copy-without-overlap behind a draining sync"
 [ "$(rq "SELECT json_extract(value, '\$.severity') <> 'info' FROM json_each(json_extract(readfile('$tmp/drained.json'), '\$.findings'))
 	WHERE json_extract(value, '\$.rule') = 'host-sync'")" = 1 ] || fail "the draining sync is no finding"
+
+# The same loop without the kernel queued before the copy, the watchdog's sync left on its own
+# thread: the GPU has sat idle 0.49 ms when the host issues each 30 us copy, which would have
+# fitted whole in that time: the host was late, not the copy (d59, d52 of examples/corpus), and
+# copy-without-overlap says nothing; the sync's finding stays
+late_copy=$tmp/late-copy.sqlite
+cp "$whole" "$late_copy"
+"$SQLITE3" -batch -bail "$late_copy" "DELETE FROM calls WHERE site_id = 4;
+	DELETE FROM gpu_activity WHERE correlation_id >= 1000; DELETE FROM gpu_api WHERE correlation_id >= 1000" ||
+	fail "late-copy rows"
+"$SYNCSPY" report --format json "$late_copy" >"$tmp/late-copy.json" 2>"$tmp/err" || fail "report late-copy exited $?: $(cat "$tmp/err")"
+[ "$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/late-copy.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.rule') = 'copy-without-overlap'")" = 0 ] || fail "copy-without-overlap on copies issued late to an idle GPU"
+[ "$(rq "SELECT json_extract(value, '\$.severity') <> 'info' FROM json_each(json_extract(readfile('$tmp/late-copy.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.rule') = 'host-sync'")" = 1 ] || fail "late-copy: the sync is no finding"
 
 # CUPTI-5 on the stand-ins: gpu_loop's burst mode launches BURST tiny kernels a step.
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH # the stand-in CUPTI first, as t211

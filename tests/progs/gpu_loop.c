@@ -339,7 +339,7 @@ int main(int argc, char **argv)
 	if (nosync)
 		CHECK(cudaStreamSynchronize(stream)); /* the loop's one wait, after it */
 	if (eval_loop || eval_once) {		      /* STEPS-6: a second loop */
-		int *result = NULL, host_result = 0;
+		int *result = NULL, got = 0;
 
 		CHECK(cudaMalloc((void **)&result, (size_t)steps * sizeof(int)));
 		for (int i = 0; i < steps; i++) {
@@ -347,11 +347,10 @@ int main(int argc, char **argv)
 					       stream));
 			if (!eval_loop)
 				continue;
-			CHECK(cudaMemcpy(&host_result, result + i, sizeof(int),
-					 down)); /* MARK:eval-read */
+			CHECK(cudaMemcpy(&got, result + i, sizeof(got), down)); /* MARK:eval-read */
 		}
 		if (eval_once)
-			CHECK(cudaMemcpy(&host_result, result, sizeof(int), down));
+			CHECK(cudaMemcpy(&got, result, sizeof(got), down));
 		CHECK(cudaFree(result));
 	}
 	for (int i = 0; i < (teardown_frees ? TEARDOWN_FREES : 0); i++)
