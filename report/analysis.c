@@ -194,6 +194,7 @@ int add_finding(struct loader *ld, const struct ss_rule *rule, const struct ss_r
 	f->cost_ns = f->cost_per_step_ns = -1;
 	f->share = 0;
 	f->cleared = NULL;
+	f->floor_permille = 0;
 	f->count = count;
 	f->blocked_ns = blocked_ns;
 	f->worst_ns = worst_ns;
@@ -229,10 +230,10 @@ int ss_finding_under_floor(const struct ss_finding *f, const struct ss_rank *rk)
 {
 	const struct ss_rule *rule;
 	long long cost = finding_cost(f, &rule);
+	int floor = f->floor_permille > 0 ? f->floor_permille : rule ? rule->min_share_permille : 0;
 
-	return rule && rule->min_share_permille > 0 && strcmp(f->phase, "steady") == 0 &&
-	       rk->steady_steps > 0 && rk->step_ns > 0 &&
-	       cost / rk->steady_steps * 1000 < rk->step_ns * rule->min_share_permille;
+	return floor > 0 && strcmp(f->phase, "steady") == 0 && rk->steady_steps > 0 &&
+	       rk->step_ns > 0 && cost / rk->steady_steps * 1000 < rk->step_ns * floor;
 }
 
 /*

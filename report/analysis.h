@@ -131,6 +131,8 @@ struct ss_finding {
 	double share;		    /* cost per step / step time (without steps: cost_ns / wall) */
 	const char *cleared; /* why a steady finding costs nothing measured (the GPU timeline
 				showed it): then it is `info` too; NULL */
+	int floor_permille;  /* a floor of its own, as ss_rule.min_share_permille (0: the rule's):
+				a caching allocator's growth (alloc_in_loop.c) */
 	long long rank;	      /* the rank (meta.rank), -1 when unknown */
 	long long count;      /* calls (S7: queries), or occurrences for cross-call rules */
 	long long blocked_ns; /* host time the flagged calls took */
