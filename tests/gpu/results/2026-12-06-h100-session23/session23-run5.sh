@@ -21,7 +21,7 @@ runtime = sum(1 for e in events if e.name.startswith("cuda") and e.device_type !
 print("profiler events: cuda kernels/copies %d, cuda runtime calls %d, finite %s" % (kernels, runtime, s == s))
 PY
 for r in 1 2; do
-  echo "without shim: $(python3 $W/prof.py 2>&1 | tail -1)"
-  rm -rf $W/db; echo "with shim:    $(SYNCSPY_OUTPUT=$W/db LD_PRELOAD=$PWD/.carry/lib/libsyncspy.so python3 $W/prof.py 2>&1 | tail -1)"
+  echo "without shim: $(python3 $W/prof.py 2>&1 | grep "profiler events")"
+  rm -rf $W/db; echo "with shim:    $(SYNCSPY_OUTPUT=$W/db LD_PRELOAD=$PWD/.carry/lib/libsyncspy.so python3 $W/prof.py 2>&1 | grep "profiler events")"
   python3 -c "import sqlite3,glob; [print('  meta:', dict(sqlite3.connect(f).execute(\"select key,value from meta where key in ('cupti','cupti_correlation','cupti_detach_fallback')\"))) for f in glob.glob('$W/db/*.sqlite')]"
 done 2>&1 | tee $OUT/profiler.txt
