@@ -426,6 +426,7 @@ static void parse_sample(const char *text)
 
 static void start_locked(unsigned wanted);
 static void uncorrelate_locked(void);
+static void disable_kinds(unsigned kinds_on);
 static unsigned wanted_kinds(const char *list);
 static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER; /* started, other_client */
 static char other_client[160]; /* CUPTI-1/2: who else registered, non-empty once someone did */
@@ -500,8 +501,12 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegiste
 		uncorrelate_locked(); /* CUPTI-11: room for the other client's subscriber */
 		if (state == DETACH_PENDING)
 			api.unsubscribe(subscriber);
-		if (state != DETACHED)
+		if (state != DETACHED) {
+			/* the other client gets the kinds it enables, not also syncspy's */
+			if (!timeline_off())
+				disable_kinds(enabled_kinds);
 			api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		}
 		atomic_store(&attach_state, ATTACHED);
 		subscriber = NULL;
 		started = 0;
@@ -642,6 +647,15 @@ static const struct {
     {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", KIND_DRIVER_API, "driver-api"},
     {CUPTI_ACTIVITY_KIND_INVALID, "", KIND_CORRELATE, "correlate"}, /* no activity kind */
 };
+
+/* Disables the activity kinds of KINDS_ON (KIND_*): at a pause, and where another client takes
+ * CUPTI (CUPTI-2). */
+static void disable_kinds(unsigned kinds_on)
+{
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if ((kinds_on & kinds[i].option) && kinds[i].kind != CUPTI_ACTIVITY_KIND_INVALID)
+			api.disable(kinds[i].kind);
+}
 
 /* "kernel,memcpy,api" -> KIND_* bits ("api": both layers' records); an unknown name is ignored
  * with one warning (a profiler never stops the program for its own configuration). */
@@ -1125,10 +1139,7 @@ static void follow_pauses_locked(int was_off)
 		paused_since_ns = now;
 		if (started) {
 			traced_total_ns += now - traced_since_ns;
-			for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-				if (enabled_kinds & kinds[i].option)
-					if (kinds[i].kind != CUPTI_ACTIVITY_KIND_INVALID)
-						api.disable(kinds[i].kind);
+			disable_kinds(enabled_kinds);
 			uncorrelate_locked(); /* CUPTI-11: no callbacks while off */
 			if (detach_mode)
 				request_detach_locked(now); /* CUPTI-8 */

@@ -40,6 +40,16 @@ golden "SELECT count(*) FROM gpu_activity g JOIN gpu_paused p ON g.start_ns >= p
 0
 END
 
+# A client registering while syncspy traces (CUPTI-2): syncspy flushes, disables its own kinds
+# and stops; the client gets the kernel records of the kind it enables and no record of the
+# kinds syncspy had enabled (syncs, API records), as without the shim.
+rm -rf "$out" && mkdir -p "$out"
+"$PROGS/cupti_client" libcupti.so.13 register-live 100 >"$tmp/plain" 2>&1 || fail "register-live: failed without the shim"
+grep -qx 'records of other kinds received: 0' "$tmp/plain" || fail "register-live without the shim: $(cat "$tmp/plain")"
+under_shim "$PROGS/cupti_client" libcupti.so.13 register-live 100 >"$tmp/shim.all" 2>&1 || fail "register-live: failed under the shim"
+grep -v '^syncspy:' "$tmp/shim.all" >"$tmp/shim"
+diff -u "$tmp/plain" "$tmp/shim" >&2 || fail "register-live: the client did not get what it gets without the shim"
+
 # A client registering while syncspy is detached (the whole run traced otherwise).
 rm -rf "$out" && mkdir -p "$out"
 "$PROGS/cupti_client" libcupti.so.13 register-detached 100 >"$tmp/plain" 2>&1 || fail "register-detached: failed without the shim"

@@ -9,6 +9,7 @@
  *   cupti_client CUPTI_LIBRARY [register|none]
  *   cupti_client CUPTI_LIBRARY subscribe STEPS
  *   cupti_client CUPTI_LIBRARY register-detached STEPS
+ *   cupti_client CUPTI_LIBRARY register-live STEPS
  *
  * subscribe: a callback subscriber first (cuptiSubscribe, as a tool or torch.profiler makes),
  * then STEPS steps of a kernel and a stream sync (CUPTI-8 then cannot detach: t228).
@@ -17,7 +18,9 @@
  * by one more step (where SYNCSPY_CUPTI_PAUSE=detach detaches CUPTI at its first API exit);
  * there it registers its own activity callbacks, enables kernel records, turns the timeline on
  * again (which must not take CUPTI back: CUPTI-2, CUPTI-8), runs the other half and prints how
- * many kernel records its own buffers received.
+ * many kernel records its own buffers received, and how many of kinds it did not enable.
+ * register-live: the same with the timeline left on (no syncspy_gpu_trace): the client registers
+ * while syncspy traces (CUPTI-2), and must get only the kernel records it enabled.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -31,7 +34,7 @@
 #include "progs.h"
 
 static CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
-static unsigned long kernel_records;
+static unsigned long kernel_records, other_records;
 
 static void request(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -44,7 +47,10 @@ static void complete(void *context, uint32_t stream, uint8_t *buffer, size_t siz
 {
 	CUpti_Activity *record = NULL;
 	while (next_record && valid && next_record(buffer, valid, &record) == CUPTI_SUCCESS)
-		kernel_records += record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+		if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+			kernel_records++;
+		else
+			other_records++;
 	free(buffer);
 }
 
@@ -67,8 +73,9 @@ int main(int argc, char **argv)
 		return 2;
 	const char *mode = argv[2];
 	int steps = argc > 3 ? atoi(argv[3]) : 0;
+	int live = strcmp(mode, "register-live") == 0;
 	if (strcmp(mode, "register") == 0 || strcmp(mode, "subscribe") == 0 ||
-	    strcmp(mode, "register-detached") == 0) {
+	    strcmp(mode, "register-detached") == 0 || live) {
 		if (!dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL)) {
 			fprintf(stderr, "cupti_client: %s\n", dlerror());
 			return 1;
@@ -82,8 +89,9 @@ int main(int argc, char **argv)
 		printf("cuptiActivityRegisterCallbacks: %d\n",
 		       register_callbacks((void *)request, (void *)complete));
 	}
-	if (strcmp(mode, "subscribe") == 0 || strcmp(mode, "register-detached") == 0) {
-		int (*gpu_trace)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "syncspy_gpu_trace");
+	if (strcmp(mode, "subscribe") == 0 || strcmp(mode, "register-detached") == 0 || live) {
+		int (*gpu_trace)(int) =
+		    live ? NULL : (int (*)(int))dlsym(RTLD_DEFAULT, "syncspy_gpu_trace");
 		cudaStream_t stream;
 		CHECK(cudaStreamCreate(&stream));
 		if (strcmp(mode, "subscribe") == 0) {
@@ -128,6 +136,7 @@ int main(int argc, char **argv)
 			step(stream);
 		flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 		printf("kernel records received: %lu\n", kernel_records);
+		printf("records of other kinds received: %lu\n", other_records);
 		return 0;
 	}
 	void *device = NULL;
