@@ -700,6 +700,19 @@ static CUptiResult subscribe_locked(char *other, size_t size)
 	return api.subscribe(&subscriber, on_api_callback, NULL);
 }
 
+/* Why a subscriber could not be made, into OUT: "WHAT: CUPTI's text (N) (subscriber: OTHER):
+ * INSTEAD", OTHER the subscriber that holds CUPTI where CUPTI named it. */
+static void say_subscriber_failed(char *out, size_t size, const char *what, CUptiResult result,
+				  char *other, size_t other_size, const char *instead)
+{
+	const char *text = NULL;
+	if (api.result_string)
+		api.result_string(result, &text);
+	other[other_size - 1] = '\0';
+	snprintf(out, size, "%s: %s (%d)%s%s%s: %s", what, text ? text : "?", (int)result,
+		 other[0] ? " (subscriber: " : "", other, other[0] ? ")" : "", instead);
+}
+
 /* CUPTI-11: the correlation ids of the calls syncspy wraps, from a callback on those functions
  * alone, instead of CUPTI's API records: on the H100 those cost 12_stream_prefetcher's step
  * 13 points while traced against 0 for the copies' and memsets' records (tests/gpu/results/
@@ -733,13 +746,8 @@ static int correlate_locked(void)
 			api.unsubscribe(subscriber);
 	}
 	if (result != CUPTI_SUCCESS) {
-		const char *text = NULL;
-		if (api.result_string)
-			api.result_string(result, &text);
-		other[sizeof(other) - 1] = '\0';
-		snprintf(correlate_fallback, sizeof(correlate_fallback),
-			 "%s: %s (%d)%s%s%s: API records", what, text ? text : "?", (int)result,
-			 other[0] ? " (subscriber: " : "", other, other[0] ? ")" : "");
+		say_subscriber_failed(correlate_fallback, sizeof(correlate_fallback), what, result,
+				      other, sizeof(other), "API records");
 		subscriber = NULL;
 		return 0;
 	}
@@ -1079,13 +1087,8 @@ static void request_detach_locked(uint64_t now)
 			api.unsubscribe(subscriber);
 	}
 	if (result != CUPTI_SUCCESS) {
-		const char *text = NULL;
-		if (api.result_string)
-			api.result_string(result, &text);
-		other[sizeof(other) - 1] = '\0';
-		snprintf(detach_fallback, sizeof(detach_fallback),
-			 "%s: %s (%d)%s%s%s: paused by disabling kinds", what, text ? text : "?",
-			 (int)result, other[0] ? " (subscriber: " : "", other, other[0] ? ")" : "");
+		say_subscriber_failed(detach_fallback, sizeof(detach_fallback), what, result, other,
+				      sizeof(other), "paused by disabling kinds");
 		detach_mode = 0;
 		subscriber = NULL;
 		return;
