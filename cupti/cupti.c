@@ -558,15 +558,16 @@ static int wraps(enum ss_layer layer, const char *cupti_name)
 	return 0;
 }
 
-/* The runtime and driver functions syncspy does not wrap, by callback id: found once, at the
- * first narrowing, and disabled at every one (the start, each resume of syncspy_gpu_trace). */
-static struct unwrapped_api {
+/* The runtime and driver functions by callback id, sorted once (sort_api_functions): those
+ * syncspy does not wrap, disabled at every narrowing of the API records (the start, each resume
+ * of syncspy_gpu_trace), and those it wraps, CUPTI-11's callbacks. */
+static struct api_function {
 	uint8_t runtime; /* 1: runtime API, 0: driver API */
 	uint32_t cbid;
 } * unwrapped, *wrapped; /* wrapped: the others (CUPTI-11's callbacks) */
 static size_t nunwrapped, nwrapped;
 
-static void find_unwrapped_apis(void)
+static void sort_api_functions(void)
 {
 	static const struct {
 		CUpti_CallbackDomain domain;
@@ -591,7 +592,7 @@ static void find_unwrapped_apis(void)
 			if (api.callback_name(domains[d].domain, cbid, &name) != CUPTI_SUCCESS ||
 			    !name)
 				continue;
-			struct unwrapped_api one = {domains[d].layer == SS_LAYER_RUNTIME, cbid};
+			struct api_function one = {domains[d].layer == SS_LAYER_RUNTIME, cbid};
 			if (wraps(domains[d].layer, name))
 				wrapped[nwrapped++] = one;
 			else
@@ -610,7 +611,7 @@ static void disable_unwrapped_apis(void)
 	if (!api.enable_runtime_api || !api.enable_driver_api || !api.callback_name)
 		return;
 	if (!unwrapped)
-		find_unwrapped_apis();
+		sort_api_functions();
 	for (size_t i = 0; i < nunwrapped; i++)
 		if (unwrapped[i].runtime)
 			api.enable_runtime_api(unwrapped[i].cbid, 0);
@@ -628,7 +629,6 @@ enum {
 	KIND_RUNTIME_API = 32,
 	KIND_DRIVER_API = 64,
 	KIND_API = KIND_RUNTIME_API | KIND_DRIVER_API,
-	KIND_ALL = 127,
 	KIND_CORRELATE = 128, /* CUPTI-11: no records of its own, the callbacks' correlation ids */
 	KIND_GPU = KIND_KERNEL | KIND_MEMCPY | KIND_MEMSET | KIND_SYNC | KIND_EVENT
 };
@@ -726,7 +726,6 @@ static int correlate_locked(void)
 		return 0;
 	const char *what = "cuptiSubscribe";
 	char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
-	CUptiResult result = CUPTI_ERROR_NOT_SUPPORTED;
 	if (!api.subscribe || !api.unsubscribe || !api.enable_callback || !api.callback_name) {
 		snprintf(correlate_fallback, sizeof(correlate_fallback),
 			 "libcupti.so.13 lacks cuptiSubscribe, cuptiEnableCallback or "
@@ -734,8 +733,9 @@ static int correlate_locked(void)
 		return 0;
 	}
 	if (!wrapped)
-		find_unwrapped_apis();
-	result = wrapped ? subscribe_locked(other, sizeof(other)) : CUPTI_ERROR_OUT_OF_MEMORY;
+		sort_api_functions();
+	CUptiResult result =
+	    wrapped ? subscribe_locked(other, sizeof(other)) : CUPTI_ERROR_OUT_OF_MEMORY;
 	for (size_t i = 0; result == CUPTI_SUCCESS && i < nwrapped; i++) {
 		what = "cuptiEnableCallback";
 		result = api.enable_callback(1, subscriber,
