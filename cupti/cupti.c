@@ -108,6 +108,17 @@
  *            membarrier there is no gate, and pauses disable the kinds (CUPTI-8's fallback).
  *            Nor is CUPTI finalized while another thread waited for the GPU since the last
  *            attach (GATE-4): that pause disables the kinds only (meta.cupti_detach_skips).
+ *   CUPTI-11 The correlation ids come from a callback on the wrapped functions (`correlate`),
+ *            written as gpu_api rows; the subscriber goes at every pause and makes way for the
+ *            program's own (docs/architecture.md).
+ *   CUPTI-12 `streams`: each stream handle an enqueue used is mapped once to CUPTI's stream id
+ *            (gpu_streams; ss_cupti_note_stream, on the calling thread inside the wrapper, so
+ *            that a finalize cannot run meanwhile: GATE-1), so that the report can tie GPU rows
+ *            to calls by stream order (CUPTI-13, report/gpu_order.c) with no API hook at all:
+ *            the API records and the callbacks cost a launch-bound loop 12-19% where kernel,
+ *            copy and memset records cost 4% (docs/cupti.md). The default streams are one per
+ *            device, asked each time; the map starts again at each enable and each stream
+ *            created or destroyed (a handle may come back as another stream).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -153,6 +164,9 @@ static struct {
 	/* CUPTI-11: callbacks per function, for the correlation ids */
 	CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
 				       CUpti_CallbackId);
+	/* CUPTI-12: the stream map (optional: without them no gpu_streams rows) */
+	CUptiResult (*stream_id)(CUcontext, CUstream, uint8_t, uint32_t *);
+	CUptiResult (*device_id)(CUcontext, uint32_t *);
 } api;
 
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -282,6 +296,103 @@ static void enqueue(const struct ss_gpu_rec *rec)
 	}
 	queue[queued++] = *rec;
 	pthread_mutex_unlock(&queue_lock);
+}
+
+/* ------------------------------------------------------------------ the stream map (CUPTI-12) */
+
+/* Nonzero while the stream map is kept (the `streams` kind enabled, CUPTI attached): the
+ * generation the map's entries must carry to count. A new one at each enable and at every
+ * stream created or destroyed (a handle freed may come back as another stream). */
+static _Atomic uint32_t streams_epoch;
+static uint32_t streams_generation; /* owner_lock, or streams_lock for a creation's bump */
+static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The handles (calls.stream) mapped in this generation, per device for the default streams */
+#define STREAM_MAP_SLOTS 4096
+static struct mapped_stream {
+	uint64_t stream;
+	uint32_t device, epoch;
+} stream_map[STREAM_MAP_SLOTS];
+
+/* A thread's last handles, so that an enqueue to a stream mapped already costs a few compares. */
+#define STREAM_CACHE 4
+static __thread struct {
+	uint64_t stream;
+	uint32_t epoch;
+} stream_cache[STREAM_CACHE];
+static __thread unsigned stream_cache_next;
+
+static void streams_on(void)
+{
+	pthread_mutex_lock(&streams_lock);
+	if (++streams_generation == 0)
+		streams_generation = 1;
+	atomic_store_explicit(&streams_epoch, streams_generation, memory_order_release);
+	pthread_mutex_unlock(&streams_lock);
+}
+
+static void streams_off(void)
+{
+	atomic_store_explicit(&streams_epoch, 0, memory_order_release);
+}
+
+void ss_cupti_stream_changed(void)
+{
+	pthread_mutex_lock(&streams_lock);
+	if (atomic_load_explicit(&streams_epoch, memory_order_relaxed)) {
+		if (++streams_generation == 0)
+			streams_generation = 1;
+		atomic_store_explicit(&streams_epoch, streams_generation, memory_order_release);
+	}
+	pthread_mutex_unlock(&streams_lock);
+}
+
+void ss_cupti_note_stream(uint64_t stream, uint64_t start_ns)
+{
+	uint32_t epoch = atomic_load_explicit(&streams_epoch, memory_order_acquire);
+	if (!epoch || !stream)
+		return;
+	/* The default streams (SCHEMA-4: 1 legacy, 2 per-thread) are one per device: which one
+	 * this call used depends on the current device, asked each time (CUPTI's own query). */
+	int default_stream = stream == SS_STREAM_LEGACY || stream == SS_STREAM_PER_THREAD;
+	if (!default_stream)
+		for (unsigned i = 0; i < STREAM_CACHE; i++)
+			if (stream_cache[i].stream == stream && stream_cache[i].epoch == epoch)
+				return;
+	uint32_t device = 0, id = 0;
+	if (api.device_id(NULL, &device) != CUPTI_SUCCESS)
+		return; /* no current context: the call failed, it queued nothing */
+	size_t slot = (size_t)((stream ^ ((uint64_t)device << 40)) * 0x9e3779b97f4a7c15ull >> 52) %
+		      STREAM_MAP_SLOTS;
+	int known = 0;
+	pthread_mutex_lock(&streams_lock);
+	for (size_t probe = 0; probe < 16; probe++) {
+		struct mapped_stream *m = &stream_map[(slot + probe) % STREAM_MAP_SLOTS];
+		if (m->stream == stream && m->device == device) {
+			known = m->epoch == epoch;
+			m->epoch = epoch; /* asked below when it was not */
+			break;
+		}
+		if (m->epoch != epoch || !m->stream) { /* free, or of an older generation */
+			*m = (struct mapped_stream){stream, device, epoch};
+			break;
+		}
+	}
+	pthread_mutex_unlock(&streams_lock);
+	if (!default_stream) {
+		stream_cache[stream_cache_next % STREAM_CACHE].stream = stream;
+		stream_cache[stream_cache_next++ % STREAM_CACHE].epoch = epoch;
+	}
+	if (known)
+		return;
+	CUstream handle = default_stream ? NULL : (CUstream)(uintptr_t)stream;
+	if (api.stream_id(NULL, handle, stream == SS_STREAM_PER_THREAD, &id) != CUPTI_SUCCESS)
+		return;
+	enqueue(&(struct ss_gpu_rec){.kind = SS_GPU_STREAM,
+				     .device = device,
+				     .stream = id,
+				     .bytes = stream,
+				     .start_ns = start_ns});
 }
 
 static void convert(const CUpti_Activity *record)
@@ -630,6 +741,7 @@ enum {
 	KIND_DRIVER_API = 64,
 	KIND_API = KIND_RUNTIME_API | KIND_DRIVER_API,
 	KIND_CORRELATE = 128, /* CUPTI-11: no records of its own, the callbacks' correlation ids */
+	KIND_STREAMS = 256,   /* CUPTI-12: no records of its own, the stream map */
 	KIND_GPU = KIND_KERNEL | KIND_MEMCPY | KIND_MEMSET | KIND_SYNC | KIND_EVENT
 };
 static const struct {
@@ -646,12 +758,14 @@ static const struct {
     {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", KIND_RUNTIME_API, "runtime-api"}, /* narrowed */
     {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", KIND_DRIVER_API, "driver-api"},
     {CUPTI_ACTIVITY_KIND_INVALID, "", KIND_CORRELATE, "correlate"}, /* no activity kind */
+    {CUPTI_ACTIVITY_KIND_INVALID, "", KIND_STREAMS, "streams"},	    /* no activity kind */
 };
 
 /* Disables the activity kinds of KINDS_ON (KIND_*): at a pause, and where another client takes
  * CUPTI (CUPTI-2). */
 static void disable_kinds(unsigned kinds_on)
 {
+	streams_off();
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if ((kinds_on & kinds[i].option) && kinds[i].kind != CUPTI_ACTIVITY_KIND_INVALID)
 			api.disable(kinds[i].kind);
@@ -673,8 +787,8 @@ static unsigned wanted_kinds(const char *list)
 		if (!bit)
 			fprintf(stderr,
 				"syncspy: ignoring '%s' in SYNCSPY_CUPTI_KINDS (kinds: kernel, "
-				"memcpy, memset, sync, event, correlate, api, runtime-api, "
-				"driver-api)\n",
+				"memcpy, memset, sync, event, streams, correlate, api, "
+				"runtime-api, driver-api)\n",
 				name);
 		wanted |= bit;
 	}
@@ -795,6 +909,8 @@ static int enable_kinds(unsigned wanted)
 		enabled_kinds = (enabled_kinds & ~(unsigned)KIND_CORRELATE) | KIND_API;
 		return enable_kinds(KIND_API);
 	}
+	if ((enabled_kinds & KIND_STREAMS) && api.stream_id && api.device_id)
+		streams_on();
 	return 1;
 }
 
@@ -827,6 +943,8 @@ static void start_locked(unsigned wanted)
 	FIND(enable_domain, "cuptiEnableDomain");
 	FIND(finalize, "cuptiFinalize");
 	FIND(enable_callback, "cuptiEnableCallback");
+	FIND(stream_id, "cuptiGetStreamIdEx");
+	FIND(device_id, "cuptiGetDeviceId");
 #undef FIND
 	if (detach_mode && (!api.subscribe || !api.unsubscribe || !api.enable_domain ||
 			    !api.finalize)) { /* CUPTI-8 */
@@ -1532,6 +1650,8 @@ void ss_cupti_correlation(char *buf, size_t size)
 		snprintf(buf, size, "callbacks");
 	else if (enabled_kinds & KIND_API)
 		snprintf(buf, size, "api records");
+	else if ((enabled_kinds & KIND_STREAMS) && api.stream_id && api.device_id)
+		snprintf(buf, size, "stream order");
 	else if (size)
 		buf[0] = '\0';
 	pthread_mutex_unlock(&owner_lock);

@@ -21,11 +21,13 @@
 #include "db.h"
 #include "text_safe.h"
 
+enum { ONLY_AGGREGATE = 1, ONLY_GPU };
+
 /* The tables and view dump knows, with the order their rows come in. */
 static const struct dump_table {
 	const char *name;
 	const char *order;
-	int aggregate; /* aggregate mode's table: only in a database recorded so */
+	int only; /* ONLY_AGGREGATE, ONLY_GPU: a table some recordings do not have */
 } dump_tables[] = {
     {"api_calls", "start_ns, id", 0},
     {"calls", "start_ns, id", 0},
@@ -37,9 +39,14 @@ static const struct dump_table {
     {"stacks", "id", 0},
     {"ranges", "start_ns, id", 0},
     /* aggregate mode's (docs/schema.md): a database recorded in trace mode has none */
-    {"enqueue_aggregates", "id", 1},
-    {"enqueue_histogram", "aggregate_id, bucket", 1},
-    {"step_figures", "start_ns, id", 1},
+    {"enqueue_aggregates", "id", ONLY_AGGREGATE},
+    {"enqueue_histogram", "aggregate_id, bucket", ONLY_AGGREGATE},
+    {"step_figures", "start_ns, id", ONLY_AGGREGATE},
+    /* the GPU timeline's (docs/cupti.md): only where CUPTI delivered records; gpu_api is the
+     * ties the report uses, by stream order where the recording has none (db.h) */
+    {"gpu_activity", "start_ns, id", ONLY_GPU},
+    {"gpu_api", "correlation_id, start_ns", ONLY_GPU},
+    {"gpu_streams", "first_ns, stream, device", ONLY_GPU},
 };
 
 enum dump_format { FORMAT_TSV, FORMAT_CSV, FORMAT_JSON };
@@ -216,11 +223,11 @@ static int dump_one(const char *path, const struct dump_table *table, const char
 	code = ss_db_open(path, &db, err, errlen);
 	if (code != SS_EXIT_OK)
 		return code;
-	if (table->aggregate && !has_table(db, table->name)) {
-		snprintf(err, errlen,
-			 "dump: %s: no table '%s' (aggregate mode's: this recording was made in "
-			 "trace mode)",
-			 path, table->name);
+	if (table->only && !has_table(db, table->name)) {
+		snprintf(err, errlen, "dump: %s: no table '%s' (%s)", path, table->name,
+			 table->only == ONLY_AGGREGATE
+			     ? "aggregate mode's: this recording was made in trace mode"
+			     : "the GPU timeline's: this recording has none");
 		sqlite3_close(db);
 		return SS_EXIT_INPUT;
 	}
@@ -278,7 +285,8 @@ int cmd_dump(int argc, char **argv)
 				    SS_EXIT_INPUT,
 				    "dump: unknown table '%s' (calls, api_calls, meta, "
 				    "sites, threads, comms, streams, stacks, ranges, "
-				    "enqueue_aggregates, enqueue_histogram, step_figures)",
+				    "enqueue_aggregates, enqueue_histogram, step_figures, "
+				    "gpu_activity, gpu_api, gpu_streams)",
 				    optarg);
 			break;
 		case 'f':

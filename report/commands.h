@@ -80,7 +80,9 @@ enum ss_exit {
 	X(dump, "[--table T] [--format tsv|csv|json] [--where SQL] DB|DIR...",                     \
 	  "print the rows of one table of each database, for scripts",                             \
 	  "  --table T    api_calls (default), calls, meta, sites, threads, comms, streams,\n"     \
-	  "               stacks, ranges\n"                                                        \
+	  "               stacks, ranges; aggregate mode's enqueue_aggregates,\n"                  \
+	  "               enqueue_histogram, step_figures; the GPU timeline's\n"                   \
+	  "               gpu_activity, gpu_api, gpu_streams\n"                                    \
 	  "  --format F   tsv (default: '# PATH' line, header line), csv, json (one array)\n"      \
 	  "  --where SQL  only rows where the SQL expression holds (read-only connection)\n")      \
 	X(export, "[--format @FORMATS@] [--start S] [--end S] [--syncs-only] -o FILE DB|DIR...",   \

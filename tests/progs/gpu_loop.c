@@ -4,7 +4,7 @@
  * launches two kernels on a stream (host functions of the CPU stand-in that sleep KERNEL_US)
  * and waits for them with cudaStreamSynchronize; every tenth step also syncs the device.
  *
- *   gpu_loop STEPS [pause|burst|slow|graph|graph-once|library]
+ *   gpu_loop STEPS [MODE]: pause, burst, slow, graph, graph-once, library, ... (below)
  *
  * slow: kernels of SLOW_KERNEL_US, some 0.8 calls a ms: a loop whose tracing costs well under
  * the sampler's budget (CUPTI-5: 3 us a call, 1% of the time), which the default traces whole
@@ -58,6 +58,9 @@
  * read of its 4-byte result each (a second loop: STEPS-6 of report/steps.h; t239);
  * then-eval-once: the same loop, its results read once after it; teardown-frees: TEARDOWN_FREES
  * buffers allocated before the loop and freed one by one after it (a burst, not a loop).
+ * stream-per-step: each step creates a stream, launches a kernel that does nothing on the legacy
+ * default stream and its two kernels on the new stream, syncs and destroys it (handles come
+ * back: CUPTI-12's stream map starts again at each creation; t242).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -223,6 +226,7 @@ int main(int argc, char **argv)
 	int eval_loop = argc > 2 && strcmp(argv[2], "then-eval") == 0;
 	int eval_once = argc > 2 && strcmp(argv[2], "then-eval-once") == 0;
 	int teardown_frees = argc > 2 && strcmp(argv[2], "teardown-frees") == 0;
+	int stream_per_step = argc > 2 && strcmp(argv[2], "stream-per-step") == 0;
 	void *teardown_buffers[TEARDOWN_FREES];
 	void *scratch = NULL;
 	CHECK(cudaStreamCreate(&stream));
@@ -285,6 +289,19 @@ int main(int argc, char **argv)
 				CHECK(cudaGraphExecDestroy(exec)); /* MARK:destroy */
 				CHECK(cudaGraphDestroy(captured));
 			}
+			continue;
+		}
+		if (stream_per_step) {
+			cudaStream_t fresh;
+			CHECK(cudaStreamCreate(&fresh));
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, no_args, 0,
+					       NULL));
+			CHECK(
+			    cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, fresh));
+			CHECK(
+			    cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, fresh));
+			CHECK(cudaStreamSynchronize(fresh));
+			CHECK(cudaStreamDestroy(fresh));
 			continue;
 		}
 		if (library) {

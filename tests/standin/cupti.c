@@ -566,6 +566,36 @@ EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s
 	return ok ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
 
+/* The stream ids its records carry (1, 2, 3... by creation), from the libcuda.so.1 stand-in,
+ * which resolves the handle (CUPTI-12). Unknown handles and a missing libcuda fail as the real
+ * one fails them. */
+EXPORT CUptiResult cuptiGetStreamIdEx(CUcontext context, CUstream stream, uint8_t per_thread,
+				      uint32_t *id)
+{
+	(void)context;
+	touch();
+	if (!id)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	int (*resolve)(CUstream, int, uint32_t *) =
+	    driver ? (int (*)(CUstream, int, uint32_t *))dlsym(driver, "standin_cuda_stream_id")
+		   : NULL;
+	if (!resolve || !resolve(stream, per_thread, id))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	return CUPTI_SUCCESS;
+}
+
+/* One device, 0, as in the records. */
+EXPORT CUptiResult cuptiGetDeviceId(CUcontext context, uint32_t *device)
+{
+	(void)context;
+	touch();
+	if (!device)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*device = 0;
+	return CUPTI_SUCCESS;
+}
+
 /* Detaches: every setting, callback and subscriber dropped; the records not flushed are lost
  * (counted), their buffer freed. */
 EXPORT CUptiResult cuptiFinalize(void)

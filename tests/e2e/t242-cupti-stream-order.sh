@@ -1,0 +1,116 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# t242: GPU rows tied to their calls by stream order (CUPTI-12, report/gpu_order.c) on the CPU
+# stand-ins, CUPTI included. With `streams` in SYNCSPY_CUPTI_KINDS the shim maps each stream
+# handle it sees enqueued to to CUPTI's stream id (gpu_streams); with `correlate` too, the
+# callbacks' ties and the order's can be compared (tests/gpu/check_order.py, which the GPU suite
+# runs on the H100): every kernel tied to the same call in a plain loop, a graph captured each
+# step (the captured launches made no row), four threads on streams of their own, windows of
+# a sampled timeline detached between them (CUPTI-8), the same with the last rows before a
+# pause lost, and a stream created and destroyed each step beside the legacy stream (the map
+# made again at each creation). With `streams` alone no
+# API hook is made at all (no API record, no callback): the report's ties come from the order
+# (meta.cupti_correlation, `syncspy dump --table gpu_api` layer `order`) and it measures the
+# GPU idle time after syncs as with the callbacks.
+. "$E2E_DIR/lib.sh"
+LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH
+export LD_LIBRARY_PATH SYNCSPY_CUPTI=1
+both=kernel,sync,streams,correlate
+
+# check_order.py's verdict on one database: every op tied by the callbacks tied by the order to
+# the same call, the findings the same both ways.
+same_ties() {
+	"$PYTHON3" "$TOP_SRCDIR/tests/gpu/check_order.py" "$SYNCSPY" "$db" >"$tmp/$1.order" 2>&1 ||
+		fail "$1: the order's ties differ: $(cat "$tmp/$1.order")"
+	set -- "$1" $(sed -n 's/^total\t\([0-9]*\)\t\([0-9.]*\).*/\1 \2/p' "$tmp/$1.order")
+	[ "$#" = 3 ] && [ "$2" -ge "$WANT_OPS" ] && [ "$3" = 1.0000 ] ||
+		fail "$1: $2 ops, $3 of them tied to the same call (want >= $WANT_OPS, all): $(cat "$tmp/$1.order")"
+}
+
+# A plain loop: the map has the loop's stream, with the id its kernels carry.
+SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/gpu_loop" 30 >"$tmp/plain.out" 2>&1 ||
+	fail "gpu_loop failed: $(cat "$tmp/plain.out")"
+one_db
+golden "SELECT count(*), count(DISTINCT g.stream_id) FROM gpu_streams s JOIN gpu_activity g
+	ON g.stream_id = s.stream_id AND g.kind = 'kernel'
+	WHERE s.stream IN (SELECT stream FROM calls WHERE class = 'E1')" <<'END'
+60|1
+END
+WANT_OPS=60 same_ties plain
+
+# A graph captured, instantiated and launched each step: the captured launches queue nothing.
+rm -rf "$out" && mkdir -p "$out"
+SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/gpu_loop" 20 graph >"$tmp/graph.out" 2>&1 ||
+	fail "gpu_loop graph failed: $(cat "$tmp/graph.out")"
+one_db
+WANT_OPS=20 same_ties graph
+
+# Four threads, a stream each.
+rm -rf "$out" && mkdir -p "$out"
+SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/gpu_loop" 30 lanes >"$tmp/lanes.out" 2>&1 ||
+	fail "gpu_loop lanes failed: $(cat "$tmp/lanes.out")"
+one_db
+[ "$(q "SELECT count(DISTINCT stream_id) FROM gpu_streams")" -ge 4 ] || fail "lanes: streams mapped: $(q "SELECT * FROM gpu_streams")"
+WANT_OPS=100 same_ties lanes
+
+# Sampled, CUPTI detached between windows: each window's rows tied within it.
+rm -rf "$out" && mkdir -p "$out"
+SYNCSPY_CUPTI_KINDS=$both SYNCSPY_CUPTI_SAMPLE=20/60 under_shim "$PROGS/gpu_loop" 200 >"$tmp/sample.out" 2>&1 ||
+	fail "gpu_loop sampled failed: $(cat "$tmp/sample.out")"
+one_db
+[ "$(q "SELECT value >= 2 FROM meta WHERE key = 'cupti_windows'")" = 1 ] || fail "sampled: fewer than 2 windows"
+[ "$(q "SELECT count(*) >= 2 FROM gpu_paused")" = 1 ] || fail "sampled: no pause"
+WANT_OPS=20 same_ties sample
+# The rows of the last kernels before the first pause lost (a GPU may drop work still queued at
+# a detach; the stand-in never does): the next window's kernels are not tied to their calls.
+cp "$db" "$tmp/dropped.sqlite" && db=$tmp/dropped.sqlite
+q "DELETE FROM gpu_activity WHERE id IN (SELECT id FROM gpu_activity WHERE kind = 'kernel'
+	AND start_ns < (SELECT min(start_ns) FROM gpu_paused) ORDER BY start_ns DESC LIMIT 3)"
+WANT_OPS=20 same_ties dropped
+
+# A stream per step beside the legacy stream: the map is made again after each creation.
+rm -rf "$out" && mkdir -p "$out"
+SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/gpu_loop" 20 stream-per-step >"$tmp/churn.out" 2>&1 ||
+	fail "gpu_loop stream-per-step failed: $(cat "$tmp/churn.out")"
+one_db
+[ "$(q "SELECT count(*) >= 20 FROM gpu_streams WHERE stream <> 1")" = 1 ] ||
+	fail "stream-per-step: the new streams were not mapped each: $(q "SELECT * FROM gpu_streams")"
+# the legacy stream, mapped already, mapped again after each creation (a handle destroyed may
+# come back as another stream; the stand-in never gives one back, E-KEEP)
+[ "$(q "SELECT count(*) >= 20 FROM gpu_streams WHERE stream = 1")" = 1 ] ||
+	fail "stream-per-step: the legacy stream was not mapped again after each creation: $(q "SELECT * FROM gpu_streams WHERE stream = 1")"
+WANT_OPS=60 same_ties churn
+
+# `streams` alone: no API hook, the ties from the order.
+rm -rf "$out" && mkdir -p "$out"
+SYNCSPY_CUPTI_KINDS=kernel,sync,streams STANDIN_CUPTI_REPORT=$tmp/alone.standin \
+	under_shim "$PROGS/gpu_loop" 30 >"$tmp/alone.out" 2>&1 || fail "gpu_loop (streams) failed: $(cat "$tmp/alone.out")"
+one_db
+golden "SELECT key || '=' || value FROM meta WHERE key IN ('cupti_correlation') ORDER BY key" <<'END'
+cupti_correlation=stream order
+END
+[ "$(sed -n 's/^api_records //p' "$tmp/alone.standin")" = 0 ] && [ "$(sed -n 's/^correlation_callbacks //p' "$tmp/alone.standin")" = 0 ] ||
+	fail "streams alone made API records or callbacks: $(cat "$tmp/alone.standin")"
+golden "SELECT count(*) FROM gpu_api" <<'END'
+0
+END
+"$SYNCSPY" dump --table gpu_api "$db" >"$tmp/alone.api" || fail "dump of the order's ties"
+[ "$(grep -c "	order	.*	cudaLaunchKernel	" "$tmp/alone.api")" = 60 ] ||
+	fail "the order tied $(grep -c "	order	" "$tmp/alone.api") of 60 kernels: $(head "$tmp/alone.api")"
+# each tie names a launch the loop made, and the kernel ran after it started
+q "SELECT correlation_id, start_ns FROM gpu_activity WHERE kind = 'kernel'" | tr '|' ' ' >"$tmp/alone.kernels"
+awk -F'\t' 'NR > 2 { print $1, $5 }' "$tmp/alone.api" | sort >"$tmp/alone.ties"
+sort "$tmp/alone.kernels" | join - "$tmp/alone.ties" | awk '$3 > $2 { bad++ } END { print bad + 0 }' >"$tmp/alone.late"
+[ "$(cat "$tmp/alone.late")" = 0 ] || fail "kernels tied to calls made after they ran: $(cat "$tmp/alone.late")"
+[ "$(awk -F'\t' 'NR > 2 { print $5 }' "$tmp/alone.api" | sort -u | while read -r t; do
+	q "SELECT count(*) FROM calls WHERE start_ns = $t AND class = 'E1'"; done | sort -u)" = 1 ] ||
+	fail "a tie names no launch of the loop"
+# The device syncs of steps 10 and 20 have GPU work after them: measured, as with the callbacks.
+"$SYNCSPY" report --format json "$db" >"$tmp/alone.json" || fail "report of the streams run"
+[ "$(rq "SELECT json_extract(value, '\$.gpu_idle_ns') IS NOT NULL FROM json_each(json_extract(readfile('$tmp/alone.json'), '\$.findings')) WHERE json_extract(value, '\$.count') = 3")" = 1 ] ||
+	fail "the device syncs' GPU idle time was not measured: $(cat "$tmp/alone.json")"
+# the Chrome trace's flows start at the calls the order tied
+"$SYNCSPY" export --format chrome -o "$tmp/alone.trace.json" "$db" || fail "export of the streams run"
+[ "$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/alone.trace.json'), '\$.traceEvents')) WHERE json_extract(value, '\$.ph') = 's'")" = 60 ] ||
+	fail "flows of the order's ties: $(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/alone.trace.json'), '\$.traceEvents')) WHERE json_extract(value, '\$.ph') = 's'")"
+finish
