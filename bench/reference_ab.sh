@@ -18,6 +18,8 @@
 #   all       the same with SYNCSPY_CUPTI_SAMPLE=all: every call traced while on
 #   kinds=LIST  `all` with only CUPTI's kinds LIST (SYNCSPY_CUPTI_KINDS, comma list: what each
 #             kind costs while traced)
+#   sampled=LIST  `default` (sampled as users run it) with only CUPTI's kinds LIST: a candidate
+#             default
 #   profiler  no shim; on: inside torch.profiler (CPU and CUDA activities)
 # What this leaves out, and bench/reference_overhead.sh measures in separate processes: the
 # one-time costs (the shim's and CUPTI's start, each call site's first sight, the database
@@ -45,6 +47,7 @@ for run in $(seq "$runs"); do
 			host) env+=(SYNCSPY_CUPTI=0) ;;
 			all) env+=(SYNCSPY_CUPTI_SAMPLE=all) ;;
 			kinds=*) env+=(SYNCSPY_CUPTI_SAMPLE=all SYNCSPY_CUPTI_KINDS="${config#kinds=}") ;;
+			sampled=*) env+=(SYNCSPY_CUPTI_KINDS="${config#sampled=}") ;;
 			profiler) env=(EXAMPLES_AB="$blocks" EXAMPLES_AB_MODE=profiler) ;;
 			*) echo "reference_ab.sh: unknown configuration $config" >&2; exit 2 ;;
 			esac
