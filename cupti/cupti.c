@@ -314,6 +314,46 @@ static struct mapped_stream {
 	uint32_t device, epoch;
 } stream_map[STREAM_MAP_SLOTS];
 
+/* What the map did (meta: cupti_streams_mapped, cupti_streams_failure), under streams_lock */
+static unsigned streams_mapped;
+static char streams_failure[128]; /* the first failure, empty while none */
+
+static void stream_map_failed(const char *what, CUptiResult result)
+{
+	const char *text = NULL;
+	if (api.result_string)
+		api.result_string(result, &text);
+	pthread_mutex_lock(&streams_lock);
+	if (!streams_failure[0])
+		snprintf(streams_failure, sizeof(streams_failure), "%s: %s", what,
+			 text ? text : "failed");
+	pthread_mutex_unlock(&streams_lock);
+}
+
+/* The current device, as CUPTI says, else as the driver says (the shim's own lookup past its
+ * wrappers: this runs inside one). */
+static int current_device(uint32_t *device)
+{
+	static CUresult (*_Atomic ctx_get_device)(CUdevice *);
+	CUptiResult result = api.device_id(NULL, device);
+	if (result == CUPTI_SUCCESS)
+		return 1;
+	if (!ctx_get_device) {
+		void *driver =
+		    dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); /* loaded: a call ran */
+		if (driver)
+			ctx_get_device =
+			    (CUresult(*)(CUdevice *))ss_dlsym(driver, "cuCtxGetDevice");
+	}
+	CUdevice ordinal;
+	if (ctx_get_device && ctx_get_device(&ordinal) == CUDA_SUCCESS) {
+		*device = (uint32_t)ordinal;
+		return 1;
+	}
+	stream_map_failed("cuptiGetDeviceId", result);
+	return 0;
+}
+
 /* A thread's last handles, so that an enqueue to a stream mapped already costs a few compares. */
 #define STREAM_CACHE 4
 static __thread struct {
@@ -360,7 +400,7 @@ void ss_cupti_note_stream(uint64_t stream, uint64_t start_ns)
 			if (stream_cache[i].stream == stream && stream_cache[i].epoch == epoch)
 				return;
 	uint32_t device = 0, id = 0;
-	if (api.device_id(NULL, &device) != CUPTI_SUCCESS)
+	if (!current_device(&device))
 		return; /* no current context: the call failed, it queued nothing */
 	size_t slot = (size_t)((stream ^ ((uint64_t)device << 40)) * 0x9e3779b97f4a7c15ull >> 52) %
 		      STREAM_MAP_SLOTS;
@@ -386,8 +426,14 @@ void ss_cupti_note_stream(uint64_t stream, uint64_t start_ns)
 	if (known)
 		return;
 	CUstream handle = default_stream ? NULL : (CUstream)(uintptr_t)stream;
-	if (api.stream_id(NULL, handle, stream == SS_STREAM_PER_THREAD, &id) != CUPTI_SUCCESS)
+	CUptiResult result = api.stream_id(NULL, handle, stream == SS_STREAM_PER_THREAD, &id);
+	if (result != CUPTI_SUCCESS) {
+		stream_map_failed("cuptiGetStreamIdEx", result);
 		return;
+	}
+	pthread_mutex_lock(&streams_lock);
+	streams_mapped++;
+	pthread_mutex_unlock(&streams_lock);
 	enqueue(&(struct ss_gpu_rec){.kind = SS_GPU_STREAM,
 				     .device = device,
 				     .stream = id,
@@ -1655,6 +1701,15 @@ void ss_cupti_correlation(char *buf, size_t size)
 	else if (size)
 		buf[0] = '\0';
 	pthread_mutex_unlock(&owner_lock);
+}
+
+unsigned ss_cupti_streams_stats(char *failure, size_t size)
+{
+	pthread_mutex_lock(&streams_lock);
+	unsigned mapped = streams_mapped;
+	snprintf(failure, size, "%s", streams_failure);
+	pthread_mutex_unlock(&streams_lock);
+	return mapped;
 }
 
 size_t ss_cupti_take(struct ss_gpu_rec **records)

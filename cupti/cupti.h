@@ -110,6 +110,9 @@ void ss_cupti_note_stream(uint64_t stream, uint64_t start_ns);
 /* App thread, after a stream was created or destroyed: its handle may name another stream
  * now, so the map starts again (CUPTI-12). */
 void ss_cupti_stream_changed(void);
+/* Writer, for meta (CUPTI-12): how many times a handle was mapped (gpu_streams rows made), and
+ * in FAILURE the first mapping that failed and why ("" when none). */
+unsigned ss_cupti_streams_stats(char *failure, size_t size);
 /* Writer, for meta.cupti_correlation (CUPTI-11): how GPU rows were tied to host calls, copied
  * into BUF: "callbacks", "api records" (asked for), "stream order" (CUPTI-12), the fallback's
  * reason, or "" (none). */

@@ -214,6 +214,13 @@ void ss_gpu_tables_meta(void)
 	ss_cupti_correlation(correlation, sizeof(correlation));
 	if (correlation[0] && (cupti_on || strncmp(status, "yielded", 7) == 0))
 		ss_meta_text("cupti_correlation", correlation);
+	char streams_failure[128]; /* CUPTI-12 */
+	unsigned streams_mapped = ss_cupti_streams_stats(streams_failure, sizeof(streams_failure));
+	if (strcmp(correlation, "stream order") == 0 || streams_mapped || streams_failure[0]) {
+		ss_meta_int("cupti_streams_mapped", streams_mapped);
+		if (streams_failure[0])
+			ss_meta_text("cupti_streams_failure", streams_failure);
+	}
 	/* CUPTI-8: SYNCSPY_CUPTI_PAUSE=detach, what detaching and attaching again cost */
 	int detach_asked;
 	unsigned detaches, attaches;

@@ -81,6 +81,28 @@ one_db
 	fail "stream-per-step: the legacy stream was not mapped again after each creation: $(q "SELECT * FROM gpu_streams WHERE stream = 1")"
 WANT_OPS=60 same_ties churn
 
+# CUPTI unable to name the current device: the driver names it, the same ties.
+rm -rf "$out" && mkdir -p "$out"
+STANDIN_CUPTI_NO_DEVICE_ID=1 SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/gpu_loop" 30 >"$tmp/nodev.out" 2>&1 ||
+	fail "gpu_loop (no device id) failed: $(cat "$tmp/nodev.out")"
+one_db
+golden "SELECT key || '=' || value FROM meta WHERE key LIKE 'cupti_streams%' ORDER BY key" <<'END'
+cupti_streams_mapped=1
+END
+WANT_OPS=60 same_ties nodev
+# CUPTI unable to map a stream: no map, the first failure in meta, the program unchanged.
+rm -rf "$out" && mkdir -p "$out"
+STANDIN_CUPTI_NO_STREAM_ID=1 SYNCSPY_CUPTI_KINDS=kernel,sync,streams under_shim "$PROGS/gpu_loop" 10 >"$tmp/noid.out" 2>&1 ||
+	fail "gpu_loop (no stream id) failed: $(cat "$tmp/noid.out")"
+one_db
+golden "SELECT key || '=' || value FROM meta WHERE key LIKE 'cupti_streams%' ORDER BY key" <<'END'
+cupti_streams_failure=cuptiGetStreamIdEx: CUPTI_ERROR_NOT_SUPPORTED
+cupti_streams_mapped=0
+END
+golden "SELECT count(*) FROM gpu_streams" <<'END'
+0
+END
+
 # `streams` alone: no API hook, the ties from the order.
 rm -rf "$out" && mkdir -p "$out"
 SYNCSPY_CUPTI_KINDS=kernel,sync,streams STANDIN_CUPTI_REPORT=$tmp/alone.standin \

@@ -454,7 +454,8 @@ EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char **str)
 	*str = result == CUPTI_SUCCESS ? "CUPTI_SUCCESS"
 	       : result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
 		   ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
-		   : "CUPTI stand-in error";
+	       : result == CUPTI_ERROR_NOT_SUPPORTED ? "CUPTI_ERROR_NOT_SUPPORTED"
+						     : "CUPTI stand-in error";
 	return CUPTI_SUCCESS;
 }
 
@@ -576,6 +577,8 @@ EXPORT CUptiResult cuptiGetStreamIdEx(CUcontext context, CUstream stream, uint8_
 	touch();
 	if (!id)
 		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (getenv("STANDIN_CUPTI_NO_STREAM_ID")) /* a CUPTI that cannot say (t242) */
+		return CUPTI_ERROR_NOT_SUPPORTED;
 	void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	int (*resolve)(CUstream, int, uint32_t *) =
 	    driver ? (int (*)(CUstream, int, uint32_t *))dlsym(driver, "standin_cuda_stream_id")
@@ -585,13 +588,16 @@ EXPORT CUptiResult cuptiGetStreamIdEx(CUcontext context, CUstream stream, uint8_
 	return CUPTI_SUCCESS;
 }
 
-/* One device, 0, as in the records. */
+/* One device, 0, as in the records; STANDIN_CUPTI_NO_DEVICE_ID: none, as where no context is
+ * current to CUPTI (the shim asks the driver then: t242). */
 EXPORT CUptiResult cuptiGetDeviceId(CUcontext context, uint32_t *device)
 {
 	(void)context;
 	touch();
 	if (!device)
 		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (getenv("STANDIN_CUPTI_NO_DEVICE_ID"))
+		return CUPTI_ERROR_INVALID_CONTEXT;
 	*device = 0;
 	return CUPTI_SUCCESS;
 }
