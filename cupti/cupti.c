@@ -111,14 +111,13 @@
  *   CUPTI-11 The correlation ids come from a callback on the wrapped functions (`correlate`),
  *            written as gpu_api rows; the subscriber goes at every pause and makes way for the
  *            program's own (docs/architecture.md).
- *   CUPTI-12 `streams`: each stream handle an enqueue used is mapped once to CUPTI's stream id
- *            (gpu_streams; ss_cupti_note_stream, on the calling thread inside the wrapper, so
- *            that a finalize cannot run meanwhile: GATE-1), so that the report can tie GPU rows
- *            to calls by stream order (CUPTI-13, report/gpu_order.c) with no API hook at all:
- *            the API records and the callbacks cost a launch-bound loop 12-19% where kernel,
- *            copy and memset records cost 4% (docs/cupti.md). The default streams are one per
- *            device, asked each time; the map starts again at each enable and each stream
- *            created or destroyed (a handle may come back as another stream).
+ *   CUPTI-12 By default no API hook is made at all: the kernel, copy, memset, sync and event
+ *            records alone (`correlate` and `api` on demand). The API records and the callbacks
+ *            cost a launch-bound loop 12-19% where these records cost 4% (docs/cupti.md), and
+ *            they were there only to say which call queued which GPU row. The report ties them
+ *            itself (CUPTI-13, report/gpu_order.c): CUPTI numbers correlation ids in the order
+ *            the process makes its calls and each stream runs its work in the order it was
+ *            queued. meta.cupti_correlation says `stream order`.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -164,9 +163,6 @@ static struct {
 	/* CUPTI-11: callbacks per function, for the correlation ids */
 	CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
 				       CUpti_CallbackId);
-	/* CUPTI-12: the stream map (optional: without them no gpu_streams rows) */
-	CUptiResult (*stream_id)(CUcontext, CUstream, uint8_t, uint32_t *);
-	CUptiResult (*device_id)(CUcontext, uint32_t *);
 } api;
 
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -296,149 +292,6 @@ static void enqueue(const struct ss_gpu_rec *rec)
 	}
 	queue[queued++] = *rec;
 	pthread_mutex_unlock(&queue_lock);
-}
-
-/* ------------------------------------------------------------------ the stream map (CUPTI-12) */
-
-/* Nonzero while the stream map is kept (the `streams` kind enabled, CUPTI attached): the
- * generation the map's entries must carry to count. A new one at each enable and at every
- * stream created or destroyed (a handle freed may come back as another stream). */
-static _Atomic uint32_t streams_epoch;
-static uint32_t streams_generation; /* owner_lock, or streams_lock for a creation's bump */
-static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* The handles (calls.stream) mapped in this generation, per device for the default streams */
-#define STREAM_MAP_SLOTS 4096
-static struct mapped_stream {
-	uint64_t stream;
-	uint32_t device, epoch;
-} stream_map[STREAM_MAP_SLOTS];
-
-/* What the map did (meta: cupti_streams_mapped, cupti_streams_failure), under streams_lock */
-static unsigned streams_mapped;
-static char streams_failure[128]; /* the first failure, empty while none */
-
-static void stream_map_failed(const char *what, CUptiResult result)
-{
-	const char *text = NULL;
-	if (api.result_string)
-		api.result_string(result, &text);
-	pthread_mutex_lock(&streams_lock);
-	if (!streams_failure[0])
-		snprintf(streams_failure, sizeof(streams_failure), "%s: %s", what,
-			 text ? text : "failed");
-	pthread_mutex_unlock(&streams_lock);
-}
-
-/* The current device, as CUPTI says, else as the driver says (the shim's own lookup past its
- * wrappers: this runs inside one). */
-static int current_device(uint32_t *device)
-{
-	static CUresult (*_Atomic ctx_get_device)(CUdevice *);
-	CUptiResult result = api.device_id(NULL, device);
-	if (result == CUPTI_SUCCESS)
-		return 1;
-	if (!ctx_get_device) {
-		void *driver =
-		    dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); /* loaded: a call ran */
-		if (driver)
-			ctx_get_device =
-			    (CUresult(*)(CUdevice *))ss_dlsym(driver, "cuCtxGetDevice");
-	}
-	CUdevice ordinal;
-	if (ctx_get_device && ctx_get_device(&ordinal) == CUDA_SUCCESS) {
-		*device = (uint32_t)ordinal;
-		return 1;
-	}
-	stream_map_failed("cuptiGetDeviceId", result);
-	return 0;
-}
-
-/* A thread's last handles, so that an enqueue to a stream mapped already costs a few compares. */
-#define STREAM_CACHE 4
-static __thread struct {
-	uint64_t stream;
-	uint32_t epoch;
-} stream_cache[STREAM_CACHE];
-static __thread unsigned stream_cache_next;
-
-static void streams_on(void)
-{
-	pthread_mutex_lock(&streams_lock);
-	if (++streams_generation == 0)
-		streams_generation = 1;
-	atomic_store_explicit(&streams_epoch, streams_generation, memory_order_release);
-	pthread_mutex_unlock(&streams_lock);
-}
-
-static void streams_off(void)
-{
-	atomic_store_explicit(&streams_epoch, 0, memory_order_release);
-}
-
-void ss_cupti_stream_changed(void)
-{
-	pthread_mutex_lock(&streams_lock);
-	if (atomic_load_explicit(&streams_epoch, memory_order_relaxed)) {
-		if (++streams_generation == 0)
-			streams_generation = 1;
-		atomic_store_explicit(&streams_epoch, streams_generation, memory_order_release);
-	}
-	pthread_mutex_unlock(&streams_lock);
-}
-
-void ss_cupti_note_stream(uint64_t stream, uint64_t start_ns)
-{
-	uint32_t epoch = atomic_load_explicit(&streams_epoch, memory_order_acquire);
-	if (!epoch || !stream)
-		return;
-	/* The default streams (SCHEMA-4: 1 legacy, 2 per-thread) are one per device: which one
-	 * this call used depends on the current device, asked each time (CUPTI's own query). */
-	int default_stream = stream == SS_STREAM_LEGACY || stream == SS_STREAM_PER_THREAD;
-	if (!default_stream)
-		for (unsigned i = 0; i < STREAM_CACHE; i++)
-			if (stream_cache[i].stream == stream && stream_cache[i].epoch == epoch)
-				return;
-	uint32_t device = 0, id = 0;
-	if (!current_device(&device))
-		return; /* no current context: the call failed, it queued nothing */
-	size_t slot = (size_t)((stream ^ ((uint64_t)device << 40)) * 0x9e3779b97f4a7c15ull >> 52) %
-		      STREAM_MAP_SLOTS;
-	int known = 0;
-	pthread_mutex_lock(&streams_lock);
-	for (size_t probe = 0; probe < 16; probe++) {
-		struct mapped_stream *m = &stream_map[(slot + probe) % STREAM_MAP_SLOTS];
-		if (m->stream == stream && m->device == device) {
-			known = m->epoch == epoch;
-			m->epoch = epoch; /* asked below when it was not */
-			break;
-		}
-		if (m->epoch != epoch || !m->stream) { /* free, or of an older generation */
-			*m = (struct mapped_stream){stream, device, epoch};
-			break;
-		}
-	}
-	pthread_mutex_unlock(&streams_lock);
-	if (!default_stream) {
-		stream_cache[stream_cache_next % STREAM_CACHE].stream = stream;
-		stream_cache[stream_cache_next++ % STREAM_CACHE].epoch = epoch;
-	}
-	if (known)
-		return;
-	CUstream handle = default_stream ? NULL : (CUstream)(uintptr_t)stream;
-	CUptiResult result = api.stream_id(NULL, handle, stream == SS_STREAM_PER_THREAD, &id);
-	if (result != CUPTI_SUCCESS) {
-		stream_map_failed("cuptiGetStreamIdEx", result);
-		return;
-	}
-	pthread_mutex_lock(&streams_lock);
-	streams_mapped++;
-	pthread_mutex_unlock(&streams_lock);
-	enqueue(&(struct ss_gpu_rec){.kind = SS_GPU_STREAM,
-				     .device = device,
-				     .stream = id,
-				     .bytes = stream,
-				     .start_ns = start_ns});
 }
 
 static void convert(const CUpti_Activity *record)
@@ -787,7 +640,6 @@ enum {
 	KIND_DRIVER_API = 64,
 	KIND_API = KIND_RUNTIME_API | KIND_DRIVER_API,
 	KIND_CORRELATE = 128, /* CUPTI-11: no records of its own, the callbacks' correlation ids */
-	KIND_STREAMS = 256,   /* CUPTI-12: no records of its own, the stream map */
 	KIND_GPU = KIND_KERNEL | KIND_MEMCPY | KIND_MEMSET | KIND_SYNC | KIND_EVENT
 };
 static const struct {
@@ -804,14 +656,12 @@ static const struct {
     {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", KIND_RUNTIME_API, "runtime-api"}, /* narrowed */
     {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", KIND_DRIVER_API, "driver-api"},
     {CUPTI_ACTIVITY_KIND_INVALID, "", KIND_CORRELATE, "correlate"}, /* no activity kind */
-    {CUPTI_ACTIVITY_KIND_INVALID, "", KIND_STREAMS, "streams"},	    /* no activity kind */
 };
 
 /* Disables the activity kinds of KINDS_ON (KIND_*): at a pause, and where another client takes
  * CUPTI (CUPTI-2). */
 static void disable_kinds(unsigned kinds_on)
 {
-	streams_off();
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if ((kinds_on & kinds[i].option) && kinds[i].kind != CUPTI_ACTIVITY_KIND_INVALID)
 			api.disable(kinds[i].kind);
@@ -833,8 +683,8 @@ static unsigned wanted_kinds(const char *list)
 		if (!bit)
 			fprintf(stderr,
 				"syncspy: ignoring '%s' in SYNCSPY_CUPTI_KINDS (kinds: kernel, "
-				"memcpy, memset, sync, event, streams, correlate, api, "
-				"runtime-api, driver-api)\n",
+				"memcpy, memset, sync, event, correlate, api, runtime-api, "
+				"driver-api)\n",
 				name);
 		wanted |= bit;
 	}
@@ -955,8 +805,6 @@ static int enable_kinds(unsigned wanted)
 		enabled_kinds = (enabled_kinds & ~(unsigned)KIND_CORRELATE) | KIND_API;
 		return enable_kinds(KIND_API);
 	}
-	if ((enabled_kinds & KIND_STREAMS) && api.stream_id && api.device_id)
-		streams_on();
 	return 1;
 }
 
@@ -989,8 +837,6 @@ static void start_locked(unsigned wanted)
 	FIND(enable_domain, "cuptiEnableDomain");
 	FIND(finalize, "cuptiFinalize");
 	FIND(enable_callback, "cuptiEnableCallback");
-	FIND(stream_id, "cuptiGetStreamIdEx");
-	FIND(device_id, "cuptiGetDeviceId");
 #undef FIND
 	if (detach_mode && (!api.subscribe || !api.unsubscribe || !api.enable_domain ||
 			    !api.finalize)) { /* CUPTI-8 */
@@ -1035,9 +881,9 @@ static void start_locked(unsigned wanted)
 		atomic_store_explicit(&sample_next_ns, now_ns() + sample_on_ns,
 				      memory_order_relaxed);
 	}
-	if ((wanted & KIND_GPU) == KIND_GPU &&
-	    ((wanted & KIND_API) == KIND_API || (wanted & KIND_CORRELATE))) {
-		cupti_status = "on"; /* every record; the correlation ids by either means */
+	if ((wanted & KIND_GPU) == KIND_GPU) {
+		/* every record; the ties by stream order (CUPTI-12) or by either hook */
+		cupti_status = "on";
 	} else {
 		char list[128] = "";
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -1696,20 +1542,11 @@ void ss_cupti_correlation(char *buf, size_t size)
 		snprintf(buf, size, "callbacks");
 	else if (enabled_kinds & KIND_API)
 		snprintf(buf, size, "api records");
-	else if ((enabled_kinds & KIND_STREAMS) && api.stream_id && api.device_id)
-		snprintf(buf, size, "stream order");
+	else if (enabled_kinds & (KIND_KERNEL | KIND_MEMCPY | KIND_MEMSET))
+		snprintf(buf, size, "stream order"); /* CUPTI-12: the report ties them (CUPTI-13) */
 	else if (size)
 		buf[0] = '\0';
 	pthread_mutex_unlock(&owner_lock);
-}
-
-unsigned ss_cupti_streams_stats(char *failure, size_t size)
-{
-	pthread_mutex_lock(&streams_lock);
-	unsigned mapped = streams_mapped;
-	snprintf(failure, size, "%s", streams_failure);
-	pthread_mutex_unlock(&streams_lock);
-	return mapped;
 }
 
 size_t ss_cupti_take(struct ss_gpu_rec **records)

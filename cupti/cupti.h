@@ -35,9 +35,7 @@ enum ss_gpu_kind {
 	SS_GPU_SYNC,
 	SS_GPU_RUNTIME_API,
 	SS_GPU_DRIVER_API,
-	SS_GPU_EVENT,  /* an event record as the GPU reached it (CUPTI_ACTIVITY_KIND_CUDA_EVENT) */
-	SS_GPU_STREAM, /* CUPTI-12: a handle (bytes), its CUPTI stream id (stream) on device, and
-			  start_ns the wrapper's raw time of the call that used it */
+	SS_GPU_EVENT, /* an event record as the GPU reached it (CUPTI_ACTIVITY_KIND_CUDA_EVENT) */
 };
 
 /* ------------------------------------------------------------------ what interpose/ calls */
@@ -102,20 +100,9 @@ const char *ss_cupti_detach_stats(int *asked, unsigned *detaches, unsigned *atta
  * wait for the GPU since the last attach (GATE-4). */
 unsigned ss_cupti_detach_deferrals(void);
 unsigned ss_cupti_detach_skips(void);
-/* App thread, at the exit of a call that queued GPU work on STREAM (calls.stream) and started
- * at START_NS, inside the wrapper (GATE-1): the `streams` kind maps each handle to CUPTI's
- * stream id once (gpu_streams), so that the report can tie GPU rows to calls by stream order
- * (CUPTI-12). A few compares when the handle was mapped already or the kind is off. */
-void ss_cupti_note_stream(uint64_t stream, uint64_t start_ns);
-/* App thread, after a stream was created or destroyed: its handle may name another stream
- * now, so the map starts again (CUPTI-12). */
-void ss_cupti_stream_changed(void);
-/* Writer, for meta (CUPTI-12): how many times a handle was mapped (gpu_streams rows made), and
- * in FAILURE the first mapping that failed and why ("" when none). */
-unsigned ss_cupti_streams_stats(char *failure, size_t size);
 /* Writer, for meta.cupti_correlation (CUPTI-11): how GPU rows were tied to host calls, copied
- * into BUF: "callbacks", "api records" (asked for), "stream order" (CUPTI-12), the fallback's
- * reason, or "" (none). */
+ * into BUF: "callbacks", "api records" (asked for), "stream order" (no hook, the default: the
+ * report ties them, CUPTI-12), the fallback's reason, or "" (no GPU rows to tie). */
 void ss_cupti_correlation(char *buf, size_t size);
 /* Writer: takes every record queued so far (the caller frees names and the array). */
 size_t ss_cupti_take(struct ss_gpu_rec **records);

@@ -77,23 +77,6 @@ unsigned ss_cupti_detach_skips(void)
 	return 0;
 }
 
-void ss_cupti_note_stream(uint64_t stream, uint64_t start_ns)
-{
-	(void)stream;
-	(void)start_ns;
-}
-
-void ss_cupti_stream_changed(void)
-{
-}
-
-unsigned ss_cupti_streams_stats(char *failure, size_t size)
-{
-	if (size)
-		failure[0] = '\0';
-	return 0;
-}
-
 void ss_cupti_correlation(char *buf, size_t size)
 {
 	if (size)

@@ -304,8 +304,7 @@
 	X(cudaStreamCreateWithPriority, NONE, X1,                                                  \
 	  (cudaStream_t * pStream, unsigned int flags, int priority), (pStream, flags, priority),  \
 	  , CREATED_STREAM(*pStream, flags, priority))                                             \
-	X(cudaStreamDestroy, NONE, X1, (cudaStream_t stream), (stream), STREAM(stream),            \
-	  DESTROYED_STREAM)                                                                        \
+	X(cudaStreamDestroy, NONE, X1, (cudaStream_t stream), (stream), STREAM(stream), )          \
 	X(cudaStreamBeginCapture, PTSZ, X1,                                                        \
 	  (cudaStream_t stream, enum cudaStreamCaptureMode mode), (stream, mode),                  \
 	  STREAM(stream) AUX(mode), CAPTURE_BEGUN)                                                 \

@@ -267,8 +267,7 @@
 	X(cuStreamCreateWithPriority, NONE, X1,                                                    \
 	  (CUstream * phStream, unsigned int flags, int priority), (phStream, flags, priority), ,  \
 	  CREATED_STREAM(*phStream, flags, priority))                                              \
-	X(cuStreamDestroy_v2, NONE, X1, (CUstream hStream), (hStream), STREAM(hStream),            \
-	  DESTROYED_STREAM)                                                                        \
+	X(cuStreamDestroy_v2, NONE, X1, (CUstream hStream), (hStream), STREAM(hStream), )          \
 	X(cuEventCreate, NONE, X1, (CUevent * phEvent, unsigned int Flags), (phEvent, Flags), ,    \
 	  CREATED_EVENT(*phEvent, Flags))                                                          \
 	X(cuEventDestroy_v2, NONE, X1, (CUevent hEvent), (hEvent), EVENT(hEvent), )                \

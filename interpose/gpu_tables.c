@@ -19,7 +19,6 @@
 #include "syncspy/schema.h"
 #include "cupti/cupti.h"
 
-#include "clock.h"
 #include "dbfile.h"
 #include "env.h"
 #include "gpu_tables.h"
@@ -27,7 +26,7 @@
 #include "shim.h"
 #include "sites.h"
 
-static sqlite3_stmt *gpu_activity_insert, *gpu_api_insert, *gpu_streams_insert;
+static sqlite3_stmt *gpu_activity_insert, *gpu_api_insert;
 
 static const char *gpu_memory_kind(uint8_t kind)
 {
@@ -97,9 +96,7 @@ void ss_gpu_tables_store(void)
 		 " detail, name, grid, block, symbol) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 		 -1, &gpu_activity_insert, NULL) != SQLITE_OK ||
 	     ss_sq.sqlite3_prepare_v2(ss_db, "INSERT INTO gpu_api VALUES(?,?,?,?,?,?,?,?)", -1,
-				      &gpu_api_insert, NULL) != SQLITE_OK ||
-	     ss_sq.sqlite3_prepare_v2(ss_db, "INSERT INTO gpu_streams VALUES(?,?,?,?)", -1,
-				      &gpu_streams_insert, NULL) != SQLITE_OK))
+				      &gpu_api_insert, NULL) != SQLITE_OK))
 		gpu_activity_insert = NULL;
 	static const char *const kinds[] = {[SS_GPU_KERNEL] = "kernel",
 					    [SS_GPU_MEMCPY] = "memcpy",
@@ -108,18 +105,7 @@ void ss_gpu_tables_store(void)
 					    [SS_GPU_EVENT] = "event"};
 	for (size_t i = 0; i < n; i++) {
 		struct ss_gpu_rec *g = &records[i];
-		if (g->kind == SS_GPU_STREAM) { /* CUPTI-12 */
-			sqlite3_stmt *st = gpu_activity_insert ? gpu_streams_insert : NULL;
-			if (st) {
-				ss_sq.sqlite3_bind_int64(st, 1, (sqlite3_int64)g->bytes);
-				ss_sq.sqlite3_bind_int64(st, 2, g->device);
-				ss_sq.sqlite3_bind_int64(st, 3, g->stream);
-				/* the call's own time, in the wrappers' raw ticks */
-				ss_sq.sqlite3_bind_int64(
-				    st, 4, (sqlite3_int64)ss_clock_to_ns(g->start_ns));
-				ss_db_step(st);
-			}
-		} else if (g->kind == SS_GPU_RUNTIME_API || g->kind == SS_GPU_DRIVER_API) {
+		if (g->kind == SS_GPU_RUNTIME_API || g->kind == SS_GPU_DRIVER_API) {
 			sqlite3_stmt *st = gpu_api_insert;
 			if (st) {
 				ss_sq.sqlite3_bind_int64(st, 1, g->correlation);
@@ -214,13 +200,6 @@ void ss_gpu_tables_meta(void)
 	ss_cupti_correlation(correlation, sizeof(correlation));
 	if (correlation[0] && (cupti_on || strncmp(status, "yielded", 7) == 0))
 		ss_meta_text("cupti_correlation", correlation);
-	char streams_failure[128]; /* CUPTI-12 */
-	unsigned streams_mapped = ss_cupti_streams_stats(streams_failure, sizeof(streams_failure));
-	if (strcmp(correlation, "stream order") == 0 || streams_mapped || streams_failure[0]) {
-		ss_meta_int("cupti_streams_mapped", streams_mapped);
-		if (streams_failure[0])
-			ss_meta_text("cupti_streams_failure", streams_failure);
-	}
 	/* CUPTI-8: SYNCSPY_CUPTI_PAUSE=detach, what detaching and attaching again cost */
 	int detach_asked;
 	unsigned detaches, attaches;
@@ -268,13 +247,11 @@ void ss_gpu_tables_close(void)
 {
 	ss_sq.sqlite3_finalize(gpu_activity_insert); /* NULL (a no-op) when none came */
 	ss_sq.sqlite3_finalize(gpu_api_insert);
-	ss_sq.sqlite3_finalize(gpu_streams_insert);
-	gpu_activity_insert = gpu_api_insert = gpu_streams_insert = NULL;
+	gpu_activity_insert = gpu_api_insert = NULL;
 }
 
 void ss_gpu_tables_fork_child(void)
 {
 	stored_off_intervals = 0;		     /* the parent's timeline */
-	/* statements of the parent's connection */
-	gpu_activity_insert = gpu_api_insert = gpu_streams_insert = NULL;
+	gpu_activity_insert = gpu_api_insert = NULL; /* statements of the parent's connection */
 }

@@ -57,7 +57,7 @@
 /* A stream-ordered allocation (SS_RANGE_ASYNC) is an enqueue, timed all the same: a pool that
  * gave its memory back at a sync maps it again inside the call (the rule async-alloc-slow). */
 #define ALLOC(ptr, n, kind)                                                                        \
-	if (((kind) & SS_RANGE_ASYNC) && rec.t_end == rec.t_start)                                 \
+	if (((kind)&SS_RANGE_ASYNC) && rec.t_end == rec.t_start)                                   \
 		rec.t_end = ss_now();                                                              \
 	if (ret == 0) {                                                                            \
 		rec.bytes = (n);                                                                   \
@@ -65,17 +65,11 @@
 		rec.host_mem = (kind) & ~SS_RANGE_ASYNC;                                           \
 		ss_range_add((const void *)(uintptr_t)(ptr), rec.bytes, (kind));                   \
 	}
-/* A stream created or destroyed: its handle may name another stream from now on, so CUPTI-12's
- * stream map starts again. */
 #define CREATED_STREAM(s, flags, priority)                                                         \
 	if (ret == 0) {                                                                            \
 		rec.stream = ss_stream_id((const void *)(s), 0);                                   \
 		rec.aux = (uint64_t)(flags) | ((uint64_t)(uint32_t)(priority) << 32);              \
-		ss_cupti_stream_changed();                                                         \
 	}
-#define DESTROYED_STREAM                                                                           \
-	if (ret == 0)                                                                              \
-		ss_cupti_stream_changed();
 #define CREATED_EVENT(e, flags)                                                                    \
 	if (ret == 0) {                                                                            \
 		rec.obj = (uintptr_t)(e);                                                          \
@@ -175,12 +169,6 @@ static inline int ss_is_stub_launch(int api)
 		}                                                                                  \
 		SS_ENQUEUE_SITE(cls_)                                                              \
 		ss_emit(tls, &rec, capture_bits);                                                  \
-		/* CUPTI-12: the stream's CUPTI id, once per handle (a constant test per wrapper)  \
-		 */                                                                                \
-		if ((SS_##cls_ == SS_E1 || SS_##cls_ == SS_S4 || SS_##cls_ == SS_S5 ||             \
-		     SS_##cls_ == SS_N2) &&                                                        \
-		    ret == 0)                                                                      \
-			ss_cupti_note_stream(rec.stream, rec.t_start);                             \
 		/* one class test for an enqueue, as before the guard (GUARD-1) */                 \
 		if (ss_unlikely(ss_is_sync_point(rec.cls))) {                                      \
 			ss_guard_count(tls, &rec);                                                 \

@@ -46,7 +46,6 @@ static const struct dump_table {
      * ties the report uses, by stream order where the recording has none (db.h) */
     {"gpu_activity", "start_ns, id", ONLY_GPU},
     {"gpu_api", "correlation_id, start_ns", ONLY_GPU},
-    {"gpu_streams", "first_ns, stream, device", ONLY_GPU},
 };
 
 enum dump_format { FORMAT_TSV, FORMAT_CSV, FORMAT_JSON };
@@ -286,7 +285,7 @@ int cmd_dump(int argc, char **argv)
 				    "dump: unknown table '%s' (calls, api_calls, meta, "
 				    "sites, threads, comms, streams, stacks, ranges, "
 				    "enqueue_aggregates, enqueue_histogram, step_figures, "
-				    "gpu_activity, gpu_api, gpu_streams)",
+				    "gpu_activity, gpu_api)",
 				    optarg);
 			break;
 		case 'f':

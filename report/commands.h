@@ -82,7 +82,7 @@ enum ss_exit {
 	  "  --table T    api_calls (default), calls, meta, sites, threads, comms, streams,\n"     \
 	  "               stacks, ranges; aggregate mode's enqueue_aggregates,\n"                  \
 	  "               enqueue_histogram, step_figures; the GPU timeline's\n"                   \
-	  "               gpu_activity, gpu_api, gpu_streams\n"                                    \
+	  "               gpu_activity, gpu_api\n"                                                 \
 	  "  --format F   tsv (default: '# PATH' line, header line), csv, json (one array)\n"      \
 	  "  --where SQL  only rows where the SQL expression holds (read-only connection)\n")      \
 	X(export, "[--format @FORMATS@] [--start S] [--end S] [--syncs-only] -o FILE DB|DIR...",   \

@@ -78,8 +78,8 @@ int ss_db_integrity_check(sqlite3 *db, const char *path, char *err, size_t errle
  */
 int ss_db_failure(sqlite3 *db, int rc, const char *path, char *err, size_t errlen);
 
-/* gpu_order.c (CUPTI-12): for a recording whose GPU rows have no gpu_api rows to tie them but a
- * stream map (gpu_streams), the ties by stream order, in a TEMP table gpu_api on DB that the
+/* gpu_order.c (CUPTI-13): for a recording whose GPU rows have no gpu_api rows to tie them (the
+ * default kinds, CUPTI-12), the ties by stream order, in a TEMP table gpu_api on DB that the
  * readers of gpu_api read instead; SYNCSPY_REPORT_TIES=order makes them also where gpu_api has
  * rows. Called by ss_db_open and ss_db_reopen. */
 int ss_gpu_order_ties(sqlite3 *db, const char *path, char *err, size_t errlen);

@@ -1,13 +1,12 @@
 /*
- * report/gpu_order.c: GPU rows tied to their host calls by stream order (CUPTI-12,
+ * report/gpu_order.c: GPU rows tied to their host calls by stream order (CUPTI-13,
  * docs/cupti.md "The correlation by stream order").
  *
- * A recording made with the `streams` kind and neither `correlate` nor `api` has no gpu_api
+ * A recording made with the default kinds (CUPTI-12: no `correlate`, no `api`) has no gpu_api
  * rows: CUPTI hooked no API call, so nothing says which call queued which kernel. It has what
- * makes the tie anyway: gpu_streams (each stream handle the host enqueued to, with CUPTI's id
- * of that stream on its device), the host's own calls (calls.stream, in the order they were
- * made) and the GPU rows (gpu_activity.stream_id, in correlation-id order, which is the order
- * the calls were made in). A stream runs its work in the order it was queued, so the n-th
+ * makes the tie anyway: the host's own calls (calls.stream, in the order they were made) and
+ * the GPU rows (gpu_activity.stream_id, and a correlation id CUPTI numbers in the order the
+ * process makes its calls). A stream runs its work in the order it was queued, so the n-th
  * kernel, copy or memset of a stream is the n-th enqueue of that kind to its handle, but for:
  *   - enqueues with no GPU row: calls in a pause of the timeline (gpu_paused), calls to a
  *     stream being captured into a graph (they run at the graph's launch), work dropped at a
@@ -15,22 +14,27 @@
  *   - GPU rows with no recorded enqueue: work a library queued by a path the shim does not
  *     wrap, or queued before the timeline came back on;
  *   - a call that makes several rows (a graph launch, a copy in pieces): they share their
- *     correlation id, and count as one.
- * So the two sequences are aligned, per stream and per traced interval, by kind and time (a
- * call starts before its work does), skipping on either side what has no partner: CUPTI-13.
+ *     correlation id, and count as one op.
+ * Which handle is which of CUPTI's streams is not recorded (cuptiGetStreamIdEx answered
+ * CUPTI_ERROR_INVALID_STREAM for the legacy stream on the H100: session 24, run 2): all the
+ * ops in correlation order are aligned with all the calls in time order first, and their ties
+ * vote for the map (infer_maps). Then each stream's ops are aligned with the calls to its
+ * handle, per traced interval, by kind and time (a call starts before its work does),
+ * skipping on either side what has no partner (align).
  *
  * The result is written where the report reads ties from: a TEMP table gpu_api on the
  * connection (the recording is never modified, db.h), one row per correlation id with the
- * call's thread and times, as the callbacks (CUPTI-11) would have written it. SYNCSPY_REPORT_TIES
- * =order does the same for a recording that has gpu_api rows too (`streams` with `correlate`):
- * how the order's ties are checked against the callbacks' on the GPU (tests/gpu/check_order.py).
+ * call's thread and times, as the callbacks (CUPTI-11) would have written it (layer `order`).
+ * SYNCSPY_REPORT_TIES=order does the same for a recording that has gpu_api rows (`correlate`):
+ * how the order's ties are checked against the callbacks' (tests/gpu/check_order.py).
  *
  * Invariants:
- *   CUPTI-13  A GPU row is tied to a call only when the call queued work of its kind to a
- *            handle mapped to its stream, in the same traced interval, and started before the
- *            row's work did (ORDER_SKEW_NS of clock error allowed); ties keep the order of
- *            both sides: no two ops cross. Where the next op and the next call do not fit,
- *            the side whose partner comes sooner (within ORDER_LOOKAHEAD) is skipped.
+ *   CUPTI-13  A GPU op is tied to a call only when the call queued work of its kind (a kernel
+ *            launch: one kernel row) to the handle its stream maps to, in the same traced
+ *            interval, and started before the op's work did (ORDER_SKEW_NS of clock error
+ *            allowed); ties keep the order of both sides: no two ops cross. Where the next op
+ *            and the next call do not fit, the side whose partner comes sooner (within
+ *            ORDER_LOOKAHEAD) is skipped.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -168,7 +172,9 @@ struct tie_state {
 	size_t nmaps;
 	struct capture *captures;
 	size_t ncaptures;
-	struct host_call *calls;
+	struct host_call *raw; /* the calls that queue work, not yet placed on a stream */
+	size_t nraw, cap_raw;
+	struct host_call *calls; /* one per stream key its handle maps to */
 	size_t ncalls, cap_calls;
 	struct gpu_op *ops;
 	size_t nops, cap_ops;
@@ -247,18 +253,6 @@ static int load(struct tie_state *ts, char *err, size_t errlen)
 		ts->pause_ends[i] = ts->pauses[i][1];
 
 	cap = 0;
-	PREPARE("SELECT stream, device, stream_id, first_ns FROM gpu_streams");
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		if (!grow((void **)&ts->maps, &cap, ts->nmaps, sizeof(*ts->maps)))
-			OOM;
-		ts->maps[ts->nmaps++] =
-		    (struct mapping){sqlite3_column_int64(stmt, 0), sqlite3_column_int64(stmt, 1),
-				     sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3)};
-	}
-	sqlite3_finalize(stmt);
-	if (ts->nmaps)
-		qsort(ts->maps, ts->nmaps, sizeof(*ts->maps), compare_mappings);
-
 	cap = 0;
 	PREPARE("SELECT c.stream, c.start_ns, instr(a.name, 'BeginCapture') > 0 FROM calls c"
 		" JOIN apis a ON a.id = c.api_id WHERE c.stream IS NOT NULL AND c.ret = 0"
@@ -274,7 +268,7 @@ static int load(struct tie_state *ts, char *err, size_t errlen)
 	if (ts->ncaptures)
 		qsort(ts->captures, ts->ncaptures, sizeof(*ts->captures), compare_captures);
 
-	/* The calls, one entry per stream key their handle maps to. */
+	/* The calls that queue work, in no stream yet (place_calls). */
 	size_t cap_names = 0;
 	PREPARE("SELECT c.id, c.tid, c.start_ns, c.end_ns, c.stream, a.id, a.name FROM calls c"
 		" JOIN apis a ON a.id = c.api_id WHERE c.stream IS NOT NULL AND c.ret = 0"
@@ -299,40 +293,17 @@ static int load(struct tie_state *ts, char *err, size_t errlen)
 		}
 		if (!ts->api_names[api_id] && !(ts->api_names[api_id] = strdup(api)))
 			OOM;
-		/* the maps of this handle: per device, the latest made at or before the call */
-		size_t lo = 0, hi = ts->nmaps;
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (ts->maps[mid].handle < handle)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (size_t i = lo; i < ts->nmaps && ts->maps[i].handle == handle; i++) {
-			const struct mapping *m = &ts->maps[i];
-
-			if (m->first_ns > start)
-				continue;
-			if (i + 1 < ts->nmaps && ts->maps[i + 1].handle == handle &&
-			    ts->maps[i + 1].device == m->device &&
-			    ts->maps[i + 1].first_ns <= start)
-				continue; /* a later map of the same device applies */
-			if (!grow((void **)&ts->calls, &ts->cap_calls, ts->ncalls,
-				  sizeof(*ts->calls)))
-				OOM;
-			ts->calls[ts->ncalls++] = (struct host_call){
-			    .id = sqlite3_column_int64(stmt, 0),
-			    .tid = sqlite3_column_int64(stmt, 1),
-			    .start = start,
-			    .end = sqlite3_column_int64(stmt, 3),
-			    .handle = handle,
-			    .work = work,
-			    .segment = segment_of(ts->pause_ends, ts->npauses, start),
-			    .key = {m->device, m->stream_id},
-			    .api = ts->api_names[api_id]};
-		}
+		if (!grow((void **)&ts->raw, &ts->cap_raw, ts->nraw, sizeof(*ts->raw)))
+			OOM;
+		ts->raw[ts->nraw++] =
+		    (struct host_call){.id = sqlite3_column_int64(stmt, 0),
+				       .tid = sqlite3_column_int64(stmt, 1),
+				       .start = start,
+				       .end = sqlite3_column_int64(stmt, 3),
+				       .handle = handle,
+				       .work = work,
+				       .segment = segment_of(ts->pause_ends, ts->npauses, start),
+				       .api = ts->api_names[api_id]};
 	}
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE)
@@ -405,6 +376,291 @@ static void align(struct gpu_op *ops, size_t nops, const struct host_call *calls
 	}
 }
 
+/* Puts each call on the stream keys its handle maps to: per device, the latest map made at or
+ * before the call (a handle destroyed may come back as another stream). */
+static int place_calls(struct tie_state *ts)
+{
+	for (size_t r = 0; r < ts->nraw; r++) {
+		const struct host_call *c = &ts->raw[r];
+		size_t lo = 0, hi = ts->nmaps;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (ts->maps[mid].handle < c->handle)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; i < ts->nmaps && ts->maps[i].handle == c->handle; i++) {
+			const struct mapping *m = &ts->maps[i];
+
+			if (m->first_ns > c->start)
+				continue;
+			if (i + 1 < ts->nmaps && ts->maps[i + 1].handle == c->handle &&
+			    ts->maps[i + 1].device == m->device &&
+			    ts->maps[i + 1].first_ns <= c->start)
+				continue; /* a later map of the same device applies */
+			if (!grow((void **)&ts->calls, &ts->cap_calls, ts->ncalls,
+				  sizeof(*ts->calls)))
+				return 0;
+			ts->calls[ts->ncalls] = *c;
+			ts->calls[ts->ncalls++].key = (struct stream_key){m->device, m->stream_id};
+		}
+	}
+	return 1;
+}
+
+struct vote {
+	long long handle, device, stream_id;
+};
+
+static int compare_votes(const void *a, const void *b)
+{
+	const struct vote *x = a, *y = b;
+
+	if (x->device != y->device)
+		return (x->device > y->device) - (x->device < y->device);
+	if (x->stream_id != y->stream_id)
+		return (x->stream_id > y->stream_id) - (x->stream_id < y->stream_id);
+	return (x->handle > y->handle) - (x->handle < y->handle);
+}
+
+static int compare_calls_by_time(const void *a, const void *b)
+{
+	const struct host_call *x = a, *y = b;
+
+	if (x->segment != y->segment)
+		return x->segment - y->segment;
+	if (x->start != y->start)
+		return (x->start > y->start) - (x->start < y->start);
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static int compare_calls_by_handle(const void *a, const void *b)
+{
+	const struct host_call *x = a, *y = b;
+
+	if (x->handle != y->handle)
+		return (x->handle > y->handle) - (x->handle < y->handle);
+	return compare_calls_by_time(a, b);
+}
+
+static int compare_ops_by_correlation(const void *a, const void *b)
+{
+	const struct gpu_op *x = a, *y = b;
+
+	if (x->segment != y->segment)
+		return x->segment - y->segment;
+	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+}
+
+/* Aligns ops[0..nops) with calls[0..ncalls) (both in order, of any segments) segment by
+ * segment; returns how many ops were tied, and the first and last tied call's start. */
+static size_t align_segments(struct gpu_op *ops, size_t nops, const struct host_call *calls,
+			     size_t ncalls, long long *first, long long *last)
+{
+	size_t tied = 0;
+
+	for (size_t j = 0, i = 0; j < nops;) {
+		size_t end = j, call_end;
+
+		while (end < nops && ops[end].segment == ops[j].segment)
+			end++;
+		while (i < ncalls && calls[i].segment < ops[j].segment)
+			i++;
+		for (call_end = i; call_end < ncalls && calls[call_end].segment == ops[j].segment;)
+			call_end++;
+		align(ops + j, end - j, calls + i, call_end - i);
+		j = end;
+	}
+	*first = *last = -1;
+	for (size_t j = 0; j < nops; j++)
+		if (ops[j].call) {
+			tied++;
+			if (*first < 0 || ops[j].call->start < *first)
+				*first = ops[j].call->start;
+			if (ops[j].call->start > *last)
+				*last = ops[j].call->start;
+		}
+	return tied;
+}
+
+/* A handle considered for a stream: how many of the stream's ops its calls tie, over when. */
+struct candidate {
+	long long handle, device, stream_id, first, last;
+	size_t tied;
+};
+
+static int compare_candidates(const void *a, const void *b)
+{
+	const struct candidate *x = a, *y = b;
+
+	if (x->tied != y->tied)
+		return (x->tied < y->tied) - (x->tied > y->tied); /* most first */
+	if (x->device != y->device)
+		return (x->device > y->device) - (x->device < y->device);
+	if (x->stream_id != y->stream_id)
+		return (x->stream_id > y->stream_id) - (x->stream_id < y->stream_id);
+	return (x->handle > y->handle) - (x->handle < y->handle);
+}
+
+#define ORDER_CANDIDATES 8 /* handles tried per stream, those the global alignment voted most */
+
+/*
+ * CUPTI-13's map of handles to CUPTI's streams. CUPTI numbers correlation ids in the order the
+ * process makes its calls, whatever stream they queue to, so all the ops in correlation order
+ * align with all the calls in time order: one thread's calls exactly, threads' calls made at
+ * the same moment may cross. Each op so tied votes for its call's handle as its stream's. Then
+ * each stream tries the handles it got votes from (ORDER_CANDIDATES at most): aligned alone
+ * against that handle's calls, the one that ties most of its ops wins, from its first tied call
+ * on (a handle destroyed may come back as another stream). Best pairs first; a handle already
+ * taken on the device over an overlapping time is not given to a second stream.
+ */
+static int infer_maps(struct tie_state *ts)
+{
+	struct host_call *calls = malloc((ts->nraw + 1) * sizeof(*calls));
+	struct host_call *by_handle = malloc((ts->nraw + 1) * sizeof(*by_handle));
+	struct gpu_op *ops = malloc((ts->nops + 1) * sizeof(*ops));
+	struct gpu_op *scratch = malloc((ts->nops + 1) * sizeof(*scratch));
+	struct vote *votes = malloc((ts->nops + 1) * sizeof(*votes));
+	struct candidate *cands = NULL, *taken = NULL;
+	size_t nvotes = 0, ncands = 0, cap_cands = 0, ntaken = 0, cap = 0;
+	long long first, last;
+	int ok = calls && by_handle && ops && scratch && votes;
+
+	if (!ok)
+		goto out;
+	memcpy(calls, ts->raw, ts->nraw * sizeof(*calls));
+	memcpy(by_handle, ts->raw, ts->nraw * sizeof(*by_handle));
+	memcpy(ops, ts->ops, ts->nops * sizeof(*ops));
+	qsort(calls, ts->nraw, sizeof(*calls), compare_calls_by_time);
+	qsort(by_handle, ts->nraw, sizeof(*by_handle), compare_calls_by_handle);
+	qsort(ops, ts->nops, sizeof(*ops), compare_ops_by_correlation);
+	align_segments(ops, ts->nops, calls, ts->nraw, &first, &last);
+	for (size_t j = 0; j < ts->nops; j++)
+		if (ops[j].call)
+			votes[nvotes++] = (struct vote){ops[j].call->handle, ops[j].key.device,
+							ops[j].key.stream_id};
+	qsort(votes, nvotes, sizeof(*votes), compare_votes);
+	/* the stream's ops, in order, for each candidate's alignment */
+	memcpy(ops, ts->ops, ts->nops * sizeof(*ops));
+	qsort(ops, ts->nops, sizeof(*ops), compare_ops);
+	for (size_t v = 0; v < nvotes;) {
+		size_t end = v, o = 0, nops;
+		struct candidate best[ORDER_CANDIDATES];
+		size_t nbest = 0;
+
+		while (end < nvotes && votes[end].device == votes[v].device &&
+		       votes[end].stream_id == votes[v].stream_id)
+			end++;
+		/* the handles voted most */
+		for (size_t h = v; h < end;) {
+			size_t n = h;
+
+			while (n < end && votes[n].handle == votes[h].handle)
+				n++;
+			struct candidate c = {
+			    votes[h].handle, votes[h].device, votes[h].stream_id, 0, 0, n - h};
+			if (nbest < ORDER_CANDIDATES)
+				best[nbest++] = c;
+			else
+				for (size_t k = 0; k < nbest; k++)
+					if (best[k].tied < c.tied) {
+						best[k] = c;
+						break;
+					}
+			h = n;
+		}
+		/* this stream's ops */
+		struct stream_key key = {votes[v].device, votes[v].stream_id};
+		size_t lo = 0, hi = ts->nops;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (compare_keys(&ops[mid].key, &key) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (o = lo; o < ts->nops && !compare_keys(&ops[o].key, &key);)
+			o++;
+		nops = o - lo;
+		for (size_t k = 0; k < nbest; k++) {
+			/* the handle's calls */
+			size_t a = 0, b = ts->nraw;
+
+			while (a < b) {
+				size_t mid = a + (b - a) / 2;
+
+				if (by_handle[mid].handle < best[k].handle)
+					a = mid + 1;
+				else
+					b = mid;
+			}
+			for (b = a; b < ts->nraw && by_handle[b].handle == best[k].handle;)
+				b++;
+			memcpy(scratch, ops + lo, nops * sizeof(*scratch));
+			for (size_t j = 0; j < nops; j++)
+				scratch[j].call = NULL;
+			best[k].tied = align_segments(scratch, nops, by_handle + a, b - a,
+						      &best[k].first, &best[k].last);
+			if (!best[k].tied)
+				continue;
+			if (!grow((void **)&cands, &cap_cands, ncands, sizeof(*cands))) {
+				ok = 0;
+				goto out;
+			}
+			cands[ncands++] = best[k];
+		}
+		v = end;
+	}
+	/* best pairs first; each stream once; a handle once per device and time */
+	qsort(cands, ncands, sizeof(*cands), compare_candidates);
+	for (size_t c = 0; c < ncands; c++) {
+		int clash = 0;
+
+		for (size_t t = 0; t < ntaken && !clash; t++)
+			clash =
+			    (taken[t].device == cands[c].device &&
+			     taken[t].stream_id == cands[c].stream_id) ||
+			    (taken[t].device == cands[c].device &&
+			     taken[t].handle == cands[c].handle &&
+			     taken[t].first <= cands[c].last && cands[c].first <= taken[t].last);
+		if (clash)
+			continue;
+		if (!grow((void **)&taken, &cap, ntaken, sizeof(*taken))) {
+			ok = 0;
+			goto out;
+		}
+		taken[ntaken++] = cands[c];
+	}
+	ts->maps = malloc((ntaken + 1) * sizeof(*ts->maps));
+	if (!ts->maps) {
+		ok = 0;
+		goto out;
+	}
+	for (size_t t = 0; t < ntaken; t++)
+		ts->maps[ts->nmaps++] = (struct mapping){taken[t].handle, taken[t].device,
+							 taken[t].stream_id, taken[t].first};
+	qsort(ts->maps, ts->nmaps, sizeof(*ts->maps), compare_mappings);
+	/* a handle's first map holds from the start (calls before its first tie: none tied) */
+	for (size_t m = 0; m < ts->nmaps; m++)
+		if (!m || ts->maps[m - 1].handle != ts->maps[m].handle ||
+		    ts->maps[m - 1].device != ts->maps[m].device)
+			ts->maps[m].first_ns = 0;
+out:
+	free(calls);
+	free(by_handle);
+	free(ops);
+	free(scratch);
+	free(votes);
+	free(cands);
+	free(taken);
+	return ok;
+}
+
 static int store(struct tie_state *ts, char *err, size_t errlen)
 {
 	sqlite3_stmt *stmt;
@@ -444,8 +700,8 @@ static int store(struct tie_state *ts, char *err, size_t errlen)
 	return SS_EXIT_OK;
 }
 
-/* Whether this recording's ties come from the stream order: it has a stream map, and no
- * gpu_api rows (or SYNCSPY_REPORT_TIES=order asks). */
+/* Whether this recording's ties come from the stream order: it has GPU work and no gpu_api rows
+ * (or SYNCSPY_REPORT_TIES=order asks). */
 static int wanted(sqlite3 *db)
 {
 	const char *force = getenv("SYNCSPY_REPORT_TIES");
@@ -456,7 +712,7 @@ static int wanted(sqlite3 *db)
 	if (sqlite3_prepare_v2(
 		db,
 		"SELECT (SELECT count(*) FROM main.sqlite_master WHERE type = 'table'"
-		" AND name IN ('gpu_streams', 'gpu_api', 'gpu_activity')) = 3",
+		" AND name IN ('gpu_api', 'gpu_activity')) = 2",
 		-1, &stmt, NULL) != SQLITE_OK)
 		return 0;
 	yes = sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_int(stmt, 0);
@@ -464,8 +720,8 @@ static int wanted(sqlite3 *db)
 	if (!yes)
 		return 0;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT EXISTS (SELECT 1 FROM gpu_streams),"
-			       " NOT EXISTS (SELECT 1 FROM main.gpu_api)",
+			       "SELECT EXISTS (SELECT 1 FROM gpu_activity WHERE kind IN ('kernel',"
+			       " 'memcpy', 'memset')), NOT EXISTS (SELECT 1 FROM main.gpu_api)",
 			       -1, &stmt, NULL) != SQLITE_OK)
 		return 0;
 	yes = sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_int(stmt, 0) &&
@@ -482,6 +738,10 @@ int ss_gpu_order_ties(sqlite3 *db, const char *path, char *err, size_t errlen)
 	if (!wanted(db))
 		return SS_EXIT_OK;
 	code = load(&ts, err, errlen);
+	if (code == SS_EXIT_OK && (!infer_maps(&ts) || !place_calls(&ts))) {
+		snprintf(err, errlen, "out of memory");
+		code = SS_EXIT_INTERNAL;
+	}
 	if (code == SS_EXIT_OK) {
 		qsort(ts.calls, ts.ncalls, sizeof(*ts.calls), compare_calls);
 		qsort(ts.ops, ts.nops, sizeof(*ts.ops), compare_ops);
@@ -512,6 +772,7 @@ int ss_gpu_order_ties(sqlite3 *db, const char *path, char *err, size_t errlen)
 	free(ts.pause_ends);
 	free(ts.maps);
 	free(ts.captures);
+	free(ts.raw);
 	free(ts.calls);
 	free(ts.ops);
 	for (size_t i = 0; i < ts.napi_names; i++)

@@ -46,12 +46,13 @@
 	X(SYNCSPY_CUPTI, BOOL, "1",                                                                \
 	  "0: host side only, no GPU-side activity through CUPTI (kernels, copies, memsets, "      \
 	  "syncs, events; docs/cupti.md, which gives its cost)")                                   \
-	X(SYNCSPY_CUPTI_KINDS, STR, "kernel,memcpy,memset,sync,event,correlate",                   \
+	X(SYNCSPY_CUPTI_KINDS, STR, "kernel,memcpy,memset,sync,event",                             \
 	  "what CUPTI records, a comma list: kernel, memcpy, memset, sync, event (with the GPU's " \
-	  "time of each), correlate (ties GPU rows to the host calls syncspy wraps, by a "         \
-	  "callback "                                                                              \
-	  "on those functions: CUPTI-11), api (the same by CUPTI's API records of both layers, "   \
-	  "runtime-api and driver-api: dearer); fewer kinds cost less (docs/cupti.md)")            \
+	  "time of each; the report ties these to the host calls by stream order, CUPTI-12, "      \
+	  "CUPTI-13), correlate (the ties from a callback on the functions syncspy wraps: "        \
+	  "CUPTI-11), api (the same by CUPTI's API records of both layers, runtime-api and "       \
+	  "driver-api); the two hook every API call and cost a launch-bound loop 12-19% "          \
+	  "(docs/cupti.md)")                                                                       \
 	X(SYNCSPY_CUPTI_SAMPLE, STR, "auto",                                                       \
 	  "auto: trace the whole run while that is cheap, else windows sized to keep CUPTI's "     \
 	  "cost near 1.5% of the run; all: the whole run; ON/PERIOD in ms: trace ON ms of every "  \

@@ -84,9 +84,7 @@
 	" correlation_id INTEGER, bytes INTEGER, copy_kind INTEGER, src_kind TEXT, dst_kind TEXT," \
 	" detail INTEGER, name TEXT, grid TEXT, block TEXT, symbol TEXT);\n"                       \
 	"CREATE TABLE IF NOT EXISTS gpu_api(correlation_id INTEGER, layer TEXT, cbid INTEGER,"     \
-	" tid INTEGER, start_ns INTEGER, end_ns INTEGER, name TEXT, cupti_tid INTEGER);\n"         \
-	"CREATE TABLE IF NOT EXISTS gpu_streams(stream INTEGER, device INTEGER,"                   \
-	" stream_id INTEGER, first_ns INTEGER);\n"
+	" tid INTEGER, start_ns INTEGER, end_ns INTEGER, name TEXT, cupti_tid INTEGER);\n"
 /* When the GPU timeline was off (syncspy_gpu_trace, SYNCSPY_CUPTI_SAMPLE): GPU activity then
  * went unrecorded. */
 #define SS_GPU_PAUSED_SQL                                                                          \

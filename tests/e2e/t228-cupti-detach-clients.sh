@@ -12,6 +12,8 @@
 . "$E2E_DIR/lib.sh"
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH # the stand-in CUPTI first, as t211
 export LD_LIBRARY_PATH SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_PAUSE=detach
+# With the callbacks' ties (CUPTI-11), whose subscriber makes way for the program's.
+export SYNCSPY_CUPTI_KINDS=kernel,memcpy,memset,sync,event,correlate
 
 # Another subscriber first: windows of 5 ms every 15, paused by disabling kinds.
 "$PROGS/cupti_client" libcupti.so.13 subscribe 100 >"$tmp/plain" 2>&1 || fail "subscribe: failed without the shim"

@@ -1,21 +1,21 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# t242: GPU rows tied to their calls by stream order (CUPTI-12, report/gpu_order.c) on the CPU
-# stand-ins, CUPTI included. With `streams` in SYNCSPY_CUPTI_KINDS the shim maps each stream
-# handle it sees enqueued to to CUPTI's stream id (gpu_streams); with `correlate` too, the
-# callbacks' ties and the order's can be compared (tests/gpu/check_order.py, which the GPU suite
-# runs on the H100): every kernel tied to the same call in a plain loop, a graph captured each
-# step (the captured launches made no row), four threads on streams of their own, windows of
-# a sampled timeline detached between them (CUPTI-8), the same with the last rows before a
-# pause lost, and a stream created and destroyed each step beside the legacy stream (the map
-# made again at each creation). With `streams` alone no
-# API hook is made at all (no API record, no callback): the report's ties come from the order
-# (meta.cupti_correlation, `syncspy dump --table gpu_api` layer `order`) and it measures the
-# GPU idle time after syncs as with the callbacks.
+# t242: GPU rows tied to their calls by stream order (CUPTI-12, CUPTI-13: report/gpu_order.c) on
+# the CPU stand-ins, CUPTI included. By default no API hook is made (no API record, no callback):
+# the report ties each stream's kernels to the calls that queued them, the map of handles to
+# CUPTI's streams voted by all the ops in correlation order against all the calls in time
+# order. Recorded with `correlate` as well, the callbacks' ties and the order's can be compared
+# (SYNCSPY_REPORT_TIES=order; tests/gpu/check_order.py, which the GPU suite runs on the H100):
+# every kernel tied to the same call in a plain loop, a graph captured each step (the captured
+# launches made no row), four threads on streams of their own, windows of a sampled timeline
+# detached between them (CUPTI-8), the same with the last rows before a pause lost, and a
+# stream created each step beside the legacy stream. By default: meta.cupti_correlation, the
+# ties in `syncspy dump --table gpu_api` (layer `order`), the GPU idle time after syncs and the
+# Chrome trace's flows, as with the callbacks.
 . "$E2E_DIR/lib.sh"
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH
 export LD_LIBRARY_PATH SYNCSPY_CUPTI=1
-both=kernel,sync,streams,correlate
+both=kernel,memcpy,memset,sync,event,correlate
 
 # check_order.py's verdict on one database: every op tied by the callbacks tied by the order to
 # the same call, the findings the same both ways.
@@ -27,15 +27,10 @@ same_ties() {
 		fail "$1: $2 ops, $3 of them tied to the same call (want >= $WANT_OPS, all): $(cat "$tmp/$1.order")"
 }
 
-# A plain loop: the map has the loop's stream, with the id its kernels carry.
+# A plain loop.
 SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/gpu_loop" 30 >"$tmp/plain.out" 2>&1 ||
 	fail "gpu_loop failed: $(cat "$tmp/plain.out")"
 one_db
-golden "SELECT count(*), count(DISTINCT g.stream_id) FROM gpu_streams s JOIN gpu_activity g
-	ON g.stream_id = s.stream_id AND g.kind = 'kernel'
-	WHERE s.stream IN (SELECT stream FROM calls WHERE class = 'E1')" <<'END'
-60|1
-END
 WANT_OPS=60 same_ties plain
 
 # A graph captured, instantiated and launched each step: the captured launches queue nothing.
@@ -50,7 +45,7 @@ rm -rf "$out" && mkdir -p "$out"
 SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/gpu_loop" 30 lanes >"$tmp/lanes.out" 2>&1 ||
 	fail "gpu_loop lanes failed: $(cat "$tmp/lanes.out")"
 one_db
-[ "$(q "SELECT count(DISTINCT stream_id) FROM gpu_streams")" -ge 4 ] || fail "lanes: streams mapped: $(q "SELECT * FROM gpu_streams")"
+[ "$(q "SELECT count(DISTINCT stream_id) FROM gpu_activity WHERE kind = 'kernel'")" = 4 ] || fail "lanes: not four streams"
 WANT_OPS=100 same_ties lanes
 
 # Sampled, CUPTI detached between windows: each window's rows tied within it.
@@ -68,51 +63,26 @@ q "DELETE FROM gpu_activity WHERE id IN (SELECT id FROM gpu_activity WHERE kind 
 	AND start_ns < (SELECT min(start_ns) FROM gpu_paused) ORDER BY start_ns DESC LIMIT 3)"
 WANT_OPS=20 same_ties dropped
 
-# A stream per step beside the legacy stream: the map is made again after each creation.
+# A stream per step beside the legacy stream, in one thread.
 rm -rf "$out" && mkdir -p "$out"
 SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/gpu_loop" 20 stream-per-step >"$tmp/churn.out" 2>&1 ||
 	fail "gpu_loop stream-per-step failed: $(cat "$tmp/churn.out")"
 one_db
-[ "$(q "SELECT count(*) >= 20 FROM gpu_streams WHERE stream <> 1")" = 1 ] ||
-	fail "stream-per-step: the new streams were not mapped each: $(q "SELECT * FROM gpu_streams")"
-# the legacy stream, mapped already, mapped again after each creation (a handle destroyed may
-# come back as another stream; the stand-in never gives one back, E-KEEP)
-[ "$(q "SELECT count(*) >= 20 FROM gpu_streams WHERE stream = 1")" = 1 ] ||
-	fail "stream-per-step: the legacy stream was not mapped again after each creation: $(q "SELECT * FROM gpu_streams WHERE stream = 1")"
+[ "$(q "SELECT count(DISTINCT stream_id) FROM gpu_activity WHERE kind = 'kernel'")" = 21 ] ||
+	fail "stream-per-step: not 21 streams"
 WANT_OPS=60 same_ties churn
 
-# CUPTI unable to name the current device: the driver names it, the same ties.
+# The default: no API hook, the ties from the order.
 rm -rf "$out" && mkdir -p "$out"
-STANDIN_CUPTI_NO_DEVICE_ID=1 SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/gpu_loop" 30 >"$tmp/nodev.out" 2>&1 ||
-	fail "gpu_loop (no device id) failed: $(cat "$tmp/nodev.out")"
+STANDIN_CUPTI_REPORT=$tmp/alone.standin under_shim "$PROGS/gpu_loop" 30 >"$tmp/alone.out" 2>&1 ||
+	fail "gpu_loop (default) failed: $(cat "$tmp/alone.out")"
 one_db
-golden "SELECT key || '=' || value FROM meta WHERE key LIKE 'cupti_streams%' ORDER BY key" <<'END'
-cupti_streams_mapped=1
-END
-WANT_OPS=60 same_ties nodev
-# CUPTI unable to map a stream: no map, the first failure in meta, the program unchanged.
-rm -rf "$out" && mkdir -p "$out"
-STANDIN_CUPTI_NO_STREAM_ID=1 SYNCSPY_CUPTI_KINDS=kernel,sync,streams under_shim "$PROGS/gpu_loop" 10 >"$tmp/noid.out" 2>&1 ||
-	fail "gpu_loop (no stream id) failed: $(cat "$tmp/noid.out")"
-one_db
-golden "SELECT key || '=' || value FROM meta WHERE key LIKE 'cupti_streams%' ORDER BY key" <<'END'
-cupti_streams_failure=cuptiGetStreamIdEx: CUPTI_ERROR_NOT_SUPPORTED
-cupti_streams_mapped=0
-END
-golden "SELECT count(*) FROM gpu_streams" <<'END'
-0
-END
-
-# `streams` alone: no API hook, the ties from the order.
-rm -rf "$out" && mkdir -p "$out"
-SYNCSPY_CUPTI_KINDS=kernel,sync,streams STANDIN_CUPTI_REPORT=$tmp/alone.standin \
-	under_shim "$PROGS/gpu_loop" 30 >"$tmp/alone.out" 2>&1 || fail "gpu_loop (streams) failed: $(cat "$tmp/alone.out")"
-one_db
-golden "SELECT key || '=' || value FROM meta WHERE key IN ('cupti_correlation') ORDER BY key" <<'END'
+golden "SELECT key || '=' || value FROM meta WHERE key IN ('cupti', 'cupti_correlation') ORDER BY key" <<'END'
+cupti=on
 cupti_correlation=stream order
 END
 [ "$(sed -n 's/^api_records //p' "$tmp/alone.standin")" = 0 ] && [ "$(sed -n 's/^correlation_callbacks //p' "$tmp/alone.standin")" = 0 ] ||
-	fail "streams alone made API records or callbacks: $(cat "$tmp/alone.standin")"
+	fail "the default made API records or callbacks: $(cat "$tmp/alone.standin")"
 golden "SELECT count(*) FROM gpu_api" <<'END'
 0
 END
@@ -128,11 +98,11 @@ sort "$tmp/alone.kernels" | join - "$tmp/alone.ties" | awk '$3 > $2 { bad++ } EN
 	q "SELECT count(*) FROM calls WHERE start_ns = $t AND class = 'E1'"; done | sort -u)" = 1 ] ||
 	fail "a tie names no launch of the loop"
 # The device syncs of steps 10 and 20 have GPU work after them: measured, as with the callbacks.
-"$SYNCSPY" report --format json "$db" >"$tmp/alone.json" || fail "report of the streams run"
+"$SYNCSPY" report --format json "$db" >"$tmp/alone.json" || fail "report of the default run"
 [ "$(rq "SELECT json_extract(value, '\$.gpu_idle_ns') IS NOT NULL FROM json_each(json_extract(readfile('$tmp/alone.json'), '\$.findings')) WHERE json_extract(value, '\$.count') = 3")" = 1 ] ||
 	fail "the device syncs' GPU idle time was not measured: $(cat "$tmp/alone.json")"
 # the Chrome trace's flows start at the calls the order tied
-"$SYNCSPY" export --format chrome -o "$tmp/alone.trace.json" "$db" || fail "export of the streams run"
+"$SYNCSPY" export --format chrome -o "$tmp/alone.trace.json" "$db" || fail "export of the default run"
 [ "$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/alone.trace.json'), '\$.traceEvents')) WHERE json_extract(value, '\$.ph') = 's'")" = 60 ] ||
 	fail "flows of the order's ties: $(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/alone.trace.json'), '\$.traceEvents')) WHERE json_extract(value, '\$.ph') = 's'")"
 finish

@@ -146,18 +146,6 @@ standin_cuda_set_cupti(const struct standin_cupti_hooks *hooks)
 	atomic_store(&g_cupti, hooks);
 }
 
-/* For the libcupti.so.13 stand-in's cuptiGetStreamIdEx: the id a stream's records carry.
- * Returns 0 for a handle that is no stream. */
-__attribute__((visibility("default"))) int standin_cuda_stream_id(CUstream handle, int per_thread,
-								  uint32_t *id)
-{
-	struct stream *s = stream_resolve(handle, per_thread ? DEFAULT_PER_THREAD : DEFAULT_LEGACY);
-	if (!s)
-		return 0;
-	*id = s->cupti_id;
-	return 1;
-}
-
 /* Loaded before the libcupti.so.13 stand-in was: ask it for its hooks now. */
 static void find_cupti(void)
 {

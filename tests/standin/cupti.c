@@ -454,8 +454,7 @@ EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char **str)
 	*str = result == CUPTI_SUCCESS ? "CUPTI_SUCCESS"
 	       : result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
 		   ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
-	       : result == CUPTI_ERROR_NOT_SUPPORTED ? "CUPTI_ERROR_NOT_SUPPORTED"
-						     : "CUPTI stand-in error";
+		   : "CUPTI stand-in error";
 	return CUPTI_SUCCESS;
 }
 
@@ -565,41 +564,6 @@ EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s
 	atomic_store(&callbacks_on, subscribed && (driver_domain || driver_callbacks_enabled));
 	pthread_mutex_unlock(&mu);
 	return ok ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
-}
-
-/* The stream ids its records carry (1, 2, 3... by creation), from the libcuda.so.1 stand-in,
- * which resolves the handle (CUPTI-12). Unknown handles and a missing libcuda fail as the real
- * one fails them. */
-EXPORT CUptiResult cuptiGetStreamIdEx(CUcontext context, CUstream stream, uint8_t per_thread,
-				      uint32_t *id)
-{
-	(void)context;
-	touch();
-	if (!id)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (getenv("STANDIN_CUPTI_NO_STREAM_ID")) /* a CUPTI that cannot say (t242) */
-		return CUPTI_ERROR_NOT_SUPPORTED;
-	void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	int (*resolve)(CUstream, int, uint32_t *) =
-	    driver ? (int (*)(CUstream, int, uint32_t *))dlsym(driver, "standin_cuda_stream_id")
-		   : NULL;
-	if (!resolve || !resolve(stream, per_thread, id))
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	return CUPTI_SUCCESS;
-}
-
-/* One device, 0, as in the records; STANDIN_CUPTI_NO_DEVICE_ID: none, as where no context is
- * current to CUPTI (the shim asks the driver then: t242). */
-EXPORT CUptiResult cuptiGetDeviceId(CUcontext context, uint32_t *device)
-{
-	(void)context;
-	touch();
-	if (!device)
-		return CUPTI_ERROR_INVALID_PARAMETER;
-	if (getenv("STANDIN_CUPTI_NO_DEVICE_ID"))
-		return CUPTI_ERROR_INVALID_CONTEXT;
-	*device = 0;
-	return CUPTI_SUCCESS;
 }
 
 /* Detaches: every setting, callback and subscriber dropped; the records not flushed are lost
