@@ -10,8 +10,8 @@
 # examples/torch/workload.py: a warm-up loop, then blocks on, off, off, on, ...) and compares
 # its own blocks: the median over pairs of on / off - 1, a block's figure being the median host
 # time of its steps after the first 5 (the switch itself). Configurations (CONFIGS, default
-# "default host profiler"), each RUNS processes (default 3), interleaved, pinned to PIN (default
-# 2-3):
+# "default host profiler"), each RUNS processes (default 3), interleaved (each round starting
+# one configuration further on), pinned to PIN (default 2-3):
 #   default   under the shim as users run it; on: recording (syncspy_start), off: not
 #             (syncspy_stop: neither host rows nor the GPU timeline, CUPTI detached, CUPTI-8)
 #   host      the same with SYNCSPY_CUPTI=0: the host side alone
@@ -39,7 +39,11 @@ for run in $(seq "$runs"); do
 	for name in 08_item_per_step 09_nonblocking_pageable 10_print_tensor 11_synchronize_per_step \
 		12_stream_prefetcher 13_data_dependent_shapes; do
 		[[ $name =~ ${ONLY:-.} ]] || continue
-		for config in $configs; do
+		# each round starts one configuration further on: no configuration always runs first
+		# (session 24: the first of each round measured highest in two runs of three configs)
+		read -r -a all <<<"$configs"
+		first=$(((run - 1) % ${#all[@]}))
+		for config in "${all[@]:first}" "${all[@]:0:first}"; do
 			env=(EXAMPLES_AB="$blocks" EXAMPLES_AB_MODE=shim SYNCSPY_QUIET=1
 				SYNCSPY_OUTPUT="$tmp/db" LD_PRELOAD="$shim")
 			case $config in
