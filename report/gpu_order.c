@@ -314,8 +314,9 @@ static int load(struct tie_state *ts, char *err, size_t errlen)
 	    "SELECT correlation_id, min(start_ns), coalesce(device, 0), coalesce(stream_id, -1),"
 	    " count(*),"
 	    " max(kind = 'kernel') | (max(kind = 'memcpy') << 1) | (max(kind = 'memset') << 2)"
-	    " FROM gpu_activity WHERE kind IN ('kernel', 'memcpy', 'memset') AND " SS_GPU_TIMED(
-		"") " AND correlation_id IS NOT NULL GROUP BY correlation_id");
+	    " FROM gpu_activity WHERE kind IN ('kernel', 'memcpy', 'memset') AND " SS_GPU_TIMED("")
+	    /* CUPTI's id 0 (beneath the attach count, CUPTI-8): no call made it (the device did) */
+	    " AND (coalesce(correlation_id, 0) & 4294967295) <> 0 GROUP BY correlation_id");
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		long long start = sqlite3_column_int64(stmt, 1);
 
@@ -562,14 +563,17 @@ static int infer_maps(struct tie_state *ts)
 				n++;
 			struct candidate c = {
 			    votes[h].handle, votes[h].device, votes[h].stream_id, 0, 0, n - h};
-			if (nbest < ORDER_CANDIDATES)
+			if (nbest < ORDER_CANDIDATES) {
 				best[nbest++] = c;
-			else
-				for (size_t k = 0; k < nbest; k++)
-					if (best[k].tied < c.tied) {
-						best[k] = c;
-						break;
-					}
+			} else { /* in place of the fewest votes, when more */
+				size_t fewest = 0;
+
+				for (size_t k = 1; k < nbest; k++)
+					if (best[k].tied < best[fewest].tied)
+						fewest = k;
+				if (best[fewest].tied < c.tied)
+					best[fewest] = c;
+			}
 			h = n;
 		}
 		/* this stream's ops */
