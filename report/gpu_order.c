@@ -508,6 +508,15 @@ static int compare_candidates(const void *a, const void *b)
 
 #define ORDER_CANDIDATES 8 /* handles tried per stream, those the global alignment voted most */
 
+static size_t hash2(long long a, long long b)
+{
+	unsigned long long h =
+	    (unsigned long long)a * 0x9e3779b97f4a7c15ull ^
+	    ((unsigned long long)b + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
+
+	return (size_t)(h ^ (h >> 29));
+}
+
 /*
  * CUPTI-13's map of handles to CUPTI's streams. CUPTI numbers correlation ids in the order the
  * process makes its calls, whatever stream they queue to, so all the ops in correlation order
@@ -526,7 +535,8 @@ static int infer_maps(struct tie_state *ts)
 	struct gpu_op *scratch = malloc((ts->nops + 1) * sizeof(*scratch));
 	struct vote *votes = malloc((ts->nops + 1) * sizeof(*votes));
 	struct candidate *cands = NULL, *taken = NULL;
-	size_t nvotes = 0, ncands = 0, cap_cands = 0, ntaken = 0, cap = 0;
+	size_t nvotes = 0, ncands = 0, cap_cands = 0, ntaken = 0;
+	size_t *by_stream = NULL, *by_handle_slot = NULL;
 	long long first, last;
 	int ok = calls && by_handle && ops && scratch && votes;
 
@@ -620,25 +630,40 @@ static int infer_maps(struct tie_state *ts)
 		}
 		v = end;
 	}
-	/* best pairs first; each stream once; a handle once per device and time */
+	/* best pairs first; each stream once; a handle once per device and time. Two open-address
+	 * tables over the taken pairs, by stream and by handle (a run may create thousands of
+	 * streams): a slot holds a taken index + 1, 0 when free. */
 	qsort(cands, ncands, sizeof(*cands), compare_candidates);
+	size_t slots = 16;
+
+	while (slots < 2 * ncands + 2)
+		slots *= 2;
+	by_stream = calloc(slots, sizeof(*by_stream));
+	by_handle_slot = calloc(slots, sizeof(*by_handle_slot));
+	if (!by_stream || !by_handle_slot || !(taken = malloc((ncands + 1) * sizeof(*taken)))) {
+		ok = 0;
+		goto out;
+	}
 	for (size_t c = 0; c < ncands; c++) {
+		const struct candidate *k = &cands[c];
+		size_t ss = hash2(k->device, k->stream_id) & (slots - 1);
+		size_t hs = hash2(k->handle, k->device) & (slots - 1);
 		int clash = 0;
 
-		for (size_t t = 0; t < ntaken && !clash; t++)
-			clash =
-			    (taken[t].device == cands[c].device &&
-			     taken[t].stream_id == cands[c].stream_id) ||
-			    (taken[t].device == cands[c].device &&
-			     taken[t].handle == cands[c].handle &&
-			     taken[t].first <= cands[c].last && cands[c].first <= taken[t].last);
+		for (; by_stream[ss] && !clash; ss = (ss + 1) & (slots - 1))
+			clash = taken[by_stream[ss] - 1].device == k->device &&
+				taken[by_stream[ss] - 1].stream_id == k->stream_id;
+		for (; by_handle_slot[hs] && !clash; hs = (hs + 1) & (slots - 1)) {
+			const struct candidate *t = &taken[by_handle_slot[hs] - 1];
+
+			clash = t->handle == k->handle && t->device == k->device &&
+				t->first <= k->last && k->first <= t->last;
+		}
 		if (clash)
 			continue;
-		if (!grow((void **)&taken, &cap, ntaken, sizeof(*taken))) {
-			ok = 0;
-			goto out;
-		}
-		taken[ntaken++] = cands[c];
+		taken[ntaken++] = *k;
+		by_stream[ss] = ntaken;
+		by_handle_slot[hs] = ntaken;
 	}
 	ts->maps = malloc((ntaken + 1) * sizeof(*ts->maps));
 	if (!ts->maps) {
@@ -662,6 +687,8 @@ out:
 	free(votes);
 	free(cands);
 	free(taken);
+	free(by_stream);
+	free(by_handle_slot);
 	return ok;
 }
 
