@@ -19,7 +19,7 @@
 #
 #   tests/gpu/corpus.sh [RESULTS_DIR]     default: $OUT if set, else tests/gpu/results/corpus-<time>
 #
-# RESULTS_DIR receives 5 or 6 files (the device tool brings back at most 8):
+# RESULTS_DIR receives 5 to 7 files (the device tool brings back at most 8):
 #   corpus-summary.txt      one PASS/FAIL line per check, then the score
 #   corpus-run.log          every command run, with its output
 #   corpus-traces.tar.gz    NAME[-shared|-static].sqlite, one per workload and build: unpack it
@@ -27,6 +27,8 @@
 #                           corpus-traces-1.tar.gz and corpus-traces-2.tar.gz, unpack both)
 #   corpus-reports.json     every report, one line each: {"trace": NAME, "report": {...}}
 #   corpus-score.txt        examples/corpus/score.py on the traces (per workload and the total)
+#   corpus-order.txt        with `correlate` in SYNCSPY_CUPTI_KINDS: tests/gpu/check_order.py on
+#                           the traces (the report's ties by stream order against the callbacks')
 #
 # Expects the build made here and carried in .carry/ (tests/gpu/carry.sh): lib/libsyncspy.so,
 # bin/syncspy (with libdw, for symbolize and report). Environment: JOBS (default 8), SHIM_JOBS
@@ -284,6 +286,18 @@ if [ "$(stat -c %s "$results/corpus-traces.tar.gz" 2>/dev/null || echo 0)" -gt $
 fi
 python3 "$corpus/score.py" --syncspy "$syncspy" --sources "$corpus" "$cwork/traces" \
 	>"$results/corpus-score.txt" 2>>"$log_file" || check "scorer ran" FAIL "see corpus-run.log"
+# Recorded with the callbacks' ties (`correlate` in SYNCSPY_CUPTI_KINDS), the report's ties by
+# stream order (CUPTI-13) checked against them, one check per trace (tests/gpu/check_order.py).
+if [[ ,${SYNCSPY_CUPTI_KINDS:-}, == *,correlate,* ]]; then
+	python3 tests/gpu/check_order.py "$syncspy" "$cwork"/traces/*.sqlite \
+		>"$results/corpus-order.txt" 2>>"$log_file"
+	while IFS=$'\t' read -r trace ops _ _ _ _ _ _ _ _ verdict _; do
+		case $verdict in
+		ok) check "order ties: $trace ($ops ops)" PASS ;;
+		LOW) check "order ties: $trace ($ops ops)" FAIL "see corpus-order.txt" ;;
+		esac
+	done <"$results/corpus-order.txt"
+fi
 
 {
 	echo "# tests/gpu/corpus.sh: the labelled corpus recorded"

@@ -314,7 +314,8 @@ run_reference_workloads
 fi # part reference
 
 # --- (f) overhead benchmark
-# CUPTI (docs/cupti.md): copies_syncs once more with SYNCSPY_CUPTI=1, its GPU rows checked.
+# CUPTI (docs/cupti.md): copies_syncs once more with SYNCSPY_CUPTI=1, its GPU rows checked against
+# the callbacks' ties (`correlate`; the default kinds make none: CUPTI-12).
 if part cupti; then
 section "CUPTI: copies_syncs with SYNCSPY_CUPTI=1"
 [ -x "$work/copies_syncs" ] || run_cmd 180 /dev/null /dev/null \
@@ -322,7 +323,8 @@ section "CUPTI: copies_syncs with SYNCSPY_CUPTI=1"
 if [ -x "$work/copies_syncs" ]; then
 	rm -rf "$work/db-cupti" && mkdir -p "$work/db-cupti"
 	run_cmd 120 "$work/cupti.out" "$work/cupti.err" \
-		env LD_PRELOAD="$shim" SYNCSPY_CUPTI=1 SYNCSPY_OUTPUT="$work/db-cupti" "$work/copies_syncs"
+		env LD_PRELOAD="$shim" SYNCSPY_CUPTI=1 SYNCSPY_OUTPUT="$work/db-cupti" \
+		SYNCSPY_CUPTI_KINDS=kernel,memcpy,memset,sync,event,correlate "$work/copies_syncs"
 	cupti_db=$(ls -t "$work"/db-cupti/*.sqlite 2>/dev/null | head -n1)
 	if [ -n "$cupti_db" ]; then
 		cp "$cupti_db" "$work/keep/copies_syncs-cupti.sqlite"
@@ -340,7 +342,8 @@ fi # part cupti
 # each recorded with CUPTI on and cross-checked against CUPTI's records (check_coverage.py).
 # SYNCSPY_ENQUEUE_TIMING=1: enqueue rows then carry both ends, so calls match by time.
 # SYNCSPY_CUPTI_SAMPLE=all: CUPTI traces the whole run (the default samples it in windows, and a
-# call outside them has no CUPTI record to compare with).
+# call outside them has no CUPTI record to compare with); `api`: CUPTI's API records to compare
+# with (the default kinds make none: CUPTI-12).
 if part coverage; then
 section "coverage against CUPTI"
 coverage_run() { # NAME EXPECT CMD...
@@ -350,7 +353,7 @@ coverage_run() { # NAME EXPECT CMD...
 	run_cmd 120 "$work/cov-$name.plain" /dev/null "$@"
 	run_cmd 120 "$work/cov-$name.shim" /dev/null env LD_PRELOAD="$shim" SYNCSPY_CUPTI=1 \
 		SYNCSPY_CUPTI_SAMPLE=all SYNCSPY_ENQUEUE_TIMING=1 SYNCSPY_OUTPUT="$work/db-cov-$name" \
-		"$@"
+		SYNCSPY_CUPTI_KINDS=kernel,memcpy,memset,sync,event,api "$@"
 	if cmp -s "$work/cov-$name.plain" "$work/cov-$name.shim" &&
 		grep -Eq 'result=OK|loss_fell=yes' "$work/cov-$name.plain"; then
 		check "coverage $name: same result and output with the shim and CUPTI" PASS
