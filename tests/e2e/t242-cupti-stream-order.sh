@@ -8,13 +8,14 @@
 # (SYNCSPY_REPORT_TIES=order; tests/gpu/check_order.py, which the GPU suite runs on the H100):
 # every kernel tied to the same call in a plain loop, a graph captured each step (the captured
 # launches made no row), four threads on streams of their own, windows of a sampled timeline
-# detached between them (CUPTI-8), the same with the last rows before a pause lost, and a
-# stream created each step beside the legacy stream. By default: meta.cupti_correlation, the
+# detached between them (CUPTI-8), the same with the last rows before a pause lost, a stream
+# created each step beside the legacy stream, and copies that made no row before each launch. By default: meta.cupti_correlation, the
 # ties in `syncspy dump --table gpu_api` (layer `order`), the GPU idle time after syncs and the
 # Chrome trace's flows, as with the callbacks.
 . "$E2E_DIR/lib.sh"
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH
-export LD_LIBRARY_PATH SYNCSPY_CUPTI=1
+# Every call traced (the sampler's windows are one case below, not a matter of timing in all)
+export LD_LIBRARY_PATH SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=all
 both=kernel,memcpy,memset,sync,event,correlate
 
 # check_order.py's verdict on one database: every op tied by the callbacks tied by the order to
@@ -46,7 +47,10 @@ SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/gpu_loop" 30 lanes >"$tmp/lanes.out
 	fail "gpu_loop lanes failed: $(cat "$tmp/lanes.out")"
 one_db
 [ "$(q "SELECT count(DISTINCT stream_id) FROM gpu_activity WHERE kind = 'kernel'")" = 4 ] || fail "lanes: not four streams"
-WANT_OPS=100 same_ties lanes
+# (all 120 kernels have their callback's row, but on a loaded machine a callback can come more
+# than 1 ms after its call started, the report's join window, and the callbacks' tie is lost:
+# the ops to compare can be a few fewer than 120; seen: 119)
+WANT_OPS=110 same_ties lanes
 
 # Sampled, CUPTI detached between windows: each window's rows tied within it.
 rm -rf "$out" && mkdir -p "$out"
@@ -71,6 +75,16 @@ one_db
 [ "$(q "SELECT count(DISTINCT stream_id) FROM gpu_activity WHERE kind = 'kernel'")" = 21 ] ||
 	fail "stream-per-step: not 21 streams"
 WANT_OPS=60 same_ties churn
+
+# Copies before each launch whose rows the stand-in does not make (as a copy of nothing on a
+# GPU): no copy call takes its step's kernel (tests/progs/steady.c, detect).
+rm -rf "$out" && mkdir -p "$out"
+SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/steady" detect >"$tmp/copies.out" 2>&1 ||
+	fail "steady detect failed: $(cat "$tmp/copies.out")"
+one_db
+[ "$(q "SELECT count(*) FROM calls c JOIN apis a ON a.id = c.api_id WHERE a.name = 'cudaMemcpyAsync'")" -ge 19 ] ||
+	fail "steady detect: no copies before its launches"
+WANT_OPS=19 same_ties copies
 
 # The default: no API hook, the ties from the order.
 rm -rf "$out" && mkdir -p "$out"
