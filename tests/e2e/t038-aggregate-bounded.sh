@@ -32,9 +32,11 @@ echo "trace: $t10 -> $t40 bytes; aggregate: $a10 -> $a40 bytes"
 [ $((50 * (a40 - a10))) -lt $((t40 - t10)) ] || fail "aggregate mode grew by $((a40 - a10)) bytes, trace mode by $((t40 - t10))"
 [ $((10 * a40)) -lt "$t40" ] || fail "aggregate file $a40 bytes, trace file $t40"
 
-# The GPU timeline: windows further and further apart.
+# The GPU timeline: windows further and further apart. With the callbacks' ties (`correlate`),
+# which say when each kernel was launched (aggregate mode keeps no row per launch to tie it to).
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH
-export LD_LIBRARY_PATH
+SYNCSPY_CUPTI_KINDS=kernel,memcpy,memset,sync,event,correlate
+export LD_LIBRARY_PATH SYNCSPY_CUPTI_KINDS
 windows() { # SECONDS EXPECTED_WINDOWS
 	rm -rf "$out"
 	SYNCSPY_CUPTI=1 SYNCSPY_MODE=aggregate under_shim "$PROGS/aggregate" seconds "$1" launches 50 >"$tmp/run.out" 2>&1 ||
