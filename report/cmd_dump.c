@@ -194,23 +194,6 @@ static char *build_query(sqlite3 *db, const struct dump_table *table, const char
 	return sqlite3_str_finish(sql);
 }
 
-/* Whether the database has table NAME (0 on an error: the query that follows says what). */
-static int has_table(sqlite3 *db, const char *name)
-{
-	sqlite3_stmt *stmt;
-	int found = 0;
-
-	if (sqlite3_prepare_v2(
-		db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", -1,
-		&stmt, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
-	if (sqlite3_step(stmt) == SQLITE_ROW)
-		found = sqlite3_column_int(stmt, 0) > 0;
-	sqlite3_finalize(stmt);
-	return found;
-}
-
 static int dump_one(const char *path, const struct dump_table *table, const char *where,
 		    enum dump_format format, int first, char *err, size_t errlen)
 {
@@ -222,7 +205,7 @@ static int dump_one(const char *path, const struct dump_table *table, const char
 	code = ss_db_open(path, &db, err, errlen);
 	if (code != SS_EXIT_OK)
 		return code;
-	if (table->only && !has_table(db, table->name)) {
+	if (table->only && !ss_db_has_table(db, "main", table->name)) {
 		snprintf(err, errlen, "dump: %s: no table '%s' (%s)", path, table->name,
 			 table->only == ONLY_AGGREGATE
 			     ? "aggregate mode's: this recording was made in trace mode"

@@ -133,36 +133,6 @@ static long long parse_seconds(const char *text)
 	return (long long)(s * 1e9 + 0.5);
 }
 
-static int has_table(sqlite3 *db, const char *name)
-{
-	sqlite3_stmt *stmt;
-	int found = 0;
-
-	if (sqlite3_prepare_v2(
-		db, "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = ?1", -1,
-		&stmt, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
-	found = sqlite3_step(stmt) == SQLITE_ROW;
-	sqlite3_finalize(stmt);
-	return found;
-}
-
-static int has_temp_table(sqlite3 *db, const char *name)
-{
-	sqlite3_stmt *stmt;
-	int found = 0;
-
-	if (sqlite3_prepare_v2(
-		db, "SELECT 1 FROM temp.sqlite_master WHERE type = 'table' AND name = ?1", -1,
-		&stmt, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
-	found = sqlite3_step(stmt) == SQLITE_ROW;
-	sqlite3_finalize(stmt);
-	return found;
-}
-
 static int apply_filter(const struct export_filter *f, const struct placed_db *p, char *err,
 			size_t errlen)
 {
@@ -180,10 +150,11 @@ static int apply_filter(const struct export_filter *f, const struct placed_db *p
 	sql = sqlite3_mprintf("CREATE TEMP VIEW calls AS SELECT * FROM main.calls WHERE %s%s;",
 			      range, f->syncs_only ? " AND class GLOB 'S[1-7]'" : "");
 	for (size_t i = 0; sql && i < sizeof(gpu_tables) / sizeof(gpu_tables[0]); i++)
-		if (has_temp_table(p->info.db, gpu_tables[i])) /* ties by stream order (db.h) */
+		if (ss_db_has_table(p->info.db, "temp",
+				    gpu_tables[i])) /* ties by stream order (db.h) */
 			sql = sqlite3_mprintf("%z DELETE FROM temp.%s WHERE NOT (%s%s);", sql,
 					      gpu_tables[i], range, f->syncs_only ? " AND 0" : "");
-		else if (has_table(p->info.db, gpu_tables[i]))
+		else if (ss_db_has_table(p->info.db, "main", gpu_tables[i]))
 			sql = sqlite3_mprintf("%z CREATE TEMP VIEW %s AS SELECT * FROM main.%s"
 					      " WHERE %s%s;",
 					      sql, gpu_tables[i], gpu_tables[i], range,

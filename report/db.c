@@ -770,6 +770,23 @@ int ss_db_reopen(const char *path, sqlite3 **out, char *err, size_t errlen)
 	return open_database(path, 0, out, err, errlen);
 }
 
+int ss_db_has_table(sqlite3 *db, const char *schema, const char *name)
+{
+	sqlite3_stmt *stmt;
+	char *sql = sqlite3_mprintf("SELECT 1 FROM \"%w\".sqlite_master WHERE type = 'table' AND"
+				    " name = ?1",
+				    schema);
+	int found = 0;
+
+	if (sql && sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
+		found = sqlite3_step(stmt) == SQLITE_ROW;
+		sqlite3_finalize(stmt);
+	}
+	sqlite3_free(sql);
+	return found;
+}
+
 int ss_db_integrity_check(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
 	return check_pages(db, path, "integrity_check", err, errlen);

@@ -78,6 +78,10 @@ int ss_db_integrity_check(sqlite3 *db, const char *path, char *err, size_t errle
  */
 int ss_db_failure(sqlite3 *db, int rc, const char *path, char *err, size_t errlen);
 
+/* Whether SCHEMA ("main", "temp") of DB has table NAME (0 on an error: the query that follows
+ * says what). */
+int ss_db_has_table(sqlite3 *db, const char *schema, const char *name);
+
 /* gpu_order.c (CUPTI-13): for a recording whose GPU rows have no gpu_api rows to tie them (the
  * default kinds, CUPTI-12), the ties by stream order, in a TEMP table gpu_api on DB that the
  * readers of gpu_api read instead; SYNCSPY_REPORT_TIES=order makes them also where gpu_api has

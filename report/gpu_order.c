@@ -165,6 +165,38 @@ static int segment_of(const long long *pause_ends, size_t n, long long t)
 	return (int)lo;
 }
 
+/* The first of BASE[0..n) (sorted) for which BEFORE(element, KEY) is false: a lower bound. */
+static size_t lower_bound(const void *base, size_t n, size_t size, const void *key,
+			  int (*before)(const void *element, const void *key))
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (before((const char *)base + mid * size, key))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int map_before_handle(const void *element, const void *key)
+{
+	return ((const struct mapping *)element)->handle < *(const long long *)key;
+}
+
+static int call_before_handle(const void *element, const void *key)
+{
+	return ((const struct host_call *)element)->handle < *(const long long *)key;
+}
+
+static int op_before_key(const void *element, const void *key)
+{
+	return compare_keys(&((const struct gpu_op *)element)->key, key) < 0;
+}
+
 struct tie_state {
 	sqlite3 *db;
 	const char *path;
@@ -386,16 +418,9 @@ static int place_calls(struct tie_state *ts)
 {
 	for (size_t r = 0; r < ts->nraw; r++) {
 		const struct host_call *c = &ts->raw[r];
-		size_t lo = 0, hi = ts->nmaps;
+		size_t lo = lower_bound(ts->maps, ts->nmaps, sizeof(*ts->maps), &c->handle,
+					map_before_handle);
 
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (ts->maps[mid].handle < c->handle)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
 		for (size_t i = lo; i < ts->nmaps && ts->maps[i].handle == c->handle; i++) {
 			const struct mapping *m = &ts->maps[i];
 
@@ -591,31 +616,17 @@ static int infer_maps(struct tie_state *ts)
 		}
 		/* this stream's ops */
 		struct stream_key key = {votes[v].device, votes[v].stream_id};
-		size_t lo = 0, hi = ts->nops;
+		size_t lo = lower_bound(ops, ts->nops, sizeof(*ops), &key, op_before_key);
 
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (compare_keys(&ops[mid].key, &key) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
 		for (o = lo; o < ts->nops && !compare_keys(&ops[o].key, &key);)
 			o++;
 		nops = o - lo;
 		for (size_t k = 0; k < nbest; k++) {
 			/* the handle's calls */
-			size_t a = 0, b = ts->nraw;
+			size_t a = lower_bound(by_handle, ts->nraw, sizeof(*by_handle),
+					       &best[k].handle, call_before_handle),
+			       b;
 
-			while (a < b) {
-				size_t mid = a + (b - a) / 2;
-
-				if (by_handle[mid].handle < best[k].handle)
-					a = mid + 1;
-				else
-					b = mid;
-			}
 			for (b = a; b < ts->nraw && by_handle[b].handle == best[k].handle;)
 				b++;
 			memcpy(scratch, ops + lo, nops * sizeof(*scratch));
