@@ -57,7 +57,7 @@
 /* A stream-ordered allocation (SS_RANGE_ASYNC) is an enqueue, timed all the same: a pool that
  * gave its memory back at a sync maps it again inside the call (the rule async-alloc-slow). */
 #define ALLOC(ptr, n, kind)                                                                        \
-	if (((kind)&SS_RANGE_ASYNC) && rec.t_end == rec.t_start)                                   \
+	if (((kind) & SS_RANGE_ASYNC) && rec.t_end == rec.t_start)                                 \
 		rec.t_end = ss_now();                                                              \
 	if (ret == 0) {                                                                            \
 		rec.bytes = (n);                                                                   \
