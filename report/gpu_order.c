@@ -182,6 +182,14 @@ static size_t lower_bound(const void *base, size_t n, size_t size, const void *k
 	return lo;
 }
 
+/* qsort of N elements, none when there are none (BASE may then be NULL, which qsort must not
+ * be given). */
+static void sort(void *base, size_t n, size_t size, int (*compare)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, compare);
+}
+
 static int map_before_handle(const void *element, const void *key)
 {
 	return ((const struct mapping *)element)->handle < *(const long long *)key;
@@ -301,7 +309,7 @@ static int load(struct tie_state *ts, char *err, size_t errlen)
 	}
 	sqlite3_finalize(stmt);
 	if (ts->ncaptures)
-		qsort(ts->captures, ts->ncaptures, sizeof(*ts->captures), compare_captures);
+		sort(ts->captures, ts->ncaptures, sizeof(*ts->captures), compare_captures);
 
 	/* The calls that queue work, in no stream yet (place_calls). */
 	size_t cap_names = 0;
@@ -568,23 +576,23 @@ static int infer_maps(struct tie_state *ts)
 	long long first, last;
 	int ok = calls && by_handle && ops && scratch && votes;
 
-	if (!ok)
+	if (!ok || !ts->nraw || !ts->nops) /* nothing to tie (aggregate mode: no enqueue rows) */
 		goto out;
 	memcpy(calls, ts->raw, ts->nraw * sizeof(*calls));
 	memcpy(by_handle, ts->raw, ts->nraw * sizeof(*by_handle));
 	memcpy(ops, ts->ops, ts->nops * sizeof(*ops));
-	qsort(calls, ts->nraw, sizeof(*calls), compare_calls_by_time);
-	qsort(by_handle, ts->nraw, sizeof(*by_handle), compare_calls_by_handle);
-	qsort(ops, ts->nops, sizeof(*ops), compare_ops_by_correlation);
+	sort(calls, ts->nraw, sizeof(*calls), compare_calls_by_time);
+	sort(by_handle, ts->nraw, sizeof(*by_handle), compare_calls_by_handle);
+	sort(ops, ts->nops, sizeof(*ops), compare_ops_by_correlation);
 	align_segments(ops, ts->nops, calls, ts->nraw, &first, &last);
 	for (size_t j = 0; j < ts->nops; j++)
 		if (ops[j].call)
 			votes[nvotes++] = (struct vote){ops[j].call->handle, ops[j].key.device,
 							ops[j].key.stream_id};
-	qsort(votes, nvotes, sizeof(*votes), compare_votes);
+	sort(votes, nvotes, sizeof(*votes), compare_votes);
 	/* the stream's ops, in order, for each candidate's alignment */
 	memcpy(ops, ts->ops, ts->nops * sizeof(*ops));
-	qsort(ops, ts->nops, sizeof(*ops), compare_ops);
+	sort(ops, ts->nops, sizeof(*ops), compare_ops);
 	for (size_t v = 0; v < nvotes;) {
 		size_t end = v, o = 0, nops;
 		struct candidate best[ORDER_CANDIDATES];
@@ -647,7 +655,7 @@ static int infer_maps(struct tie_state *ts)
 	/* best pairs first; each stream once; a handle once per device and time. Two open-address
 	 * tables over the taken pairs, by stream and by handle (a run may create thousands of
 	 * streams): a slot holds a taken index + 1, 0 when free. */
-	qsort(cands, ncands, sizeof(*cands), compare_candidates);
+	sort(cands, ncands, sizeof(*cands), compare_candidates);
 	size_t slots = 16;
 
 	while (slots < 2 * ncands + 2)
@@ -687,7 +695,7 @@ static int infer_maps(struct tie_state *ts)
 	for (size_t t = 0; t < ntaken; t++)
 		ts->maps[ts->nmaps++] = (struct mapping){taken[t].handle, taken[t].device,
 							 taken[t].stream_id, taken[t].first};
-	qsort(ts->maps, ts->nmaps, sizeof(*ts->maps), compare_mappings);
+	sort(ts->maps, ts->nmaps, sizeof(*ts->maps), compare_mappings);
 	/* a handle's first map holds from the start (calls before its first tie: none tied) */
 	for (size_t m = 0; m < ts->nmaps; m++)
 		if (!m || ts->maps[m - 1].handle != ts->maps[m].handle ||
@@ -788,8 +796,8 @@ int ss_gpu_order_ties(sqlite3 *db, const char *path, char *err, size_t errlen)
 		code = SS_EXIT_INTERNAL;
 	}
 	if (code == SS_EXIT_OK) {
-		qsort(ts.calls, ts.ncalls, sizeof(*ts.calls), compare_calls);
-		qsort(ts.ops, ts.nops, sizeof(*ts.ops), compare_ops);
+		sort(ts.calls, ts.ncalls, sizeof(*ts.calls), compare_calls);
+		sort(ts.ops, ts.nops, sizeof(*ts.ops), compare_ops);
 		for (size_t j = 0, i = 0; j < ts.nops;) {
 			size_t end = j;
 

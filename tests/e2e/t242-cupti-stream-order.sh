@@ -19,13 +19,16 @@ export LD_LIBRARY_PATH SYNCSPY_CUPTI=1 SYNCSPY_CUPTI_SAMPLE=all
 both=kernel,memcpy,memset,sync,event,correlate
 
 # check_order.py's verdict on one database: every op tied by the callbacks tied by the order to
-# the same call, the findings the same both ways.
+# the same call, the findings the same both ways. The ops compared are those the callbacks tied:
+# at least nine in ten of WANT_OPS (on a loaded machine, or under a sanitizer, a callback can come
+# more than 1 ms after its call started, the report's join window, and that tie is lost: seen,
+# one of 120 and one of 60).
 same_ties() {
 	"$PYTHON3" "$TOP_SRCDIR/tests/gpu/check_order.py" "$SYNCSPY" "$db" >"$tmp/$1.order" 2>&1 ||
 		fail "$1: the order's ties differ: $(cat "$tmp/$1.order")"
 	set -- "$1" $(sed -n 's/^total\t\([0-9]*\)\t\([0-9.]*\).*/\1 \2/p' "$tmp/$1.order")
-	[ "$#" = 3 ] && [ "$2" -ge "$WANT_OPS" ] && [ "$3" = 1.0000 ] ||
-		fail "$1: $2 ops, $3 of them tied to the same call (want >= $WANT_OPS, all): $(cat "$tmp/$1.order")"
+	[ "$#" = 3 ] && [ "$((10 * $2))" -ge "$((9 * WANT_OPS))" ] && [ "$3" = 1.0000 ] ||
+		fail "$1: $2 ops, $3 of them tied to the same call (want about $WANT_OPS, all): $(cat "$tmp/$1.order")"
 }
 
 # A plain loop.
@@ -47,10 +50,7 @@ SYNCSPY_CUPTI_KINDS=$both under_shim "$PROGS/gpu_loop" 30 lanes >"$tmp/lanes.out
 	fail "gpu_loop lanes failed: $(cat "$tmp/lanes.out")"
 one_db
 [ "$(q "SELECT count(DISTINCT stream_id) FROM gpu_activity WHERE kind = 'kernel'")" = 4 ] || fail "lanes: not four streams"
-# (all 120 kernels have their callback's row, but on a loaded machine a callback can come more
-# than 1 ms after its call started, the report's join window, and the callbacks' tie is lost:
-# the ops to compare can be a few fewer than 120; seen: 119)
-WANT_OPS=110 same_ties lanes
+WANT_OPS=120 same_ties lanes
 
 # Sampled, CUPTI detached between windows: each window's rows tied within it.
 rm -rf "$out" && mkdir -p "$out"
