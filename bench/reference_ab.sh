@@ -40,7 +40,8 @@ for run in $(seq "$runs"); do
 		12_stream_prefetcher 13_data_dependent_shapes; do
 		[[ $name =~ ${ONLY:-.} ]] || continue
 		# each round starts one configuration further on: no configuration always runs first
-		# (session 24: the first of each round measured highest in two runs of three configs)
+		# (session 24: of two syncspy configurations, the first of each round measured higher in two
+		# runs)
 		read -r -a all <<<"$configs"
 		first=$(((run - 1) % ${#all[@]}))
 		for config in "${all[@]:first}" "${all[@]:0:first}"; do
