@@ -568,6 +568,11 @@ static void load_one(struct job *job, struct ss_rank *rk)
 	}
 	code = job->reopen ? ss_db_reopen(path, &st.db, ld.err, ld.errlen)
 			   : ss_db_open(path, &st.db, ld.err, ld.errlen);
+	if (code == SS_EXIT_OK && /* CUPTI-13: gpu.c reads the ties from gpu_api */
+	    (code = ss_gpu_order_ties(st.db, path, ld.err, ld.errlen)) != SS_EXIT_OK) {
+		sqlite3_close(st.db);
+		st.db = NULL;
+	}
 	if (code != SS_EXIT_OK) {
 		job->code = code;
 		return;

@@ -203,8 +203,12 @@ static int dump_one(const char *path, const struct dump_table *table, const char
 	int rc, code;
 
 	code = ss_db_open(path, &db, err, errlen);
-	if (code != SS_EXIT_OK)
+	if (code == SS_EXIT_OK && strcmp(table->name, "gpu_api") == 0) /* CUPTI-13's ties */
+		code = ss_gpu_order_ties(db, path, err, errlen);
+	if (code != SS_EXIT_OK) {
+		sqlite3_close(db);
 		return code;
+	}
 	if (table->only && !ss_db_has_table(db, "main", table->name)) {
 		snprintf(err, errlen, "dump: %s: no table '%s' (%s)", path, table->name,
 			 table->only == ONLY_AGGREGATE

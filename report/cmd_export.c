@@ -315,6 +315,8 @@ int cmd_export(int argc, char **argv)
 		p->info.shift_ns = p->mono_to_real - origin;
 		/* pass 1 read it whole (READ-1) */
 		code = ss_db_reopen(p->info.path, &p->info.db, err, sizeof(err));
+		if (code == SS_EXIT_OK) /* CUPTI-13: the flows start at gpu_api's calls */
+			code = ss_gpu_order_ties(p->info.db, p->info.path, err, sizeof(err));
 		if (code == SS_EXIT_OK)
 			code = apply_filter(&filter, p, err, sizeof(err));
 		if (code == SS_EXIT_OK) {

@@ -750,8 +750,6 @@ static int open_database(const char *path, int whole_file, sqlite3 **out, char *
 	 * such without being read whole first */
 	if (code == SS_EXIT_OK && whole_file)
 		code = check_pages(db, path, "quick_check", err, errlen);
-	if (code == SS_EXIT_OK)
-		code = ss_gpu_order_ties(db, path, err, errlen);
 	if (code != SS_EXIT_OK) {
 		sqlite3_close(db);
 		return code;

@@ -85,7 +85,8 @@ int ss_db_has_table(sqlite3 *db, const char *schema, const char *name);
 /* gpu_order.c (CUPTI-13): for a recording whose GPU rows have no gpu_api rows to tie them (the
  * default kinds, CUPTI-12), the ties by stream order, in a TEMP table gpu_api on DB that the
  * readers of gpu_api read instead; SYNCSPY_REPORT_TIES=order makes them also where gpu_api has
- * rows. Called by ss_db_open and ss_db_reopen. */
+ * rows. Called where gpu_api is read (analysis.c, out_html.c, export's second pass, dump of
+ * gpu_api), not by ss_db_open: info, check and symbolize need no ties. */
 int ss_gpu_order_ties(sqlite3 *db, const char *path, char *err, size_t errlen);
 
 /*

@@ -142,10 +142,13 @@ static int compare_ops(const void *a, const void *b)
 	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
 }
 
+/* by handle, then time: a handle's captures in the order they began and ended */
 static int compare_captures(const void *a, const void *b)
 {
 	const struct capture *x = a, *y = b;
 
+	if (x->handle != y->handle)
+		return (x->handle > y->handle) - (x->handle < y->handle);
 	return (x->at > y->at) - (x->at < y->at);
 }
 
@@ -239,23 +242,36 @@ static int grow(void **array, size_t *cap, size_t n, size_t size)
 	return 1;
 }
 
-static int in_pause(const struct tie_state *ts, long long t)
+static int end_before(const void *element, const void *key)
 {
-	for (size_t i = 0; i < ts->npauses; i++) /* few: windows are 50 ms and more */
-		if (ts->pauses[i][0] <= t && t <= ts->pauses[i][1])
-			return 1;
-	return 0;
+	return (*(const long long(*)[2])element)[1] < *(const long long *)key;
 }
 
-/* Whether HANDLE was being captured at T (a capture's enqueues run at the graph's launch). */
+/* Whether T lies in a pause (pauses sorted by end, none overlapping): the first that ends at
+ * or after T began at or before it. */
+static int in_pause(const struct tie_state *ts, long long t)
+{
+	size_t k = lower_bound(ts->pauses, ts->npauses, sizeof(*ts->pauses), &t, end_before);
+
+	return k < ts->npauses && ts->pauses[k][0] <= t;
+}
+
+static int capture_before(const void *element, const void *key)
+{
+	const struct capture *c = element, *k = key;
+
+	return c->handle < k->handle || (c->handle == k->handle && c->at <= k->at);
+}
+
+/* Whether HANDLE was being captured at T (a capture's enqueues run at the graph's launch): its
+ * last begin or end at or before T was a begin. */
 static int captured(const struct tie_state *ts, long long handle, long long t)
 {
-	int open = 0;
+	struct capture key = {handle, t, 0};
+	size_t k =
+	    lower_bound(ts->captures, ts->ncaptures, sizeof(*ts->captures), &key, capture_before);
 
-	for (size_t i = 0; i < ts->ncaptures && ts->captures[i].at <= t; i++)
-		if (ts->captures[i].handle == handle)
-			open = ts->captures[i].begins;
-	return open;
+	return k > 0 && ts->captures[k - 1].handle == handle && ts->captures[k - 1].begins;
 }
 
 static int load(struct tie_state *ts, char *err, size_t errlen)
@@ -274,10 +290,7 @@ static int load(struct tie_state *ts, char *err, size_t errlen)
 		return SS_EXIT_INTERNAL;                                                           \
 	} while (0)
 
-	if (sqlite3_prepare_v2(ts->db, "SELECT 1 FROM main.sqlite_master WHERE name = 'gpu_paused'",
-			       -1, &stmt, NULL) == SQLITE_OK &&
-	    sqlite3_step(stmt) == SQLITE_ROW) {
-		sqlite3_finalize(stmt);
+	if (ss_db_has_table(ts->db, "main", "gpu_paused")) {
 		PREPARE("SELECT start_ns, end_ns FROM gpu_paused ORDER BY end_ns");
 		while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 			if (!grow((void **)&ts->pauses, &cap, ts->npauses, sizeof(*ts->pauses)))
@@ -285,8 +298,8 @@ static int load(struct tie_state *ts, char *err, size_t errlen)
 			ts->pauses[ts->npauses][0] = sqlite3_column_int64(stmt, 0);
 			ts->pauses[ts->npauses++][1] = sqlite3_column_int64(stmt, 1);
 		}
+		sqlite3_finalize(stmt);
 	}
-	sqlite3_finalize(stmt);
 	ts->pause_ends = malloc((ts->npauses + 1) * sizeof(*ts->pause_ends));
 	if (!ts->pause_ends) {
 		snprintf(err, errlen, "out of memory");
@@ -295,7 +308,6 @@ static int load(struct tie_state *ts, char *err, size_t errlen)
 	for (size_t i = 0; i < ts->npauses; i++)
 		ts->pause_ends[i] = ts->pauses[i][1];
 
-	cap = 0;
 	cap = 0;
 	PREPARE("SELECT c.stream, c.start_ns, instr(a.name, 'BeginCapture') > 0 FROM calls c"
 		" JOIN apis a ON a.id = c.api_id WHERE c.stream IS NOT NULL AND c.ret = 0"
@@ -308,8 +320,7 @@ static int load(struct tie_state *ts, char *err, size_t errlen)
 				     sqlite3_column_int(stmt, 2)};
 	}
 	sqlite3_finalize(stmt);
-	if (ts->ncaptures)
-		sort(ts->captures, ts->ncaptures, sizeof(*ts->captures), compare_captures);
+	sort(ts->captures, ts->ncaptures, sizeof(*ts->captures), compare_captures);
 
 	/* The calls that queue work, in no stream yet (place_calls). */
 	size_t cap_names = 0;
@@ -762,15 +773,7 @@ static int wanted(sqlite3 *db)
 	sqlite3_stmt *stmt;
 	int yes = 0;
 
-	if (sqlite3_prepare_v2(
-		db,
-		"SELECT (SELECT count(*) FROM main.sqlite_master WHERE type = 'table'"
-		" AND name IN ('gpu_api', 'gpu_activity')) = 2",
-		-1, &stmt, NULL) != SQLITE_OK)
-		return 0;
-	yes = sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_int(stmt, 0);
-	sqlite3_finalize(stmt);
-	if (!yes)
+	if (!ss_db_has_table(db, "main", "gpu_api") || !ss_db_has_table(db, "main", "gpu_activity"))
 		return 0;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT EXISTS (SELECT 1 FROM gpu_activity WHERE kind IN ('kernel',"

@@ -483,6 +483,11 @@ static int open_rank(const char *const *paths, size_t i, sqlite3 **db, char *err
 {
 	int rc = ss_db_reopen(paths[i], db, err, errlen); /* ss_analyze read it whole (READ-1) */
 
+	if (rc == SS_EXIT_OK && /* CUPTI-13: the GPU lanes' launches come from gpu_api */
+	    (rc = ss_gpu_order_ties(*db, paths[i], err, errlen)) != SS_EXIT_OK) {
+		sqlite3_close(*db);
+		*db = NULL;
+	}
 	if (rc == SS_EXIT_OK) {
 		ss_lines_attach(*db); /* the same site texts as the findings */
 		ss_demangle_attach(*db); /* kernel names, gpu_demangled */

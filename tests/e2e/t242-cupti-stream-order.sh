@@ -119,4 +119,11 @@ sort "$tmp/alone.kernels" | join - "$tmp/alone.ties" | awk '$3 > $2 { bad++ } EN
 "$SYNCSPY" export --format chrome -o "$tmp/alone.trace.json" "$db" || fail "export of the default run"
 [ "$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/alone.trace.json'), '\$.traceEvents')) WHERE json_extract(value, '\$.ph') = 's'")" = 60 ] ||
 	fail "flows of the order's ties: $(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/alone.trace.json'), '\$.traceEvents')) WHERE json_extract(value, '\$.ph') = 's'")"
+# export's filters apply to the ties: --syncs-only keeps no flow, a range over the whole run all
+"$SYNCSPY" export --format chrome --syncs-only -o "$tmp/syncs.trace.json" "$db" || fail "export --syncs-only"
+[ "$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/syncs.trace.json'), '\$.traceEvents')) WHERE json_extract(value, '\$.ph') = 's'")" = 0 ] ||
+	fail "flows with --syncs-only"
+"$SYNCSPY" export --format chrome --start 0 --end 3600 -o "$tmp/range.trace.json" "$db" || fail "export --start/--end"
+[ "$(rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/range.trace.json'), '\$.traceEvents')) WHERE json_extract(value, '\$.ph') = 's'")" = 60 ] ||
+	fail "flows of the order's ties in a range over the whole run"
 finish

@@ -46,5 +46,10 @@ END
 [ $? -eq 2 ] || fail "a statement in --where should be an input error"
 "$SYNCSPY" dump --table nope "$db" 2>/dev/null
 [ $? -eq 2 ] || fail "unknown table should exit 2"
+# The GPU timeline's tables in a recording without one (no CUPTI): exit 2, one line saying so.
+"$SYNCSPY" dump --table gpu_api "$db" >/dev/null 2>"$tmp/nogpu.err"
+[ $? -eq 2 ] || fail "gpu_api without a GPU timeline should exit 2"
+[ "$(cat "$tmp/nogpu.err")" = "syncspy: dump: $db: no table 'gpu_api' (the GPU timeline's: this recording has none)" ] ||
+	fail "gpu_api without a GPU timeline: $(cat "$tmp/nogpu.err")"
 [ "$(q "SELECT count(*) FROM calls WHERE class = 'E3'")" = 10 ] || fail "the database changed"
 exit 0
