@@ -26,7 +26,15 @@
 # written at exit) and the interposition itself, on in both kinds of blocks (tens of ns a call,
 # bench/run.sh). An on block starts CUPTI afresh, so the sampler (CUPTI-5) starts over in each
 # one and traces its first window whole: more of each block traced than in a long run.
-# ONLY=REGEX picks workloads; BLOCKS (default 20); PARTIAL=FILE keeps the raw lines so far there
+# Two figures per process: `ab`, the median over pairs of blocks of on / off - 1, a block's
+# figure being the median of its steps (robust to the odd slow step, blind to what a few steps
+# pay: the sampler's windows); `total`, the mean of every on step against the mean of every off
+# step (what a long run pays, windows included; pessimistic for the default, whose windows open
+# at sync points and so only in on blocks). WARMUP (default 1) loops of warm-up, on, run first:
+# the sampler's start (its continuous trace until the first estimate; in a loop without sync
+# points, until CUPTI-9 closes it) is a one-time cost, left to bench/reference_overhead.sh.
+# ONLY=REGEX picks workloads; BLOCKS (default 20); TOTAL_BUDGET_S stops before a round that
+# would end past it (the rounds run are said); PARTIAL=FILE keeps the raw lines so far there
 # after every process (a run cut short keeps what it measured). Exit 0 when it ran, 2 when it cannot run.
 set -u
 . "$(dirname "$0")/torch-lib.sh"
@@ -35,7 +43,15 @@ blocks=${BLOCKS:-20}
 pin=${PIN:-2-3}
 configs=${CONFIGS:-default host profiler}
 
+budget=${TOTAL_BUDGET_S:-0}
+runs_done=0
 for run in $(seq "$runs"); do
+	# TOTAL_BUDGET_S: no round started that the last one's time says would not fit
+	if [ "$budget" -gt 0 ] && [ "$run" -gt 1 ] &&
+		[ $((SECONDS + SECONDS / (run - 1))) -gt "$budget" ]; then
+		break
+	fi
+	runs_done=$run
 	for name in 08_item_per_step 09_nonblocking_pageable 10_print_tensor 11_synchronize_per_step \
 		12_stream_prefetcher 13_data_dependent_shapes; do
 		[[ $name =~ ${ONLY:-.} ]] || continue
@@ -45,7 +61,7 @@ for run in $(seq "$runs"); do
 		read -r -a all <<<"$configs"
 		first=$(((run - 1) % ${#all[@]}))
 		for config in "${all[@]:first}" "${all[@]:0:first}"; do
-			env=(EXAMPLES_AB="$blocks" EXAMPLES_AB_MODE=shim SYNCSPY_QUIET=1
+			env=(EXAMPLES_AB="$blocks" AB_WARMUP="${WARMUP:-1}" EXAMPLES_AB_MODE=shim SYNCSPY_QUIET=1
 				SYNCSPY_OUTPUT="$tmp/db" LD_PRELOAD="$shim")
 			case $config in
 			default) ;;
@@ -53,16 +69,17 @@ for run in $(seq "$runs"); do
 			all) env+=(SYNCSPY_CUPTI_SAMPLE=all) ;;
 			kinds=*) env+=(SYNCSPY_CUPTI_SAMPLE=all SYNCSPY_CUPTI_KINDS="${config#kinds=}") ;;
 			sampled=*) env+=(SYNCSPY_CUPTI_KINDS="${config#sampled=}") ;;
-			profiler) env=(EXAMPLES_AB="$blocks" EXAMPLES_AB_MODE=profiler) ;;
+			profiler) env=(EXAMPLES_AB="$blocks" AB_WARMUP="${WARMUP:-1}" EXAMPLES_AB_MODE=profiler) ;;
 			*) echo "reference_ab.sh: unknown configuration $config" >&2; exit 2 ;;
 			esac
 			env "${env[@]}" taskset -c "$pin" timeout 300 python3 "$root/examples/torch/$name.py" \
 				bad >/dev/null 2>"$tmp/err"
 			status=$?
 			ab=$(sed -n 's/^ab [a-z]* //p' "$tmp/err" | tail -n1)
+			total=$(sed -n 's/^ab_total [a-z]* //p' "$tmp/err" | tail -n1)
 			blocks_on=$(sed -n 's/^ab_block on //p' "$tmp/err" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 			blocks_off=$(sed -n 's/^ab_block off //p' "$tmp/err" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-			echo "raw $name $config run=$run status=$status ab=${ab:--} on_ns=${blocks_on:--} off_ns=${blocks_off:--}" >>"$tmp/raw"
+			echo "raw $name $config run=$run status=$status ab=${ab:--} total=${total:--} on_ns=${blocks_on:--} off_ns=${blocks_off:--}" >>"$tmp/raw"
 			[ -n "$ab" ] || tail -n 3 "$tmp/err" | sed "s/^/# $name $config: /" >>"$tmp/raw"
 			for f in "$tmp"/db/*.sqlite; do
 				[ -f "$f" ] || continue
@@ -76,7 +93,7 @@ done
 
 {
 	echo "# bench/reference_ab.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
-	echo "# commit $(cat "$root/.carry/COMMIT" 2>/dev/null); $runs processes per configuration, $blocks blocks of the loop each; pinned to cores $pin"
+	echo "# commit $(cat "$root/.carry/COMMIT" 2>/dev/null); $runs_done of $runs processes per configuration, $blocks blocks of the loop each after ${WARMUP:-1} of warm-up; pinned to cores $pin"
 	cat "$tmp/raw"
 	echo
 	python3 - "$tmp/raw" <<'PY'
@@ -87,20 +104,24 @@ for line in open(sys.argv[1]):
     if w[:1] != ["raw"]:
         continue
     f = dict(x.split("=", 1) for x in w[3:])
-    if f["ab"] != "-":
-        by.setdefault((w[1], w[2]), []).append(float(f["ab"]))
+    for figure in ("ab", "total"):
+        if f.get(figure, "-") != "-":
+            by.setdefault((figure, w[1], w[2]), []).append(float(f[figure]))
 configs = []
-for _, c in by:
+for _, _, c in by:
     if c not in configs:
         configs.append(c)
-for name in sorted({n for n, _ in by}):
-    for c in configs:
-        v = by.get((name, c))
-        if v:
-            print("%-28s %-36s %+8.2f%% (%d, %s)" % (name, c, statistics.median(v), len(v),
-                                                   "/".join("%+.1f" % x for x in v)))
-print("# per configuration: the median over processes of each process's median over pairs of "
-      "blocks of (on / off - 1), the processes, each process's figure")
+for figure in ("total", "ab"):
+    for name in sorted({n for g, n, _ in by if g == figure}):
+        for c in configs:
+            v = by.get((figure, name, c))
+            if v:
+                print("%-5s %-24s %-36s %+8.2f%% (%d, %s)" % (
+                    figure, name, c, statistics.median(v), len(v),
+                    "/".join("%+.1f" % x for x in v)))
+print("# per figure and configuration: the median over processes, the processes, each process's "
+      "figure; total: mean on step / mean off step - 1; ab: median over pairs of blocks of "
+      "(on / off - 1), a block's figure the median of its steps")
 PY
 } >>"$out"
 exit 0

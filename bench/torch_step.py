@@ -145,6 +145,10 @@ def ab(mode, blocks, steps):
         on_us, off_us = (a, b) if on_a else (b, a)
         pairs.append(on_us / off_us - 1)
     print("ab %s %.2f" % (mode, statistics.median(pairs) * 100))
+    # every block has STEPS steps: the mean of the on blocks' means is the mean on step
+    on_mean = statistics.mean(us for on, us in times if on)
+    off_mean = statistics.mean(us for on, us in times if not on)
+    print("ab_total %s %.2f" % (mode, (on_mean / off_mean - 1) * 100))
     return 0
 
 

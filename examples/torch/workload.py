@@ -102,11 +102,18 @@ def _ab_blocks(steps, blocks, mode):
     start and its trace processing between the blocks). A block's figure is the median host
     time of its steps after the first AB_SETTLE (default 5), which hold the switch itself.
     Prints "ab_block on|off NS" per block and "ab MODE PERCENT" on stderr: the median over
-    pairs of on / off - 1. The workload's own result then covers BLOCKS + 1 loops: its exit
-    status means nothing here."""
+    pairs of on / off - 1; then "ab_total MODE PERCENT": the mean of every on step (after
+    AB_SETTLE) against the mean of every off step, - 1. The median of block medians leaves out
+    what happens in a few steps only (the sampler's windows, CUPTI-5, and their attaches: a
+    step in twenty or fewer); the total counts them, as a long run pays them. AB_WARMUP
+    (default 1) loops of warm-up run first, on: the sampler's start (the continuous trace
+    until its first estimate, and in a loop without sync points until CUPTI-9 closes it) is a
+    one-time cost, which bench/reference_overhead.sh measures. The workload's own result then
+    covers BLOCKS + AB_WARMUP loops: its exit status means nothing here."""
     import ctypes
     import statistics
     settle = int(os.environ.get("AB_SETTLE", "5"))
+    warmup = max(1, int(os.environ.get("AB_WARMUP", "1")))
     items = list(steps) if iter(steps) is steps else steps  # an iterator runs out: keep it
     if mode == "shim":
         shim = ctypes.CDLL(None)
@@ -116,7 +123,8 @@ def _ab_blocks(steps, blocks, mode):
     else:
         from torch.profiler import ProfilerActivity, profile as torch_profile
     figures = []
-    for n, on in enumerate([True] + [(i % 4) in (0, 3) for i in range(blocks)]):
+    totals = {True: [0, 0], False: [0, 0]}  # on/off: nanoseconds, steps
+    for n, on in enumerate([True] * warmup + [(i % 4) in (0, 3) for i in range(blocks)]):
         profiler = None
         if mode == "shim":
             (shim.syncspy_start if on else shim.syncspy_stop)()
@@ -131,9 +139,11 @@ def _ab_blocks(steps, blocks, mode):
         if profiler:
             torch.cuda.synchronize()
             profiler.stop()
-        if n:  # not the warm-up loop
+        if n >= warmup:
             times = [b - a for a, b in zip(marks, marks[1:])][settle:]
             figures.append((on, statistics.median(times)))
+            totals[on][0] += sum(times)
+            totals[on][1] += len(times)
             print("ab_block %s %d" % ("on" if on else "off", figures[-1][1]), file=sys.stderr)
     if mode == "shim":
         shim.syncspy_start()
@@ -142,6 +152,10 @@ def _ab_blocks(steps, blocks, mode):
         on_ns, off_ns = (a, b) if on_a else (b, a)
         pairs.append(on_ns / off_ns - 1)
     print("ab %s %.2f" % (mode, statistics.median(pairs) * 100), file=sys.stderr)
+    (on_ns, on_steps), (off_ns, off_steps) = totals[True], totals[False]
+    if on_steps and off_steps:
+        print("ab_total %s %.2f" % (mode, ((on_ns / on_steps) / (off_ns / off_steps) - 1) * 100),
+              file=sys.stderr)
 
 
 def _noting(steps):
