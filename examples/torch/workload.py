@@ -145,6 +145,9 @@ def _ab_blocks(steps, blocks, mode):
             totals[on][0] += sum(times)
             totals[on][1] += len(times)
             print("ab_block %s %d" % ("on" if on else "off", figures[-1][1]), file=sys.stderr)
+            # the block's span on CLOCK_MONOTONIC, the recording's time axis (bench/db_timeline.py)
+            print("ab_span %s %d %d" % ("on" if on else "off", _mono(marks[0]), _mono(marks[-1])),
+                  file=sys.stderr)
     if mode == "shim":
         shim.syncspy_start()
     pairs = []
@@ -156,6 +159,15 @@ def _ab_blocks(steps, blocks, mode):
     if on_steps and off_steps:
         print("ab_total %s %.2f" % (mode, ((on_ns / on_steps) / (off_ns / off_steps) - 1) * 100),
               file=sys.stderr)
+
+
+_mono_offset = time.monotonic_ns() - time.perf_counter_ns()
+
+
+def _mono(perf_ns):
+    """perf_counter_ns as CLOCK_MONOTONIC ns (both are CLOCK_MONOTONIC on Linux; the offset is 0
+    there and kept for other systems)."""
+    return perf_ns + _mono_offset
 
 
 def _noting(steps):
