@@ -44,14 +44,19 @@
  *            each: docs/architecture.md F14) and, above the budget, traces windows of
  *            AUTO_ON_NS with a duty cycle of budget / estimate (CUPTI-4's windows, switched
  *            at sync points the same way; detached, CUPTI-8, the gap also pays for the
- *            attach and detach each window costs); below two thirds of the budget it traces
- *            continuously again. A program that makes few calls is traced whole; `all`
+ *            attach and detach each window costs, AUTO_SWITCH_PRIOR_NS until measured); a
+ *            higher estimate lengthens the gap already begun; below two thirds of the budget
+ *            for AUTO_QUIET_NS it traces continuously again (a pause between two bursts, an
+ *            A/B's block with the recording stopped, is no quiet program: in a loop with few
+ *            sync points the continuous trace lasts until one, CUPTI-9 at worst). A program
+ *            that makes few calls is traced whole; `all`
  *            traces every run whole. The report scales what it measured in the windows to
  *            the steps it did not see (report/gpu.c, GPU-IDLE-4).
  *   CUPTI-6  What tracing costs is also measured, by the program itself: while auto samples,
  *            the sync points per second in the on windows against the off ones (a loop's
  *            steps slow down while traced) give the cost in permille of the step time; past
- *            AUTO_MEASURE_TICKS sync points each way it replaces the estimate where higher.
+ *            AUTO_MEASURE_ON_TICKS sync points on (about one window of a launch-bound loop)
+ *            and AUTO_MEASURE_TICKS off it replaces the estimate where higher.
  *            On the H200 the estimate (3 us a record) said 9-10% for issue 17's torch loop
  *            where tracing it cost 25-40%: CUPTI also sees the API calls syncspy does not
  *            wrap. The continuous start (setup included) and phases the program or a
@@ -188,6 +193,10 @@ static _Atomic uint64_t sample_next_ns;
 static unsigned sample_windows;
 /* CUPTI-4: when the window now on opened, and the sync points counted by then (owner_lock) */
 static uint64_t window_open_ns, window_open_ticks;
+/* CUPTI-5: when the gap now on began and how much longer than sample_off_ns a window held open
+ * made it (owner_lock), so that a higher estimate can lengthen it */
+static uint64_t gap_open_ns;
+static double gap_scale;
 /* CUPTI-9: the last sync point seen while sampling, the longest interval between two, and the
  * windows closed without one; a window waits UNSYNCED_HOLD_WINDOWS windows' length for a sync
  * point (at least twice the longest interval, at most UNSYNCED_HOLD_MAX_NS) */
@@ -202,7 +211,16 @@ static unsigned unsynced_closes;
 #define AUTO_MAX_OFF_NS	     (10000 * 1000000ull)
 #define AUTO_BUDGET_PERMILLE 10
 #define AUTO_NS_PER_CALL     3000
-#define AUTO_MEASURE_TICKS   20 /* sync points seen on and off before the measure counts */
+#define AUTO_MEASURE_TICKS   20 /* sync points seen off before the measure counts */
+#define AUTO_MEASURE_ON_TICKS                                                                      \
+	8 /* and on: a window of a launch-bound loop holds about that many                         \
+	   */
+/* CUPTI-5: what one attach and one detach cost before this run measured them (H100 and H200:
+ * 10-15 ms and 3-7 ms, tests/gpu/results/2026-12-06-h100-session25) */
+#define AUTO_SWITCH_PRIOR_NS (15 * 1000000ull)
+/* CUPTI-5: how long the estimate stays below two thirds of the budget before auto traces
+ * continuously again (a pause of the program's between two bursts is not a quiet program) */
+#define AUTO_QUIET_NS (1000 * 1000000ull)
 /* sample_auto: set once at the start (owner_lock), read without it by the writer's fast path */
 static _Atomic int sample_auto;
 static int auto_sampling;
@@ -213,6 +231,8 @@ static int auto_sampling;
 static int sample_growing;
 static uint64_t auto_eval_ns, auto_eval_records;
 static unsigned auto_estimate_permille, auto_peak_permille;
+/* CUPTI-5: since when the estimate has been below two thirds of the budget (0: it is not) */
+static uint64_t auto_quiet_since_ns;
 /* CUPTI-6: what tracing costs, measured: the program's sync points per second while the
  * sampler's windows were on and while they were off (the rate of a loop's steps). */
 static _Atomic uint64_t sample_ticks; /* sync points seen while sampling */
@@ -1241,8 +1261,11 @@ static void sample_switch_locked(uint64_t now, uint64_t ticks)
 	if (!sample_off) {
 		window_open_ns = now;
 		window_open_ticks = ticks;
+		gap_open_ns = 0;
 	} else {
 		window_open_ns = 0;
+		gap_open_ns = now;
+		gap_scale = sample_off_ns ? (double)phase / (double)sample_off_ns : 1;
 	}
 	/* CUPTI-5: back on after auto stopped sampling, it stays on */
 	int again = started && (!sample_auto || auto_sampling);
@@ -1340,7 +1363,7 @@ int ss_cupti_calls_drained(uint64_t records)
 		 * show, where it exceeds the estimate (F14's 3 us a call is CUPTI's cost per
 		 * record; a torch step also pays for the API calls CUPTI sees and syncspy does not
 		 * wrap) */
-		if (measured_on_ticks >= AUTO_MEASURE_TICKS &&
+		if (measured_on_ticks >= AUTO_MEASURE_ON_TICKS &&
 		    measured_off_ticks >= AUTO_MEASURE_TICKS && measured_on_ns && measured_off_ns) {
 			double on_rate = (double)measured_on_ticks / (double)measured_on_ns;
 			double off_rate = (double)measured_off_ticks / (double)measured_off_ns;
@@ -1358,7 +1381,7 @@ int ss_cupti_calls_drained(uint64_t records)
 			 * (CUPTI-8), a window also pays for one attach and one detach, as measured
 			 * so far (~16 ms on the H200: tests/gpu/results/2026-12-04-h200-session10):
 			 * off = (on x (estimate - budget) + switch x 1000) / budget */
-			uint64_t switch_ns = 0;
+			uint64_t switch_ns = detach_mode ? AUTO_SWITCH_PRIOR_NS : 0;
 			if (detach_mode && attaches && detaches)
 				switch_ns = attach_total_ns / attaches + detach_total_ns / detaches;
 			uint64_t off = (AUTO_ON_NS * (auto_estimate_permille - AUTO_BUDGET_PERMILLE) +
@@ -1366,6 +1389,16 @@ int ss_cupti_calls_drained(uint64_t records)
 				       AUTO_BUDGET_PERMILLE;
 			sample_on_ns = AUTO_ON_NS;
 			sample_off_ns = off > AUTO_MAX_OFF_NS ? AUTO_MAX_OFF_NS : off;
+			auto_quiet_since_ns = 0;
+			/* a gap begun on a lower estimate ends where this one says */
+			uint64_t next = atomic_load_explicit(&sample_next_ns, memory_order_relaxed);
+			if (auto_sampling && sample_off && gap_open_ns && next) {
+				uint64_t due =
+				    gap_open_ns + (uint64_t)((double)sample_off_ns * gap_scale);
+				if (due > next)
+					atomic_store_explicit(&sample_next_ns, due,
+							      memory_order_relaxed);
+			}
 			if (!auto_sampling) { /* the next sync point ends the continuous trace */
 				auto_sampling = 1;
 				measure_since_ns = 0; /* CUPTI-6 leaves the continuous trace out */
@@ -1374,10 +1407,18 @@ int ss_cupti_calls_drained(uint64_t records)
 				atomic_store_explicit(&sample_next_ns, now, memory_order_relaxed);
 			}
 		} else if (auto_sampling && auto_estimate_permille * 3 < AUTO_BUDGET_PERMILLE * 2) {
-			auto_sampling = 0;
-			/* off now: the next sync point turns the timeline on for good; on: it stays */
-			atomic_store_explicit(&sample_next_ns, sample_off ? now : 0,
-					      memory_order_relaxed);
+			if (!auto_quiet_since_ns)
+				auto_quiet_since_ns = now;
+			if (now - auto_quiet_since_ns >= AUTO_QUIET_NS) { /* quiet for a while */
+				auto_quiet_since_ns = 0;
+				auto_sampling = 0;
+				/* off now: the next sync point turns the timeline on for good; on:
+				 * it stays */
+				atomic_store_explicit(&sample_next_ns, sample_off ? now : 0,
+						      memory_order_relaxed);
+			}
+		} else {
+			auto_quiet_since_ns = 0;
 		}
 	}
 	pthread_mutex_unlock(&owner_lock);

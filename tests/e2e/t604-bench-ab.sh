@@ -4,7 +4,8 @@
 # (1) examples/torch/workload.py's in-process A/B (EXAMPLES_AB, bench/reference_ab.sh): under
 # the shim, the step loop runs once to warm up and then once per block, on, off, off, on, ...;
 # an on block is recorded (syncspy_start) and an off block is not (syncspy_stop: its calls
-# counted as skipped, no row); each block prints its figure and the run the median over pairs.
+# counted as skipped, no row); each block prints its figure and its span, and the run the median
+# over pairs and the total (mean on step against mean off step); AB_WARMUP more warm-up loops.
 # Run here with a stand-in for torch (the module only needs torch.cuda.synchronize) and a loop
 # whose step is one cudaDeviceSynchronize of the stand-in runtime. Without the shim it exits 2.
 # (2) bench/overhead_table.py: rounds from two files merged, each configuration paired with the
@@ -47,10 +48,27 @@ END
 golden "SELECT value FROM meta WHERE key = 'capture_skipped_calls'" <<'END'
 16
 END
+grep -Eq '^ab_total shim -?[0-9]+\.[0-9]{2}$' "$tmp/stderr" || fail "no total figure: $(cat "$tmp/stderr")"
+# each block's span on CLOCK_MONOTONIC (the recording's time axis): on off off on, in time order
+sed -n 's/^ab_span \([a-z]*\) \([0-9]*\) \([0-9]*\)$/\1 \2 \3/p' "$tmp/stderr" | awk '
+	{ kinds = kinds $1 " "; if ($3 < $2 || $2 < last) bad = 1; last = $3 }
+	END { if (bad || kinds != "on off off on ") { print "spans: " kinds (bad ? "out of order" : ""); exit 1 } }' ||
+	fail "spans: $(cat "$tmp/stderr")"
 # bench/db_meta.py, the benchmarks' meta words: the recording's calls and the counters it has
 "$PYTHON3" "$TOP_SRCDIR/bench/db_meta.py" "$db" >"$tmp/meta" || fail "db_meta.py exited $?"
 grep -q '^calls=24 .*capture_skipped_calls=16' "$tmp/meta" || fail "db_meta.py: $(cat "$tmp/meta")"
 [ -z "$("$PYTHON3" "$TOP_SRCDIR/bench/db_meta.py" "$tmp/loop.py")" ] || fail "db_meta.py on a non-database"
+# AB_WARMUP=3: three warm-up loops, recorded, before the same blocks (8 steps more each)
+rm -rf "$out"
+CUDART="$STANDIN_DIR/libcudart.so.13" EXAMPLES="$TOP_SRCDIR/examples/torch" EXAMPLES_AB=4 AB_WARMUP=3 \
+	PYTHONPATH="$tmp/fake" under_shim "$PYTHON3" "$tmp/loop.py" >"$tmp/stdout" 2>"$tmp/stderr" ||
+	fail "the A/B run (AB_WARMUP=3) failed: $(cat "$tmp/stderr")"
+grep -qx 'steps=56' "$tmp/stdout" || fail "AB_WARMUP=3 steps: $(cat "$tmp/stdout")"
+[ "$(grep -c '^ab_block' "$tmp/stderr")" = 4 ] || fail "AB_WARMUP=3 blocks: $(cat "$tmp/stderr")"
+one_db
+golden "SELECT count(*) FROM calls c JOIN apis a ON a.id = c.api_id WHERE a.name = 'cudaDeviceSynchronize'" <<'END'
+40
+END
 # without the shim: nothing to compare, exit 2 (in a sanitizer build the stand-in needs the
 # sanitizer's runtime preloaded, as under_shim preloads it)
 CUDART="$STANDIN_DIR/libcudart.so.13" EXAMPLES="$TOP_SRCDIR/examples/torch" EXAMPLES_AB=4 \

@@ -16,6 +16,12 @@
  * burst: each step launches BURST_KERNELS kernels that do nothing (a launch-bound loop, for
  * SYNCSPY_CUPTI_SAMPLE=auto: t221) and syncs the stream, with a pause of BURST_SLEEP_US
  * between steps so that the run lasts long enough for the sampler to decide.
+ * burst-blocks: burst's steps, the recording stopped (syncspy_stop) in every other block of
+ * BLOCK_STEPS steps, as bench/reference_ab.sh's in-process A/B stops it: a stopped block is no
+ * quiet program to the sampler (CUPTI-5: t221).
+ * burst-pauses: burst's steps, the host idle for GPU_LOOP_PAUSE_MS (default 300) without a CUDA
+ * call after every BLOCK_STEPS steps (a loop between two epochs): the sampler traces whole again
+ * only after a second of quiet (CUPTI-5: t221).
  * graph: each step captures its two kernels into a graph, instantiates it, launches it and
  * destroys it (graph-instantiate-in-loop at both lines: t222); graph-once: captured and
  * instantiated once before the loop, launched every step, destroyed after it (the fix).
@@ -79,6 +85,7 @@
 #define KERNEL_US 500
 #define BURST_KERNELS 40
 #define BURST_SLEEP_US 1000
+#define BLOCK_STEPS	 25
 #define SLOW_KERNEL_US 2000
 #define HOST_FUNC_US   1500
 #define NOSYNC_KERNEL_US 900
@@ -168,7 +175,10 @@ int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 30;
 	int pause = argc > 2 && strcmp(argv[2], "pause") == 0;
-	int burst = argc > 2 && strcmp(argv[2], "burst") == 0;
+	int burst_blocks = argc > 2 && strcmp(argv[2], "burst-blocks") == 0;
+	int burst_pauses = argc > 2 && strcmp(argv[2], "burst-pauses") == 0;
+	int burst = burst_blocks || burst_pauses || (argc > 2 && strcmp(argv[2], "burst") == 0);
+	const char *pause_ms = getenv("GPU_LOOP_PAUSE_MS");
 	int graph = argc > 2 && strcmp(argv[2], "graph") == 0;
 	int graph_once = argc > 2 && strcmp(argv[2], "graph-once") == 0;
 	int library = argc > 2 && strcmp(argv[2], "library") == 0;
@@ -201,6 +211,8 @@ int main(int argc, char **argv)
 	cudaGraph_t captured = NULL;
 	cudaGraphExec_t exec = NULL;
 	int (*gpu_trace)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "syncspy_gpu_trace");
+	int (*record_start)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "syncspy_start");
+	int (*record_stop)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "syncspy_stop");
 	const dim3 one = {1, 1, 1};
 	void *param = (void *)(uintptr_t)(slow ? SLOW_KERNEL_US : KERNEL_US);
 	void *args[] = {&param}, *no_param = NULL, *no_args[] = {&no_param};
@@ -275,6 +287,10 @@ int main(int argc, char **argv)
 			printf("paused %llu %llu\n", paused_at, now_ns());
 			gpu_trace(1);
 		}
+		if (burst_blocks && record_start && record_stop && step % BLOCK_STEPS == 0)
+			(step / BLOCK_STEPS % 2 ? record_stop : record_start)();
+		if (burst_pauses && step && step % BLOCK_STEPS == 0)
+			usleep((useconds_t)(pause_ms ? atoi(pause_ms) : 300) * 1000);
 		if (graph) {
 			CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
 			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));

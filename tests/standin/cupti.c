@@ -353,12 +353,28 @@ __attribute__((constructor)) static void connect_to_driver(void)
 
 /* ------------------------------------------------------------------ the activity API */
 
+/* STANDIN_CUPTI_ATTACH_COST_US=N: registering the buffer callbacks (at CUPTI's start and at each
+ * attach after a cuptiFinalize, CUPTI-8) spins N us, as the real CUPTI's attach takes 10-15 ms on
+ * an H100 (tests/gpu/results/2026-12-06-h100-session25): the sampler's gaps pay for it
+ * (CUPTI-5; t221). 0 or unset: free. */
+static void attach_cost(void)
+{
+	const char *cost = getenv("STANDIN_CUPTI_ATTACH_COST_US");
+	long ns = cost ? atol(cost) * 1000 : 0;
+	struct timespec start, t;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - start.tv_sec) * 1000000000L + (t.tv_nsec - start.tv_nsec) < ns);
+}
+
 EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
 						  CUpti_BuffersCallbackCompleteFunc complete)
 {
 	touch();
 	if (!request || !complete)
 		return CUPTI_ERROR_INVALID_PARAMETER;
+	attach_cost();
 	pthread_mutex_lock(&mu);
 	request_buffer = request;
 	complete_buffer = complete;
