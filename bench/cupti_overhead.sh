@@ -5,7 +5,8 @@
 # CUPTI on, on the torch reference loop).
 #
 # Runs bench/torch_step.py (the reference loop at two sizes) ROUNDS times (default 3) in each of
-# six configurations, interleaved so that drift hits them alike:
+# six configurations, interleaved so that drift hits them alike (each round starting one
+# configuration further on):
 #   plain       no shim
 #   disabled    LD_PRELOAD=libsyncspy.so, SYNCSPY_DISABLE=1 (interposition alone, nothing recorded)
 #   nostack     LD_PRELOAD=libsyncspy.so, SYNCSPY_STACK_DEPTH=0 (host side, no stacks)
@@ -83,8 +84,12 @@ for config in ${CONFIGS:-}; do
 	*) echo "cupti_overhead.sh: unknown configuration $config (see the top of this file)" >&2; exit 2 ;;
 	esac
 done
+read -r -a all_configs <<<"${CONFIGS:-plain disabled nostack shim shim+cupti profiler}"
 for round in $(seq "$rounds"); do
-	for config in ${CONFIGS:-plain disabled nostack shim shim+cupti profiler}; do
+	# each round starts one configuration further on: none always runs first, or right after
+	# another (session 25's mlp8 rounds ran the default after plain every time)
+	first=$(((round - 1) % ${#all_configs[@]}))
+	for config in "${all_configs[@]:first}" "${all_configs[@]:0:first}"; do
 		run_config "$config" "$round" >>"$tmp/results"
 		# what the shim measured of itself (its meta): the default's sampler (CUPTI-5) and the
 		# enqueue paths walked (NATIVE-1), one line per round and configuration
