@@ -578,6 +578,13 @@ static void load_one(struct job *job, struct ss_rank *rk)
 		return;
 	}
 	ss_lines_attach(st.db); /* file:line of native sites where debug info has it */
+	code = ss_hook_sites(st.db, path, ld.err, ld.errlen); /* SITE-1 */
+	if (code != SS_EXIT_OK) {
+		sqlite3_close(st.db);
+		st.db = NULL;
+		job->code = code;
+		return;
+	}
 	st.path = path;
 	st.rank = rk;
 	code = load_meta(&ld, &st);

@@ -819,7 +819,12 @@ static int read_recordings(struct check *ck, const struct ss_db_list *list)
 			ss_error(code, "%s", ck->err);
 		} else {
 			ss_lines_attach(db); /* breaches name file:line where debug info has it */
-			code = copy_recording(ck, db, list->paths[i], next_id++);
+			code = ss_hook_sites(db, list->paths[i], ck->err,
+					     sizeof(ck->err)); /* SITE-1 */
+			if (code == SS_EXIT_OK)
+				code = copy_recording(ck, db, list->paths[i], next_id++);
+			else
+				ss_error(code, "%s", ck->err);
 			sqlite3_close(db);
 		}
 		if (code > worst)

@@ -89,6 +89,12 @@ int ss_db_has_table(sqlite3 *db, const char *schema, const char *name);
  * gpu_api), not by ss_db_open: info, check and symbolize need no ties. */
 int ss_gpu_order_ties(sqlite3 *db, const char *path, char *err, size_t errlen);
 
+/* hook_sites.c (SITE-1): a sync made inside a framework's hook (save_on_cpu's pack hook, eager
+ * QAT's observers) gets as its site the line that called the model, in TEMP tables on DB and a
+ * TEMP view `calls` that the analysis reads; nothing is made where no Python stack has such a
+ * hook. Called by the analysis (analysis.c) after ss_lines_attach. */
+int ss_hook_sites(sqlite3 *db, const char *path, char *err, size_t errlen);
+
 /*
  * The largest time a call may have: CLOCK_MONOTONIC ns (SCHEMA-3) of 2^60, 36 years of uptime;
  * and the largest meta.start_realtime_ns, 2^62 (the year 2116). Within them, a time on the

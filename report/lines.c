@@ -333,11 +333,6 @@ static char *source_line(Dwfl_Module *mod, long long module_offset)
 	"SELECT s.id, s.module_offset, m.file, m.build_id FROM main.sites s"                       \
 	" JOIN main.modules m ON m.path = s.module WHERE s.address != 0 AND m.file IS NOT NULL"    \
 	" AND m.build_id IS NOT NULL ORDER BY m.file"
-#define SHADOW_SQL                                                                                 \
-	"CREATE TEMP TABLE sites(id INTEGER PRIMARY KEY, address INTEGER NOT NULL, module TEXT,"   \
-	" module_offset INTEGER, symbol TEXT, text TEXT);"                                         \
-	"INSERT INTO temp.sites SELECT id, address, module, module_offset, symbol, text"           \
-	" FROM main.sites;"
 
 int ss_lines_usable(void)
 {
@@ -392,9 +387,10 @@ struct attach {
 static int attach_one(void *context, long long site_id, char *text)
 {
 	struct attach *a = context;
-	if (!a->update && (sqlite3_exec(a->db, SHADOW_SQL, NULL, NULL, NULL) != SQLITE_OK ||
-			   sqlite3_prepare_v2(a->db, "UPDATE temp.sites SET text = ? WHERE id = ?",
-					      -1, &a->update, NULL) != SQLITE_OK)) {
+	if (!a->update &&
+	    (sqlite3_exec(a->db, SS_LINES_SHADOW_SQL, NULL, NULL, NULL) != SQLITE_OK ||
+	     sqlite3_prepare_v2(a->db, "UPDATE temp.sites SET text = ? WHERE id = ?", -1,
+				&a->update, NULL) != SQLITE_OK)) {
 		free(text);
 		return -1;
 	}

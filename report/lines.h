@@ -12,6 +12,14 @@
  * got a line. Never fails the caller: without libdw.so.1 or a `modules` table it does nothing. */
 int ss_lines_attach(sqlite3 *db);
 
+/* The TEMP shadow of `sites` (the database's rows, for this connection's changes), which
+ * ss_lines_attach makes at its first line and hook_sites.c (SITE-1) where none exists yet. */
+#define SS_LINES_SHADOW_SQL                                                                        \
+	"CREATE TEMP TABLE sites(id INTEGER PRIMARY KEY, address INTEGER NOT NULL, module TEXT,"   \
+	" module_offset INTEGER, symbol TEXT, text TEXT);"                                         \
+	"INSERT INTO temp.sites SELECT id, address, module, module_offset, symbol, text"           \
+	" FROM main.sites;"
+
 /* Whether libdw.so.1 was found, so that lines can be read at all. */
 int ss_lines_usable(void);
 

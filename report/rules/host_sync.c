@@ -254,35 +254,6 @@ int ss_sync_same_operation(struct loader *ld, struct db_state *st)
 	" AND c.class IN ('S1', 'S2', 'S3', 'S6') AND (c.class = 'S6') = :alloc"                   \
 	" GROUP BY c.py_stack_id"
 
-/* The frame a module of torch.nn is called through (nn.Module.__call__). */
-#define MODULE_CALL_FILE "/torch/nn/modules/module.py:"
-
-/* The line that calls the model in a Python stack's frames (innermost first, one per line):
- * the first user frame (syncspy/python_frames.h) outside the outermost nn.Module call, copied
- * into line (size bytes); 0 when the stack has no module call or no user frame outside it. */
-static int model_call_line(const char *frames, char *line, size_t size)
-{
-	const char *outermost_module = NULL, *p;
-
-	for (p = frames; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		if (memmem(p, strcspn(p, "\n"), MODULE_CALL_FILE, strlen(MODULE_CALL_FILE)))
-			outermost_module = p;
-	}
-	if (!outermost_module)
-		return 0;
-	for (p = strchr(outermost_module, '\n'); p && *++p; p = strchr(p, '\n')) {
-		size_t length = strcspn(p, "\n");
-		char frame[1024];
-
-		snprintf(frame, sizeof(frame), "%.*s", (int)length, p);
-		if (!ss_framework_python_file(frame) && strstr(frame, " in ")) {
-			snprintf(line, size, "%s", frame);
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /* One steady finding's calls in autotuned convolutions (AUTOTUNE_STACK), and the model call
  * line of those that have one (the line of the most of them). */
 struct autotuned {
@@ -308,7 +279,8 @@ static int autotuned_calls(struct loader *ld, struct db_state *st, sqlite3_stmt 
 
 		a->calls += sqlite3_column_int64(stmt, 1);
 		a->tuned += tuned;
-		if (tuned > a->best && frames && model_call_line(frames, line, sizeof(line))) {
+		if (tuned > a->best && frames &&
+		    ss_python_model_call_line(frames, line, sizeof(line))) {
 			a->best = tuned;
 			snprintf(a->model_call, sizeof(a->model_call), "%s", line);
 		}
@@ -339,8 +311,8 @@ static int autotuning_calls(const struct autotuned *a, int allocations)
  * steady host-sync or alloc-in-loop finding whose calls are the autotuning's (autotuning_calls)
  * gets SS_AUTOTUNE_MARK in its detail's opening and its advice (summary.c finds it
  * there); one whose stacks pass through an nn.Module call is named by the user line outside the
- * outermost one (the model's call in the step: model_call_line), folded into the finding of the
- * same rule there, or moved there when none is (the first one; the others fold into it). The
+ * outermost one (the model's call in the step: ss_python_model_call_line), folded into the finding
+ * of the same rule there, or moved there when none is (the first one; the others fold into it). The
  * backward's
  * syncs (on the autograd thread, named by the backward() line: PYTHON-1) have no module call
  * above them and keep their line. Runs after the GPU timeline's figures are in. */
