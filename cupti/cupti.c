@@ -49,9 +49,9 @@
  *            for AUTO_QUIET_NS it traces continuously again (a pause between two bursts, an
  *            A/B's block with the recording stopped, is no quiet program: in a loop with few
  *            sync points the continuous trace lasts until one, CUPTI-9 at worst). A program
- *            that makes few calls is traced whole; `all`
- *            traces every run whole. The report scales what it measured in the windows to
- *            the steps it did not see (report/gpu.c, GPU-IDLE-4).
+ *            that makes few calls is traced whole; `all` traces every run whole. The report
+ *            scales what it measured in the windows to the steps it did not see
+ *            (report/gpu.c, GPU-IDLE-4).
  *   CUPTI-6  What tracing costs is also measured, by the program itself: while auto samples,
  *            the sync points per second in the on windows against the off ones (a loop's
  *            steps slow down while traced) give the cost in permille of the step time; past
@@ -211,10 +211,10 @@ static unsigned unsynced_closes;
 #define AUTO_MAX_OFF_NS	     (10000 * 1000000ull)
 #define AUTO_BUDGET_PERMILLE 10
 #define AUTO_NS_PER_CALL     3000
-#define AUTO_MEASURE_TICKS   20 /* sync points seen off before the measure counts */
-#define AUTO_MEASURE_ON_TICKS                                                                      \
-	8 /* and on: a window of a launch-bound loop holds about that many                         \
-	   */
+/* CUPTI-6: the sync points seen off, and on (a window of a launch-bound loop holds about 8),
+ * before the measure counts */
+#define AUTO_MEASURE_TICKS    20
+#define AUTO_MEASURE_ON_TICKS 8
 /* CUPTI-5: what one attach and one detach cost before this run measured them (H100 and H200:
  * 10-15 ms and 3-7 ms, tests/gpu/results/2026-12-06-h100-session25) */
 #define AUTO_SWITCH_PRIOR_NS (15 * 1000000ull)

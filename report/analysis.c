@@ -43,7 +43,6 @@
 
 #include "analysis_int.h"
 #include "steps.h"
-#include "lines.h"
 #include "commands.h"
 #include "db.h"
 #include "text_safe.h"
@@ -577,8 +576,7 @@ static void load_one(struct job *job, struct ss_rank *rk)
 		job->code = code;
 		return;
 	}
-	ss_lines_attach(st.db); /* file:line of native sites where debug info has it */
-	code = ss_hook_sites(st.db, path, ld.err, ld.errlen); /* SITE-1 */
+	code = ss_finding_sites(st.db, path, ld.err, ld.errlen);
 	if (code != SS_EXIT_OK) {
 		sqlite3_close(st.db);
 		st.db = NULL;

@@ -41,7 +41,6 @@
 #include "summary.h"
 #include "commands.h"
 #include "db.h"
-#include "lines.h"
 #include "outfile.h"
 #include "text_safe.h"
 
@@ -818,9 +817,8 @@ static int read_recordings(struct check *ck, const struct ss_db_list *list)
 		if (code != SS_EXIT_OK) {
 			ss_error(code, "%s", ck->err);
 		} else {
-			ss_lines_attach(db); /* breaches name file:line where debug info has it */
-			code = ss_hook_sites(db, list->paths[i], ck->err,
-					     sizeof(ck->err)); /* SITE-1 */
+			/* breaches name the findings' sites */
+			code = ss_finding_sites(db, list->paths[i], ck->err, sizeof(ck->err));
 			if (code == SS_EXIT_OK)
 				code = copy_recording(ck, db, list->paths[i], next_id++);
 			else

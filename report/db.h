@@ -89,11 +89,13 @@ int ss_db_has_table(sqlite3 *db, const char *schema, const char *name);
  * gpu_api), not by ss_db_open: info, check and symbolize need no ties. */
 int ss_gpu_order_ties(sqlite3 *db, const char *path, char *err, size_t errlen);
 
-/* hook_sites.c (SITE-1): a sync made inside a framework's hook (save_on_cpu's pack hook, eager
- * QAT's observers) gets as its site the line that called the model, in TEMP tables on DB and a
- * TEMP view `calls` that the analysis reads; nothing is made where no Python stack has such a
- * hook. Called by the analysis (analysis.c) after ss_lines_attach. */
-int ss_hook_sites(sqlite3 *db, const char *path, char *err, size_t errlen);
+/* hook_sites.c: the site texts the findings name, on DB's connection: file:line of native sites
+ * where debug information has it (ss_lines_attach), and a sync made inside a framework's hook
+ * (save_on_cpu's pack hook, eager QAT's observers) named by the line that called the model
+ * (SITE-1: TEMP tables and a TEMP view `calls`, made only where a Python stack has such a
+ * hook). For the analysis, the HTML report and `check` alike; `export` keeps the recorded
+ * sites. Returns SS_EXIT_OK or an exit code with the error in err. */
+int ss_finding_sites(sqlite3 *db, const char *path, char *err, size_t errlen);
 
 /*
  * The largest time a call may have: CLOCK_MONOTONIC ns (SCHEMA-3) of 2^60, 36 years of uptime;

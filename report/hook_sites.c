@@ -18,11 +18,12 @@
  * rules/host_sync.c): `pred = self.model(x)`. A hook the user wrote is a user frame and keeps
  * its own line; a stack with no module call outside it keeps its site.
  *
- * The new sites live in this read-only connection's TEMP tables: `sites` (the shadow lines.c
- * makes, made here if lines.c made none), `hook_sites` (stack id -> site id) and a TEMP view
- * `calls` over main.calls with those calls' site_id replaced (SQLite resolves unqualified names
- * in temp first, as for lines.c's shadow). Nothing is made where no stack matches, which is
- * almost every recording.
+ * ss_finding_sites gives a connection the site texts of the findings: lines.c's file:line of
+ * native sites, then these. The new sites live in this read-only connection's TEMP tables: `sites`
+ * (the shadow lines.c makes, made here if lines.c made none), `hook_sites` (stack id -> site id)
+ * and a TEMP view `calls` over main.calls with those calls' site_id replaced (SQLite resolves
+ * unqualified names in temp first, as for lines.c's shadow). Nothing is made where no stack
+ * matches, which is almost every recording.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,44 +35,33 @@
 #include "lines.h"
 #include "syncspy/python_frames.h"
 
-/* The site's id for TEXT ("FILE:LINE in FUNCTION"): an existing one of that text, else a new
- * row of temp.sites. Returns 0 on an SQLite error. */
-static long long site_for(sqlite3 *db, const char *text)
+/* The site's id for TEXT ("FILE:LINE in FUNCTION"): FIND's (an existing site of that text),
+ * else a new row of temp.sites by ADD. Returns 0 on an SQLite error. */
+static long long site_for(sqlite3 *db, sqlite3_stmt *find, sqlite3_stmt *add, const char *text)
 {
-	sqlite3_stmt *find = NULL, *add = NULL;
 	const char *in = strstr(text, " in "), *colon = NULL;
 	long long id = 0;
 
 	for (const char *p = text; in && p < in; p++)
 		if (*p == ':')
 			colon = p;
-	if (sqlite3_prepare_v2(db, "SELECT id FROM temp.sites WHERE text = ?1 LIMIT 1", -1, &find,
-			       NULL) != SQLITE_OK)
-		goto out;
 	sqlite3_bind_text(find, 1, text, -1, SQLITE_STATIC);
 	if (sqlite3_step(find) == SQLITE_ROW) {
 		id = sqlite3_column_int64(find, 0);
-		goto out;
+	} else { /* a Python site's columns (docs/schema.md): address 0, module the file,
+		  * module_offset the line, symbol the function */
+		sqlite3_bind_text(add, 1, text, colon ? (int)(colon - text) : -1, SQLITE_STATIC);
+		if (colon)
+			sqlite3_bind_int64(add, 2, atoll(colon + 1));
+		if (in)
+			sqlite3_bind_text(add, 3, in + 4, -1, SQLITE_STATIC);
+		sqlite3_bind_text(add, 4, text, -1, SQLITE_STATIC);
+		if (sqlite3_step(add) == SQLITE_DONE)
+			id = sqlite3_last_insert_rowid(db);
 	}
-	/* a Python site's columns (docs/schema.md): address 0, module the file, module_offset the
-	 * line, symbol the function */
-	if (sqlite3_prepare_v2(db,
-			       "INSERT INTO temp.sites(id, address, module, module_offset, symbol,"
-			       " text) SELECT coalesce(max(id), 0) + 1, 0, ?1, ?2, ?3, ?4 FROM"
-			       " temp.sites",
-			       -1, &add, NULL) != SQLITE_OK)
-		goto out;
-	sqlite3_bind_text(add, 1, text, colon ? (int)(colon - text) : -1, SQLITE_STATIC);
-	if (colon)
-		sqlite3_bind_int64(add, 2, atoll(colon + 1));
-	if (in)
-		sqlite3_bind_text(add, 3, in + 4, -1, SQLITE_STATIC);
-	sqlite3_bind_text(add, 4, text, -1, SQLITE_STATIC);
-	if (sqlite3_step(add) == SQLITE_DONE)
-		id = sqlite3_last_insert_rowid(db);
-out:
-	sqlite3_finalize(find);
-	sqlite3_finalize(add);
+	sqlite3_reset(find);
+	sqlite3_reset(add);
+	sqlite3_clear_bindings(add);
 	return id;
 }
 
@@ -109,9 +99,9 @@ static int make_view(sqlite3 *db)
 	return rc;
 }
 
-int ss_hook_sites(sqlite3 *db, const char *path, char *err, size_t errlen)
+static int hook_sites(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
-	sqlite3_stmt *stacks = NULL, *map = NULL;
+	sqlite3_stmt *stacks = NULL, *map = NULL, *find = NULL, *add = NULL;
 	int rc = SQLITE_OK, made = 0;
 
 	if (!ss_db_has_table(db, "main", "stacks") || !ss_db_has_table(db, "main", "sites") ||
@@ -138,11 +128,23 @@ int ss_hook_sites(sqlite3 *db, const char *path, char *err, size_t errlen)
 				rc = sqlite3_prepare_v2(db,
 							"INSERT INTO temp.hook_sites VALUES (?1, ?2)",
 							-1, &map, NULL);
+			if (rc == SQLITE_OK)
+				rc = sqlite3_prepare_v2(db,
+							"SELECT id FROM temp.sites WHERE text = ?1"
+							" LIMIT 1",
+							-1, &find, NULL);
+			if (rc == SQLITE_OK)
+				rc = sqlite3_prepare_v2(
+				    db,
+				    "INSERT INTO temp.sites(id, address, module, module_offset,"
+				    " symbol, text) SELECT coalesce(max(id), 0) + 1, 0, ?1, ?2, ?3,"
+				    " ?4 FROM temp.sites",
+				    -1, &add, NULL);
 			if (rc != SQLITE_OK)
 				break;
 			made = 1;
 		}
-		long long site_id = site_for(db, line);
+		long long site_id = site_for(db, find, add, line);
 		if (!site_id) {
 			rc = sqlite3_errcode(db);
 			break;
@@ -154,9 +156,17 @@ int ss_hook_sites(sqlite3 *db, const char *path, char *err, size_t errlen)
 	}
 	sqlite3_finalize(stacks);
 	sqlite3_finalize(map);
+	sqlite3_finalize(find);
+	sqlite3_finalize(add);
 	if (rc == SQLITE_OK && made)
 		rc = make_view(db);
 	if (rc != SQLITE_OK)
 		return ss_db_failure(db, rc, path, err, errlen);
 	return SS_EXIT_OK;
+}
+
+int ss_finding_sites(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+	ss_lines_attach(db); /* file:line of native sites where debug info has it */
+	return hook_sites(db, path, err, errlen);
 }

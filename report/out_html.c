@@ -489,9 +489,8 @@ static int open_rank(const char *const *paths, size_t i, sqlite3 **db, char *err
 		*db = NULL;
 	}
 	if (rc == SS_EXIT_OK) {
-		ss_lines_attach(*db); /* the same site texts as the findings */
 		ss_demangle_attach(*db); /* kernel names, gpu_demangled */
-		rc = ss_hook_sites(*db, paths[i], err, errlen); /* SITE-1, as the findings */
+		rc = ss_finding_sites(*db, paths[i], err, errlen); /* the findings' site texts */
 		if (rc != SS_EXIT_OK) {
 			sqlite3_close(*db);
 			*db = NULL;

@@ -5,8 +5,8 @@
  * model), so that both draw the line between user code and the frameworks at the same place
  * (docs/attribution.md, "The user call site").
  *
- * Inline and libc-only, as sample.h: the two halves share no library, and the shim calls it on
- * its writer thread without allocating.
+ * Inline and libc-only (glibc's memmem: both halves build with _GNU_SOURCE), as sample.h: the two
+ * halves share no library, and the shim calls it on its writer thread without allocating.
  */
 #ifndef SYNCSPY_PYTHON_FRAMES_H
 #define SYNCSPY_PYTHON_FRAMES_H
@@ -27,16 +27,6 @@ static inline int ss_framework_python_file(const char *file)
 /* The frame through which a module of torch.nn is called (nn.Module.__call__). */
 #define SS_MODULE_CALL_FILE "/torch/nn/modules/module.py:"
 
-/* Whether the frame line [FRAME, FRAME + LENGTH) contains PART. */
-static inline int ss_python_frame_has(const char *frame, size_t length, const char *part)
-{
-	size_t k = strlen(part);
-	for (size_t i = 0; i + k <= length; i++)
-		if (memcmp(frame + i, part, k) == 0)
-			return 1;
-	return 0;
-}
-
 /* The line that calls the model in a Python stack's frames (innermost first, one per line): the
  * first user frame outside the outermost nn.Module call, copied into line (size bytes); 0 when
  * the stack has no module call or no user frame outside it. */
@@ -45,7 +35,7 @@ static inline int ss_python_model_call_line(const char *frames, char *line, size
 	const char *outermost_module = NULL, *p;
 
 	for (p = frames; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (ss_python_frame_has(p, strcspn(p, "\n"), SS_MODULE_CALL_FILE))
+		if (memmem(p, strcspn(p, "\n"), SS_MODULE_CALL_FILE, strlen(SS_MODULE_CALL_FILE)))
 			outermost_module = p;
 	if (!outermost_module)
 		return 0;

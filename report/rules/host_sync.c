@@ -311,11 +311,11 @@ static int autotuning_calls(const struct autotuned *a, int allocations)
  * steady host-sync or alloc-in-loop finding whose calls are the autotuning's (autotuning_calls)
  * gets SS_AUTOTUNE_MARK in its detail's opening and its advice (summary.c finds it
  * there); one whose stacks pass through an nn.Module call is named by the user line outside the
- * outermost one (the model's call in the step: ss_python_model_call_line), folded into the finding
- * of the same rule there, or moved there when none is (the first one; the others fold into it). The
- * backward's
- * syncs (on the autograd thread, named by the backward() line: PYTHON-1) have no module call
- * above them and keep their line. Runs after the GPU timeline's figures are in. */
+ * outermost one (the model's call in the step: ss_python_model_call_line), folded into the
+ * finding of the same rule there, or moved there when none is (the first one; the others fold
+ * into it). The backward's syncs (on the autograd thread, named by the backward() line:
+ * PYTHON-1) have no module call above them and keep their line. Runs after the GPU timeline's
+ * figures are in. */
 int ss_autotune_model_call(struct loader *ld, struct db_state *st)
 {
 	struct ss_report *r = ld->report;

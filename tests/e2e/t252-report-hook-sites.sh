@@ -68,6 +68,11 @@ diff -u "$tmp/expected" "$tmp/actual" >&2 || fail "the hooks' syncs not named by
 # the text report names it too, and the database is as it was (read-only: TEMP tables)
 "$SYNCSPY" report "$tmp/hooks.sqlite" >"$tmp/text" 2>&1 || fail "text report exited $?"
 grep -q 'host-sync .*train.py:30 in train_step' "$tmp/text" || fail "text report: $(cat "$tmp/text")"
+# the HTML report's timeline names the calls as the findings do: no layer line of the hooks
+"$SYNCSPY" report --format html -o "$tmp/hooks.html" "$tmp/hooks.sqlite" 2>"$tmp/err" ||
+	fail "html report exited $?: $(cat "$tmp/err")"
+! grep -q 'model.py:1[23] in forward' "$tmp/hooks.html" || fail "html: the hooks' syncs on the layers' lines"
+grep -q 'train.py:30 in train_step' "$tmp/hooks.html" || fail "html: no model call"
 db=$tmp/hooks.sqlite
 golden "SELECT count(*) FROM sites WHERE text = 'train.py:30 in train_step'" <<'END'
 0
