@@ -123,6 +123,17 @@
  *            itself (CUPTI-13, report/gpu_order.c): CUPTI numbers correlation ids in the order
  *            the process makes its calls and each stream runs its work in the order it was
  *            queued. meta.cupti_correlation says `stream order`.
+ *   CUPTI-14 At exit syncspy leaves CUPTI before anything tears it down: the exit notice
+ *            (ss_cupti_exit_notice, the newest exit handler of the process: SHIM-8 in
+ *            interpose/lifecycle.c) flushes CUPTI's buffers to syncspy, drops the subscriber,
+ *            and from then syncspy makes no CUPTI call, as after CUPTI-2 (started cleared,
+ *            the sampler stopped, the traced time ends there). The exit handlers that run
+ *            after it still make CUDA calls (cuBLASLt's unloads its kernels' libraries); on
+ *            the H100 one of them, where the writer had asked for CUPTI-9's close, disabled
+ *            the kinds of a CUPTI that an earlier exit handler had torn down: SIGSEGV in
+ *            cuptiActivityDisable under cuLibraryUnload, 4 processes of 168
+ *            (tests/gpu/results/2026-12-06-session26, run 1). Their GPU work is not recorded;
+ *            their host calls are.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -174,6 +185,7 @@ static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ss_gpu_rec *queue;
 static size_t queued, queue_capacity;
 static int started;
+static int exiting; /* CUPTI-14: the exit notice ran (owner_lock) */
 /* syncspy_gpu_trace (CUPTI-3): paused, since when, for how long in all, how often */
 static int paused;
 static uint64_t paused_since_ns, paused_total_ns;
@@ -492,6 +504,8 @@ static void start_once(void)
 		    "data only",
 		    injection);
 		cupti_status = status_text;
+	} else if (exiting) { /* CUPTI-14: the first CUDA call came from an exit handler */
+		cupti_status = "off: the program first called CUDA while exiting; host data only";
 	} else {
 		unsigned wanted = wanted_kinds(kinds_setting);
 		if (wanted)
@@ -1507,6 +1521,28 @@ void ss_cupti_start(const char *kinds, const char *sample, const char *pause)
 	sample_setting = sample;
 	pause_setting = pause;
 	pthread_once(&once, start_once);
+}
+
+/* CUPTI-14 */
+void ss_cupti_exit_notice(void)
+{
+	pthread_mutex_lock(&owner_lock);
+	if (!exiting && started) {
+		int state = atomic_load(&attach_state);
+		uncorrelate_locked();
+		if (state == DETACH_PENDING) /* no finalize at a later API exit */
+			api.unsubscribe(subscriber);
+		if (state != DETACHED)
+			api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		atomic_store(&attach_state, state == DETACHED ? DETACHED : ATTACHED);
+		subscriber = NULL;
+		started = 0;
+		if (!timeline_off())
+			traced_total_ns += now_ns() - traced_since_ns;
+		atomic_store_explicit(&sample_next_ns, 0, memory_order_relaxed);
+	}
+	exiting = 1;
+	pthread_mutex_unlock(&owner_lock);
 }
 
 void ss_cupti_flush(void)

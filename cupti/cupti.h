@@ -51,6 +51,9 @@ void ss_cupti_start(const char *kinds, const char *sample, const char *pause);
 #define SS_CUPTI_SAMPLE_AGGREGATE "aggregate"
 /* App thread, at exit or exec: asks CUPTI for what it still buffers. */
 void ss_cupti_flush(void);
+/* The thread that called exit, at the exit notice (SHIM-8): CUPTI's buffers flushed, and no
+ * CUPTI call from here (CUPTI-14). */
+void ss_cupti_exit_notice(void);
 /* Fork child: CUPTI's session and threads stay with the parent; the child records host data
  * only, and never flushes (a flush there could wait for a thread that is not there). */
 void ss_cupti_fork_child(void);

@@ -38,6 +38,10 @@ void ss_cupti_flush(void)
 {
 }
 
+void ss_cupti_exit_notice(void)
+{
+}
+
 void ss_cupti_fork_child(void)
 {
 }

@@ -7,7 +7,8 @@
  *   file and no thread: a process that never calls CUDA or NCCL (a shell, a compiler run by
  *   `syncspy run`) runs exactly as without the shim and writes nothing.
  * - Start (first recorded call): starts the writer thread, installs the signal handlers.
- * - Exit (destructor): final drain (writer.c), close, rename (dbfile.c).
+ * - Exit: the exit notice (SHIM-8: the newest exit handler, so the first to run) leaves CUPTI
+ *   (CUPTI-14); then the destructor: final drain (writer.c), close, rename (dbfile.c).
  * - Fork: the child has no writer thread; by default it starts its own database on its first
  *   call (SYNCSPY_FORK=child), or records nothing (SYNCSPY_FORK=off). The writer's lock is held
  *   across fork so that the child never inherits SQLite in the middle of a call.
@@ -265,6 +266,38 @@ __attribute__((destructor)) static void on_unload(void)
 {
 	stop("exit");
 	atomic_store(&ss_hot.state, SS_STATE_CLOSED);
+}
+
+/* ------------------------------------------------------------------ exit handlers */
+
+extern void *__dso_handle; /* this object's, for the notice's registration */
+
+static void exit_notice(void *unused)
+{
+	(void)unused;
+	int saved_errno = errno;
+	ss_cupti_exit_notice(); /* CUPTI-14 */
+	errno = saved_errno;
+}
+
+/* SHIM-8: every exit handler registered by another object (a C++ static's destructor, an
+ * atexit call: libc_nonshared's atexit calls this) is followed by the notice, so that the notice
+ * is always the newest and runs first at exit. glibc keeps the handlers in a list it grows as
+ * needed; the notice is a few bytes per registration, and runs once. */
+SS_EXPORT int __cxa_atexit(void (*handler)(void *), void *arg, void *dso)
+{
+	static int (*real)(void (*)(void *), void *, void *);
+	if (!real)
+		real = (int (*)(void (*)(void *), void *, void *))dlsym(RTLD_NEXT, "__cxa_atexit");
+	if (!real)
+		return -1;
+	int result = real(handler, arg, dso);
+	if (result == 0 && handler != exit_notice) {
+		int saved_errno = errno;
+		real(exit_notice, NULL, &__dso_handle);
+		errno = saved_errno;
+	}
+	return result;
 }
 
 /* ------------------------------------------------------------------ exec */

@@ -32,6 +32,12 @@
  *           memory kind, site) aggregate instead of a row, and into the syncspy_step step it
  *           started in; aggregates and step figures reach the file at every commit, so a
  *           killed process keeps them as of its last commit.
+ *   SHIM-8  The shim's exit notice is the newest exit handler of the process: the shim
+ *           exports __cxa_atexit (atexit goes through it too) and registers the notice again
+ *           after every handler another object registers, so that it runs before all of them
+ *           and before the destructors (lifecycle.c). The libraries' exit handlers tear CUDA
+ *           and CUPTI down and still call CUDA; the notice is where syncspy leaves CUPTI
+ *           (CUPTI-14). The program's handlers run as registered, in the same order.
  */
 #ifndef SYNCSPY_SHIM_H
 #define SYNCSPY_SHIM_H

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # t001: libsyncspy.so exports the interposed entry points (runtime, driver with its
-# cuGetProcAddress, NCCL, and dlsym, exec*, sigaction, signal for the process around them;
+# cuGetProcAddress, NCCL, and dlsym, exec*, sigaction, signal, __cxa_atexit (SHIM-8) for the
+# process around them;
 # syncspy_step, syncspy_gpu_trace, syncspy_start, syncspy_stop and the sync guard's syncspy_*
 # (interpose/guard.c) for the program) and nothing else: no SQLite, no unwinder, no internals
 # (docs/architecture.md F6, F7); and it links none of CUDA, NCCL or SQLite. Its driver names are
@@ -16,6 +17,7 @@ golden_other() {
 }
 golden_other <<'END'
 InitializeInjectionNvtx2
+__cxa_atexit
 dlsym
 execl
 execle

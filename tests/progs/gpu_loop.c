@@ -67,6 +67,10 @@
  * stream-per-step: each step creates a stream, launches a kernel that does nothing on the legacy
  * default stream and its two kernels on the new stream, syncs and destroys it (handles come
  * back: CUPTI-12's stream map starts again at each creation; t242).
+ * exit-syncs: the default loop, and an exit handler registered before the first CUDA call (so
+ * that it runs after every handler a CUDA library registers) that launches a kernel and waits
+ * for it EXIT_SYNCS times, EXIT_SYNC_GAP_US apart, as cuBLASLt's exit handler still calls CUDA
+ * after CUPTI's has run (CUPTI-14: t243); it prints "exit syncs N".
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -151,6 +155,26 @@ static void *lane(void *steps)
 	}
 	CHECK(cudaStreamDestroy(stream));
 	return NULL;
+}
+
+/* The exit-syncs mode's exit handler, on the legacy default stream (the loop's is destroyed by
+ * then). */
+#define EXIT_SYNCS	 6
+#define EXIT_SYNC_GAP_US 15000
+
+static void syncs_at_exit(void)
+{
+	const dim3 one = {1, 1, 1};
+	void *param = (void *)(uintptr_t)100, *args[] = {&param};
+	int done = 0;
+	for (int i = 0; i < EXIT_SYNCS; i++) {
+		usleep(EXIT_SYNC_GAP_US);
+		if (cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, NULL) ==
+			cudaSuccess &&
+		    cudaStreamSynchronize(NULL) == cudaSuccess)
+			done++;
+	}
+	printf("exit syncs %d\n", done);
 }
 
 /* The alloc-thread mode's second thread: allocations and frees until told to stop. */
@@ -241,6 +265,8 @@ int main(int argc, char **argv)
 	int stream_per_step = argc > 2 && strcmp(argv[2], "stream-per-step") == 0;
 	void *teardown_buffers[TEARDOWN_FREES];
 	void *scratch = NULL;
+	if (argc > 2 && strcmp(argv[2], "exit-syncs") == 0 && atexit(syncs_at_exit) != 0)
+		return 1;
 	CHECK(cudaStreamCreate(&stream));
 	for (int i = 0; i < (teardown_frees ? TEARDOWN_FREES : 0); i++)
 		CHECK(cudaMalloc(&teardown_buffers[i], 1 << 16));

@@ -28,6 +28,11 @@
  * was inside a reported driver call (finalize_races: where the real CUPTI crashed, CUPTI-10),
  * API records made (api_records) and callbacks made (correlation_callbacks).
  *
+ * At exit it is torn down by an exit handler it registers (atexit) when a client first registers
+ * its buffer callbacks; a call of any of its API functions after that aborts the process with a
+ * message, as the real one crashed on the H100 (SIGSEGV in cuptiActivityDisable, called from an
+ * exit handler of cuBLASLt after CUPTI's own: CUPTI-14 in cupti/cupti.c).
+ *
  * A forced flush (cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) hands over the records
  * of kernels traced and not finished with start and end 0, once, as the real CUPTI does with
  * unfinished work (its corpus traces held such rows: report/db.h, SS_GPU_TIMED).
@@ -74,9 +79,26 @@ static _Atomic unsigned long launches, instrumented_launches, finalizes, attache
 /* API records made (DRIVER kind) and callbacks given a correlation id (the report's counts) */
 static _Atomic unsigned long api_records, correlation_callbacks;
 
+/* Torn down at exit (the handler registered at the first cuptiActivityRegisterCallbacks). */
+static _Atomic int torn_down;
+
+static void tear_down(void)
+{
+	atomic_store(&torn_down, 1);
+}
+
 /* Every API function: after cuptiFinalize, a call attaches CUPTI again (lazily, as the real
- * one's initialization). */
-static void touch(void)
+ * one's initialization); after the teardown at exit, a call is fatal. */
+static void called(const char *function)
+{
+	if (!atomic_load(&torn_down))
+		return;
+	fprintf(stderr, "standin cupti: %s called after CUPTI was torn down at exit\n", function);
+	abort();
+}
+#define touch() (called(__func__), attach_if_detached())
+
+static void attach_if_detached(void)
 {
 	if (atomic_exchange(&detached, 0))
 		atomic_fetch_add(&attaches, 1);
@@ -368,6 +390,11 @@ static void attach_cost(void)
 	while ((t.tv_sec - start.tv_sec) * 1000000000L + (t.tv_nsec - start.tv_nsec) < ns);
 }
 
+static void register_teardown(void)
+{
+	atexit(tear_down);
+}
+
 EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
 						  CUpti_BuffersCallbackCompleteFunc complete)
 {
@@ -375,6 +402,8 @@ EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFu
 	if (!request || !complete)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	attach_cost();
+	static pthread_once_t teardown_once = PTHREAD_ONCE_INIT;
+	pthread_once(&teardown_once, register_teardown);
 	pthread_mutex_lock(&mu);
 	request_buffer = request;
 	complete_buffer = complete;
@@ -586,6 +615,7 @@ EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s
  * (counted), their buffer freed. */
 EXPORT CUptiResult cuptiFinalize(void)
 {
+	called(__func__);
 	if (atomic_load(&calls_inside) > calls_inside_here)
 		atomic_fetch_add(&finalize_races, 1);
 	pthread_mutex_lock(&mu);
