@@ -1,6 +1,7 @@
 # tests/gpu/results/2026-12-06-session26/session26-run2.sh: device call of run 2 (README.md beside
-# it). (1) Run 1's hunt again with the exit notice (SHIM-8, CUPTI-14): the same A/Bs of 10 and 08,
-# 7 at once, for 200 s (run 1: 4 of 168 processes ended in SIGSEGV); (2) issue 17 item 1: the
+# it). (1) Run 1's hunt again with the exit notice (SHIM-8, CUPTI-14): the A/Bs of 10 and 08 (20
+# blocks after 4) as in run 1, of 09, 11, 12, 13 in turn, and plain runs of all six (blocks 0: no
+# A/B), 7 at once, for 200 s (run 1: 4 of 168 processes ended in SIGSEGV); (2) issue 17 item 1: the
 # default's GPU idle and overlap beside continuous tracing (sample_compare.sh, RUNS=3) on 08, 11,
 # 12 and the mlp8 loop.
 export LD_LIBRARY_PATH=$PWD/.carry/lib NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -13,8 +14,10 @@ i=0
 while [ $SECONDS -lt 200 ]; do
   for slot in 1 2 3 4 5 6 7; do
     i=$((i + 1))
-    case $((i % 4)) in 0) w=10_print_tensor; b=20; u=4;; 1) w=10_print_tensor; b=4; u=1;;
-                       2) w=08_item_per_step; b=20; u=4;; 3) w=08_item_per_step; b=4; u=1;; esac
+    others=(09_nonblocking_pageable 11_synchronize_per_step 12_stream_prefetcher 13_data_dependent_shapes)
+    all=(08_item_per_step 09_nonblocking_pageable 10_print_tensor 11_synchronize_per_step 12_stream_prefetcher 13_data_dependent_shapes)
+    case $((i % 4)) in 0) w=10_print_tensor; b=20; u=4;; 1) w=08_item_per_step; b=20; u=4;;
+                       2) w=${others[$(( (i / 4) % 4 ))]}; b=20; u=4;; 3) w=${all[$(( (i / 4) % 6 ))]}; b=0; u=1;; esac
     (PYTHONFAULTHANDLER=1 EXAMPLES_AB=$b AB_WARMUP=$u EXAMPLES_AB_MODE=shim SYNCSPY_QUIET=1 \
       SYNCSPY_OUTPUT=$W/d$i LD_PRELOAD="$SHIM $W/segv_trace.so" taskset -c $((2 * slot))-$((2 * slot + 1)) \
       timeout 120 python3 $w.py bad > $W/o$i 2> $W/e$i
