@@ -1,9 +1,9 @@
 # tests/gpu/results/2026-12-06-session26/session26-run2.sh: device call of run 2 (README.md beside
 # it). (1) Run 1's hunt again with the exit notice (SHIM-8, CUPTI-14): the A/Bs of 10 and 08 (20
 # blocks after 4) as in run 1, of 09, 11, 12, 13 in turn, and plain runs of all six (blocks 0: no
-# A/B), 7 at once, for 200 s (run 1: 4 of 168 processes ended in SIGSEGV); (2) issue 17 item 1: the
-# default's GPU idle and overlap beside continuous tracing (sample_compare.sh, RUNS=3) on 08, 11,
-# 12 and the mlp8 loop.
+# A/B), 7 at once, for 150 s (run 1: 4 of 168 processes ended in SIGSEGV); (2) issue 17 item 1: the
+# default's GPU idle and overlap beside continuous tracing (sample_compare.sh, RUNS=2) on 11, 12
+# and the mlp8 loop; (3) 10, 12, 13 in one process (reference_ab.sh as run 1) as rounds fit.
 export LD_LIBRARY_PATH=$PWD/.carry/lib NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 cat .carry/COMMIT; nvidia-smi --query-gpu=name --format=csv,noheader
 W=$(mktemp -d)
@@ -11,7 +11,7 @@ gcc -O1 -shared -fPIC -o $W/segv_trace.so tests/gpu/segv_trace.c || exit 3
 SHIM=$PWD/.carry/lib/libsyncspy.so
 i=0
 (cd examples/torch
-while [ $SECONDS -lt 200 ]; do
+while [ $SECONDS -lt 150 ]; do
   for slot in 1 2 3 4 5 6 7; do
     i=$((i + 1))
     others=(09_nonblocking_pageable 11_synchronize_per_step 12_stream_prefetcher 13_data_dependent_shapes)
@@ -44,7 +44,11 @@ PY
 done
 head -c 20000 $OUT/crashes.txt 2>/dev/null
 echo "at ${SECONDS}s"
-left=$((570 - SECONDS))
-RUNS=3 ONLY='^(08|11|12|torch_step)' timeout $left bash tests/gpu/sample_compare.sh $OUT/sample-compare.txt
+RUNS=2 ONLY='^(11|12|torch_step)' timeout 220 bash tests/gpu/sample_compare.sh $OUT/sample-compare.txt
 echo "sample_compare rc=$? at ${SECONDS}s"
-tail -60 $OUT/sample-compare.txt
+tail -40 $OUT/sample-compare.txt
+left=$((565 - SECONDS))
+ONLY='^(10|12|13)' RUNS=6 BLOCKS=20 WARMUP=4 PIN=2-3 TOTAL_BUDGET_S=$((left - 10)) PARTIAL=$OUT/ab-partial.txt \
+  CONFIGS="default profiler" timeout $left bash bench/reference_ab.sh $OUT/ab-10-13.txt
+echo "reference_ab rc=$? at ${SECONDS}s"
+grep -v "^raw\|^meta" $OUT/ab-10-13.txt
