@@ -284,9 +284,11 @@ static void exit_notice(void *unused)
  * atexit call: libc_nonshared's atexit calls this) is followed by the notice, so that the notice
  * is always the newest and runs first at exit. glibc keeps the handlers in a list it grows as
  * needed; the notice is a few bytes per registration, and runs once. */
-SS_EXPORT int __cxa_atexit(void (*handler)(void *), void *arg, void *dso)
+SS_PRE_INIT SS_EXPORT int __cxa_atexit(void (*handler)(void *), void *arg, void *dso)
 {
-	static int (*real)(void (*)(void *), void *, void *);
+	/* SS_PRE_INIT: a sanitizer's runtime registers its own handler while it starts (TSan
+	 * crashed in the instrumented entry of this function: t857) */
+	static int (*_Atomic real)(void (*)(void *), void *, void *);
 	if (!real)
 		real = (int (*)(void (*)(void *), void *, void *))dlsym(RTLD_NEXT, "__cxa_atexit");
 	if (!real)
