@@ -44,10 +44,10 @@ PY
 done
 head -c 20000 $OUT/crashes.txt 2>/dev/null
 echo "at ${SECONDS}s"
-RUNS=2 ONLY='^(11|12|torch_step)' timeout 220 bash tests/gpu/sample_compare.sh $OUT/sample-compare.txt
+RUNS=2 ONLY='^(11|12|torch_step)' timeout 200 bash tests/gpu/sample_compare.sh $OUT/sample-compare.txt
 echo "sample_compare rc=$? at ${SECONDS}s"
 tail -40 $OUT/sample-compare.txt
-left=$((470 - SECONDS))
+left=$((400 - SECONDS))
 ONLY='^(10|12|13)' RUNS=6 BLOCKS=20 WARMUP=4 PIN=2-3 TOTAL_BUDGET_S=$((left - 10)) PARTIAL=$OUT/ab-partial.txt \
   CONFIGS="default profiler" timeout $left bash bench/reference_ab.sh $OUT/ab-10-13.txt
 echo "reference_ab rc=$? at ${SECONDS}s"
