@@ -283,7 +283,7 @@ static void exit_notice(void *unused)
 /* SHIM-8: every exit handler registered by another object (a C++ static's destructor, an
  * atexit call: libc_nonshared's atexit calls this) is followed by the notice, so that the notice
  * is always the newest and runs first at exit. glibc keeps the handlers in a list it grows as
- * needed; the notice is a few bytes per registration, and runs once. */
+ * needed: the notice costs an entry per registration, and only its first run does anything. */
 SS_PRE_INIT SS_EXPORT int __cxa_atexit(void (*handler)(void *), void *arg, void *dso)
 {
 	/* SS_PRE_INIT: a sanitizer's runtime registers its own handler while it starts (TSan
