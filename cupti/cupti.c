@@ -125,15 +125,15 @@
  *            queued. meta.cupti_correlation says `stream order`.
  *   CUPTI-14 At exit syncspy leaves CUPTI before anything tears it down: the exit notice
  *            (ss_cupti_exit_notice, the newest exit handler of the process: SHIM-8 in
- *            interpose/lifecycle.c) flushes CUPTI's buffers to syncspy, drops the subscriber,
- *            and from then syncspy makes no CUPTI call, as after CUPTI-2 (started cleared,
- *            the sampler stopped, the traced time ends there). The exit handlers that run
- *            after it still make CUDA calls (cuBLASLt's unloads its kernels' libraries); on
- *            the H100 one of them, where the writer had asked for CUPTI-9's close, disabled
- *            the kinds of a CUPTI that an earlier exit handler had torn down: SIGSEGV in
- *            cuptiActivityDisable under cuLibraryUnload, 4 processes of 168
- *            (tests/gpu/results/2026-12-06-session26, run 1). Their GPU work is not recorded;
- *            their host calls are.
+ *            interpose/lifecycle.c) leaves CUPTI as CUPTI-2 does for another client (its kinds
+ *            off, its buffers flushed to syncspy, no subscriber, started cleared, the traced
+ *            time ending there) and stops the sampler: no CUPTI call from then on. The exit
+ *            handlers that run after it still make CUDA calls (cuBLASLt's unloads its
+ *            kernels' libraries); on the H100 one of them, where the writer had asked for
+ *            CUPTI-9's close, disabled the kinds of a CUPTI that an earlier exit handler had
+ *            torn down: SIGSEGV in cuptiActivityDisable under cuLibraryUnload, 4 processes of
+ *            168 (tests/gpu/results/2026-12-06-session26, run 1). Their GPU work is not
+ *            recorded; their host calls are.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -516,6 +516,29 @@ static void start_once(void)
 	pthread_mutex_unlock(&owner_lock);
 }
 
+/* CUPTI-2, CUPTI-14 (owner_lock held): syncspy leaves CUPTI, for another client or at exit.
+ * Attached, its kinds go off (the other client gets the kinds it enables, not also syncspy's)
+ * and its records are flushed to it; detached (CUPTI-8), they were flushed at the pause and
+ * CUPTI is the other client's to attach; a detach still waiting is called off; no subscriber
+ * of syncspy's stays (CUPTI-11: room for the other client's). No CUPTI call after this. */
+static void leave_locked(void)
+{
+	int state = atomic_load(&attach_state);
+	uncorrelate_locked();
+	if (state == DETACH_PENDING)
+		api.unsubscribe(subscriber);
+	if (state != DETACHED) {
+		if (!timeline_off())
+			disable_kinds(enabled_kinds);
+		api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	}
+	atomic_store(&attach_state, ATTACHED);
+	subscriber = NULL;
+	started = 0;
+	if (!timeline_off())
+		traced_total_ns += now_ns() - traced_since_ns;
+}
+
 /* Exported: the program's own CUPTI clients (torch.profiler's Kineto, ...) reach CUPTI through
  * here (CUPTI-1, CUPTI-2). */
 __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
@@ -539,23 +562,7 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiActivityRegiste
 	if (!other_client[0])
 		snprintf(other_client, sizeof(other_client), "%s", caller);
 	if (started) { /* CUPTI-2 */
-		/* CUPTI-8: detached, syncspy's records were flushed at the pause, and CUPTI is the
-		 * other client's to attach; a detach still waiting is called off */
-		int state = atomic_load(&attach_state);
-		uncorrelate_locked(); /* CUPTI-11: room for the other client's subscriber */
-		if (state == DETACH_PENDING)
-			api.unsubscribe(subscriber);
-		if (state != DETACHED) {
-			/* the other client gets the kinds it enables, not also syncspy's */
-			if (!timeline_off())
-				disable_kinds(enabled_kinds);
-			api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-		}
-		atomic_store(&attach_state, ATTACHED);
-		subscriber = NULL;
-		started = 0;
-		if (!timeline_off())
-			traced_total_ns += now_ns() - traced_since_ns;
+		leave_locked();
 		snprintf(
 		    status_text, sizeof(status_text),
 		    "yielded: another CUPTI client (%s) took CUPTI at %llu ns (CLOCK_MONOTONIC); "
@@ -1528,17 +1535,7 @@ void ss_cupti_exit_notice(void)
 {
 	pthread_mutex_lock(&owner_lock);
 	if (!exiting && started) {
-		int state = atomic_load(&attach_state);
-		uncorrelate_locked();
-		if (state == DETACH_PENDING) /* no finalize at a later API exit */
-			api.unsubscribe(subscriber);
-		if (state != DETACHED)
-			api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-		atomic_store(&attach_state, state == DETACHED ? DETACHED : ATTACHED);
-		subscriber = NULL;
-		started = 0;
-		if (!timeline_off())
-			traced_total_ns += now_ns() - traced_since_ns;
+		leave_locked(); /* no finalize at a later API exit either */
 		atomic_store_explicit(&sample_next_ns, 0, memory_order_relaxed);
 	}
 	exiting = 1;
