@@ -1534,7 +1534,7 @@ void ss_cupti_start(const char *kinds, const char *sample, const char *pause)
 void ss_cupti_exit_notice(void)
 {
 	pthread_mutex_lock(&owner_lock);
-	if (!exiting && started) {
+	if (started) {
 		leave_locked(); /* no finalize at a later API exit either */
 		atomic_store_explicit(&sample_next_ns, 0, memory_order_relaxed);
 	}

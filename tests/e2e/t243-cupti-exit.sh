@@ -10,7 +10,8 @@
 # its functions called after that. Sampled in windows of 5 ms every 15 ms (every exit sync due
 # to switch the timeline: a CUPTI call each), by default (auto), and traced whole: the program's
 # output and status as without the shim, the database finished, the exit syncs' host rows kept,
-# and the loop's GPU rows flushed at the notice (all 60 kernels where traced whole).
+# and the loop's GPU rows flushed at the notice (all 60 kernels where traced whole). A program
+# whose first CUDA call comes at exit (exit-only) starts no CUPTI there.
 . "$E2E_DIR/lib.sh"
 LD_LIBRARY_PATH=$STANDIN_DIR/cupti:$LD_LIBRARY_PATH # the stand-in CUPTI first, as t211
 export LD_LIBRARY_PATH SYNCSPY_CUPTI=1
@@ -37,4 +38,18 @@ END
 	[ "$kernels" -gt 0 ] || fail "$sample: no kernel recorded"
 	[ "$sample" != all ] || [ "$kernels" -ge 60 ] || fail "traced whole: $kernels kernels recorded of the loop's 60"
 done
+
+# A program whose first CUDA call comes from its exit handler, after the notice: CUPTI is not
+# started there (meta.cupti says why), the calls are recorded.
+rm -rf "$out" && mkdir -p "$out"
+under_shim "$PROGS/gpu_loop" 0 exit-only >"$tmp/only.out" 2>"$tmp/err" ||
+	fail "gpu_loop exit-only exited $? under the shim: $(cat "$tmp/err")"
+[ "$(cat "$tmp/only.out")" = "exit syncs 6" ] || fail "exit-only: $(cat "$tmp/only.out")"
+one_db
+golden "SELECT value FROM meta WHERE key = 'cupti'" <<'END'
+off: the program first called CUDA while exiting; host data only
+END
+golden "SELECT count(*) FROM calls WHERE api_id = (SELECT id FROM apis WHERE name = 'cudaStreamSynchronize')" <<'END'
+6
+END
 finish

@@ -70,7 +70,8 @@
  * exit-syncs: the default loop, and an exit handler registered before the first CUDA call (so
  * that it runs after every handler a CUDA library registers) that launches a kernel and waits
  * for it EXIT_SYNCS times, EXIT_SYNC_GAP_US apart, as cuBLASLt's exit handler still calls CUDA
- * after CUPTI's has run (CUPTI-14: t243); it prints "exit syncs N".
+ * after CUPTI's has run (CUPTI-14: t243); it prints "exit syncs N". exit-only: that exit
+ * handler alone, no CUDA call before it (t243).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -267,6 +268,8 @@ int main(int argc, char **argv)
 	void *scratch = NULL;
 	if (argc > 2 && strcmp(argv[2], "exit-syncs") == 0 && atexit(syncs_at_exit) != 0)
 		return 1;
+	if (argc > 2 && strcmp(argv[2], "exit-only") == 0) /* the first CUDA call at exit */
+		return atexit(syncs_at_exit) != 0;
 	CHECK(cudaStreamCreate(&stream));
 	for (int i = 0; i < (teardown_frees ? TEARDOWN_FREES : 0); i++)
 		CHECK(cudaMalloc(&teardown_buffers[i], 1 << 16));
