@@ -35,13 +35,16 @@
 # points, until CUPTI-9 closes it) is a one-time cost, left to bench/reference_overhead.sh.
 # ONLY=REGEX picks workloads; BLOCKS (default 20); TOTAL_BUDGET_S stops before a round that
 # would end past it (the rounds run are said); PARTIAL=FILE keeps the raw lines so far there
-# after every process (a run cut short keeps what it measured). Exit 0 when it ran, 2 when it cannot run.
+# after every process (a run cut short keeps what it measured; default RESULT_FILE.partial when
+# a result file is named, removed when the run ends: session 27 lost a call's 480 s cut short
+# without it). Exit 0 when it ran, 2 when it cannot run.
 set -u
 . "$(dirname "$0")/torch-lib.sh"
 runs=${RUNS:-3}
 blocks=${BLOCKS:-20}
 pin=${PIN:-2-3}
 configs=${CONFIGS:-default host profiler}
+[ "$out" = /dev/stdout ] || PARTIAL=${PARTIAL:-$out.partial}
 
 budget=${TOTAL_BUDGET_S:-0}
 runs_done=0
@@ -124,4 +127,5 @@ print("# per figure and configuration: the median over processes, the processes,
       "(on / off - 1), a block's figure the median of its steps")
 PY
 } >>"$out"
+[ "${PARTIAL:-}" != "$out.partial" ] || rm -f "$PARTIAL"
 exit 0
