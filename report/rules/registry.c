@@ -28,6 +28,7 @@
 	X(small_copies_in_loop)                                                                    \
 	/* SS_RULE_GPU: per database with a GPU timeline */                                        \
 	X(copy_without_overlap)                                                                    \
+	X(copy_held_by_event)                                                                      \
 	X(host_func_blocks_stream)                                                                 \
 	X(graph_exec_shared)                                                                       \
 	/* SS_RULE_RANKS: across ranks, after the clock alignment */                               \

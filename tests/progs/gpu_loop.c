@@ -72,6 +72,13 @@
  * for it EXIT_SYNCS times, EXIT_SYNC_GAP_US apart, as cuBLASLt's exit handler still calls CUDA
  * after CUPTI's has run (CUPTI-14: t243); it prints "exit syncs N". exit-only: that exit
  * handler alone, no CUDA call before it (t243).
+ * one-event: a copy stream uploads UPLOAD_BYTES from pinned memory into one of two device slots
+ * each step, the compute stream waits for the upload and runs the step's two kernels, and the
+ * host waits for the compute of two steps back before it issues a step (a ring two deep); the
+ * upload waits on one event recorded at the end of every step's compute, so it waits for all
+ * of the previous step and copy and compute take turns (c99 of examples/corpus:
+ * copy-held-by-event; t253). slot-events: the upload waits on its slot's event, recorded after
+ * the kernels that read that slot two steps back (the fix: it runs beside the previous step).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -103,6 +110,7 @@
 #define WIDE_ROW_BYTES	 (72 * 1024)
 #define ISSUE_US	 3
 #define TEARDOWN_FREES	 12
+#define UPLOAD_BYTES	 (4 << 20) /* 2 ms at the stand-in's 2 GB/s */
 
 static unsigned long long now_ns(void)
 {
@@ -156,6 +164,58 @@ static void *lane(void *steps)
 	}
 	CHECK(cudaStreamDestroy(stream));
 	return NULL;
+}
+
+/* The one-event and slot-events modes (above), STEPS steps. */
+static int upload_ring(int steps, int one_event)
+{
+	cudaStream_t copy, compute;
+	cudaEvent_t done, freed[2], uploaded[2], computed[2];
+	void *host, *slot[2];
+	void *param = (void *)(uintptr_t)KERNEL_US, *args[] = {&param};
+	const dim3 one = {1, 1, 1};
+
+	CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
+	CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+	CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+	CHECK(cudaMallocHost(&host, UPLOAD_BYTES));
+	memset(host, 3, UPLOAD_BYTES);
+	for (int k = 0; k < 2; k++) {
+		CHECK(cudaMalloc(&slot[k], UPLOAD_BYTES));
+		CHECK(cudaEventCreateWithFlags(&freed[k], cudaEventDisableTiming));
+		CHECK(cudaEventCreateWithFlags(&uploaded[k], cudaEventDisableTiming));
+		CHECK(cudaEventCreateWithFlags(&computed[k], cudaEventDisableTiming));
+	}
+	for (int step = 0; step < steps; step++) {
+		int k = step % 2;
+		if (step >= 2)
+			CHECK(cudaEventSynchronize(computed[k])); /* the ring: two steps back */
+		if (one_event && step >= 1)
+			CHECK(cudaStreamWaitEvent(copy, done, 0)); /* MARK:one-event-wait */
+		else if (!one_event && step >= 2)
+			CHECK(cudaStreamWaitEvent(copy, freed[k], 0)); /* MARK:slot-event-wait */
+		CHECK(cudaMemcpyAsync(slot[k], host, UPLOAD_BYTES, cudaMemcpyHostToDevice, copy));
+		CHECK(cudaEventRecord(uploaded[k], copy));
+		CHECK(cudaStreamWaitEvent(compute, uploaded[k], 0));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, compute));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, compute));
+		CHECK(cudaEventRecord(freed[k], compute)); /* the slot's readers are done */
+		CHECK(cudaEventRecord(computed[k], compute));
+		CHECK(cudaEventRecord(done, compute)); /* MARK:one-event-record */
+	}
+	CHECK(cudaStreamSynchronize(compute));
+	for (int k = 0; k < 2; k++) {
+		CHECK(cudaFree(slot[k]));
+		CHECK(cudaEventDestroy(freed[k]));
+		CHECK(cudaEventDestroy(uploaded[k]));
+		CHECK(cudaEventDestroy(computed[k]));
+	}
+	CHECK(cudaEventDestroy(done));
+	CHECK(cudaFreeHost(host));
+	CHECK(cudaStreamDestroy(copy));
+	CHECK(cudaStreamDestroy(compute));
+	printf("done %d steps\n", steps);
+	return 0;
 }
 
 /* The exit-syncs mode's exit handler, on the legacy default stream (the loop's is destroyed by
@@ -245,6 +305,8 @@ int main(int argc, char **argv)
 	unsigned long long paused_at = 0;
 	cudaStream_t stream;
 
+	if (argc > 2 && (strcmp(argv[2], "one-event") == 0 || strcmp(argv[2], "slot-events") == 0))
+		return upload_ring(steps, strcmp(argv[2], "one-event") == 0);
 	if (argc > 2 && strcmp(argv[2], "lanes") == 0) {
 		pthread_t lanes[LANES];
 		CHECK(cudaFree(NULL)); /* the context, before the threads */

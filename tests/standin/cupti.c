@@ -4,10 +4,11 @@
  *
  * It lets the shim's CUPTI module (cupti/cupti.c) run end to end in CI: records are made from
  * what the libcuda.so.1 stand-in reports through cupti_hooks.h (launches and the kernels they
- * ran, stream and context syncs), written into buffers the client asked for, and handed back
- * when full or flushed, on the calling thread (the real CUPTI uses a thread of its own). Kinds
- * are enabled and disabled as in CUPTI, API records per callback id too, and a kernel is
- * recorded when CONCURRENT_KERNEL was on at its launch. Built into tests/standin/cupti/, apart
+ * ran, copies as they ran with STANDIN_CUPTI_COPIES=1, stream and context syncs), written into
+ * buffers the client asked for, and handed back when full or flushed, on the calling thread (the
+ * real CUPTI uses a thread of its own). Kinds are enabled and disabled as in CUPTI, API records
+ * per callback id too, and a kernel or copy is recorded when CONCURRENT_KERNEL or MEMCPY was on
+ * at its enqueue. Built into tests/standin/cupti/, apart
  * from the other stand-ins, so that only the tests that put that directory first in the
  * library path get it.
  *
@@ -124,7 +125,8 @@ static size_t record_size(CUpti_ActivityKind kind)
 	size_t size = kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? sizeof(CUpti_ActivityKernel10)
 		      : kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION
 			  ? sizeof(CUpti_ActivitySynchronization2)
-			  : sizeof(CUpti_ActivityAPI);
+		      : kind == CUPTI_ACTIVITY_KIND_MEMCPY ? sizeof(CUpti_ActivityMemcpy6)
+							   : sizeof(CUpti_ActivityAPI);
 	return (size + 7) & ~(size_t)7;
 }
 
@@ -353,8 +355,50 @@ static void api_site(uint32_t cbid, int exit, uint32_t correlation)
 		call_left(); /* after its exit's callback, which may have finalized */
 }
 
-static const struct standin_cupti_hooks hooks = {now,	 api_begin,	kernels_traced, api_end,
-						 kernel, kernel_queued, sync_record,	api_site};
+/* Copies are recorded only with STANDIN_CUPTI_COPIES=1 (t253): the stand-in's copy entry points
+ * make no API record nor callback, so a recording with `correlate` could not tie them as a GPU's
+ * would (t242 holds the ties of the others to the callbacks'). */
+static int copies_traced(void)
+{
+	static _Atomic int asked = -1;
+	int on = atomic_load(&asked);
+
+	if (on < 0) {
+		const char *text = getenv("STANDIN_CUPTI_COPIES");
+		on = text && strcmp(text, "1") == 0;
+		atomic_store(&asked, on);
+	}
+	return on && kind_on(CUPTI_ACTIVITY_KIND_MEMCPY);
+}
+
+static void copy_record(uint32_t correlation, uint32_t stream, uint8_t copy_kind, int pageable,
+			uint64_t bytes, uint64_t start, uint64_t end)
+{
+	uint8_t host =
+	    pageable ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE : CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+	CUpti_ActivityMemcpy6 m = {.kind = CUPTI_ACTIVITY_KIND_MEMCPY,
+				   .copyKind = copy_kind,
+				   .srcKind = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD
+						  ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+					      : copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH
+						  ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+						  : host,
+				   .dstKind = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD
+						  ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+					      : copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD
+						  ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+						  : host,
+				   .bytes = bytes,
+				   .start = start,
+				   .end = end,
+				   .streamId = stream,
+				   .correlationId = correlation};
+	add_record(&m, CUPTI_ACTIVITY_KIND_MEMCPY);
+}
+
+static const struct standin_cupti_hooks hooks = {
+    now,	   api_begin,	kernels_traced, api_end,       kernel,
+    kernel_queued, sync_record, api_site,	copies_traced, copy_record};
 
 EXPORT const struct standin_cupti_hooks *standin_cupti_hooks(void)
 {

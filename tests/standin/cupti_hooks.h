@@ -6,8 +6,9 @@
  *
  * The two find each other whichever is loaded first: libcupti's constructor hands its hooks to
  * libcuda when libcuda is there (standin_cuda_set_cupti), and libcuda asks for them
- * (standin_cupti_hooks) when it initializes. The real libcupti.so.13 has neither name, so with
- * it libcuda reports nothing.
+ * (standin_cupti_hooks) when it initializes. Copies are reported too (MEMCPY records), with
+ * correlation ids of their own: the stand-in's copies make no API record. The real libcupti.so.13
+ * has neither name, so with it libcuda reports nothing.
  */
 #ifndef SYNCSPY_STANDIN_CUPTI_HOOKS_H
 #define SYNCSPY_STANDIN_CUPTI_HOOKS_H
@@ -32,6 +33,12 @@ struct standin_cupti_hooks {
 	 * GPU rows carry CORRELATION: the callback API's subscriber is called there (CUPTI-8
 	 * detaches at an exit; CUPTI-11 reads the correlation id) */
 	void (*api_site)(uint32_t cbid, int exit, uint32_t correlation);
+	/* a MEMCPY record of a copy as it ran (COPY_KIND: CUpti_ActivityMemcpyKind; its host side
+	 * pinned or PAGEABLE), when that kind is on (checked at the copy's enqueue: copies_traced)
+	 */
+	int (*copies_traced)(void);
+	void (*copy)(uint32_t correlation, uint32_t stream, uint8_t copy_kind, int pageable,
+		     uint64_t bytes, uint64_t start, uint64_t end);
 };
 
 const struct standin_cupti_hooks *standin_cupti_hooks(void);	      /* libcupti.so.13 */

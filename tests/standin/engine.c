@@ -550,16 +550,22 @@ struct graph *stream_end_capture(struct stream *s)
 
 /* ------------------------------------------------------------------ running ops */
 
-static void run_copy(struct op *op)
+static void run_copy(struct op *op, struct stream *s)
 {
 	uint64_t start = now_ns();
 	size_t bytes = op->copy.width * op->copy.height;
+	const struct standin_cupti_hooks *cupti =
+	    op->cupti_correlation ? atomic_load(&g_cupti) : NULL;
+	uint64_t traced_start = cupti ? cupti->now() : 0;
 
 	for (size_t row = 0; row < op->copy.height; row++)
 		memmove(op->copy.dst + row * op->copy.dpitch, op->copy.src + row * op->copy.spitch,
 			op->copy.width);
 	/* a copy takes bytes / bandwidth of real time, so tests can measure blocking */
 	sleep_until_ns(start + (uint64_t)((double)bytes / op->copy.bytes_per_ns));
+	if (cupti) /* a MEMCPY record as CUPTI's (cupti_hooks.h) */
+		cupti->copy(op->cupti_correlation, s->cupti_id, op->copy.cupti_kind,
+			    op->copy.pageable, bytes, traced_start, cupti->now());
 }
 
 static void run_memset(struct op *op)
@@ -662,7 +668,7 @@ static void op_run(struct op *op, struct stream *s)
 		op->callback.fn(op->callback.handle, CUDA_SUCCESS, op->callback.user);
 		break;
 	case OP_COPY:
-		run_copy(op);
+		run_copy(op, s);
 		break;
 	case OP_MEMSET:
 		run_memset(op);
@@ -863,6 +869,12 @@ CUresult engine_copy(struct stream *s, void *dst, size_t dpitch, const void *src
 	op->copy.dpitch = height > 1 ? dpitch : width;
 	op->copy.spitch = height > 1 ? spitch : width;
 	op->copy.bytes_per_ns = g_copy_bytes_per_ns / (pageable ? PAGEABLE_SLOWDOWN : 1.0);
+	op->copy.pageable = pageable;
+	/* CUpti_ActivityMemcpyKind: HTOD 1, DTOH 2, DTOD 8, HTOH 10 */
+	op->copy.cupti_kind = dir == DIR_HTOD ? 1 : dir == DIR_DTOH ? 2 : dir == DIR_DTOD ? 8 : 10;
+	const struct standin_cupti_hooks *cupti = atomic_load(&g_cupti);
+	if (cupti && cupti->copies_traced())
+		op->cupti_correlation = cupti->api_begin();
 
 	uint64_t seq;
 	stream_submit(s, op, &seq);

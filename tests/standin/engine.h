@@ -126,7 +126,7 @@ struct op {
 	uint64_t seq;	  /* position in its stream (E-SEQ), set at enqueue */
 	struct dep *deps; /* positions of other streams to wait for before running */
 	int ndeps;
-	uint32_t cupti_correlation; /* a kernel CUPTI traces (cupti_hooks.h); 0: none */
+	uint32_t cupti_correlation; /* a kernel or copy CUPTI traces (cupti_hooks.h); 0: none */
 	union {
 		struct {
 			void (*fn)(void *);
@@ -142,6 +142,8 @@ struct op {
 			const char *src;
 			size_t width, height, dpitch, spitch;
 			double bytes_per_ns;
+			uint8_t cupti_kind; /* CUpti_ActivityMemcpyKind, with cupti_correlation */
+			bool pageable;
 		} copy;
 		struct {
 			char *dst;
