@@ -54,6 +54,10 @@ extern const struct ss_rule ss_rule_copy_held_by_event;
 	" FROM calls c JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"       \
 	" WHERE c.class IN ('E1', 'E2', 'E3') AND c.stream IS NOT NULL"                            \
 	" ORDER BY c.stream, c.start_ns, c.id"
+/* The enqueues, by stream and time (queued_after). */
+#define ENQUEUES_SQL                                                                               \
+	"SELECT stream, start_ns, tid FROM calls WHERE class = 'E1' AND stream IS NOT NULL"        \
+	" ORDER BY stream, start_ns"
 /* The event records, by event and time. */
 #define RECORDS_SQL                                                                                \
 	"SELECT c.event, c.start_ns, c.stream, c.tid, coalesce(s.text, '" NO_SITE "')"             \
@@ -63,7 +67,7 @@ extern const struct ss_rule ss_rule_copy_held_by_event;
 
 struct stream_op {
 	long long stream, start, tid, event;
-	int wait, copy, enqueue; /* E3; an E1 copy of at least COPY_HELD_MIN_BYTES; E1 */
+	int wait, copy; /* E3; an E1 copy of at least COPY_HELD_MIN_BYTES */
 	char *site;
 };
 struct record {
@@ -108,27 +112,16 @@ static const struct record *record_before(const struct record *r, size_t n, long
 	return lo > 0 && r[lo - 1].event == event ? &r[lo - 1] : NULL;
 }
 
-/* Whether work was queued on the stream of record REC (OPS sorted by stream, start) after it
- * and before T: then a wait at T on REC's event leaves that work free to overlap what follows
- * the wait (a ring of slots, each event recorded after the slot's reader). Without such work the
- * wait is on all that stream had queued (c99: one event recorded at the end of every step). */
-static int queued_after(const struct stream_op *ops, size_t n, const struct record *rec,
-			long long t)
+/* Whether work was queued on the stream of record REC (WORK: the enqueues by stream and time)
+ * after it and before T: then a wait at T on REC's event leaves that work free to overlap what
+ * follows the wait (a ring of slots, each event recorded after the slot's reader). Without such
+ * work the wait is on all that stream had queued (c99: one event recorded at the end of every
+ * step). */
+static int queued_after(const struct enqueue *work, size_t n, const struct record *rec, long long t)
 {
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ops[mid].stream < rec->stream ||
-		    (ops[mid].stream == rec->stream && ops[mid].start <= rec->start))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < n && ops[lo].stream == rec->stream && ops[lo].start < t; lo++)
-		if (ops[lo].enqueue &&
-		    ss_same_stream(ops[lo].stream, ops[lo].tid, rec->stream, rec->tid))
+	for (size_t k = first_enqueue(work, n, rec->stream, rec->start + 1);
+	     k < n && work[k].stream == rec->stream && work[k].start < t; k++)
+		if (ss_same_stream(work[k].stream, work[k].tid, rec->stream, rec->tid))
 			return 1;
 	return 0;
 }
@@ -145,11 +138,13 @@ static int load_ops(struct loader *ld, struct db_state *st, struct stream_op **o
 	sqlite3_bind_int64(stmt, 1, COPY_HELD_MIN_BYTES);
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		const char *class = (const char *)sqlite3_column_text(stmt, 3);
-		struct stream_op o = {
-		    sqlite3_column_int64(stmt, 0),     sqlite3_column_int64(stmt, 1),
-		    sqlite3_column_int64(stmt, 2),     sqlite3_column_int64(stmt, 4),
-		    class && strcmp(class, "E3") == 0, sqlite3_column_int(stmt, 5),
-		    class && strcmp(class, "E1") == 0, NULL};
+		struct stream_op o = {sqlite3_column_int64(stmt, 0),
+				      sqlite3_column_int64(stmt, 1),
+				      sqlite3_column_int64(stmt, 2),
+				      sqlite3_column_int64(stmt, 4),
+				      class && strcmp(class, "E3") == 0,
+				      sqlite3_column_int(stmt, 5),
+				      NULL};
 
 		if (o.wait && sqlite3_column_type(stmt, 4) == SQLITE_NULL)
 			o.wait = 0; /* a wait whose event was not recorded */
@@ -248,12 +243,15 @@ static int copy_held_by_event_rule(struct loader *ld, struct db_state *st, const
 	struct stream_op *ops = NULL;
 	struct record *recs = NULL;
 	struct copy_stream *copies = NULL;
+	struct enqueue *work = NULL;
 	struct held_site *sites = NULL;
 	struct wait_extra *extra = NULL;
 	struct call_rows j = {0};
-	size_t nops = 0, nrecs = 0, nsites = 0, cap_sites = 0, cap_extra = 0;
+	size_t nops = 0, nrecs = 0, nwork = 0, nsites = 0, cap_sites = 0, cap_extra = 0;
 	int code = g->ncopies ? load_ops(ld, st, &ops, &nops, &recs, &nrecs) : SS_EXIT_OK;
 
+	if (code == SS_EXIT_OK && nrecs)
+		code = load_enqueues(ld, st, ENQUEUES_SQL, &work, &nwork);
 	if (code == SS_EXIT_OK && nrecs)
 		code = call_rows_open(ld, st, g, &j);
 	if (code != SS_EXIT_OK || !j.by_thread)
@@ -278,7 +276,7 @@ static int copy_held_by_event_rule(struct loader *ld, struct db_state *st, const
 			continue;
 		rec = record_before(recs, nrecs, w->event, w->start);
 		if (!rec || ss_same_stream(rec->stream, rec->tid, w->stream, w->tid) ||
-		    queued_after(ops, nops, rec, w->start))
+		    queued_after(work, nwork, rec, w->start))
 			continue; /* the event orders nothing across streams, or not after all */
 		r = call_rows_of(st, &j, c->tid, c->start);
 		copy = r ? copy_of(copies, g->ncopies, r->correlation) : NULL;
@@ -311,6 +309,7 @@ done:
 	free(ops);
 	free(recs);
 	free(copies);
+	free(work);
 	free(extra);
 	held_sites_free(sites, nsites);
 	call_rows_close(&j);
