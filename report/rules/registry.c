@@ -29,6 +29,7 @@
 	/* SS_RULE_GPU: per database with a GPU timeline */                                        \
 	X(copy_without_overlap)                                                                    \
 	X(copy_held_by_event)                                                                      \
+	X(upload_behind_download)                                                                  \
 	X(host_func_blocks_stream)                                                                 \
 	X(graph_exec_shared)                                                                       \
 	/* SS_RULE_RANKS: across ranks, after the clock alignment */                               \

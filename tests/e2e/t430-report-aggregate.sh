@@ -5,7 +5,7 @@
 #   - report (JSON): the same findings (rule, site, count, phase, steps), the same rank figures
 #     (sync points, copies, NCCL operations, calls per API, steps); ranks[].aggregate with the
 #     enqueues, aggregates, enqueues per step and the rules not run; the text report has ONE
-#     note naming copy-on-compute-stream, managed-round-trip, small-copies-in-loop, copy-without-overlap, copy-held-by-event, host-func-blocks-stream, graph-exec-shared and nccl-straggler (trace: none);
+#     note naming copy-on-compute-stream, managed-round-trip, small-copies-in-loop, copy-without-overlap, copy-held-by-event, upload-behind-download, host-func-blocks-stream, graph-exec-shared and nccl-straggler (trace: none);
 #     on progs/steady marked, trace mode's copy-on-compute-stream finding is the one missing;
 #   - check: the same verdict, limit by limit, and check --init the same count limits; a warm-up
 #     by calls is refused on an aggregate database (exit 2);
@@ -45,12 +45,12 @@ for k in ("source", "count", "steady", "sync_points_per_step"):
 assert ra["calls"]["cudaLaunchKernel"] == 20 * (50 + 1 + 3), ra["calls"]
 assert "aggregate" not in rt, rt
 assert ra["aggregate"] == {"enqueues": 1160, "aggregates": 7, "enqueues_per_step": 58,
-    "rules_not_run": ["copy-on-compute-stream", "managed-round-trip", "small-copies-in-loop", "copy-without-overlap", "copy-held-by-event", "host-func-blocks-stream", "graph-exec-shared", "nccl-straggler"]}, ra["aggregate"]
+    "rules_not_run": ["copy-on-compute-stream", "managed-round-trip", "small-copies-in-loop", "copy-without-overlap", "copy-held-by-event", "upload-behind-download", "host-func-blocks-stream", "graph-exec-shared", "nccl-straggler"]}, ra["aggregate"]
 notes = [n for n in a["notes"] if "aggregate mode" in n]
 assert len(notes) == 1 and not [n for n in t["notes"] if "aggregate mode" in n], (a["notes"], t["notes"])
 END
 [ "$(grep -c 'aggregate mode' "$tmp/aggregate.txt")" = 1 ] || fail "text report: $(grep 'aggregate mode' "$tmp/aggregate.txt")"
-grep -q '^  - .*: recorded in aggregate mode (SYNCSPY_MODE=aggregate): enqueues are counted per site, not a row each, so copy-on-compute-stream, managed-round-trip, small-copies-in-loop, copy-without-overlap, copy-held-by-event, host-func-blocks-stream, graph-exec-shared and nccl-straggler did not run on it' "$tmp/aggregate.txt" ||
+grep -q '^  - .*: recorded in aggregate mode (SYNCSPY_MODE=aggregate): enqueues are counted per site, not a row each, so copy-on-compute-stream, managed-round-trip, small-copies-in-loop, copy-without-overlap, copy-held-by-event, upload-behind-download, host-func-blocks-stream, graph-exec-shared and nccl-straggler did not run on it' "$tmp/aggregate.txt" ||
 	fail "the note: $(grep 'aggregate mode' "$tmp/aggregate.txt")"
 grep -q 'aggregate mode' "$tmp/trace.txt" && fail "trace mode's report has an aggregate note"
 

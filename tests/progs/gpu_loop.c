@@ -79,6 +79,13 @@
  * of the previous step and copy and compute take turns (c99 of examples/corpus:
  * copy-held-by-event; t253). slot-events: the upload waits on its slot's event, recorded after
  * the kernels that read that slot two steps back (the fix: it runs beside the previous step).
+ * shared-dma: a pipeline of pages: each step uploads a page into one of two device slots on a
+ * DMA stream, the compute stream waits for it and runs the step's two kernels, and the page's
+ * results come back (UPLOAD_BYTES, into pinned memory) on the same DMA stream after an event
+ * wait on the compute; the host reads the results one step behind. The next page's upload is
+ * queued behind that download, which waits for the kernels: upload, compute and download take
+ * turns (d48 of examples/corpus: upload-behind-download; t254). split-dma: the downloads on a
+ * stream of their own (the fix: the next upload runs beside the kernels and the download).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -218,6 +225,65 @@ static int upload_ring(int steps, int one_event)
 	return 0;
 }
 
+/* The shared-dma and split-dma modes (above), STEPS steps. */
+static int dma_pipeline(int steps, int shared)
+{
+	cudaStream_t up, down, compute;
+	cudaEvent_t uploaded[2], computed[2], downloaded[2];
+	void *host_in, *host_out[2], *slot[2];
+	const enum cudaMemcpyKind d2h = cudaMemcpyDeviceToHost;
+	const size_t bytes = UPLOAD_BYTES;
+	void *param = (void *)(uintptr_t)KERNEL_US, *args[] = {&param};
+	const dim3 one = {1, 1, 1};
+
+	CHECK(cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking));
+	CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+	if (shared)
+		down = up;
+	else
+		CHECK(cudaStreamCreateWithFlags(&down, cudaStreamNonBlocking));
+	CHECK(cudaMallocHost(&host_in, UPLOAD_BYTES));
+	memset(host_in, 5, UPLOAD_BYTES);
+	for (int k = 0; k < 2; k++) {
+		CHECK(cudaMallocHost(&host_out[k], UPLOAD_BYTES));
+		CHECK(cudaMalloc(&slot[k], UPLOAD_BYTES));
+		CHECK(cudaEventCreateWithFlags(&uploaded[k], cudaEventDisableTiming));
+		CHECK(cudaEventCreateWithFlags(&computed[k], cudaEventDisableTiming));
+		CHECK(cudaEventCreateWithFlags(&downloaded[k], cudaEventDisableTiming));
+	}
+	for (int step = 0; step < steps; step++) {
+		int k = step % 2;
+		if (step >= 2) /* the slot's results, two steps back, are out */
+			CHECK(cudaStreamWaitEvent(up, downloaded[k], 0));
+		CHECK(cudaMemcpyAsync(slot[k], host_in, UPLOAD_BYTES, cudaMemcpyHostToDevice, up));
+		CHECK(cudaEventRecord(uploaded[k], up));
+		CHECK(cudaStreamWaitEvent(compute, uploaded[k], 0));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, compute));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, compute));
+		CHECK(cudaEventRecord(computed[k], compute));
+		CHECK(cudaStreamWaitEvent(down, computed[k], 0));
+		CHECK(cudaMemcpyAsync(host_out[k], slot[k], bytes, d2h, down)); /* MARK:dma-down */
+		CHECK(cudaEventRecord(downloaded[k], down));
+		if (step >= 1) /* the host reads the results one step behind */
+			CHECK(cudaEventSynchronize(downloaded[1 - k]));
+	}
+	CHECK(cudaStreamSynchronize(down));
+	for (int k = 0; k < 2; k++) {
+		CHECK(cudaFree(slot[k]));
+		CHECK(cudaFreeHost(host_out[k]));
+		CHECK(cudaEventDestroy(uploaded[k]));
+		CHECK(cudaEventDestroy(computed[k]));
+		CHECK(cudaEventDestroy(downloaded[k]));
+	}
+	CHECK(cudaFreeHost(host_in));
+	CHECK(cudaStreamDestroy(up));
+	if (!shared)
+		CHECK(cudaStreamDestroy(down));
+	CHECK(cudaStreamDestroy(compute));
+	printf("done %d steps\n", steps);
+	return 0;
+}
+
 /* The exit-syncs mode's exit handler, on the legacy default stream (the loop's is destroyed by
  * then). */
 #define EXIT_SYNCS	 6
@@ -307,6 +373,8 @@ int main(int argc, char **argv)
 
 	if (argc > 2 && (strcmp(argv[2], "one-event") == 0 || strcmp(argv[2], "slot-events") == 0))
 		return upload_ring(steps, strcmp(argv[2], "one-event") == 0);
+	if (argc > 2 && (strcmp(argv[2], "shared-dma") == 0 || strcmp(argv[2], "split-dma") == 0))
+		return dma_pipeline(steps, strcmp(argv[2], "shared-dma") == 0);
 	if (argc > 2 && strcmp(argv[2], "lanes") == 0) {
 		pthread_t lanes[LANES];
 		CHECK(cudaFree(NULL)); /* the context, before the threads */

@@ -1,0 +1,246 @@
+/*
+ * report/rules/upload_behind_download.c: the upload-behind-download rule (docs/rules.md), a
+ * GPU-timeline rule (SS_RULE_GPU): uploads queued on the same stream as the downloads, each
+ * held behind a download that itself waited for the compute. A GPU copies each direction on an
+ * engine of its own ("devices with two copy engines can overlap copies to and from the
+ * device", the CUDA programming guide), but work in one stream runs in issue order: a pipeline
+ * whose one "DMA" stream carries both puts the next page's upload behind this page's download,
+ * and that download waits for this page's kernel, so upload, compute and download take turns
+ * (examples/corpus d48: a transfer module configured with one queue). The line to change is the
+ * download's: on a stream of its own it no longer holds the uploads.
+ *
+ * Per async copy call U (E1, at least COPY_MIN_BYTES) whose previous copy call on its stream
+ * (E1, any thread) was a download D of at least COPY_MIN_BYTES, such that on the GPU timeline:
+ *   - U's copy is an upload and D's a download, on one stream that is not the device's compute
+ *     stream (copy-on-compute-stream's and copy-without-overlap's case);
+ *   - U was held by D: issued at least HELD_MIN_NS before D's copy ended, and started within
+ *     max(HELD_SLACK_MIN_NS, U's time / 4) after it;
+ *   - D waited for the compute: it started within the same slack after a kernel of the device
+ *     ended (a download that ran unprompted held nothing the compute needed);
+ *   - the compute waited for U: no kernel ran on the device while U ran, and the compute
+ *     stream's next kernel was launched before U ended.
+ * The cost is, per held upload, the part of D's copy it waited behind (from its call or D's
+ * start, whichever is later, to D's end): what a stream of its own for the downloads wins back
+ * at most. Named at D's site. Steady copies only; with the timeline sampled, the steps it saw
+ * whole, scaled (GPU-IDLE-4).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analysis_int.h"
+#include "../commands.h"
+
+extern const struct ss_rule ss_rule_upload_behind_download;
+
+/* below: a result read or a parameter, whose latency no overlap hides */
+#define COPY_MIN_BYTES (64 * 1024)
+/* an upload queued less than this before the download ended was not held by it */
+#define HELD_MIN_NS 50000LL
+/* how soon after what it waited for a copy starts (copy-held-by-event's slack) */
+#define HELD_SLACK_MIN_NS 50000LL
+
+/* The async copies of at least ?1 bytes, by stream and time, with their sites. */
+#define STREAM_COPIES_SQL                                                                          \
+	"SELECT c.stream, c.start_ns, c.tid, coalesce(s.text, '" NO_SITE "')"                      \
+	" FROM calls c JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"       \
+	" WHERE c.class = 'E1' AND a.name LIKE '%emcpy%' AND coalesce(c.bytes, 0) >= ?1"           \
+	" AND c.stream IS NOT NULL ORDER BY c.stream, c.start_ns, c.id"
+
+struct stream_copy {
+	long long stream, start, tid;
+	char *site;
+};
+/* a GPU copy's stream, bytes and direction, by correlation id */
+struct gpu_copy {
+	long long correlation, stream, bytes;
+	int h2d;
+};
+
+static int compare_gpu_copies(const void *a, const void *b)
+{
+	const struct gpu_copy *x = a, *y = b;
+
+	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+}
+
+static const struct gpu_copy *gpu_copy_of(const struct gpu_copy *v, size_t n, long long c)
+{
+	struct gpu_copy key = {c, 0, 0, 0};
+
+	return bsearch(&key, v, n, sizeof(*v), compare_gpu_copies);
+}
+
+static int load_copies(struct loader *ld, struct db_state *st, struct stream_copy **v, size_t *n)
+{
+	size_t cap = 0;
+	sqlite3_stmt *stmt;
+	int rc, code = prepare(ld, st, STREAM_COPIES_SQL, &stmt);
+
+	if (code != SS_EXIT_OK)
+		return code;
+	sqlite3_bind_int64(stmt, 1, COPY_MIN_BYTES);
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		struct stream_copy c = {sqlite3_column_int64(stmt, 0),
+					sqlite3_column_int64(stmt, 1),
+					sqlite3_column_int64(stmt, 2),
+					xstrdup((const char *)sqlite3_column_text(stmt, 3))};
+
+		if (!c.site || !PUSH(*v, *n, cap, c)) {
+			free(c.site);
+			sqlite3_finalize(stmt);
+			return out_of_memory(ld);
+		}
+	}
+	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
+}
+
+static long long slack_of(const struct correlated *r)
+{
+	return (r->e - r->s) / 4 > HELD_SLACK_MIN_NS ? (r->e - r->s) / 4 : HELD_SLACK_MIN_NS;
+}
+
+/* Whether a kernel of DEVICE ended in [T - SLACK, T]. */
+static int kernel_ended_before(const struct gpu_rows *g, long long device, long long t,
+			       long long slack)
+{
+	size_t k = first_ending_after(g->kernels, g->nkernels, device, t - slack);
+
+	return k < g->nkernels && g->kernels[k].device == device && g->kernels[k].e <= t &&
+	       g->kernels[k].s < t;
+}
+
+/* How long upload U (issued at ISSUED) waited behind download D (the conditions at the top of
+ * this file), or 0 when it did not. */
+static long long held_behind(const struct gpu_rows *g, const struct correlated *u,
+			     const struct gpu_copy *ucopy, long long issued,
+			     const struct correlated *d, const struct gpu_copy *dcopy)
+{
+	long long compute = compute_stream_of(g, u->device);
+
+	if (!ucopy || !dcopy || !ucopy->h2d || dcopy->h2d || ucopy->stream != dcopy->stream ||
+	    ucopy->stream == compute || u->device != d->device)
+		return 0;
+	if (issued > d->e - HELD_MIN_NS || u->s < d->e || u->s - d->e > slack_of(u))
+		return 0; /* not queued behind the download, or held by something else after it */
+	if (!kernel_ended_before(g, d->device, d->s, slack_of(d)))
+		return 0; /* the download did not wait for the compute */
+	size_t k = first_ending_after(g->kernels, g->nkernels, u->device, u->s);
+	if (k < g->nkernels && g->kernels[k].device == u->device && g->kernels[k].s < u->e)
+		return 0; /* a kernel ran beside the upload */
+	const struct kernel_row *next = next_kernel_on_stream(g, u->device, compute, u->e);
+	if (!next || next->launch_ns < 0 || next->launch_ns >= u->e)
+		return 0; /* no compute waited behind it */
+	if (timeline_off_between(g, issued < d->s ? issued : d->s, u->e))
+		return 0;
+	return d->e - (issued > d->s ? issued : d->s);
+}
+
+/* BYTES: per site, what its held uploads moved */
+static int add_findings(struct loader *ld, struct db_state *st, struct held_site *sites,
+			const long long *bytes, size_t nsites, size_t seen, size_t steady)
+{
+	int code = SS_EXIT_OK;
+	char scaled[128];
+
+	held_scaled_note(scaled, sizeof(scaled), seen, steady);
+	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
+		struct held_site *s = &sites[i];
+		long long median = held_site_finish(s, seen, steady);
+		int recurring = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
+
+		code = add_finding(
+		    ld, &ss_rule_upload_behind_download, st->rank, s->n, s->held, s->worst,
+		    scale_to(bytes[i], (long long)seen, (long long)steady), s->held,
+		    xstrdup(s->site),
+		    format("%lld uploads were queued on this download's stream and waited behind "
+			   "it, %.3f ms in all (median %.3f ms), while the download waited for "
+			   "the compute and the compute for the uploads: a stream runs its copies "
+			   "one after another, where a stream for each direction lets the copy "
+			   "engines run them at once%s",
+			   s->n, ms(s->held), ms(median), scaled));
+		if (code == SS_EXIT_OK)
+			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps,
+				  recurring, s->tally.steps);
+	}
+	return code;
+}
+
+static int upload_behind_download_rule(struct loader *ld, struct db_state *st,
+				       const struct gpu_rows *g)
+{
+	struct stream_copy *calls = NULL;
+	struct gpu_copy *copies = NULL;
+	struct held_site *sites = NULL;
+	long long *bytes = NULL; /* per site */
+	struct call_rows j = {0};
+	size_t ncalls = 0, nsites = 0, cap_sites = 0, cap_bytes = 0;
+	int code = g->ncopies ? load_copies(ld, st, &calls, &ncalls) : SS_EXIT_OK;
+
+	if (code == SS_EXIT_OK && ncalls > 1)
+		code = call_rows_open(ld, st, g, &j);
+	if (code != SS_EXIT_OK || !j.by_thread)
+		goto done;
+	copies = malloc(g->ncopies * sizeof(*copies));
+	if (!copies) {
+		code = out_of_memory(ld);
+		goto done;
+	}
+	for (size_t i = 0; i < g->ncopies; i++)
+		copies[i] = (struct gpu_copy){g->copies[i].correlation, g->copies[i].stream,
+					      g->copies[i].bytes, g->copies[i].h2d};
+	qsort(copies, g->ncopies, sizeof(*copies), compare_gpu_copies);
+	for (size_t i = 1; code == SS_EXIT_OK && i < ncalls; i++) {
+		const struct stream_copy *u = &calls[i], *d = &calls[i - 1];
+
+		if (!ss_same_stream(u->stream, u->tid, d->stream, d->tid) ||
+		    !call_rows_steady_seen(st, &j, u->start))
+			continue;
+		const struct correlated *ur = call_rows_of(st, &j, u->tid, u->start);
+		const struct correlated *dr = call_rows_of(st, &j, d->tid, d->start);
+		if (!ur || !dr)
+			continue;
+		const struct gpu_copy *uc = gpu_copy_of(copies, g->ncopies, ur->correlation);
+		long long held = held_behind(g, ur, uc, u->start, dr,
+					     gpu_copy_of(copies, g->ncopies, dr->correlation));
+		if (held <= 0)
+			continue;
+		size_t before = nsites;
+		struct held_site *site = held_site(&sites, &nsites, &cap_sites, d->site);
+		if (site && nsites > before && reserve(&bytes, &cap_bytes, before, sizeof(*bytes)))
+			bytes[before] = 0;
+		if (!site || cap_bytes < nsites ||
+		    !held_site_add(site, &st->steps, u->start, held, 0)) {
+			code = out_of_memory(ld);
+			break;
+		}
+		bytes[site - sites] += uc->bytes;
+	}
+	if (code == SS_EXIT_OK)
+		code =
+		    add_findings(ld, st, sites, bytes, nsites, j.seen, ss_steps_steady(&st->steps));
+done:
+	for (size_t i = 0; i < ncalls; i++)
+		free(calls[i].site);
+	free(calls);
+	free(copies);
+	free(bytes);
+	held_sites_free(sites, nsites);
+	call_rows_close(&j);
+	return code;
+}
+
+const struct ss_rule ss_rule_upload_behind_download = {
+    .id = "upload-behind-download",
+    .advice = "Queue the downloads on a stream of their own (made once, waiting on an event "
+	      "recorded after the kernel that makes their data), not on the uploads' stream: a "
+	      "stream runs its copies in the order they were queued, so the next upload waits "
+	      "for this download, which waits for the compute; on two streams the GPU's copy "
+	      "engines move both directions at once, beside the kernels.",
+    .phase = SS_RULE_GPU,
+    .cost = SS_COST_ESTIMATE,
+    .needs_enqueue_rows = 1, /* the copies are enqueue rows */
+    .min_share_permille = 10,
+    .run_gpu = upload_behind_download_rule,
+};
