@@ -21,6 +21,11 @@
 #   sampled=LIST  `default` (sampled as users run it) with only CUPTI's kinds LIST: a candidate
 #             default
 #   profiler  no shim; on: inside torch.profiler (CPU and CUDA activities)
+#   long      under the shim as users run it, recording all along (no blocks off): the loop runs
+#             BLOCKS times and bench/long_cost.py compares the steps the sampler left untraced
+#             (CUPTI detached) with all of them, so that each window and switch counts once, as
+#             in a long run; its figure (`total`; `ab` is left out) is the GPU timeline's cost
+#             alone, the host side's being the `host` configuration's
 # What this leaves out, and bench/reference_overhead.sh measures in separate processes: the
 # one-time costs (the shim's and CUPTI's start, each call site's first sight, the database
 # written at exit) and the interposition itself, on in both kinds of blocks (tens of ns a call,
@@ -73,6 +78,7 @@ for run in $(seq "$runs"); do
 			kinds=*) env+=(SYNCSPY_CUPTI_SAMPLE=all SYNCSPY_CUPTI_KINDS="${config#kinds=}") ;;
 			sampled=*) env+=(SYNCSPY_CUPTI_KINDS="${config#sampled=}") ;;
 			profiler) env=(EXAMPLES_AB="$blocks" AB_WARMUP="${WARMUP:-1}" EXAMPLES_AB_MODE=profiler) ;;
+			long) env+=(EXAMPLES_AB_MODE=long) ;;
 			*) echo "reference_ab.sh: unknown configuration $config" >&2; exit 2 ;;
 			esac
 			env "${env[@]}" taskset -c "$pin" timeout 300 python3 "$root/examples/torch/$name.py" \
@@ -80,10 +86,18 @@ for run in $(seq "$runs"); do
 			status=$?
 			ab=$(sed -n 's/^ab [a-z]* //p' "$tmp/err" | tail -n1)
 			total=$(sed -n 's/^ab_total [a-z]* //p' "$tmp/err" | tail -n1)
+			long=
+			if [ "$config" = long ]; then
+				for f in "$tmp"/db/*.sqlite; do
+					[ -f "$f" ] && long=$(python3 "$root/bench/long_cost.py" "$f" "$tmp/err")
+				done
+				total=$(echo "$long" | sed -n 's/.*cost=\([-0-9.]*\).*/\1/p')
+				long=" ${long}"
+			fi
 			blocks_on=$(sed -n 's/^ab_block on //p' "$tmp/err" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 			blocks_off=$(sed -n 's/^ab_block off //p' "$tmp/err" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-			echo "raw $name $config run=$run status=$status ab=${ab:--} total=${total:--} on_ns=${blocks_on:--} off_ns=${blocks_off:--}" >>"$tmp/raw"
-			[ -n "$ab" ] || tail -n 3 "$tmp/err" | sed "s/^/# $name $config: /" >>"$tmp/raw"
+			echo "raw $name $config run=$run status=$status ab=${ab:--} total=${total:--} on_ns=${blocks_on:--} off_ns=${blocks_off:--}$long" >>"$tmp/raw"
+			[ -n "$ab$total" ] || tail -n 3 "$tmp/err" | sed "s/^/# $name $config: /" >>"$tmp/raw"
 			for f in "$tmp"/db/*.sqlite; do
 				[ -f "$f" ] || continue
 				echo "meta $name $config run=$run $(python3 "$root/bench/db_meta.py" "$f")" >>"$tmp/raw"

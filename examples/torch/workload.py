@@ -85,6 +85,8 @@ def timed(steps):
     one-time costs); under EXAMPLES_AB=N runs the loop N + 1 times for an in-process A/B
     (_ab_blocks). Otherwise STEPS itself: nothing added to the loop."""
     blocks = int(os.environ.get("EXAMPLES_AB", "0") or "0")
+    if blocks > 0 and os.environ.get("EXAMPLES_AB_MODE") == "long":
+        return _long_run(steps, blocks)
     if blocks > 0:
         return _ab_blocks(steps, blocks, os.environ.get("EXAMPLES_AB_MODE", "shim"))
     if os.environ.get("EXAMPLES_LOOP_TIME") != "1":
@@ -159,6 +161,28 @@ def _ab_blocks(steps, blocks, mode):
     if on_steps and off_steps:
         print("ab_total %s %.2f" % (mode, ((on_ns / on_steps) / (off_ns / off_steps) - 1) * 100),
               file=sys.stderr)
+
+
+def _long_run(steps, loops):
+    """bench/reference_ab.sh's `long` configuration: what the GPU timeline costs a long run as
+    the default samples it (CUPTI-5), each window counted once. Under the shim, recording all
+    along, the loop runs AB_WARMUP (default 1) times, then LOOPS times, and every step after the
+    warm-up prints "long_step START END" on stderr (CLOCK_MONOTONIC, the recording's time axis).
+    bench/long_cost.py then tells the steps the GPU timeline left alone (inside one of the
+    database's gpu_paused intervals: CUPTI detached) from the others (in a window, or holding an
+    attach or a detach), and compares their mean host times: the A/B's `total` counts every
+    window in an on block, where a long run spreads them over all of its steps."""
+    warmup = max(1, int(os.environ.get("AB_WARMUP", "1")))
+    items = list(steps) if iter(steps) is steps else steps  # an iterator runs out: keep it
+    for n in range(warmup + loops):
+        marks = []
+        for item in items:
+            marks.append(time.perf_counter_ns())
+            yield item
+        marks.append(time.perf_counter_ns())
+        if n >= warmup:
+            for a, b in zip(marks, marks[1:]):
+                print("long_step %d %d" % (_mono(a), _mono(b)), file=sys.stderr)
 
 
 _mono_offset = time.monotonic_ns() - time.perf_counter_ns()
