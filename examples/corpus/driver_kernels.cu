@@ -993,3 +993,270 @@ extern "C" __global__ void sig_power_detect(const int *y, int n, int per, long l
 	atomicAdd(&stats[2], sum);
 	atomicMax(&stats[3], top);
 }
+
+/* d60/d63: a game engine's cloth solver, position-based dynamics in Q10 fixed point (int4
+ * particles: x, y, z, unused; cloths of w x w particles one after another, row 0 pinned to the
+ * pole). The current substep's parameters live in constant memory (the host finds the symbol
+ * with cuModuleGetGlobal and writes it before every substep); all int, the host's struct is the
+ * same 27 words. */
+struct cloth_params_t {
+	int frame, substep;
+	int gravity;      /* added to y every substep (negative: down) */
+	int wind[3];      /* displacement a substep at a full gust */
+	int damping_q8;   /* share of the velocity kept, /256 */
+	int stiffness_q8; /* share of the Jacobi correction applied, /256 */
+	int rest;         /* rest length between grid neighbours (shear: rest * 181 / 128) */
+	int floor_y;
+	int spheres;      /* colliders in use, at most 4 */
+	int sphere[4][4]; /* x, y, z, radius */
+};
+__constant__ cloth_params_t cloth_params;
+
+__device__ static unsigned int cloth_hash(unsigned int h)
+{
+	h ^= h >> 16;
+	h *= 0x7feb352du;
+	h ^= h >> 15;
+	h *= 0x846ca68bu;
+	return h ^ (h >> 16);
+}
+
+/* the length of an integer vector: float square root of the exact squared length (correctly
+ * rounded), truncated */
+__device__ static int cloth_len(long long d2)
+{
+	return (int)sqrtf((float)d2);
+}
+
+/* Verlet prediction: pred = pos + damped velocity + gravity + gusting wind; prev = pos */
+extern "C" __global__ void cloth_integrate(const int4 *pos, int4 *prev, int4 *pred, int n, int w)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	int cell = i % (w * w), x = cell % w, y = cell / w;
+	int4 p = pos[i], q = prev[i], o = p;
+	if (y != 0) {
+		int gust = (int)(cloth_hash((unsigned int)((x >> 4) + (y >> 4) * 64 + (i / (w * w)) * 4096) ^
+					    (unsigned int)(cloth_params.frame * 16 + cloth_params.substep)) & 255);
+		o.x = p.x + (p.x - q.x) * cloth_params.damping_q8 / 256 + cloth_params.wind[0] * gust / 256;
+		o.y = p.y + (p.y - q.y) * cloth_params.damping_q8 / 256 + cloth_params.gravity +
+		      cloth_params.wind[1] * gust / 256;
+		o.z = p.z + (p.z - q.z) * cloth_params.damping_q8 / 256 + cloth_params.wind[2] * gust / 256;
+	}
+	prev[i] = p;
+	pred[i] = o;
+}
+
+/* one Jacobi pass over the structural and shear distance constraints (8 neighbours): each asks
+ * for half the particle's share of the error (the other half is the neighbour's), the requests
+ * averaged and scaled by the stiffness */
+extern "C" __global__ void cloth_relax(const int4 *in, int4 *out, int n, int w)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	int cell = i % (w * w), x = cell % w, y = cell / w;
+	int4 p = in[i];
+	if (y == 0) {
+		out[i] = p;
+		return;
+	}
+	long long cx = 0, cy = 0, cz = 0;
+	int cnt = 0;
+	for (int k = 0; k < 9; k++) {
+		int dx = k % 3 - 1, dy = k / 3 - 1;
+		if ((dx == 0 && dy == 0) || x + dx < 0 || x + dx >= w || y + dy < 0 || y + dy >= w)
+			continue;
+		int4 q = in[i + dy * w + dx];
+		long long ex = q.x - p.x, ey = q.y - p.y, ez = q.z - p.z;
+		int len = cloth_len(ex * ex + ey * ey + ez * ez);
+		if (len == 0)
+			continue;
+		int rest = (dx != 0 && dy != 0) ? cloth_params.rest * 181 / 128 : cloth_params.rest;
+		long long f = ((long long)(len - rest) << 16) / len; /* Q16 share of the vector */
+		cx += ex * f >> 17;
+		cy += ey * f >> 17;
+		cz += ez * f >> 17;
+		cnt++;
+	}
+	if (cnt) {
+		long long s = cloth_params.stiffness_q8;
+		p.x += (int)(cx * s / (256 * cnt));
+		p.y += (int)(cy * s / (256 * cnt));
+		p.z += (int)(cz * s / (256 * cnt));
+	}
+	out[i] = p;
+}
+
+/* the colliders (spheres pushed out along the normal, then the floor), the substep's result
+ * into pos; on the frame's last substep also each cloth's stats: [0] = frame << 8 | substep,
+ * [1] contacts, [2] a hash of the positions, [3] top y + 2^30, [4] 2^30 - bottom y, [5]
+ * largest |x| + |z| (stats zeroed before). Warp sums first, then one atomic a warp and
+ * field (w * w a multiple of 32, n a multiple of the block). */
+extern "C" __global__ void cloth_collide(const int4 *pred, int4 *pos, int n, int w, int want_stats,
+					 unsigned long long *stats)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	int cell = i % (w * w), y = cell / w;
+	int4 p = pred[i];
+	unsigned long long contacts = 0;
+	if (y != 0) {
+		for (int s = 0; s < cloth_params.spheres; s++) {
+			const int *c = cloth_params.sphere[s];
+			long long ex = p.x - c[0], ey = p.y - c[1], ez = p.z - c[2];
+			long long d2 = ex * ex + ey * ey + ez * ez, r = c[3];
+			if (d2 >= r * r)
+				continue;
+			int len = cloth_len(d2);
+			if (len == 0)
+				continue;
+			p.x = c[0] + (int)(ex * r / len);
+			p.y = c[1] + (int)(ey * r / len);
+			p.z = c[2] + (int)(ez * r / len);
+			contacts++;
+		}
+		if (p.y < cloth_params.floor_y) {
+			p.y = cloth_params.floor_y;
+			contacts++;
+		}
+	}
+	pos[i] = p;
+	if (!want_stats)
+		return;
+	unsigned long long *st = stats + (i / (w * w)) * 8;
+	if (cell == 0)
+		st[0] = (unsigned long long)(cloth_params.frame << 8 | cloth_params.substep);
+	unsigned long long h = (unsigned long long)cloth_hash((unsigned int)p.x ^ cloth_hash((unsigned int)p.y ^
+					cloth_hash((unsigned int)p.z ^ (unsigned int)cell)));
+	unsigned long long top = (unsigned long long)(p.y + (1 << 30)), bot = (unsigned long long)((1 << 30) - p.y);
+	unsigned long long reach = (unsigned long long)(abs(p.x) + abs(p.z));
+	for (int o = 16; o > 0; o >>= 1) {
+		contacts += __shfl_xor_sync(0xffffffffu, contacts, o);
+		h += __shfl_xor_sync(0xffffffffu, h, o);
+		unsigned long long t = __shfl_xor_sync(0xffffffffu, top, o);
+		top = t > top ? t : top;
+		t = __shfl_xor_sync(0xffffffffu, bot, o);
+		bot = t > bot ? t : bot;
+		t = __shfl_xor_sync(0xffffffffu, reach, o);
+		reach = t > reach ? t : reach;
+	}
+	if ((threadIdx.x & 31) != 0)
+		return;
+	if (contacts)
+		atomicAdd(&st[1], contacts);
+	atomicAdd(&st[2], h);
+	atomicMax(&st[3], top);
+	atomicMax(&st[4], bot);
+	atomicMax(&st[5], reach);
+}
+
+/* d61: filtered backprojection, the ramp filter. One thread an output sample of a projection
+ * row: the row (det int16 line integrals) convolved with the spatial Ram-Lak kernel (taps[0] =
+ * the centre, taps[k] = the tap at distance k, Q24; zero outside the detector), >> 22. */
+extern "C" __global__ void ct_ramp_filter(const short *proj, int rows, int det, const int *taps, int half,
+					  int *filt)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= rows * det)
+		return;
+	int r = i / det, c = i % det;
+	const short *row = proj + (size_t)r * det;
+	long long acc = (long long)taps[0] * row[c];
+	for (int k = 1; k <= half; k += 2) { /* even taps are zero */
+		int a = c - k >= 0 ? row[c - k] : 0, b = c + k < det ? row[c + k] : 0;
+		acc += (long long)taps[k] * (a + b);
+	}
+	filt[i] = (int)(acc >> 22);
+}
+
+/* d61: parallel-beam backprojection of a chunk of filtered projections into the volume. One
+ * thread a column (x, y) of the n x n x slices volume: for each of the chunk's angles (cos and
+ * sin Q14 from trig, the chunk's first angle a0), the detector position t = x' cos + y' sin of
+ * the pixel centre (Q14), linear interpolation between the two nearest detector bins (Q8
+ * weights), for every slice; vol[slice][y][x] += the sum >> 8. filt: [angle][slice][det]. */
+extern "C" __global__ void ct_backproject(const int *filt, int a0, int nangles, const int *trig, int det,
+					  int slices, int n, int *vol)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n * n)
+		return;
+	int x = i % n, y = i / n;
+	int px = 2 * x - n + 1, py = 2 * y - n + 1; /* pixel centre, in half pixels */
+	for (int s = 0; s < slices; s++) {
+		long long acc = 0;
+		for (int a = 0; a < nangles; a++) {
+			int c = trig[2 * (a0 + a)], sn = trig[2 * (a0 + a) + 1];
+			long long t = ((long long)px * c + (long long)py * sn) * 128 / 2 + ((long long)det << 21) / 2 - (1 << 20);
+			int u = (int)(t >> 21), fr = (int)((t >> 13) & 255); /* bin and Q8 fraction */
+			if (u < 0 || u >= det - 1)
+				continue;
+			const int *row = filt + ((size_t)a * slices + s) * det;
+			acc += (long long)row[u] * (256 - fr) + (long long)row[u + 1] * fr;
+		}
+		vol[((size_t)s * n + y) * n + x] += (int)(acc >> 8);
+	}
+}
+
+/* d62: orthorectify one tile of a satellite scene. Output pixel (ox, oy) of a tile_w x tile_w
+ * tile whose north-west ground corner is (e0, n0) metres (gsd metres a pixel, north up), ss x ss
+ * samples a pixel. Each sample's ground point takes its height from the DEM (bilinear, int16
+ * metres, dem_step metres a post, origin at ground (0, 0)), is projected into the scene by the
+ * rational polynomial model (rpc: 4 x 10 coefficients, line numerator and denominator, sample
+ * numerator and denominator, over 1, X, Y, Z, XY, XZ, YZ, X^2, Y^2, Z^2 of the normalized
+ * ground point; norm: e, n, h offsets and scales, line and sample offsets and scales), and the
+ * raw patch (raw_w x raw_h, its origin at scene line l0, sample s0) is sampled with Catmull-Rom
+ * bicubic weights, clamped at the patch edge; out = the samples' mean, rounded, clamped. */
+__device__ static float ortho_poly(const float *c, float x, float y, float z)
+{
+	return c[0] + c[1] * x + c[2] * y + c[3] * z + c[4] * x * y + c[5] * x * z + c[6] * y * z +
+	       c[7] * x * x + c[8] * y * y + c[9] * z * z;
+}
+
+__device__ static void ortho_cubic(float t, float *w)
+{
+	float t2 = t * t, t3 = t2 * t;
+	w[0] = 0.5f * (-t3 + 2.0f * t2 - t);
+	w[1] = 0.5f * (3.0f * t3 - 5.0f * t2 + 2.0f);
+	w[2] = 0.5f * (-3.0f * t3 + 4.0f * t2 + t);
+	w[3] = 0.5f * (t3 - t2);
+}
+
+extern "C" __global__ void ortho_tile(const unsigned short *raw, int raw_w, int raw_h, int l0, int s0,
+				      const short *dem, int dem_w, float dem_step, const float *rpc,
+				      const float *norm, float e0, float n0, float gsd, int tile_w, int ss,
+				      unsigned short *out)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= tile_w * tile_w)
+		return;
+	int ox = i % tile_w, oy = i / tile_w;
+	float acc = 0.0f;
+	for (int k = 0; k < ss * ss; k++) {
+		float e = e0 + gsd * (ox + (k % ss + 0.5f) / ss), nn = n0 - gsd * (oy + (k / ss + 0.5f) / ss);
+		float dx = e / dem_step, dy = nn / dem_step;
+		int ix = min(max((int)dx, 0), dem_w - 2), iy = min(max((int)dy, 0), dem_w - 2);
+		float fx = dx - ix, fy = dy - iy;
+		const short *d = dem + (size_t)iy * dem_w + ix;
+		float h = (1.0f - fy) * ((1.0f - fx) * d[0] + fx * d[1]) + fy * ((1.0f - fx) * d[dem_w] + fx * d[dem_w + 1]);
+		float X = (e - norm[0]) / norm[3], Y = (nn - norm[1]) / norm[4], Z = (h - norm[2]) / norm[5];
+		float line = norm[6] + norm[8] * ortho_poly(rpc, X, Y, Z) / ortho_poly(rpc + 10, X, Y, Z) - l0;
+		float samp = norm[7] + norm[9] * ortho_poly(rpc + 20, X, Y, Z) / ortho_poly(rpc + 30, X, Y, Z) - s0;
+		int li = (int)floorf(line), si = (int)floorf(samp);
+		float wl[4], ws[4];
+		ortho_cubic(line - li, wl);
+		ortho_cubic(samp - si, ws);
+		float v = 0.0f;
+		for (int a = 0; a < 4; a++) {
+			int r = min(max(li - 1 + a, 0), raw_h - 1);
+			const unsigned short *row = raw + (size_t)r * raw_w;
+			float rv = 0.0f;
+			for (int b = 0; b < 4; b++)
+				rv += ws[b] * row[min(max(si - 1 + b, 0), raw_w - 1)];
+			v += wl[a] * rv;
+		}
+		acc += v;
+	}
+	int v = __float2int_rn(acc / (ss * ss));
+	out[i] = (unsigned short)min(max(v, 0), 65535);
+}
