@@ -415,6 +415,12 @@ long long scale_to(long long value, long long n, long long total);
 size_t traced_steps(const struct db_state *st, const struct gpu_rows *g, unsigned char **traced);
 const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, long long device,
 					       long long stream, long long t);
+/* g's copies sorted by correlation id (pointers into g->copies, g->ncopies of them), for
+ * copy_of_correlation; malloc'd, NULL when out of memory. */
+const struct copy_row **copies_by_correlation(const struct gpu_rows *g);
+/* The copy of CORRELATION in INDEX (N of them), or NULL (the first, for a copy in pieces). */
+const struct copy_row *copy_of_correlation(const struct copy_row **index, size_t n,
+					   long long correlation);
 /* The GPU rows of one correlation id (a call's kernels, copies and memsets: a graph launch's
  * every node): on which device, from the first start to the last end. */
 struct correlated {

@@ -966,6 +966,42 @@ long long compute_stream_of(const struct gpu_rows *g, long long device)
 	return -2;
 }
 
+static int compare_copy_pointers(const void *a, const void *b)
+{
+	const struct copy_row *x = *(const struct copy_row *const *)a,
+			      *y = *(const struct copy_row *const *)b;
+
+	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+}
+
+const struct copy_row **copies_by_correlation(const struct gpu_rows *g)
+{
+	const struct copy_row **index = malloc((g->ncopies ? g->ncopies : 1) * sizeof(*index));
+
+	if (!index)
+		return NULL;
+	for (size_t i = 0; i < g->ncopies; i++)
+		index[i] = &g->copies[i];
+	qsort(index, g->ncopies, sizeof(*index), compare_copy_pointers);
+	return index;
+}
+
+const struct copy_row *copy_of_correlation(const struct copy_row **index, size_t n,
+					   long long correlation)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (index[mid]->correlation < correlation)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && index[lo]->correlation == correlation ? index[lo] : NULL;
+}
+
 /* The first kernel of (device, stream) that starts at or after t, or NULL. */
 const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, long long device,
 					       long long stream, long long t)

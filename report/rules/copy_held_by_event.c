@@ -74,27 +74,6 @@ struct record {
 	long long event, start, stream, tid;
 	char *site;
 };
-/* a GPU copy's stream, bytes and direction, by correlation id */
-struct copy_stream {
-	long long correlation, stream, bytes;
-	int h2d;
-};
-
-static int compare_copy_streams(const void *a, const void *b)
-{
-	const struct copy_stream *x = a, *y = b;
-
-	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
-}
-
-/* The GPU copy of correlation id C, or NULL. */
-static const struct copy_stream *copy_of(const struct copy_stream *v, size_t n, long long c)
-{
-	struct copy_stream key = {c, 0, 0, 0};
-
-	return bsearch(&key, v, n, sizeof(*v), compare_copy_streams);
-}
-
 /* The latest record of EVENT that started before T (RECORDS sorted by event, start), or NULL. */
 static const struct record *record_before(const struct record *r, size_t n, long long event,
 					  long long t)
@@ -179,7 +158,7 @@ static int load_ops(struct loader *ld, struct db_state *st, struct stream_op **o
 /* Whether copy R (one correlation's rows, on device R->device) was held for compute it could
  * have overlapped and then held the compute up (the conditions at the top of this file). */
 static int held_for_compute(const struct gpu_rows *g, const struct correlated *r,
-			    const struct copy_stream *copy, long long issued)
+			    const struct copy_row *copy, long long issued)
 {
 	long long own = r->e - r->s, compute = compute_stream_of(g, r->device);
 	long long slack = own / 4 > HELD_SLACK_MIN_NS ? own / 4 : HELD_SLACK_MIN_NS;
@@ -242,7 +221,7 @@ static int copy_held_by_event_rule(struct loader *ld, struct db_state *st, const
 {
 	struct stream_op *ops = NULL;
 	struct record *recs = NULL;
-	struct copy_stream *copies = NULL;
+	const struct copy_row **copies = NULL;
 	struct enqueue *work = NULL;
 	struct held_site *sites = NULL;
 	struct wait_extra *extra = NULL;
@@ -256,18 +235,14 @@ static int copy_held_by_event_rule(struct loader *ld, struct db_state *st, const
 		code = call_rows_open(ld, st, g, &j);
 	if (code != SS_EXIT_OK || !j.by_thread)
 		goto done;
-	copies = malloc(g->ncopies * sizeof(*copies));
+	copies = copies_by_correlation(g);
 	if (!copies) {
 		code = out_of_memory(ld);
 		goto done;
 	}
-	for (size_t i = 0; i < g->ncopies; i++)
-		copies[i] = (struct copy_stream){g->copies[i].correlation, g->copies[i].stream,
-						 g->copies[i].bytes, g->copies[i].h2d};
-	qsort(copies, g->ncopies, sizeof(*copies), compare_copy_streams);
 	for (size_t i = 1; code == SS_EXIT_OK && i < nops; i++) {
 		const struct stream_op *c = &ops[i], *w = &ops[i - 1];
-		const struct copy_stream *copy;
+		const struct copy_row *copy;
 		const struct record *rec;
 		const struct correlated *r;
 
@@ -279,7 +254,7 @@ static int copy_held_by_event_rule(struct loader *ld, struct db_state *st, const
 		    queued_after(work, nwork, rec, w->start))
 			continue; /* the event orders nothing across streams, or not after all */
 		r = call_rows_of(st, &j, c->tid, c->start);
-		copy = r ? copy_of(copies, g->ncopies, r->correlation) : NULL;
+		copy = r ? copy_of_correlation(copies, g->ncopies, r->correlation) : NULL;
 		if (!r || !held_for_compute(g, r, copy, c->start))
 			continue;
 		size_t before = nsites;
@@ -308,7 +283,7 @@ done:
 		free(extra[i].record_site);
 	free(ops);
 	free(recs);
-	free(copies);
+	free((void *)copies);
 	free(work);
 	free(extra);
 	held_sites_free(sites, nsites);

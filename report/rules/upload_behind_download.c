@@ -52,26 +52,6 @@ struct stream_copy {
 	long long stream, start, tid;
 	char *site;
 };
-/* a GPU copy's stream, bytes and direction, by correlation id */
-struct gpu_copy {
-	long long correlation, stream, bytes;
-	int h2d;
-};
-
-static int compare_gpu_copies(const void *a, const void *b)
-{
-	const struct gpu_copy *x = a, *y = b;
-
-	return (x->correlation > y->correlation) - (x->correlation < y->correlation);
-}
-
-static const struct gpu_copy *gpu_copy_of(const struct gpu_copy *v, size_t n, long long c)
-{
-	struct gpu_copy key = {c, 0, 0, 0};
-
-	return bsearch(&key, v, n, sizeof(*v), compare_gpu_copies);
-}
-
 static int load_copies(struct loader *ld, struct db_state *st, struct stream_copy **v, size_t *n)
 {
 	size_t cap = 0;
@@ -114,8 +94,8 @@ static int kernel_ended_before(const struct gpu_rows *g, long long device, long 
 /* How long upload U (issued at ISSUED) waited behind download D (the conditions at the top of
  * this file), or 0 when it did not. */
 static long long held_behind(const struct gpu_rows *g, const struct correlated *u,
-			     const struct gpu_copy *ucopy, long long issued,
-			     const struct correlated *d, const struct gpu_copy *dcopy)
+			     const struct copy_row *ucopy, long long issued,
+			     const struct correlated *d, const struct copy_row *dcopy)
 {
 	long long compute = compute_stream_of(g, u->device);
 
@@ -171,7 +151,7 @@ static int upload_behind_download_rule(struct loader *ld, struct db_state *st,
 				       const struct gpu_rows *g)
 {
 	struct stream_copy *calls = NULL;
-	struct gpu_copy *copies = NULL;
+	const struct copy_row **copies = NULL;
 	struct held_site *sites = NULL;
 	long long *bytes = NULL; /* per site */
 	struct call_rows j = {0};
@@ -182,15 +162,11 @@ static int upload_behind_download_rule(struct loader *ld, struct db_state *st,
 		code = call_rows_open(ld, st, g, &j);
 	if (code != SS_EXIT_OK || !j.by_thread)
 		goto done;
-	copies = malloc(g->ncopies * sizeof(*copies));
+	copies = copies_by_correlation(g);
 	if (!copies) {
 		code = out_of_memory(ld);
 		goto done;
 	}
-	for (size_t i = 0; i < g->ncopies; i++)
-		copies[i] = (struct gpu_copy){g->copies[i].correlation, g->copies[i].stream,
-					      g->copies[i].bytes, g->copies[i].h2d};
-	qsort(copies, g->ncopies, sizeof(*copies), compare_gpu_copies);
 	for (size_t i = 1; code == SS_EXIT_OK && i < ncalls; i++) {
 		const struct stream_copy *u = &calls[i], *d = &calls[i - 1];
 
@@ -201,9 +177,11 @@ static int upload_behind_download_rule(struct loader *ld, struct db_state *st,
 		const struct correlated *dr = call_rows_of(st, &j, d->tid, d->start);
 		if (!ur || !dr)
 			continue;
-		const struct gpu_copy *uc = gpu_copy_of(copies, g->ncopies, ur->correlation);
-		long long held = held_behind(g, ur, uc, u->start, dr,
-					     gpu_copy_of(copies, g->ncopies, dr->correlation));
+		const struct copy_row *uc =
+		    copy_of_correlation(copies, g->ncopies, ur->correlation);
+		long long held =
+		    held_behind(g, ur, uc, u->start, dr,
+				copy_of_correlation(copies, g->ncopies, dr->correlation));
 		if (held <= 0)
 			continue;
 		size_t before = nsites;
@@ -224,7 +202,7 @@ done:
 	for (size_t i = 0; i < ncalls; i++)
 		free(calls[i].site);
 	free(calls);
-	free(copies);
+	free((void *)copies);
 	free(bytes);
 	held_sites_free(sites, nsites);
 	call_rows_close(&j);
