@@ -11,6 +11,10 @@
 # (2) bench/overhead_table.py: rounds from two files merged, each configuration paired with the
 # plain run of its round, a run that failed left out, the steady and warm figures from the
 # steps' times, CUPTI's meta summed per workload; bench/db_meta.py, the meta words of a run.
+# (3) reference_ab.sh's `long` configuration: EXAMPLES_AB_MODE=long runs the loop AB_WARMUP +
+# N times, recording all along, and prints each step after the warm-up as "long_step START
+# END"; bench/long_cost.py tells the steps inside a gpu_paused interval (untraced) from the
+# others and compares the mean step with the mean untraced one.
 . "$E2E_DIR/lib.sh"
 [ -n "${PYTHON3:-}" ] || skip "no python3"
 
@@ -109,4 +113,32 @@ EOF
 diff -u "$tmp/want" "$tmp/got" >&2 || fail "table: $(cat "$tmp/table")"
 grep -qx 'meta w default cupti_sample=auto cupti_windows=2/3' "$tmp/table" ||
 	fail "meta: $(cat "$tmp/table")"
+
+# (3) the long mode: one warm-up loop and 3 loops of 8 steps, all recorded, 24 steps printed
+rm -rf "$out"
+CUDART="$STANDIN_DIR/libcudart.so.13" EXAMPLES="$TOP_SRCDIR/examples/torch" EXAMPLES_AB=3 \
+	EXAMPLES_AB_MODE=long PYTHONPATH="$tmp/fake" under_shim "$PYTHON3" "$tmp/loop.py" \
+	>"$tmp/stdout" 2>"$tmp/stderr" || fail "the long run failed: $(cat "$tmp/stderr")"
+grep -qx 'steps=32' "$tmp/stdout" || fail "long steps: $(cat "$tmp/stdout")"
+[ "$(grep -Ec '^long_step [0-9]+ [0-9]+$' "$tmp/stderr")" = 24 ] || fail "long: $(cat "$tmp/stderr")"
+! grep -q '^ab' "$tmp/stderr" || fail "long: an A/B line: $(cat "$tmp/stderr")"
+one_db
+golden "SELECT count(*) FROM calls c JOIN apis a ON a.id = c.api_id WHERE a.name = 'cudaDeviceSynchronize'" <<'END'
+32
+END
+# bench/long_cost.py: of four steps of 100, 100, 350 and 100 ns, the third crosses the end of
+# a pause (traced): 3 untraced, the mean 162.5 against 100
+db=$tmp/long.sqlite
+q "CREATE TABLE gpu_paused(start_ns INTEGER, end_ns INTEGER);
+	INSERT INTO gpu_paused VALUES (100, 1000), (1200, 5000)" || fail "long.sqlite"
+printf 'long_step 100 200\nlong_step 200 300\nlong_step 950 1300\nsyncspy: a line\nlong_step 1300 1400\n' \
+	>"$tmp/long.err"
+"$PYTHON3" "$TOP_SRCDIR/bench/long_cost.py" "$db" "$tmp/long.err" >"$tmp/long.out" ||
+	fail "long_cost.py exited $?"
+echo "steps=4 untraced=3 traced_share=53.85 cost=62.50" | diff -u - "$tmp/long.out" >&2 ||
+	fail "long_cost.py: $(cat "$tmp/long.out")"
+# no untraced step (no pause): no figure
+q "DELETE FROM gpu_paused" || fail "long.sqlite"
+[ -z "$("$PYTHON3" "$TOP_SRCDIR/bench/long_cost.py" "$db" "$tmp/long.err")" ] ||
+	fail "long_cost.py without a pause"
 echo PASS
