@@ -9,7 +9,8 @@ detached (CUPTI-8): untraced. Every other step was traced, or held an attach or 
 one line of key=value words: steps, untraced (how many), traced_share (the traced steps' share
 of the loop's time), cost (the mean step against the mean untraced step, - 1, in percent: what
 the windows and their switches cost the run, each counted once; the host side's own cost is
-the A/B's `host` configuration). Nothing when there are no steps or no untraced step."""
+the A/B's `host` configuration). Nothing when there are no steps or no untraced step (a file
+that is not a recording has no pause); exit 2 with a message when STDERR cannot be read."""
 import bisect
 import sqlite3
 import sys
@@ -17,11 +18,15 @@ import sys
 
 def main(db_path, err_path):
     steps = []
-    with open(err_path) as err:
-        for line in err:
-            w = line.split()
-            if len(w) == 3 and w[0] == "long_step":
-                steps.append((int(w[1]), int(w[2])))
+    try:
+        with open(err_path) as err:
+            for line in err:
+                w = line.split()
+                if len(w) == 3 and w[0] == "long_step":
+                    steps.append((int(w[1]), int(w[2])))
+    except (OSError, ValueError) as e:
+        print("long_cost.py: cannot read the steps of %s: %s" % (err_path, e), file=sys.stderr)
+        return 2
     try:
         db = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True)
         paused = sorted(db.execute("SELECT start_ns, end_ns FROM gpu_paused"
@@ -45,4 +50,7 @@ def main(db_path, err_path):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("usage: bench/long_cost.py DATABASE STDERR", file=sys.stderr)
+        sys.exit(2)
     sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -418,6 +418,9 @@ const struct kernel_row *next_kernel_on_stream(const struct gpu_rows *g, long lo
 /* g's copies sorted by correlation id (pointers into g->copies, g->ncopies of them), for
  * copy_of_correlation; malloc'd, NULL when out of memory. */
 const struct copy_row **copies_by_correlation(const struct gpu_rows *g);
+/* Whether a kernel of DEVICE ran in part between FROM and TO (ended after FROM, started before
+ * TO). */
+int kernel_between(const struct gpu_rows *g, long long device, long long from, long long to);
 /* The copy of CORRELATION in INDEX (N of them), or NULL (the first, for a copy in pieces). */
 const struct copy_row *copy_of_correlation(const struct copy_row **index, size_t n,
 					   long long correlation);
@@ -426,6 +429,11 @@ const struct copy_row *copy_of_correlation(const struct copy_row **index, size_t
 struct correlated {
 	long long correlation, device, s, e;
 };
+/* How soon after what it waited for (a kernel's end, another copy's) a copy that waited for it
+ * starts: an event's latency on a GPU is microseconds (c99 on the H100: 2.5-10 us), so
+ * COPY_START_SLACK_MIN_NS, or a quarter of the copy R when that is more. */
+#define COPY_START_SLACK_MIN_NS 50000LL
+long long copy_start_slack(const struct correlated *r);
 /* g's work merged per correlation id, sorted by it (*n of them); NULL when out of memory. */
 struct correlated *correlate_work(const struct gpu_rows *g, size_t *n);
 /* st's API records (load_api_first) sorted by thread and start, for work_of_call; malloc'd,
@@ -474,6 +482,7 @@ struct held_site {
 	char *site;
 	int graph; /* host-func-blocks-stream: host nodes of a graph */
 	long long n, idle, held, worst;
+	long long bytes; /* copy rules: what the held copies moved */
 	long long *holds;
 	size_t nholds, cap_holds;
 	struct ss_tally tally;

@@ -966,6 +966,19 @@ long long compute_stream_of(const struct gpu_rows *g, long long device)
 	return -2;
 }
 
+int kernel_between(const struct gpu_rows *g, long long device, long long from, long long to)
+{
+	size_t k = first_ending_after(g->kernels, g->nkernels, device, from);
+
+	return k < g->nkernels && g->kernels[k].s < to;
+}
+
+long long copy_start_slack(const struct correlated *r)
+{
+	return (r->e - r->s) / 4 > COPY_START_SLACK_MIN_NS ? (r->e - r->s) / 4
+							   : COPY_START_SLACK_MIN_NS;
+}
+
 static int compare_copy_pointers(const void *a, const void *b)
 {
 	const struct copy_row *x = *(const struct copy_row *const *)a,
@@ -1312,6 +1325,7 @@ long long held_site_finish(struct held_site *s, size_t seen, size_t steady)
 		s->n = scale_to(s->n, (long long)seen, (long long)steady);
 		s->idle = scale_to(s->idle, (long long)seen, (long long)steady);
 		s->held = scale_to(s->held, (long long)seen, (long long)steady);
+		s->bytes = scale_to(s->bytes, (long long)seen, (long long)steady);
 		s->tally.steps = scale_to(s->tally.steps, (long long)seen, (long long)steady);
 	}
 	return median;

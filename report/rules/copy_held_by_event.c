@@ -40,9 +40,6 @@ extern const struct ss_rule ss_rule_copy_held_by_event;
 #define COPY_HELD_MIN_BYTES (64 * 1024)
 /* a copy held less than this after its call was queued, not held back */
 #define COPY_HELD_MIN_NS 50000LL
-/* how soon after a kernel's end a copy that waited for it starts: an event's latency on a GPU is
- * microseconds (c99 on the H100: 2.5-10 us); the slack grows with the copy, a quarter of it */
-#define HELD_SLACK_MIN_NS 50000LL
 
 /* The async copies and the stream operations before them, by stream and time: each row with the
  * event, the site and the latest record of that event before it (for a wait: on which stream,
@@ -161,18 +158,15 @@ static int held_for_compute(const struct gpu_rows *g, const struct correlated *r
 			    const struct copy_row *copy, long long issued)
 {
 	long long own = r->e - r->s, compute = compute_stream_of(g, r->device);
-	long long slack = own / 4 > HELD_SLACK_MIN_NS ? own / 4 : HELD_SLACK_MIN_NS;
-	size_t k = first_ending_after(g->kernels, g->nkernels, r->device, r->s);
 
 	if (!copy || !copy->h2d || copy->stream == compute)
 		return 0; /* no upload (a download waits for the kernel that made its data), or
 			     copy-without-overlap's */
-	if (k < g->nkernels && g->kernels[k].device == r->device && g->kernels[k].s < r->e)
+	if (kernel_between(g, r->device, r->s, r->e))
 		return 0; /* a kernel ran beside it */
 	if (r->s - issued < own || r->s - issued < COPY_HELD_MIN_NS)
 		return 0; /* queued, not held */
-	k = first_ending_after(g->kernels, g->nkernels, r->device, r->s - slack);
-	if (k == g->nkernels || g->kernels[k].device != r->device || g->kernels[k].s >= r->s)
+	if (!kernel_between(g, r->device, r->s - copy_start_slack(r), r->s))
 		return 0; /* it did not start as compute ended: held by something else */
 	const struct kernel_row *next = next_kernel_on_stream(g, r->device, compute, r->e);
 	if (!next || next->launch_ns < 0 || next->launch_ns >= r->e)
@@ -181,10 +175,9 @@ static int held_for_compute(const struct gpu_rows *g, const struct correlated *r
 }
 
 /* Per site of a wait (SITES, by held_site), where its event was last recorded (the first held
- * copy's record) and the bytes its held copies moved. */
+ * copy's record). */
 struct wait_extra {
 	char *record_site;
-	long long bytes;
 };
 
 static int add_findings(struct loader *ld, struct db_state *st, struct held_site *sites,
@@ -200,9 +193,8 @@ static int add_findings(struct loader *ld, struct db_state *st, struct held_site
 		int recurring = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
 
 		code = add_finding(
-		    ld, &ss_rule_copy_held_by_event, st->rank, s->n, s->held, s->worst,
-		    scale_to(extra[i].bytes, (long long)seen, (long long)steady), s->held,
-		    xstrdup(s->site),
+		    ld, &ss_rule_copy_held_by_event, st->rank, s->n, s->held, s->worst, s->bytes,
+		    s->held, xstrdup(s->site),
 		    format(
 			"%lld uploads on a stream of their own waited here for an event last "
 			"recorded on another stream at %s, started only as that stream's compute "
@@ -261,7 +253,7 @@ static int copy_held_by_event_rule(struct loader *ld, struct db_state *st, const
 		struct held_site *site = held_site(&sites, &nsites, &cap_sites, w->site);
 		if (site && nsites > before) { /* a new site: where its event was recorded */
 			if (reserve(&extra, &cap_extra, before, sizeof(*extra)))
-				extra[before] = (struct wait_extra){xstrdup(rec->site), 0};
+				extra[before] = (struct wait_extra){xstrdup(rec->site)};
 			if (cap_extra <= before || !extra[before].record_site)
 				site = NULL;
 		}
@@ -269,7 +261,7 @@ static int copy_held_by_event_rule(struct loader *ld, struct db_state *st, const
 			code = out_of_memory(ld);
 			break;
 		}
-		extra[site - sites].bytes += copy->bytes;
+		site->bytes += copy->bytes;
 	}
 	if (code == SS_EXIT_OK)
 		code =

@@ -14,7 +14,7 @@
  *   - U's copy is an upload and D's a download, on one stream that is not the device's compute
  *     stream (copy-on-compute-stream's and copy-without-overlap's case);
  *   - U was held by D: issued at least HELD_MIN_NS before D's copy ended, and started within
- *     max(HELD_SLACK_MIN_NS, U's time / 4) after it;
+ *     copy_start_slack (gpu.c: 50 us or a quarter of U) after it;
  *   - D waited for the compute: it started within the same slack after a kernel of the device
  *     ended (a download that ran unprompted held nothing the compute needed);
  *   - the compute waited for U: no kernel ran on the device while U ran, and the compute
@@ -38,8 +38,6 @@ extern const struct ss_rule ss_rule_upload_behind_download;
 #define COPY_MIN_BYTES (64 * 1024)
 /* an upload queued less than this before the download ended was not held by it */
 #define HELD_MIN_NS 50000LL
-/* how soon after what it waited for a copy starts (copy-held-by-event's slack) */
-#define HELD_SLACK_MIN_NS 50000LL
 
 /* The async copies of at least ?1 bytes, by stream and time, with their sites. */
 #define STREAM_COPIES_SQL                                                                          \
@@ -76,21 +74,6 @@ static int load_copies(struct loader *ld, struct db_state *st, struct stream_cop
 	return end_rows(ld, st, stmt, rc, SS_EXIT_OK);
 }
 
-static long long slack_of(const struct correlated *r)
-{
-	return (r->e - r->s) / 4 > HELD_SLACK_MIN_NS ? (r->e - r->s) / 4 : HELD_SLACK_MIN_NS;
-}
-
-/* Whether a kernel of DEVICE ended in [T - SLACK, T]. */
-static int kernel_ended_before(const struct gpu_rows *g, long long device, long long t,
-			       long long slack)
-{
-	size_t k = first_ending_after(g->kernels, g->nkernels, device, t - slack);
-
-	return k < g->nkernels && g->kernels[k].device == device && g->kernels[k].e <= t &&
-	       g->kernels[k].s < t;
-}
-
 /* How long upload U (issued at ISSUED) waited behind download D (the conditions at the top of
  * this file), or 0 when it did not. */
 static long long held_behind(const struct gpu_rows *g, const struct correlated *u,
@@ -102,12 +85,11 @@ static long long held_behind(const struct gpu_rows *g, const struct correlated *
 	if (!ucopy || !dcopy || !ucopy->h2d || dcopy->h2d || ucopy->stream != dcopy->stream ||
 	    ucopy->stream == compute || u->device != d->device)
 		return 0;
-	if (issued > d->e - HELD_MIN_NS || u->s < d->e || u->s - d->e > slack_of(u))
+	if (issued > d->e - HELD_MIN_NS || u->s < d->e || u->s - d->e > copy_start_slack(u))
 		return 0; /* not queued behind the download, or held by something else after it */
-	if (!kernel_ended_before(g, d->device, d->s, slack_of(d)))
+	if (!kernel_between(g, d->device, d->s - copy_start_slack(d), d->s))
 		return 0; /* the download did not wait for the compute */
-	size_t k = first_ending_after(g->kernels, g->nkernels, u->device, u->s);
-	if (k < g->nkernels && g->kernels[k].device == u->device && g->kernels[k].s < u->e)
+	if (kernel_between(g, u->device, u->s, u->e))
 		return 0; /* a kernel ran beside the upload */
 	const struct kernel_row *next = next_kernel_on_stream(g, u->device, compute, u->e);
 	if (!next || next->launch_ns < 0 || next->launch_ns >= u->e)
@@ -117,9 +99,8 @@ static long long held_behind(const struct gpu_rows *g, const struct correlated *
 	return d->e - (issued > d->s ? issued : d->s);
 }
 
-/* BYTES: per site, what its held uploads moved */
 static int add_findings(struct loader *ld, struct db_state *st, struct held_site *sites,
-			const long long *bytes, size_t nsites, size_t seen, size_t steady)
+			size_t nsites, size_t seen, size_t steady)
 {
 	int code = SS_EXIT_OK;
 	char scaled[128];
@@ -132,8 +113,7 @@ static int add_findings(struct loader *ld, struct db_state *st, struct held_site
 
 		code = add_finding(
 		    ld, &ss_rule_upload_behind_download, st->rank, s->n, s->held, s->worst,
-		    scale_to(bytes[i], (long long)seen, (long long)steady), s->held,
-		    xstrdup(s->site),
+		    s->bytes, s->held, xstrdup(s->site),
 		    format("%lld uploads were queued on this download's stream and waited behind "
 			   "it, %.3f ms in all (median %.3f ms), while the download waited for "
 			   "the compute and the compute for the uploads: a stream runs its copies "
@@ -153,9 +133,8 @@ static int upload_behind_download_rule(struct loader *ld, struct db_state *st,
 	struct stream_copy *calls = NULL;
 	const struct copy_row **copies = NULL;
 	struct held_site *sites = NULL;
-	long long *bytes = NULL; /* per site */
 	struct call_rows j = {0};
-	size_t ncalls = 0, nsites = 0, cap_sites = 0, cap_bytes = 0;
+	size_t ncalls = 0, nsites = 0, cap_sites = 0;
 	int code = g->ncopies ? load_copies(ld, st, &calls, &ncalls) : SS_EXIT_OK;
 
 	if (code == SS_EXIT_OK && ncalls > 1)
@@ -184,26 +163,20 @@ static int upload_behind_download_rule(struct loader *ld, struct db_state *st,
 				copy_of_correlation(copies, g->ncopies, dr->correlation));
 		if (held <= 0)
 			continue;
-		size_t before = nsites;
 		struct held_site *site = held_site(&sites, &nsites, &cap_sites, d->site);
-		if (site && nsites > before && reserve(&bytes, &cap_bytes, before, sizeof(*bytes)))
-			bytes[before] = 0;
-		if (!site || cap_bytes < nsites ||
-		    !held_site_add(site, &st->steps, u->start, held, 0)) {
+		if (!site || !held_site_add(site, &st->steps, u->start, held, 0)) {
 			code = out_of_memory(ld);
 			break;
 		}
-		bytes[site - sites] += uc->bytes;
+		site->bytes += uc->bytes;
 	}
 	if (code == SS_EXIT_OK)
-		code =
-		    add_findings(ld, st, sites, bytes, nsites, j.seen, ss_steps_steady(&st->steps));
+		code = add_findings(ld, st, sites, nsites, j.seen, ss_steps_steady(&st->steps));
 done:
 	for (size_t i = 0; i < ncalls; i++)
 		free(calls[i].site);
 	free(calls);
 	free((void *)copies);
-	free(bytes);
 	held_sites_free(sites, nsites);
 	call_rows_close(&j);
 	return code;

@@ -141,4 +141,8 @@ echo "steps=4 untraced=3 traced_share=53.85 cost=62.50" | diff -u - "$tmp/long.o
 q "DELETE FROM gpu_paused" || fail "long.sqlite"
 [ -z "$("$PYTHON3" "$TOP_SRCDIR/bench/long_cost.py" "$db" "$tmp/long.err")" ] ||
 	fail "long_cost.py without a pause"
+# a steps file that cannot be read: one message, exit 2
+"$PYTHON3" "$TOP_SRCDIR/bench/long_cost.py" "$db" "$tmp/no-such.err" >/dev/null 2>"$tmp/long.msg"
+[ $? = 2 ] || fail "long_cost.py on a missing steps file: not exit 2"
+grep -q '^long_cost.py: cannot read the steps of ' "$tmp/long.msg" || fail "long_cost.py: $(cat "$tmp/long.msg")"
 echo PASS
