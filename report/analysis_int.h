@@ -497,6 +497,12 @@ int held_site_add(struct held_site *s, const struct ss_steps *steps, long long s
 long long held_site_finish(struct held_site *s, size_t seen, size_t steady);
 /* " (scaled from the N of M steady steps ...)" when SEEN < STEADY, else "". */
 void held_scaled_note(char *buf, size_t size, size_t seen, size_t steady);
+/* Adds held site S's finding for RULE (its count, time held and worst; BYTES, COST and DETAIL
+ * as add_finding takes them), its phase set by the steps its holds came in: the finding, or
+ * NULL with *CODE set. Call after held_site_finish, whose scaled figures it takes. */
+struct ss_finding *add_held_finding(struct loader *ld, struct db_state *st,
+				    const struct ss_rule *rule, const struct held_site *s,
+				    long long bytes, long long cost, char *detail, int *code);
 
 /* ------------------------------------------------------------------ ranks.c */
 

@@ -1340,6 +1340,21 @@ void held_scaled_note(char *buf, size_t size, size_t seen, size_t steady)
 			 seen, steady);
 }
 
+struct ss_finding *add_held_finding(struct loader *ld, struct db_state *st,
+				    const struct ss_rule *rule, const struct held_site *s,
+				    long long bytes, long long cost, char *detail, int *code)
+{
+	int recurring = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
+
+	*code = add_finding(ld, rule, st->rank, s->n, s->held, s->worst, bytes, cost,
+			    xstrdup(s->site), detail);
+	if (*code != SS_EXIT_OK)
+		return NULL;
+	struct ss_finding *f = &ld->report->findings[ld->report->nfindings - 1];
+	set_phase(f, &st->steps, recurring, s->tally.steps);
+	return f;
+}
+
 int load_enqueues(struct loader *ld, struct db_state *st, const char *sql, struct enqueue **work,
 		  size_t *n)
 {

@@ -190,21 +190,17 @@ static int add_findings(struct loader *ld, struct db_state *st, struct held_site
 	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
 		struct held_site *s = &sites[i];
 		long long median = held_site_finish(s, seen, steady);
-		int recurring = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
 
-		code = add_finding(
-		    ld, &ss_rule_copy_held_by_event, st->rank, s->n, s->held, s->worst, s->bytes,
-		    s->held, xstrdup(s->site),
+		add_held_finding(
+		    ld, st, &ss_rule_copy_held_by_event, s, s->bytes, s->held,
 		    format(
 			"%lld uploads on a stream of their own waited here for an event last "
 			"recorded on another stream at %s, started only as that stream's compute "
 			"ended, and ran %.3f ms in all (median %.3f ms) while no kernel ran and "
 			"the compute waited for them: copy and compute took turns; an overlap "
 			"wins back at most that time%s",
-			s->n, extra[i].record_site, ms(s->held), ms(median), scaled));
-		if (code == SS_EXIT_OK)
-			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps,
-				  recurring, s->tally.steps);
+			s->n, extra[i].record_site, ms(s->held), ms(median), scaled),
+		    &code);
 	}
 	return code;
 }

@@ -117,18 +117,14 @@ static int add_findings(struct loader *ld, struct db_state *st, struct held_site
 	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
 		struct held_site *s = &sites[i];
 		long long median = held_site_finish(s, seen, steady);
-		int recurring = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
 
-		code = add_finding(ld, &ss_rule_graph_exec_shared, st->rank, s->n, s->held,
-				   s->worst, -1, s->held, xstrdup(s->site),
-				   format("%lld launches of an executable graph that other streams "
-					  "launch too waited for its launch there to end, %.3f ms "
-					  "in all (median %.3f ms, worst %.3f ms): launches of one "
-					  "executable graph never run at the same time%s",
-					  s->n, ms(s->held), ms(median), ms(s->worst), scaled));
-		if (code == SS_EXIT_OK)
-			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps,
-				  recurring, s->tally.steps);
+		add_held_finding(ld, st, &ss_rule_graph_exec_shared, s, -1, s->held,
+				 format("%lld launches of an executable graph that other streams "
+					"launch too waited for its launch there to end, %.3f ms "
+					"in all (median %.3f ms, worst %.3f ms): launches of one "
+					"executable graph never run at the same time%s",
+					s->n, ms(s->held), ms(median), ms(s->worst), scaled),
+				 &code);
 	}
 	return code;
 }

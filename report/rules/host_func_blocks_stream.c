@@ -378,11 +378,8 @@ static int add_findings(struct loader *ld, struct db_state *st, struct held_site
 
 		if (median < HOST_FUNC_MIN_HOLD_NS)
 			continue; /* the machinery's own floor: a callback that does little */
-		int recurring = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
-
-		code = add_finding(
-		    ld, &ss_rule_host_func_blocks_stream, st->rank, s->n, s->held, s->worst, -1,
-		    s->idle, xstrdup(s->site),
+		struct ss_finding *f = add_held_finding(
+		    ld, st, &ss_rule_host_func_blocks_stream, s, -1, s->idle,
 		    format(
 			"%lld %s held their stream %.3f ms in all (median %.3f ms, worst %.3f ms): "
 			"the work queued behind each had been launched and waited for it; the "
@@ -391,14 +388,13 @@ static int add_findings(struct loader *ld, struct db_state *st, struct held_site
 			s->graph ? "runs of a host node captured into a graph, one per launch of "
 				   "the graph,"
 				 : "host functions",
-			ms(s->held), ms(median), ms(s->worst), ms(s->idle), scaled));
-		if (code != SS_EXIT_OK)
+			ms(s->held), ms(median), ms(s->worst), ms(s->idle), scaled),
+		    &code);
+		if (!f)
 			break;
-		struct ss_finding *f = &ld->report->findings[ld->report->nfindings - 1];
 		const char *advice = ss_rule_host_func_blocks_stream.advice_for(f->detail);
 		if (advice)
 			f->advice = advice;
-		set_phase(f, &st->steps, recurring, s->tally.steps);
 	}
 	return code;
 }

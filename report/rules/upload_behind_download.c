@@ -109,20 +109,16 @@ static int add_findings(struct loader *ld, struct db_state *st, struct held_site
 	for (size_t i = 0; code == SS_EXIT_OK && i < nsites; i++) {
 		struct held_site *s = &sites[i];
 		long long median = held_site_finish(s, seen, steady);
-		int recurring = ss_steps_recurring(&st->steps, s->tally.steps, s->n);
 
-		code = add_finding(
-		    ld, &ss_rule_upload_behind_download, st->rank, s->n, s->held, s->worst,
-		    s->bytes, s->held, xstrdup(s->site),
+		add_held_finding(
+		    ld, st, &ss_rule_upload_behind_download, s, s->bytes, s->held,
 		    format("%lld uploads were queued on this download's stream and waited behind "
 			   "it, %.3f ms in all (median %.3f ms), while the download waited for "
 			   "the compute and the compute for the uploads: a stream runs its copies "
 			   "one after another, where a stream for each direction lets the copy "
 			   "engines run them at once%s",
-			   s->n, ms(s->held), ms(median), scaled));
-		if (code == SS_EXIT_OK)
-			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps,
-				  recurring, s->tally.steps);
+			   s->n, ms(s->held), ms(median), scaled),
+		    &code);
 	}
 	return code;
 }
