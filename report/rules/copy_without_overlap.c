@@ -108,12 +108,11 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 	}
 	for (size_t i = 0; i < g->ncopies; i++) {
 		const struct copy_row *c = &g->copies[i];
-		size_t k = first_ending_after(g->kernels, g->nkernels, c->device, c->s);
 		struct gpu_target t = {.correlation = c->correlation, .index = i};
 		size_t step;
 
 		if (ss_steps_phase(&st->steps, copy_issued(st, c), &step) != SS_PHASE_STEADY ||
-		    (k < g->nkernels && g->kernels[k].s < c->e))
+		    kernel_between(g, c->device, c->s, c->e))
 			continue; /* not in the steady state, or a kernel ran beside it */
 		if (traced && !traced[step - st->steps.first_steady])
 			continue; /* a step the timeline saw in part */
