@@ -702,12 +702,11 @@ static int loop_final_drain(const struct db_state *st, const struct issued_work 
 	       ss_steps_phase(&st->steps, w[lo].s, &step) == SS_PHASE_TEARDOWN;
 }
 
-/* GPU-IDLE-7: a sync of a site that several threads sync at (request threads, each waiting for
- * its own stream: c109 of examples/corpus) during which another thread's work ran on another
- * stream of the device: one lane among several, and the GPU idles after it only when all lanes
- * happen to be in host work at once, which no lane's sync caused. The stream it waited for is
- * that of the last work to end by its end. */
-static int other_lane_ran(const struct issued_work *w, size_t nw, const struct sync_call *c)
+/* GPU-IDLE-7: whether another thread's work ran on another stream of the device during a sync
+ * of a site that several threads sync at (request threads, each waiting for its own stream: c109
+ * of examples/corpus): lanes side by side. The stream it waited for is that of the last work to
+ * end by its end. */
+static int other_lane_beside(const struct issued_work *w, size_t nw, const struct sync_call *c)
 {
 	long long synced = -1, last_end = LLONG_MIN;
 	/* work that began a second before the sync, at most: a bound on the scan */
@@ -723,6 +722,74 @@ static int other_lane_ran(const struct issued_work *w, size_t nw, const struct s
 		    w[j].tid != c->tid)
 			return 1;
 	return 0;
+}
+
+/* GPU-IDLE-7: per site that several threads sync at (S2, S3), how many of its syncs the timeline
+ * saw and how many had another lane's work beside them. Its lanes ran side by side when a
+ * quarter of them did (c118 of examples/corpus: 16 of 30), and then each of its syncs is one
+ * lane's, the others' beside it or not (in c118 a lane's GPU work is short beside its host
+ * work); lanes that a lock held across the sync serializes never do (c105: 0 of 53), and there
+ * the next lane's work waited for the sync. */
+struct lane_site {
+	char *site;
+	long long seen, beside;
+};
+
+static int lanes_side_by_side(const struct lane_site *v, size_t n, const char *site)
+{
+	for (size_t i = 0; i < n; i++) /* few sites: linear */
+		if (strcmp(v[i].site, site) == 0)
+			return v[i].beside * 4 >= v[i].seen && v[i].beside > 0;
+	return 0;
+}
+
+static void lane_sites_free(struct lane_site *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].site);
+	free(v);
+}
+
+/* The first pass over GPU_SYNCS_SQL's rows (STMT, reset after; finalized on an error): the lane
+ * sites' counts. */
+static int count_lane_sites(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt,
+			    const struct gpu_rows *g, long long only, const struct issued_work *w,
+			    size_t nw, struct lane_site **v, size_t *n)
+{
+	size_t cap = 0;
+	int rc;
+
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		long long dev, id = sqlite3_column_int64(stmt, 0);
+		const char *text = (const char *)sqlite3_column_text(stmt, 1);
+
+		if (!sqlite3_column_int(stmt, 8) || !text || !sync_device(g, only, id, &dev))
+			continue;
+		struct sync_call call = {.dev = dev,
+					 .tid = sqlite3_column_int64(stmt, 5),
+					 .start = sqlite3_column_int64(stmt, 3),
+					 .end = sqlite3_column_int64(stmt, 2)};
+		if (timeline_off_between(g, call.start, call.end))
+			continue;
+		size_t i = 0;
+
+		while (i < *n && strcmp((*v)[i].site, text) != 0)
+			i++;
+		if (i == *n) {
+			if (!reserve(v, &cap, *n, sizeof(**v)) ||
+			    !((*v)[i] = (struct lane_site){xstrdup(text), 0, 0}).site) {
+				sqlite3_finalize(stmt);
+				return out_of_memory(ld);
+			}
+			(*n)++;
+		}
+		(*v)[i].seen++;
+		(*v)[i].beside += other_lane_beside(w, nw, &call);
+	}
+	if (rc != SQLITE_DONE)
+		return step_failed(ld, st, stmt, rc);
+	sqlite3_reset(stmt);
+	return SS_EXIT_OK;
 }
 
 /* GPU-IDLE-4: what N measured items came to, scaled to TOTAL of them (no overflow: 128 bits). */
@@ -743,6 +810,8 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 	sqlite3_stmt *stmt;
 	long long steady_measured = 0, steady_off = 0; /* steady syncs seen, and missed (off) */
 	struct host_calls host = {0};
+	struct lane_site *lanes = NULL;
+	size_t nlanes = 0;
 	int rc, code;
 
 	for (size_t i = 1; i < g->nbusy; i++)
@@ -762,9 +831,12 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 	code = load_host_calls(ld, st, &host);
 	if (code == SS_EXIT_OK)
 		code = prepare(ld, st, GPU_SYNCS_SQL, &stmt);
+	if (code == SS_EXIT_OK)
+		code = count_lane_sites(ld, st, stmt, g, only, work, nwork, &lanes, &nlanes);
 	if (code != SS_EXIT_OK) {
 		free(work);
 		free(host.call);
+		lane_sites_free(lanes, nlanes);
 		return code;
 	}
 	st->rank->steady_gpu_idle_ns = 0;
@@ -799,7 +871,9 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 			continue;
 		if (measured > 0 && idle > 0 &&
 		    ((!copy && loop_final_drain(st, work, nwork, &call, idle)) ||
-		     (sqlite3_column_int(stmt, 8) && other_lane_ran(work, nwork, &call))))
+		     (sqlite3_column_int(stmt, 8) &&
+		      (other_lane_beside(work, nwork, &call) ||
+		       lanes_side_by_side(lanes, nlanes, text ? text : NO_SITE)))))
 			idle = 0;
 		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE, copy);
 		if (!site) {
@@ -889,6 +963,7 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 	free(work);
 	free(host.call);
 	gpu_sites_free(sites, nsites);
+	lane_sites_free(lanes, nlanes);
 	return code;
 }
 
