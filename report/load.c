@@ -882,9 +882,12 @@ static int find_steps(struct loader *ld, struct db_state *st, const struct scan 
 			sqlite3_bind_int64(stmt, 2, a->site_id);
 	}
 	if (sqlite3_step(stmt) == SQLITE_ROW) {
-		st->steps.name = format("%s at %s, every %zu calls of the main thread",
-					(const char *)sqlite3_column_text(stmt, 0),
-					(const char *)sqlite3_column_text(stmt, 1), st->steps.period);
+		st->steps.name =
+		    format(st->steps.varies ? "%s at %s, once a step, steps of varying length "
+					      "(%zu calls of the main thread at the median)"
+					    : "%s at %s, every %zu calls of the main thread",
+			   (const char *)sqlite3_column_text(stmt, 0),
+			   (const char *)sqlite3_column_text(stmt, 1), st->steps.period);
 		if (!st->steps.name)
 			code = out_of_memory(ld);
 	}

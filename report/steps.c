@@ -471,12 +471,139 @@ out:
 	return found;
 }
 
+/* STEPS-7: whether symbol z comes once between every two occurrences of y and after the last
+ * (both c times, at positions py and pz): once a step, after y. */
+static int follows_each(const size_t *py, const size_t *pz, size_t c)
+{
+	for (size_t i = 0; i < c; i++)
+		if (pz[i] < py[i] || (i + 1 < c && pz[i] > py[i + 1]))
+			return 0;
+	return 1;
+}
+
+/* STEPS-7: a symbol and how many times it came, sorted by that count */
+struct counted {
+	size_t count;
+	unsigned symbol;
+};
+
+static int compare_counted(const void *a, const void *b)
+{
+	const struct counted *x = a, *y = b;
+
+	return (x->count > y->count) - (x->count < y->count);
+}
+
+/* STEPS-7: a loop whose steps vary in length, found when no symbol repeats regularly: the calls
+ * it makes once a step, in the same order every step. */
+static int detect_varying_loop(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
+			       unsigned nsymbols, size_t thread, size_t *end)
+{
+	size_t *count = NULL, *offset = NULL, *pos = NULL;
+	struct counted *by_count = NULL;
+	long long *gaps = NULL;
+	size_t nby = 0, best_group = 0;
+	unsigned anchor = 0;
+	int found = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->step_ns = -1;
+	if (n < SS_STEPS_MIN_DETECTED || !nsymbols)
+		return 0;
+	count = calloc(nsymbols, sizeof(*count));
+	offset = calloc((size_t)nsymbols + 1, sizeof(*offset));
+	pos = malloc(n * sizeof(*pos));
+	by_count = malloc(nsymbols * sizeof(*by_count));
+	gaps = malloc(n * sizeof(*gaps));
+	if (!count || !offset || !pos || !by_count || !gaps) {
+		found = -1;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) /* each symbol's positions, in call order */
+		count[calls[i].symbol]++;
+	for (unsigned y = 0; y < nsymbols; y++)
+		offset[y + 1] = offset[y] + count[y];
+	memset(count, 0, nsymbols * sizeof(*count));
+	for (size_t i = 0; i < n; i++)
+		pos[offset[calls[i].symbol] + count[calls[i].symbol]++] = i;
+	for (unsigned y = 0; y < nsymbols; y++)
+		if (count[y] >= SS_STEPS_MIN_DETECTED)
+			by_count[nby++] = (struct counted){count[y], y};
+	qsort(by_count, nby, sizeof(*by_count), compare_counted);
+	/* each symbol with the ones of its count that follow it once a step: the group with the
+	 * most symbols (ties: the fewer steps, the longer ones; then the one seen first) */
+	for (size_t a = 0, from = 0; a < nby; a++) {
+		unsigned y = by_count[a].symbol;
+		size_t group = 1;
+
+		while (by_count[from].count < count[y])
+			from++; /* the first symbol of y's count */
+		for (size_t b = from; b < nby && by_count[b].count == count[y]; b++) {
+			unsigned z = by_count[b].symbol;
+
+			if (z != y && follows_each(pos + offset[y], pos + offset[z], count[y]))
+				group++;
+		}
+		if (group < SS_STEPS_MIN_GROUP)
+			continue;
+		if (!best_group || group > best_group ||
+		    (group == best_group &&
+		     (count[y] < count[anchor] ||
+		      (count[y] == count[anchor] && pos[offset[y]] < pos[offset[anchor]])))) {
+			best_group = group;
+			anchor = y;
+		}
+	}
+	if (!best_group)
+		goto out;
+	{
+		const size_t *p = pos + offset[anchor];
+		size_t c = count[anchor], last_pos;
+
+		for (size_t i = 0; i + 1 < c; i++)
+			gaps[i] = (long long)(p[i + 1] - p[i]);
+		qsort(gaps, c - 1, sizeof(*gaps), compare_ll);
+		s->period = (size_t)gaps[(c - 2) / 2]; /* the median step, in calls */
+		/* STEPS-4: a loop that holds a small share of the thread's calls is a burst */
+		if ((p[c - 1] - p[0] + s->period) * SS_STEPS_MIN_SHARE < thread)
+			goto out;
+		s->nsteps = c;
+		s->start = malloc((c + 1) * sizeof(*s->start));
+		if (!s->start) {
+			found = -1;
+			goto out;
+		}
+		for (size_t i = 0; i < c; i++)
+			s->start[i] = calls[p[i]].start_ns;
+		/* the last step holds the median step's calls; teardown follows */
+		last_pos = p[c - 1] + s->period;
+		*end = last_pos < n ? last_pos : n;
+		s->start[c] = last_pos < n ? calls[last_pos].start_ns : calls[n - 1].end_ns + 1;
+		if (s->start[c] <= s->start[c - 1])
+			s->start[c] = s->start[c - 1] + 1;
+	}
+	s->source = SS_STEPS_DETECTED;
+	s->anchor = anchor;
+	s->varies = 1;
+	found = finish(s);
+out:
+	free(count);
+	free(offset);
+	free(pos);
+	free(by_count);
+	free(gaps);
+	return found;
+}
+
 int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
 		    unsigned nsymbols)
 {
 	struct ss_steps after;
 	size_t end = n, after_end = 0;
 	int found = detect_loop(s, calls, n, nsymbols, n, &end);
+
+	if (found == 0) /* STEPS-7 */
+		found = detect_varying_loop(s, calls, n, nsymbols, n, &end);
 
 	if (found != 1 || end >= n)
 		return found;

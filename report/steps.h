@@ -48,6 +48,14 @@
  *            Its steps follow the first's (the first's last step runs to the second's first,
  *            STEPS-2; `second` is its first step), and a site recurs when it came in
  *            SS_RECURRING_PERCENT of the shorter loop's steady steps: either loop's calls.
+ *   STEPS-7  where no symbol repeats regularly (STEPS-4's loops included), a loop whose steps
+ *            vary in length (a solver's inner loop that stops when it converges: t151 of
+ *            examples/corpus; a decoder's variable number of tokens) is found from the calls it
+ *            makes once a step: SS_STEPS_MIN_GROUP symbols at least of one count, each coming
+ *            once between every two occurrences of the first of them (after the last too),
+ *            which starts the steps; of several such groups, the one with the most symbols
+ *            (ties: the fewer, longer steps). STEPS-4 holds for it; the last step holds the
+ *            median step's calls.
  */
 #ifndef SYNCSPY_REPORT_STEPS_H
 #define SYNCSPY_REPORT_STEPS_H
@@ -77,6 +85,9 @@
 #define SS_FALLBACK_MIN_CALLS  3
 #define SS_FALLBACK_SLICES     16
 #define SS_FALLBACK_MIN_SLICES 4
+/* A loop whose steps vary in length is found from this many symbols at least that come once a
+ * step, in the same order (STEPS-7) */
+#define SS_STEPS_MIN_GROUP 3
 /* A detected loop holds this share of the main thread's calls at least (STEPS-4): 1/10 */
 #define SS_STEPS_MIN_SHARE 10
 
@@ -95,7 +106,8 @@ struct ss_steps {
 	long long step_ns;   /* median duration of the steady steps; -1 without steps */
 	unsigned anchor;     /* detected: the symbol whose occurrences start the steps */
 	size_t second;	     /* detected: the first step of a second loop after it (STEPS-6) */
-	size_t period;	     /* detected: calls of the main thread per step */
+	size_t period;	     /* detected: calls of the main thread per step (varies: the median) */
+	int varies;	     /* detected: steps of varying length (STEPS-7) */
 	/* without steps (STEPS-3): the start of the rank's first and last GPU work; has_work 0
 	 * when the recording has none (then every call is steady) */
 	int has_work;

@@ -86,6 +86,13 @@
  * queued behind that download, which waits for the kernels: upload, compute and download take
  * turns (d48 of examples/corpus: upload-behind-download; t254). split-dma: the downloads on a
  * stream of their own (the fix: the next upload runs beside the kernels and the download).
+ * converge: each step uploads its input (pinned, async), launches two kernels, then iterates a
+ * solver until it converges: 4 to 40 iterations, a different number each step, each launching
+ * a short kernel, and every CHECK_EVERY iterations a blocking read of the residual (t151 of
+ * examples/corpus, a Sinkhorn stopping test); then one kernel and the step's sync. No call
+ * comes at regular gaps, but the step's own calls come once a step in the same order (STEPS-7
+ * of report/steps.h; t255). converge-device: the same steps with the residual kept on the GPU
+ * and read once a step at the step's sync (the fix: no read inside the solver).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -118,6 +125,8 @@
 #define ISSUE_US	 3
 #define TEARDOWN_FREES	 12
 #define UPLOAD_BYTES	 (4 << 20) /* 2 ms at the stand-in's 2 GB/s */
+#define SOLVER_KERNEL_US 30
+#define CHECK_EVERY	 4
 
 static unsigned long long now_ns(void)
 {
@@ -171,6 +180,42 @@ static void *lane(void *steps)
 	}
 	CHECK(cudaStreamDestroy(stream));
 	return NULL;
+}
+
+/* The converge and converge-device modes (above), STEPS steps. */
+static int converge_loop(int steps, int read_in_solver)
+{
+	const enum cudaMemcpyKind up = cudaMemcpyHostToDevice, down = cudaMemcpyDeviceToHost;
+	const dim3 one = {1, 1, 1};
+	void *param = (void *)(uintptr_t)KERNEL_US, *args[] = {&param};
+	void *solver_param = (void *)(uintptr_t)SOLVER_KERNEL_US, *solver_args[] = {&solver_param};
+	float *host_in = NULL, *d_in = NULL, r = 0; /* r: the residual */
+	cudaStream_t stream;
+
+	CHECK(cudaStreamCreate(&stream));
+	CHECK(cudaMallocHost((void **)&host_in, 1 << 16));
+	CHECK(cudaMalloc((void **)&d_in, 1 << 16));
+	for (int step = 0; step < steps; step++) {
+		/* the iterations to converge: 4 to 40, unlike from step to step */
+		int iterations = 4 + (int)((unsigned)step * 2654435761u % 37u);
+
+		CHECK(cudaMemcpyAsync(d_in, host_in, 1 << 16, up, stream));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+		for (int i = 0; i < iterations; i++) {
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, solver_args, 0,
+					       stream));
+			if (read_in_solver && i % CHECK_EVERY == CHECK_EVERY - 1)
+				CHECK(cudaMemcpy(&r, d_in, sizeof(r), down)); /* MARK:solver-read */
+		}
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, stream));
+		CHECK(cudaStreamSynchronize(stream));
+	}
+	CHECK(cudaFree(d_in));
+	CHECK(cudaFreeHost(host_in));
+	CHECK(cudaStreamDestroy(stream));
+	printf("done %d steps\n", steps);
+	return 0;
 }
 
 /* The one-event and slot-events modes (above), STEPS steps. */
@@ -373,6 +418,9 @@ int main(int argc, char **argv)
 
 	if (argc > 2 && (strcmp(argv[2], "one-event") == 0 || strcmp(argv[2], "slot-events") == 0))
 		return upload_ring(steps, strcmp(argv[2], "one-event") == 0);
+	if (argc > 2 &&
+	    (strcmp(argv[2], "converge") == 0 || strcmp(argv[2], "converge-device") == 0))
+		return converge_loop(steps, strcmp(argv[2], "converge") == 0);
 	if (argc > 2 && (strcmp(argv[2], "shared-dma") == 0 || strcmp(argv[2], "split-dma") == 0))
 		return dma_pipeline(steps, strcmp(argv[2], "shared-dma") == 0);
 	if (argc > 2 && strcmp(argv[2], "lanes") == 0) {
