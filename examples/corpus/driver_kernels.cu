@@ -1260,3 +1260,150 @@ extern "C" __global__ void ortho_tile(const unsigned short *raw, int raw_w, int 
 	int v = __float2int_rn(acc / (ss * ss));
 	out[i] = (unsigned short)min(max(v, 0), 65535);
 }
+
+/* d65/d67: a market maker's tick over n instruments. md: per instrument the mid price (ticks),
+ * the order book's imbalance (-1000..1000) and the position (lots). mm_fair_value updates the
+ * imbalance EMA (state on the device) and quotes around the fair value (the EMA's signal, the
+ * position's skew): bid rounded down, ask up, in ticks. */
+extern "C" __global__ void mm_fair_value(const int *md, int n, int *ema, int *quotes)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	int mid = md[3 * i], imb = md[3 * i + 1], pos = md[3 * i + 2];
+	int e = ema[i] + ((imb - ema[i]) >> 2);
+	ema[i] = e;
+	int fair4 = 4 * mid + e / 64 - pos * 12 / 10, half4 = 8 + abs(e) / 128;
+	quotes[2 * i] = (fair4 - half4) >> 2;
+	quotes[2 * i + 1] = (fair4 + half4 + 3) >> 2;
+}
+
+/* d65/d67: the book's P&L under scenario blockIdx.x (256 threads a block): each instrument's
+ * shock is its 16 factor loadings (int8) times the scenario's 16 factor moves, the P&L a delta
+ * term (position x price x shock) and a gamma term (position x gamma x shock^2), all integer */
+extern "C" __global__ void mm_risk(const int *md, int n, const signed char *load, const int *factors,
+				   const signed char *gamma, long long *pnl)
+{
+	__shared__ long long part[256];
+	__shared__ int f[16];
+	int s = blockIdx.x, t = threadIdx.x;
+	if (t < 16)
+		f[t] = factors[s * 16 + t];
+	__syncthreads();
+	long long acc = 0;
+	for (int i = t; i < n; i += blockDim.x) {
+		const signed char *l = load + 16 * i;
+		int shock = 0;
+		for (int k = 0; k < 16; k++)
+			shock += l[k] * f[k];
+		long long pos = md[3 * i + 2], mid = md[3 * i];
+		acc += pos * ((mid * shock) >> 10) + pos * gamma[i] * (((long long)shock * shock) >> 22);
+	}
+	part[t] = acc;
+	__syncthreads();
+	for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+		if (t < w)
+			part[t] += part[t + w];
+		__syncthreads();
+	}
+	if (t == 0)
+		pnl[s] = part[0];
+}
+
+/* d65/d67: the tick's worst scenario (lowest P&L, the first on ties), one block of 1024 threads:
+ * risk_log[2 tick] = the P&L, risk_log[2 tick + 1] = the scenario */
+extern "C" __global__ void mm_risk_worst(const long long *pnl, int ns, int tick, long long *risk_log)
+{
+	__shared__ long long v[1024];
+	__shared__ int at[1024];
+	int t = threadIdx.x;
+	long long best = 0x7fffffffffffffffLL;
+	int bi = ns;
+	for (int s = t; s < ns; s += blockDim.x)
+		if (pnl[s] < best)
+			best = pnl[s], bi = s;
+	v[t] = best;
+	at[t] = bi;
+	__syncthreads();
+	for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+		if (t < w && (v[t + w] < v[t] || (v[t + w] == v[t] && at[t + w] < at[t]))) {
+			v[t] = v[t + w];
+			at[t] = at[t + w];
+		}
+		__syncthreads();
+	}
+	if (t == 0) {
+		risk_log[2 * tick] = v[0];
+		risk_log[2 * tick + 1] = at[0];
+	}
+}
+
+/* d66: an agent-based SEIR epidemic. Agents in regions of rsize (households of 4 consecutive
+ * agents; wps workplaces and vps venues a region, an agent's workplace fixed, its venue drawn
+ * every day). state: 0 susceptible, 1 exposed, 2 infectious, 3 recovered; days: days left in
+ * the exposed or infectious state. epi_count counts the infectious in every household,
+ * workplace and venue; epi_update infects the susceptible (escape probabilities in Q16,
+ * 65536 = 1: esc[0..3] by housemates, esc[4 + 64 lv + w] by co-workers, esc[196 + 64 lv + v] by
+ * venue visitors, lv the region's lockdown level), advances the others and counts each region's
+ * new cases (exposed turning infectious). */
+__device__ static unsigned int epi_hash(unsigned int h)
+{
+	h ^= h >> 16;
+	h *= 0x7feb352du;
+	h ^= h >> 15;
+	h *= 0x846ca68bu;
+	return h ^ (h >> 16);
+}
+
+__device__ static int epi_work(int a, int rsize, int wps)
+{
+	return a / rsize * wps + (int)(epi_hash((unsigned int)a * 2u + 1u) % (unsigned int)wps);
+}
+
+__device__ static int epi_venue(int a, int day, int rsize, int vps)
+{
+	return a / rsize * vps + (int)(epi_hash((unsigned int)a ^ ((unsigned int)day * 0x9e3779b9u)) % (unsigned int)vps);
+}
+
+extern "C" __global__ void epi_count(const unsigned char *state, int n, int rsize, int wps, int vps, int day, int *hh,
+				     int *work, int *venue)
+{
+	int a = blockIdx.x * blockDim.x + threadIdx.x;
+	if (a >= n || state[a] != 2)
+		return;
+	atomicAdd(&hh[a / 4], 1);
+	atomicAdd(&work[epi_work(a, rsize, wps)], 1);
+	atomicAdd(&venue[epi_venue(a, day, rsize, vps)], 1);
+}
+
+extern "C" __global__ void epi_update(unsigned char *state, unsigned char *days, int n, int rsize, int wps, int vps,
+				      int day, const int *hh, const int *work, const int *venue,
+				      const unsigned char *level, const unsigned int *esc, int *region_new)
+{
+	int a = blockIdx.x * blockDim.x + threadIdx.x;
+	if (a >= n)
+		return;
+	int s = state[a], r = a / rsize;
+	unsigned int h = epi_hash((unsigned int)a * 7919u + (unsigned int)day * 104729u);
+	if (s == 0) {
+		int lv = level[r];
+		int nh = min(hh[a / 4], 3), nw = min(work[epi_work(a, rsize, wps)], 63);
+		int nv = min(venue[epi_venue(a, day, rsize, vps)], 63);
+		unsigned long long e = (unsigned long long)esc[nh] * esc[4 + 64 * lv + nw] * esc[196 + 64 * lv + nv] >> 32;
+		if ((h & 0xffffu) >= e) {
+			state[a] = 1;
+			days[a] = (unsigned char)(2 + (h >> 16) % 4);
+		}
+	} else if (s == 1 || s == 2) {
+		int d = days[a] - 1;
+		if (d > 0) {
+			days[a] = (unsigned char)d;
+		} else if (s == 1) {
+			state[a] = 2;
+			days[a] = (unsigned char)(4 + (h >> 16) % 6);
+			atomicAdd(&region_new[r], 1);
+		} else {
+			state[a] = 3;
+		}
+	}
+}
