@@ -610,6 +610,9 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 	/* STEPS-6: a second loop after the first (training, then sampling or evaluation) */
 	int second = detect_loop(&after, calls + end, n - end, nsymbols, n, &after_end);
 
+	if (second == 0) /* STEPS-7: a decoder's tokens, an evaluation of varying inputs */
+		second = detect_varying_loop(&after, calls + end, n - end, nsymbols, n, &after_end);
+
 	if (second < 0) {
 		ss_steps_free(s);
 		return -1;

@@ -55,7 +55,8 @@
  *            once between every two occurrences of the first of them (after the last too),
  *            which starts the steps; of several such groups, the one with the most symbols
  *            (ties: the fewer, longer steps). STEPS-4 holds for it; the last step holds the
- *            median step's calls.
+ *            median step's calls. A second loop (STEPS-6) may be of that kind too (a decoder's
+ *            requests of varying tokens after training).
  */
 #ifndef SYNCSPY_REPORT_STEPS_H
 #define SYNCSPY_REPORT_STEPS_H

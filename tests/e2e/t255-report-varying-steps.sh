@@ -7,7 +7,9 @@
 # same order: the report finds the 30 steps from them (the first, the upload's, starts each),
 # says that they vary, and names the residual read as a steady finding with a cost per step,
 # not `info`. The fix (converge-device: no read inside the solver) has no finding at that line,
-# its steps found alike.
+# its steps found alike. A second loop of that kind after a regular one (then-decode: requests of
+# a decoder, 2 to 20 tokens each, every token read back) joins the steady state (STEPS-6), and
+# its read is a steady finding.
 . "$E2E_DIR/lib.sh"
 src=$TOP_SRCDIR/tests/progs/gpu_loop.c
 read_line=$(grep -n "MARK:solver-read " "$src" | cut -d: -f1)
@@ -38,4 +40,16 @@ echo "sync-copy|steady|1|1" | diff -u - "$tmp/read" >&2 || fail "the solver's re
 rq "SELECT count(*) FROM json_each(json_extract(readfile('$tmp/converge-device.json'), '\$.findings'))
 	WHERE json_extract(value, '\$.site') LIKE '$src:$read_line %'" >"$tmp/fixed"
 echo 0 | diff -u - "$tmp/fixed" >&2 || fail "a finding at the read's line without the read"
+# then-decode: the training loop's 30 steps, then 30 requests of varying length (STEPS-6, -7)
+decode_line=$(grep -n "MARK:decode-read " "$src" | cut -d: -f1)
+rm -rf "$out"
+under_shim ./gpu_loop 30 then-decode >"$tmp/decode.out" 2>&1 || fail "gpu_loop then-decode: $(cat "$tmp/decode.out")"
+one_db
+"$SYNCSPY" report --format json "$db" >"$tmp/decode.json" 2>"$tmp/err" || fail "report then-decode: $(cat "$tmp/err")"
+rq "SELECT json_extract(value, '\$.steps.count') >= 59 FROM json_each(json_extract(readfile('$tmp/decode.json'), '\$.ranks'))" >"$tmp/decode.steps"
+echo 1 | diff -u - "$tmp/decode.steps" >&2 || fail "then-decode: the decoder's requests are no steps: $(cat "$tmp/decode.json")"
+rq "SELECT json_extract(value, '\$.rule'), json_extract(value, '\$.phase'), json_extract(value, '\$.severity') != 'info'
+	FROM json_each(json_extract(readfile('$tmp/decode.json'), '\$.findings'))
+	WHERE json_extract(value, '\$.site') = '$src:$decode_line in main'" >"$tmp/decode.read"
+echo "sync-copy|steady|1" | diff -u - "$tmp/decode.read" >&2 || fail "the decoder's read"
 finish

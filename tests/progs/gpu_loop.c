@@ -62,7 +62,10 @@
  * on an H100), where the stand-in takes a fraction of a microsecond.
  * then-eval: after the loop, an evaluation loop of as many iterations: a kernel and a blocking
  * read of its 4-byte result each (a second loop: STEPS-6 of report/steps.h; t239);
- * then-eval-once: the same loop, its results read once after it; teardown-frees: TEARDOWN_FREES
+ * then-eval-once: the same loop, its results read once after it; then-decode: after the loop, as
+ * many requests of a decoder, each an upload, two kernels, then 2 to 20 tokens (a different
+ * number each request), each a kernel and a blocking read of the token (a second loop whose
+ * steps vary in length: STEPS-7; t255); teardown-frees: TEARDOWN_FREES
  * buffers allocated before the loop and freed one by one after it (a burst, not a loop).
  * stream-per-step: each step creates a stream, launches a kernel that does nothing on the legacy
  * default stream and its two kernels on the new stream, syncs and destroys it (handles come
@@ -440,6 +443,7 @@ int main(int argc, char **argv)
 	int free_async = argc > 2 && strcmp(argv[2], "free-async") == 0;
 	int eval_loop = argc > 2 && strcmp(argv[2], "then-eval") == 0;
 	int eval_once = argc > 2 && strcmp(argv[2], "then-eval-once") == 0;
+	int decode = argc > 2 && strcmp(argv[2], "then-decode") == 0;
 	int teardown_frees = argc > 2 && strcmp(argv[2], "teardown-frees") == 0;
 	int stream_per_step = argc > 2 && strcmp(argv[2], "stream-per-step") == 0;
 	void *teardown_buffers[TEARDOWN_FREES];
@@ -592,6 +596,28 @@ int main(int argc, char **argv)
 		if (eval_once)
 			CHECK(cudaMemcpy(&got, result, sizeof(got), down));
 		CHECK(cudaFree(result));
+	}
+	if (decode) { /* STEPS-7: a second loop whose steps vary in length */
+		int *d_tok = NULL, tok = 0, *prompt = NULL; /* the tokens, the last read */
+
+		CHECK(cudaMalloc((void **)&d_tok, 64 * sizeof(int)));
+		CHECK(cudaMallocHost((void **)&prompt, 64 * sizeof(int)));
+		for (int request = 0; request < steps; request++) {
+			int length = 2 + (int)((unsigned)request * 2654435761u % 19u);
+
+			CHECK(cudaMemcpyAsync(d_tok, prompt, 64 * sizeof(int), up, stream));
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0,
+					       stream));
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0,
+					       stream));
+			for (int t = 0; t < length; t++) {
+				CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one,
+						       no_args, 0, stream));
+				CHECK(cudaMemcpy(&tok, d_tok, 4, down)); /* MARK:decode-read */
+			}
+		}
+		CHECK(cudaFreeHost(prompt));
+		CHECK(cudaFree(d_tok));
 	}
 	for (int i = 0; i < (teardown_frees ? TEARDOWN_FREES : 0); i++)
 		CHECK(cudaFree(teardown_buffers[i])); /* MARK:teardown-free */
