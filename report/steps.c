@@ -295,6 +295,46 @@ static int same_loop(const struct periodic *i, const struct periodic *j)
 	return d <= 1 + i->count / 50;
 }
 
+/* Each symbol's positions in calls[0..n), contiguous, in call order (a counting sort): symbol y's
+ * are pos[offset[y] .. offset[y] + count[y]). 0 when out of memory (the caller frees). */
+static int symbol_positions(const struct ss_step_call *calls, size_t n, unsigned nsymbols,
+			    size_t **count, size_t **offset, size_t **pos)
+{
+	*count = calloc(nsymbols, sizeof(**count));
+	*offset = calloc((size_t)nsymbols + 1, sizeof(**offset));
+	*pos = malloc(n * sizeof(**pos));
+	if (!*count || !*offset || !*pos)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		(*count)[calls[i].symbol]++;
+	for (unsigned y = 0; y < nsymbols; y++)
+		(*offset)[y + 1] = (*offset)[y] + (*count)[y];
+	memset(*count, 0, nsymbols * sizeof(**count));
+	for (size_t i = 0; i < n; i++)
+		(*pos)[(*offset)[calls[i].symbol] + (*count)[calls[i].symbol]++] = i;
+	return 1;
+}
+
+/* The steps' boundaries (STEPS-2) at the calls at positions p[0..c), the last step holding
+ * `period` calls (teardown follows); *end: the first call after the loop. 0 when out of memory. */
+static int step_boundaries(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
+			   const size_t *p, size_t c, size_t period, size_t *end)
+{
+	size_t last_pos = p[c - 1] + period;
+
+	s->nsteps = c;
+	s->start = malloc((c + 1) * sizeof(*s->start));
+	if (!s->start)
+		return 0;
+	for (size_t i = 0; i < c; i++)
+		s->start[i] = calls[p[i]].start_ns;
+	*end = last_pos < n ? last_pos : n;
+	s->start[c] = last_pos < n ? calls[last_pos].start_ns : calls[n - 1].end_ns + 1;
+	if (s->start[c] <= s->start[c - 1])
+		s->start[c] = s->start[c - 1] + 1;
+	return 1;
+}
+
 /* One loop among calls[0..n) (STEPS-4 against `thread` calls, the main thread's); *end is the
  * index of the first call after it. */
 static int detect_loop(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
@@ -310,24 +350,14 @@ static int detect_loop(struct ss_steps *s, const struct ss_step_call *calls, siz
 	s->step_ns = -1;
 	if (n < SS_STEPS_MIN_DETECTED || !nsymbols)
 		return 0;
-	count = calloc(nsymbols, sizeof(*count));
-	offset = calloc((size_t)nsymbols + 1, sizeof(*offset));
-	pos = malloc(n * sizeof(*pos));
 	gaps = malloc(n * sizeof(*gaps));
 	sorted = malloc(n * sizeof(*sorted));
 	cand = malloc(nsymbols * sizeof(*cand));
-	if (!count || !offset || !pos || !gaps || !sorted || !cand) {
+	if (!symbol_positions(calls, n, nsymbols, &count, &offset, &pos) || !gaps || !sorted ||
+	    !cand) {
 		found = -1;
 		goto out;
 	}
-	/* each symbol's positions, contiguous, in call order (a counting sort) */
-	for (size_t i = 0; i < n; i++)
-		count[calls[i].symbol]++;
-	for (unsigned y = 0; y < nsymbols; y++)
-		offset[y + 1] = offset[y] + count[y];
-	memset(count, 0, nsymbols * sizeof(*count));
-	for (size_t i = 0; i < n; i++)
-		pos[offset[calls[i].symbol] + count[calls[i].symbol]++] = i;
 
 	for (unsigned y = 0; y < nsymbols; y++) {
 		const size_t *p = pos + offset[y];
@@ -438,24 +468,11 @@ static int detect_loop(struct ss_steps *s, const struct ss_step_call *calls, siz
 		    thread)
 			goto out;
 	}
-	{
-		const size_t *p = pos + offset[anchor->symbol];
-		size_t k = 0, last_pos;
-
-		s->nsteps = anchor->last - anchor->first + 1;
-		s->start = malloc((s->nsteps + 1) * sizeof(*s->start));
-		if (!s->start) {
-			found = -1;
-			goto out;
-		}
-		for (size_t i = anchor->first; i <= anchor->last; i++)
-			s->start[k++] = calls[p[i]].start_ns;
-		/* the last step holds one period of calls; teardown follows */
-		last_pos = p[anchor->last] + (size_t)period;
-		*end = last_pos < n ? last_pos : n;
-		s->start[k] = last_pos < n ? calls[last_pos].start_ns : calls[n - 1].end_ns + 1;
-		if (s->start[k] <= s->start[k - 1])
-			s->start[k] = s->start[k - 1] + 1;
+	/* the last step holds one period of calls */
+	if (!step_boundaries(s, calls, n, pos + offset[anchor->symbol] + anchor->first,
+			     anchor->last - anchor->first + 1, (size_t)period, end)) {
+		found = -1;
+		goto out;
 	}
 	s->source = SS_STEPS_DETECTED;
 	s->anchor = anchor->symbol;
@@ -510,22 +527,12 @@ static int detect_varying_loop(struct ss_steps *s, const struct ss_step_call *ca
 	s->step_ns = -1;
 	if (n < SS_STEPS_MIN_DETECTED || !nsymbols)
 		return 0;
-	count = calloc(nsymbols, sizeof(*count));
-	offset = calloc((size_t)nsymbols + 1, sizeof(*offset));
-	pos = malloc(n * sizeof(*pos));
 	by_count = malloc(nsymbols * sizeof(*by_count));
 	gaps = malloc(n * sizeof(*gaps));
-	if (!count || !offset || !pos || !by_count || !gaps) {
+	if (!symbol_positions(calls, n, nsymbols, &count, &offset, &pos) || !by_count || !gaps) {
 		found = -1;
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) /* each symbol's positions, in call order */
-		count[calls[i].symbol]++;
-	for (unsigned y = 0; y < nsymbols; y++)
-		offset[y + 1] = offset[y] + count[y];
-	memset(count, 0, nsymbols * sizeof(*count));
-	for (size_t i = 0; i < n; i++)
-		pos[offset[calls[i].symbol] + count[calls[i].symbol]++] = i;
 	for (unsigned y = 0; y < nsymbols; y++)
 		if (count[y] >= SS_STEPS_MIN_DETECTED)
 			by_count[nby++] = (struct counted){count[y], y};
@@ -558,29 +565,22 @@ static int detect_varying_loop(struct ss_steps *s, const struct ss_step_call *ca
 		goto out;
 	{
 		const size_t *p = pos + offset[anchor];
-		size_t c = count[anchor], last_pos;
+		size_t c = count[anchor];
 
 		for (size_t i = 0; i + 1 < c; i++)
 			gaps[i] = (long long)(p[i + 1] - p[i]);
 		qsort(gaps, c - 1, sizeof(*gaps), compare_ll);
-		s->period = (size_t)gaps[(c - 2) / 2]; /* the median step, in calls */
+		size_t median = (size_t)gaps[(c - 2) / 2]; /* the median step, in calls */
+
 		/* STEPS-4: a loop that holds a small share of the thread's calls is a burst */
-		if ((p[c - 1] - p[0] + s->period) * SS_STEPS_MIN_SHARE < thread)
+		if ((p[c - 1] - p[0] + median) * SS_STEPS_MIN_SHARE < thread)
 			goto out;
-		s->nsteps = c;
-		s->start = malloc((c + 1) * sizeof(*s->start));
-		if (!s->start) {
+		s->period = median;
+		/* the last step holds the median step's calls */
+		if (!step_boundaries(s, calls, n, p, c, median, end)) {
 			found = -1;
 			goto out;
 		}
-		for (size_t i = 0; i < c; i++)
-			s->start[i] = calls[p[i]].start_ns;
-		/* the last step holds the median step's calls; teardown follows */
-		last_pos = p[c - 1] + s->period;
-		*end = last_pos < n ? last_pos : n;
-		s->start[c] = last_pos < n ? calls[last_pos].start_ns : calls[n - 1].end_ns + 1;
-		if (s->start[c] <= s->start[c - 1])
-			s->start[c] = s->start[c - 1] + 1;
 	}
 	s->source = SS_STEPS_DETECTED;
 	s->anchor = anchor;
