@@ -322,10 +322,10 @@ static int step_boundaries(struct ss_steps *s, const struct ss_step_call *calls,
 {
 	size_t last_pos = p[c - 1] + period;
 
-	s->nsteps = c;
 	s->start = malloc((c + 1) * sizeof(*s->start));
 	if (!s->start)
 		return 0;
+	s->nsteps = c;
 	for (size_t i = 0; i < c; i++)
 		s->start[i] = calls[p[i]].start_ns;
 	*end = last_pos < n ? last_pos : n;
