@@ -872,8 +872,8 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 		if (measured > 0 && idle > 0 &&
 		    ((!copy && loop_final_drain(st, work, nwork, &call, idle)) ||
 		     (sqlite3_column_int(stmt, 8) &&
-		      (other_lane_beside(work, nwork, &call) ||
-		       lanes_side_by_side(lanes, nlanes, text ? text : NO_SITE)))))
+		      (lanes_side_by_side(lanes, nlanes, text ? text : NO_SITE) ||
+		       other_lane_beside(work, nwork, &call)))))
 			idle = 0;
 		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE, copy);
 		if (!site) {
