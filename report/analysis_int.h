@@ -207,6 +207,9 @@ struct gpu_site {
 	long long n, ns, worst, bytes, h2d, d2h;
 	struct ss_tally tally;	   /* steady and whole-run (steps.h) */
 	struct ss_tally off_tally; /* the syncs the GPU timeline missed (GPU-IDLE-4) */
+	/* GPU-IDLE-7: a site several threads sync at, its syncs the timeline saw and those that
+	 * had another thread's work beside them */
+	long long lane_seen, lane_beside;
 };
 
 /* ------------------------------------------------------------------ rules */

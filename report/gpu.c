@@ -724,46 +724,29 @@ static int other_lane_beside(const struct issued_work *w, size_t nw, const struc
 	return 0;
 }
 
-/* GPU-IDLE-7: per site that several threads sync at (S2, S3), how many of its syncs the timeline
- * saw and how many had another lane's work beside them. Its lanes ran side by side when a
- * quarter of them did (c118 of examples/corpus: 16 of 30), and then each of its syncs is one
- * lane's, the others' beside it or not (in c118 a lane's GPU work is short beside its host
+/* GPU-IDLE-7: a site's lanes ran side by side when a quarter of its syncs the timeline saw had
+ * another lane's work beside them (c118 of examples/corpus: 16 of 30), and then each of its syncs
+ * is one lane's, the others' beside it or not (in c118 a lane's GPU work is short beside its host
  * work); lanes that a lock held across the sync serializes never do (c105: 0 of 53), and there
  * the next lane's work waited for the sync. */
-struct lane_site {
-	char *site;
-	long long seen, beside;
-};
-
-static int lanes_side_by_side(const struct lane_site *v, size_t n, const char *site)
+static int lanes_side_by_side(const struct gpu_site *site)
 {
-	for (size_t i = 0; i < n; i++) /* few sites: linear */
-		if (strcmp(v[i].site, site) == 0)
-			return v[i].beside * 4 >= v[i].seen && v[i].beside > 0;
-	return 0;
+	return site->lane_beside > 0 && site->lane_beside * 4 >= site->lane_seen;
 }
 
-static void lane_sites_free(struct lane_site *v, size_t n)
+/* GPU-IDLE-7, the first pass over GPU_SYNCS_SQL's rows (STMT, reset after; finalized on an
+ * error): each site that several threads sync at gets its lane_seen and lane_beside. */
+static int count_lanes(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt,
+		       const struct gpu_rows *g, long long only, const struct issued_work *w,
+		       size_t nw, struct gpu_site **sites, size_t *n, size_t *cap)
 {
-	for (size_t i = 0; i < n; i++)
-		free(v[i].site);
-	free(v);
-}
-
-/* The first pass over GPU_SYNCS_SQL's rows (STMT, reset after; finalized on an error): the lane
- * sites' counts. */
-static int count_lane_sites(struct loader *ld, struct db_state *st, sqlite3_stmt *stmt,
-			    const struct gpu_rows *g, long long only, const struct issued_work *w,
-			    size_t nw, struct lane_site **v, size_t *n)
-{
-	size_t cap = 0;
 	int rc;
 
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		long long dev, id = sqlite3_column_int64(stmt, 0);
 		const char *text = (const char *)sqlite3_column_text(stmt, 1);
 
-		if (!sqlite3_column_int(stmt, 8) || !text || !sync_device(g, only, id, &dev))
+		if (!sqlite3_column_int(stmt, 8) || !sync_device(g, only, id, &dev))
 			continue;
 		struct sync_call call = {.dev = dev,
 					 .tid = sqlite3_column_int64(stmt, 5),
@@ -771,20 +754,14 @@ static int count_lane_sites(struct loader *ld, struct db_state *st, sqlite3_stmt
 					 .end = sqlite3_column_int64(stmt, 2)};
 		if (timeline_off_between(g, call.start, call.end))
 			continue;
-		size_t i = 0;
+		struct gpu_site *site = gpu_site(sites, n, cap, text ? text : NO_SITE, 0);
 
-		while (i < *n && strcmp((*v)[i].site, text) != 0)
-			i++;
-		if (i == *n) {
-			if (!reserve(v, &cap, *n, sizeof(**v)) ||
-			    !((*v)[i] = (struct lane_site){xstrdup(text), 0, 0}).site) {
-				sqlite3_finalize(stmt);
-				return out_of_memory(ld);
-			}
-			(*n)++;
+		if (!site) {
+			sqlite3_finalize(stmt);
+			return out_of_memory(ld);
 		}
-		(*v)[i].seen++;
-		(*v)[i].beside += other_lane_beside(w, nw, &call);
+		site->lane_seen++;
+		site->lane_beside += other_lane_beside(w, nw, &call);
 	}
 	if (rc != SQLITE_DONE)
 		return step_failed(ld, st, stmt, rc);
@@ -810,8 +787,6 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 	sqlite3_stmt *stmt;
 	long long steady_measured = 0, steady_off = 0; /* steady syncs seen, and missed (off) */
 	struct host_calls host = {0};
-	struct lane_site *lanes = NULL;
-	size_t nlanes = 0;
 	int rc, code;
 
 	for (size_t i = 1; i < g->nbusy; i++)
@@ -832,11 +807,11 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 	if (code == SS_EXIT_OK)
 		code = prepare(ld, st, GPU_SYNCS_SQL, &stmt);
 	if (code == SS_EXIT_OK)
-		code = count_lane_sites(ld, st, stmt, g, only, work, nwork, &lanes, &nlanes);
+		code = count_lanes(ld, st, stmt, g, only, work, nwork, &sites, &nsites, &cap);
 	if (code != SS_EXIT_OK) {
 		free(work);
 		free(host.call);
-		lane_sites_free(lanes, nlanes);
+		gpu_sites_free(sites, nsites);
 		return code;
 	}
 	st->rank->steady_gpu_idle_ns = 0;
@@ -869,17 +844,16 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 		int measured = idle_behind(g, work, nwork, &host, &call, &idle);
 		if (!measured)
 			continue;
-		if (measured > 0 && idle > 0 &&
-		    ((!copy && loop_final_drain(st, work, nwork, &call, idle)) ||
-		     (sqlite3_column_int(stmt, 8) &&
-		      (lanes_side_by_side(lanes, nlanes, text ? text : NO_SITE) ||
-		       other_lane_beside(work, nwork, &call)))))
-			idle = 0;
 		site = gpu_site(&sites, &nsites, &cap, text ? text : NO_SITE, copy);
 		if (!site) {
 			code = out_of_memory(ld);
 			break;
 		}
+		if (measured > 0 && idle > 0 &&
+		    ((!copy && loop_final_drain(st, work, nwork, &call, idle)) ||
+		     (sqlite3_column_int(stmt, 8) &&
+		      (lanes_side_by_side(site) || other_lane_beside(work, nwork, &call)))))
+			idle = 0;
 		int steady = ss_steps_phase(&st->steps, start, &step) == SS_PHASE_STEADY;
 		if (measured < 0) { /* GPU-IDLE-4: counted, to scale the others to it */
 			ss_tally_add(&site->off_tally, &st->steps, start, 0, 1);
@@ -963,7 +937,6 @@ static int gpu_idle_rule(struct loader *ld, struct db_state *st, struct gpu_rows
 	free(work);
 	free(host.call);
 	gpu_sites_free(sites, nsites);
-	lane_sites_free(lanes, nlanes);
 	return code;
 }
 

@@ -528,8 +528,7 @@ static int detect_varying_loop(struct ss_steps *s, const struct ss_step_call *ca
 	if (n < SS_STEPS_MIN_DETECTED || !nsymbols)
 		return 0;
 	by_count = malloc(nsymbols * sizeof(*by_count));
-	gaps = malloc(n * sizeof(*gaps));
-	if (!symbol_positions(calls, n, nsymbols, &count, &offset, &pos) || !by_count || !gaps) {
+	if (!symbol_positions(calls, n, nsymbols, &count, &offset, &pos) || !by_count) {
 		found = -1;
 		goto out;
 	}
@@ -567,6 +566,11 @@ static int detect_varying_loop(struct ss_steps *s, const struct ss_step_call *ca
 		const size_t *p = pos + offset[anchor];
 		size_t c = count[anchor];
 
+		gaps = malloc((c - 1) * sizeof(*gaps));
+		if (!gaps) {
+			found = -1;
+			goto out;
+		}
 		for (size_t i = 0; i + 1 < c; i++)
 			gaps[i] = (long long)(p[i + 1] - p[i]);
 		qsort(gaps, c - 1, sizeof(*gaps), compare_ll);
