@@ -11,8 +11,10 @@
  *
  * A pointer is wrapped only when it is exactly the function the table describes: the real
  * pointer a lookup returned is compared with the real function of each table entry of that
- * name (cuMemcpyHtoD: cuMemcpyHtoD_v2 and cuMemcpyHtoD_v2_ptds). An older ABI version asked for
- * through cuGetProcAddress's version argument matches none and is handed out as it is.
+ * name (cuMemcpyHtoD: cuMemcpyHtoD_v2 and cuMemcpyHtoD_v2_ptds; cuCtxCreate: cuCtxCreate_v2,
+ * _v3 and _v4, each the version of the ABI it names). An older ABI version asked for through
+ * cuGetProcAddress's version argument that the table has no entry for matches none and is
+ * handed out as it is.
  *
  * Invariants:
  *   DRIVER-1  dlsym(RTLD_NEXT, ...) reaches glibc as a tail call, so glibc sees the program's
@@ -235,6 +237,8 @@ static void fill_bases(void)
 		strip_suffix(wraps[i].base, "_ptsz");
 		strip_suffix(wraps[i].base, "_ptds");
 		strip_suffix(wraps[i].base, "_v2");
+		strip_suffix(wraps[i].base, "_v3");
+		strip_suffix(wraps[i].base, "_v4");
 	}
 }
 

@@ -271,6 +271,23 @@
 	X(cuEventCreate, NONE, X1, (CUevent * phEvent, unsigned int Flags), (phEvent, Flags), ,    \
 	  CREATED_EVENT(*phEvent, Flags))                                                          \
 	X(cuEventDestroy_v2, NONE, X1, (CUevent hEvent), (hEvent), EVENT(hEvent), )                \
+	X(cuCtxCreate_v4, NONE, X1,                                                                \
+	  (CUcontext * pctx, CUctxCreateParams * ctxCreateParams, unsigned int flags,              \
+	   CUdevice dev),                                                                          \
+	  (pctx, ctxCreateParams, flags, dev), DEVICE(dev), CREATED_CONTEXT(*pctx))                \
+	X(cuCtxCreate_v3, NONE, X1,                                                                \
+	  (CUcontext * pctx, CUexecAffinityParam * paramsArray, int numParams, unsigned int flags, \
+	   CUdevice dev),                                                                          \
+	  (pctx, paramsArray, numParams, flags, dev), DEVICE(dev), CREATED_CONTEXT(*pctx))         \
+	X(cuCtxCreate_v2, NONE, X1, (CUcontext * pctx, unsigned int flags, CUdevice dev),          \
+	  (pctx, flags, dev), DEVICE(dev), CREATED_CONTEXT(*pctx))                                 \
+	X(cuCtxDestroy_v2, NONE, X1, (CUcontext ctx), (ctx), AUX(ctx), )                           \
+	X(cuDevicePrimaryCtxRetain, NONE, X1, (CUcontext * pctx, CUdevice dev), (pctx, dev),       \
+	  DEVICE(dev), CREATED_CONTEXT(*pctx))                                                     \
+	X(cuDevicePrimaryCtxRelease_v2, NONE, X1, (CUdevice dev), (dev), DEVICE(dev), )            \
+	X(cuCtxPushCurrent_v2, NONE, X1, (CUcontext ctx), (ctx), AUX(ctx), )                       \
+	X(cuCtxPopCurrent_v2, NONE, X1, (CUcontext * pctx), (pctx), , POPPED_CONTEXT(pctx))        \
+	X(cuCtxSetCurrent, NONE, X1, (CUcontext ctx), (ctx), AUX(ctx), )                           \
 	X(cuModuleLoad, NONE, X1, (CUmodule * module, const char *fname), (module, fname), ,       \
 	  CREATED_MODULE(*module))                                                                 \
 	X(cuModuleLoadData, NONE, X1, (CUmodule * module, const void *image), (module, image), ,   \

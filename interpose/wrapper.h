@@ -95,6 +95,19 @@
 	if (ret == 0)                                                                              \
 		rec.aux = (uint64_t)(uintptr_t)(m);
 
+/* Contexts (cuCtxCreate*, cuDevicePrimaryCtxRetain and Release, cuCtxDestroy, cuCtxPushCurrent,
+ * cuCtxPopCurrent, cuCtxSetCurrent): the context made, retained, destroyed, pushed, popped or
+ * made current in aux, the device of a creation, retain or release in calls.ptr (writer.c: stored
+ * for device 0 too). The rule private-context replays each thread's current context from them
+ * (docs/rules.md). A pop into NULL leaves aux NULL: the replay pops all the same. */
+#define DEVICE(dev) rec.obj = (uintptr_t)(dev);
+#define CREATED_CONTEXT(ctx)                                                                       \
+	if (ret == 0)                                                                              \
+		rec.aux = (uint64_t)(uintptr_t)(ctx);
+#define POPPED_CONTEXT(pctx)                                                                       \
+	if (ret == 0 && (pctx))                                                                    \
+		rec.aux = (uint64_t)(uintptr_t) * (pctx);
+
 /* A prefetch of managed memory (cudaMemPrefetchAsync, cuMemPrefetchAsync): the range's start in
  * calls.ptr, where it goes in aux: the location's type (1 device, 2 host, 3 host NUMA node, 4
  * the calling thread's NUMA node) in the high 32 bits, its id (device ordinal, NUMA node) in the

@@ -64,7 +64,8 @@ static int in_transaction;
 static uint64_t last_commit_ns;
 
 /* Which column a record's obj goes to, per API (decided once, from the names). */
-enum obj_column { OBJ_NONE, OBJ_EVENT, OBJ_COMM, OBJ_PTR };
+/* OBJ_DEVICE: a device ordinal (wrapper.h DEVICE), stored in calls.ptr when 0 too. */
+enum obj_column { OBJ_NONE, OBJ_EVENT, OBJ_COMM, OBJ_PTR, OBJ_DEVICE };
 static unsigned char obj_column[SS_API_COUNT];
 
 static int starts_with(const char *s, const char *prefix)
@@ -92,6 +93,9 @@ static void classify_apis(void)
 		else if (strstr(name, "EndCapture") || strstr(name, "BeginCaptureToGraph") ||
 			 strstr(name, "GraphInstantiate"))
 			obj_column[api] = OBJ_PTR; /* the graph made or read (wrapper.h GRAPH) */
+		else if (starts_with(name, "cuCtxCreate") ||
+			 starts_with(name, "cuDevicePrimaryCtx"))
+			obj_column[api] = OBJ_DEVICE;
 	}
 }
 
@@ -317,7 +321,8 @@ static int64_t insert_call(struct ss_ring *ring, const struct ss_rec *r)
 	set_column(row, 6, r->stream != 0 && r->cls != SS_N1, r->stream);
 	set_column(row, 7, obj_column[api] == OBJ_EVENT && r->obj, r->obj);
 	set_column(row, 8, obj_column[api] == OBJ_COMM && r->obj, r->obj);
-	set_column(row, 9, obj_column[api] == OBJ_PTR && r->obj, r->obj);
+	set_column(row, 9, (obj_column[api] == OBJ_PTR && r->obj) || obj_column[api] == OBJ_DEVICE,
+		   r->obj);
 	set_column(row, 10, !created_comm && (r->bytes || r->dir), r->bytes);
 	set_column(row, 11, r->dir, r->dir);
 	set_column(row, 12, r->host_mem, r->host_mem);

@@ -26,6 +26,7 @@
 	X(copy_on_compute_stream)                                                                  \
 	X(managed_round_trip)                                                                      \
 	X(small_copies_in_loop)                                                                    \
+	X(private_context)                                                                         \
 	/* SS_RULE_GPU: per database with a GPU timeline */                                        \
 	X(copy_without_overlap)                                                                    \
 	X(copy_held_by_event)                                                                      \

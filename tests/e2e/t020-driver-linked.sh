@@ -10,7 +10,7 @@
 # pinned memory), stream memory operations (a write is E2, a wait E3, the word their event;
 # a batch with a wait E3, one without E2, its count in aux), the three instantiations (X1,
 # cuGraphInstantiate being cuGraphInstantiateWithFlags) and the destroys of the executable
-# graphs each made (aux pairs them).
+# graphs each made (aux pairs them), and the primary context's retain (X1, docs/sync-model.md).
 . "$E2E_DIR/lib.sh"
 under_shim "$PROGS/driver_calls" linked >"$tmp/stdout" || fail "program failed"
 grep -q 'linked ok' "$tmp/stdout" || fail "wrong output: $(cat "$tmp/stdout")"
@@ -25,6 +25,7 @@ cuMemcpyDtoH_v2|driver|S4|legacy|4096|D2H|pageable
 cuMemcpy2D_v2|driver|S4|legacy|4096|D2H|pageable
 cuMemcpy2DAsync_v2|driver|S5|S|4096|H2D|pageable
 cuStreamSynchronize|driver|S2|S|||
+cuDevicePrimaryCtxRetain|driver|X1||||
 cuMemAlloc_v2|driver|S6||4096||device
 cuMemAllocHost_v2|driver|S6||4096||pinned
 cuMemAlloc_v2|driver|S6||64||device

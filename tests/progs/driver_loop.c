@@ -35,6 +35,12 @@
  *                                       of each lane: the launches of one executable graph run one
  *                                       after the other (d43 of examples/corpus; t249)
  *   driver_loop STEPS graph-lanes       the fix: one executable graph per lane, which overlap
+ *   driver_loop STEPS private-context   an engine's kernel every step in a context of its own
+ *                                       (cuCtxCreate before the loop, pushed and popped every
+ *                                       step) beside the program's in the primary context (d49
+ *                                       of examples/corpus; t256)
+ *   driver_loop STEPS primary-context   the fix: the engine retains the primary context too
+ *   driver_loop STEPS context-per-step  the engine's context made and destroyed every step
  *   driver_loop STEPS graph-host        a kernel and a host function of HOST_NODE_US captured
  *                                       into a graph (cuStreamBeginCapture, cuLaunchHostFunc,
  *                                       cuStreamEndCapture), instantiated once, launched every
@@ -323,6 +329,64 @@ static int stack_limit(int steps)
 	return 0;
 }
 
+/* An engine beside the program's own kernels (the program's in the primary context), the
+ * engine's kernel launched and waited for every step, in a context of its own made before the
+ * loop (private-context: cuCtxCreate, push and pop every step, cuCtxDestroy after the loop; d49
+ * of examples/corpus), in the primary context retained again (primary-context: the fix, d51),
+ * or in a context made and destroyed every step (context-per-step). t256. */
+static int contexts(int steps, const char *how)
+{
+	int per_step = !strcmp(how, "context-per-step"), own = !strcmp(how, "private-context");
+	CUdevice dev;
+	CUcontext primary, engine = NULL;
+	CUmodule mod;
+	CUfunction kernel;
+	CUstream s, es = NULL;
+
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuDevicePrimaryCtxRetain(&primary, dev));
+	CHECK(cuCtxSetCurrent(primary));
+	open_module(&s, &mod, &kernel);
+	if (own) {
+		CHECK(cuCtxCreate(&engine, NULL, 0, dev)); /* MARK:ctx-create */
+		CHECK(cuStreamCreate(&es, CU_STREAM_NON_BLOCKING));
+		CHECK(cuCtxPopCurrent(NULL));
+	} else if (!per_step) {
+		CHECK(cuDevicePrimaryCtxRetain(&engine, dev)); /* MARK:ctx-retain */
+		CHECK(cuStreamCreate(&es, CU_STREAM_NON_BLOCKING));
+	}
+	for (int step = 0; step < steps; step++) {
+		launch(kernel, s);
+		if (per_step) {
+			CHECK(cuCtxCreate(&engine, NULL, 0, dev)); /* MARK:ctx-create-step */
+			launch(kernel, CU_STREAM_PER_THREAD);
+			CHECK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+			CHECK(cuCtxDestroy(engine)); /* MARK:ctx-destroy-step */
+		} else {
+			if (own)
+				CHECK(cuCtxPushCurrent(engine));
+			launch(kernel, es);
+			CHECK(cuStreamSynchronize(es));
+			if (own)
+				CHECK(cuCtxPopCurrent(NULL));
+		}
+		CHECK(cuStreamSynchronize(s));
+	}
+	if (own) {
+		CHECK(cuCtxPushCurrent(engine));
+		CHECK(cuStreamDestroy(es));
+		CHECK(cuCtxDestroy(engine)); /* MARK:ctx-destroy */
+	} else if (!per_step) {
+		CHECK(cuStreamDestroy(es));
+		CHECK(cuDevicePrimaryCtxRelease(dev));
+	}
+	close_module(s, mod);
+	CHECK(cuDevicePrimaryCtxRelease(dev));
+	printf("%s ok\n", how);
+	return 0;
+}
+
 #define HOST_NODE_US 1500
 
 static void CUDA_CB host_node(void *usec)
@@ -420,8 +484,11 @@ int main(int argc, char **argv)
 		return graph_lanes(steps, 0);
 	if (steps > 0 && !strcmp(mode, "graph-host"))
 		return graph_host(steps);
+	if (steps > 0 && (!strcmp(mode, "private-context") || !strcmp(mode, "primary-context") ||
+			  !strcmp(mode, "context-per-step")))
+		return contexts(steps, mode);
 	fprintf(stderr, "usage: driver_loop STEPS "
 			"arrays|arrays-procaddr|modules|modules-once|pool|vmm|vmm-once|stack-limit|"
-			"graph-host\n");
+			"graph-host|private-context|primary-context|context-per-step\n");
 	return 2;
 }

@@ -97,12 +97,36 @@ CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraph
 			       char *logBuffer, size_t bufferSize);
 
 /* The one device, its primary context and the calling thread's current context. A context is
- * an opaque token here: the engine has one address space and one set of streams. */
+ * an opaque token here: the engine has one address space and one set of streams. Contexts made
+ * with cuCtxCreate are tokens too (kept after cuCtxDestroy, marked dead, so that a stale handle
+ * is refused without reading freed memory); each thread has a context stack (cuCtxPushCurrent,
+ * cuCtxPopCurrent) whose top is its current context. */
 struct context {
 	int device;
+	int alive;
+	struct context *next;
 };
-static struct context g_primary_ctx = {0};
+static struct context g_primary_ctx = {0, 1, NULL};
+static struct context *g_created_ctx; /* under g_ctx_lock */
+static pthread_mutex_t g_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+#define CTX_STACK_DEPTH 16
 static __thread CUcontext tls_current_ctx;
+static __thread CUcontext tls_ctx_stack[CTX_STACK_DEPTH]; /* below the current one */
+static __thread int tls_ctx_depth;
+
+/* The primary context or a live one cuCtxCreate made. */
+static int is_context(CUcontext ctx)
+{
+	if (ctx == (CUcontext)&g_primary_ctx)
+		return 1;
+	pthread_mutex_lock(&g_ctx_lock);
+	struct context *c = g_created_ctx;
+	while (c && (CUcontext)c != ctx)
+		c = c->next;
+	int alive = c && c->alive;
+	pthread_mutex_unlock(&g_ctx_lock);
+	return alive;
+}
 static _Atomic int g_initialized;
 
 #define DEF_LEGACY DEFAULT_LEGACY
@@ -283,9 +307,96 @@ CUresult cuCtxGetCurrent(CUcontext *pctx)
 
 CUresult cuCtxSetCurrent(CUcontext ctx)
 {
-	if (ctx && ctx != (CUcontext)&g_primary_ctx)
+	if (ctx && !is_context(ctx))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	tls_current_ctx = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+	if (!ctx || !is_context(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (tls_ctx_depth == CTX_STACK_DEPTH)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	tls_ctx_stack[tls_ctx_depth++] = tls_current_ctx;
+	tls_current_ctx = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+	if (!tls_current_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (pctx)
+		*pctx = tls_current_ctx;
+	tls_current_ctx = tls_ctx_depth ? tls_ctx_stack[--tls_ctx_depth] : NULL;
+	return CUDA_SUCCESS;
+}
+
+/* A context of its own, on the one device, pushed on the calling thread's stack as the real
+ * cuCtxCreate does; the same engine as the primary context's. */
+static CUresult ctx_create(CUcontext *pctx, CUdevice dev)
+{
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	engine_init();
+	struct context *c = calloc(1, sizeof(*c));
+	if (!c)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	c->device = dev;
+	c->alive = 1;
+	pthread_mutex_lock(&g_ctx_lock);
+	c->next = g_created_ctx;
+	g_created_ctx = c;
+	pthread_mutex_unlock(&g_ctx_lock);
+	CUresult ret = cuCtxPushCurrent((CUcontext)c);
+	if (ret == CUDA_SUCCESS)
+		*pctx = (CUcontext)c;
+	return ret;
+}
+
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
+			CUdevice dev)
+{
+	(void)params;
+	(void)flags;
+	return ctx_create(pctx, dev);
+}
+
+/* The 11.4 and 3.2 ABIs (cuda.h 13.0 declares neither outside the driver's own build). */
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int nparams,
+			unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int nparams,
+			unsigned int flags, CUdevice dev)
+{
+	(void)params;
+	(void)nparams;
+	(void)flags;
+	return ctx_create(pctx, dev);
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+	(void)flags;
+	return ctx_create(pctx, dev);
+}
+
+/* Waits for the device's work (the engine is shared: all of it) and pops the context where it
+ * is the caller's current one, as the real call does; the token stays, dead. */
+CUresult cuCtxDestroy(CUcontext ctx)
+{
+	if (!ctx || ctx == (CUcontext)&g_primary_ctx || !is_context(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	ctx_synchronize();
+	pthread_mutex_lock(&g_ctx_lock);
+	((struct context *)ctx)->alive = 0;
+	pthread_mutex_unlock(&g_ctx_lock);
+	if (tls_current_ctx == ctx)
+		cuCtxPopCurrent(NULL);
 	return CUDA_SUCCESS;
 }
 
@@ -505,7 +616,7 @@ CUresult cuCtxSynchronize(void)
 
 CUresult cuCtxSynchronize_v2(CUcontext ctx)
 {
-	if (ctx && ctx != (CUcontext)&g_primary_ctx)
+	if (ctx && !is_context(ctx))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	ctx_synchronize_traced();
 	return CUDA_SUCCESS;
@@ -1604,8 +1715,8 @@ static CUresult copy3d_peer(const CUDA_MEMCPY3D_PEER *p, CUstream hStream, bool 
 {
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((p->srcContext && p->srcContext != (CUcontext)&g_primary_ctx) ||
-	    (p->dstContext && p->dstContext != (CUcontext)&g_primary_ctx))
+	if ((p->srcContext && !is_context(p->srcContext)) ||
+	    (p->dstContext && !is_context(p->dstContext)))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	return copy3d(SIDE3D(p, src), SIDE3D(p, dst), p->WidthInBytes, p->Height, p->Depth, hStream,
 		      async, def);
@@ -2062,6 +2173,12 @@ static const struct proc_entry proc_table[] = {
     P("cuDevicePrimaryCtxRelease", 11000, cuDevicePrimaryCtxRelease_v2),
     P("cuCtxGetCurrent", 4000, cuCtxGetCurrent),
     P("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
+    P("cuCtxPushCurrent", 4000, cuCtxPushCurrent_v2),
+    P("cuCtxPopCurrent", 4000, cuCtxPopCurrent_v2),
+    P("cuCtxCreate", 3020, cuCtxCreate_v2),
+    P("cuCtxCreate", 11040, cuCtxCreate_v3),
+    P("cuCtxCreate", 12050, cuCtxCreate_v4),
+    P("cuCtxDestroy", 4000, cuCtxDestroy_v2),
     P("cuCtxGetDevice", 2000, cuCtxGetDevice),
     P("cuCtxSynchronize", 2000, cuCtxSynchronize),
     P("cuCtxSetLimit", 3010, cuCtxSetLimit),
