@@ -1407,3 +1407,187 @@ extern "C" __global__ void epi_update(unsigned char *state, unsigned char *days,
 		}
 	}
 }
+
+/* d68/d71: a wind-farm power forecast. One thread per (scenario, turbine): the Jensen (top-hat)
+ * wake model of every turbine upstream of it for the scenario's wind (direction in degrees
+ * towards which it blows, trig[] its cos and sin in Q14; speed in mm/s), 63 m rotor radius,
+ * wake expansion 0.05, deficits in Q16 combined as the root of the sum of squares, then the power
+ * curve (kW every 250 mm/s, interpolated). Turbine positions in metres. */
+__device__ static unsigned long long wf_isqrt(unsigned long long v)
+{
+	unsigned long long r = 0, bit = 1ull << 62;
+	while (bit > v)
+		bit >>= 2;
+	while (bit) {
+		if (v >= r + bit) {
+			v -= r + bit;
+			r = (r >> 1) + bit;
+		} else {
+			r >>= 1;
+		}
+		bit >>= 2;
+	}
+	return r;
+}
+
+extern "C" __global__ void wf_wake(const int *inflow, int nscen, int nt, const int *txy, const int *trig,
+				   const int *curve, int ncurve, int *power)
+{
+	int g = blockIdx.x * blockDim.x + threadIdx.x;
+	if (g >= nscen * nt)
+		return;
+	int s = g / nt, j = g % nt;
+	int dir = inflow[2 * s], speed = inflow[2 * s + 1];
+	int c = trig[2 * dir], sn = trig[2 * dir + 1];
+	int xj = txy[2 * j], yj = txy[2 * j + 1];
+	unsigned long long acc = 0;
+	for (int i = 0; i < nt; i++) {
+		int ex = xj - txy[2 * i], ey = yj - txy[2 * i + 1];
+		int dx = (ex * c + ey * sn) >> 14;
+		if (dx <= 0)
+			continue;
+		int dy = (ey * c - ex * sn) >> 14;
+		int rw = 63 + dx / 20;
+		if (abs(dy) >= rw)
+			continue;
+		unsigned long long def = 43690ull * 3969ull / ((unsigned long long)rw * rw);
+		acc += def * def;
+	}
+	unsigned long long tot = wf_isqrt(acc);
+	if (tot > 65536)
+		tot = 65536;
+	int u = (int)(((long long)speed * (long long)(65536 - tot)) >> 16);
+	int k = u / 250, f = u % 250;
+	power[g] = k >= ncurve - 1 ? curve[ncurve - 1] : curve[k] + (curve[k + 1] - curve[k]) * f / 250;
+}
+
+/* d68/d71: each scenario's farm power (kW), one thread a scenario */
+extern "C" __global__ void wf_farm(const int *power, int nscen, int nt, long long *farm)
+{
+	int s = blockIdx.x * blockDim.x + threadIdx.x;
+	if (s >= nscen)
+		return;
+	long long sum = 0;
+	for (int j = 0; j < nt; j++)
+		sum += power[s * nt + j];
+	farm[s] = sum;
+}
+
+/* d69: a bearing-vibration classifier (int8 1D CNN), one thread per output element.
+ * pm_conv1: x [nb][w] int16 -> y [nb][32][w/2] int8, 9 taps, stride 2, ReLU, >> shift. */
+extern "C" __global__ void pm_conv1(const short *x, int nb, int w, const signed char *wt, const int *bias, int shift,
+				    signed char *y)
+{
+	int wo = w / 2;
+	int g = blockIdx.x * blockDim.x + threadIdx.x;
+	if (g >= nb * 32 * wo)
+		return;
+	int t = g % wo, c = g / wo % 32, b = g / wo / 32;
+	const short *xb = x + (long long)b * w;
+	int acc = bias[c];
+	for (int k = 0; k < 9; k++) {
+		int p = 2 * t + k - 4;
+		if (p >= 0 && p < w)
+			acc += wt[c * 9 + k] * xb[p];
+	}
+	acc >>= shift;
+	y[g] = (signed char)min(max(acc, 0), 127);
+}
+
+/* pm_conv2: x [nb][32][w] int8 -> y [nb][32][w/2] int8, 32 x 32 x 9 taps, stride 2, ReLU, >> shift */
+extern "C" __global__ void pm_conv2(const signed char *x, int nb, int w, const signed char *wt, const int *bias,
+				    int shift, signed char *y)
+{
+	int wo = w / 2;
+	int g = blockIdx.x * blockDim.x + threadIdx.x;
+	if (g >= nb * 32 * wo)
+		return;
+	int t = g % wo, co = g / wo % 32, b = g / wo / 32;
+	int acc = bias[co];
+	for (int ci = 0; ci < 32; ci++) {
+		const signed char *xc = x + ((long long)b * 32 + ci) * w;
+		const signed char *wc = wt + (co * 32 + ci) * 9;
+		for (int k = 0; k < 9; k++) {
+			int p = 2 * t + k - 4;
+			if (p >= 0 && p < w)
+				acc += wc[k] * xc[p];
+		}
+	}
+	acc >>= shift;
+	y[g] = (signed char)min(max(acc, 0), 127);
+}
+
+/* pm_pool: x [nb][32][w] int8 -> y [nb][32] int32, the sum over time, one thread per channel */
+extern "C" __global__ void pm_pool(const signed char *x, int nb, int w, int *y)
+{
+	int g = blockIdx.x * blockDim.x + threadIdx.x;
+	if (g >= nb * 32)
+		return;
+	const signed char *xc = x + (long long)g * w;
+	int sum = 0;
+	for (int t = 0; t < w; t++)
+		sum += xc[t];
+	y[g] = sum;
+}
+
+/* pm_head: pooled [nb][32] -> out [nb][2]: the class with the highest of 4 logits (the first on
+ * ties) and its margin over the second, one thread a bearing */
+extern "C" __global__ void pm_head(const int *pooled, int nb, const int *wt, const int *bias, int *out)
+{
+	int b = blockIdx.x * blockDim.x + threadIdx.x;
+	if (b >= nb)
+		return;
+	long long best = 0, second = 0;
+	int cls = 0;
+	for (int o = 0; o < 4; o++) {
+		long long l = bias[o];
+		for (int c = 0; c < 32; c++)
+			l += (long long)wt[o * 32 + c] * (pooled[b * 32 + c] >> 4);
+		if (o == 0 || l > best) {
+			second = o == 0 ? l : best;
+			best = l;
+			cls = o;
+		} else if (o == 1 || l > second) {
+			second = l;
+		}
+	}
+	out[2 * b] = cls;
+	out[2 * b + 1] = (int)min(best - second, 1000000000LL);
+}
+
+/* d70: a cosmology snapshot player. One thread a pixel: an orthographic ray through a
+ * region of interest (nx x ny x nz uint8 density, x fastest) turning about the z axis (cos, sin
+ * in Q14), trilinear samples one voxel apart (positions in Q8), the maximum and the sum along
+ * the ray: img = max << 24 | min(sum >> 8, 0xffffff). Image rows are z, columns the ray's offset. */
+extern "C" __global__ void vr_render(const unsigned char *vol, int nx, int ny, int nz, int iw, int ih, int c, int sn,
+				     int nsteps, unsigned int *img)
+{
+	int p = blockIdx.x * blockDim.x + threadIdx.x;
+	if (p >= iw * ih)
+		return;
+	int px = p % iw, py = p / iw;
+	int z = py * ((nz - 1) * 256) / ih;
+	int z0 = z >> 8, fz = z & 255;
+	int u = (px - iw / 2) * (nsteps * 256 / iw);
+	unsigned int vmax = 0, vsum = 0;
+	for (int k = 0; k < nsteps; k++) {
+		int t = (k - nsteps / 2) * 256;
+		int x = nx * 128 + ((t * c - u * sn) >> 14);
+		int y = ny * 128 + ((t * sn + u * c) >> 14);
+		int x0 = x >> 8, y0 = y >> 8;
+		if (x < 0 || y < 0 || x0 >= nx - 1 || y0 >= ny - 1)
+			continue;
+		int fx = x & 255, fy = y & 255;
+		const unsigned char *v = vol + ((long long)z0 * ny + y0) * nx + x0;
+		long long sxy = (long long)nx * ny;
+		int a = v[0] * (256 - fx) + v[1] * fx, b = v[nx] * (256 - fx) + v[nx + 1] * fx;
+		int lo = (a * (256 - fy) + b * fy) >> 8;
+		a = v[sxy] * (256 - fx) + v[sxy + 1] * fx;
+		b = v[sxy + nx] * (256 - fx) + v[sxy + nx + 1] * fx;
+		int hi = (a * (256 - fy) + b * fy) >> 8;
+		unsigned int s = (unsigned int)((lo * (256 - fz) + hi * fz) >> 8);
+		vmax = s > vmax ? s : vmax;
+		vsum += s;
+	}
+	img[p] = (vmax >> 8) << 24 | min(vsum >> 8, 0xffffffu);
+}
