@@ -38,6 +38,12 @@
  *           and before the destructors (lifecycle.c). The libraries' exit handlers tear CUDA
  *           and CUPTI down and still call CUDA; the notice is where syncspy leaves CUPTI
  *           (CUPTI-14). The program's handlers run as registered, in the same order.
+ *   SHIM-9  A context call (ss_context_call) never starts the recording: a runtime retains the
+ *           primary context and makes it current in its own lazy set-up, from runtime calls
+ *           the shim does not wrap, and the shim's start (the versions it asks for, CUPTI's
+ *           attach) must not run inside that set-up (the stand-in's is a pthread_once that
+ *           cudaDriverGetVersion waits for: t244 hung). Before the start they pass through
+ *           unrecorded; after it they are recorded as every call is.
  */
 #ifndef SYNCSPY_SHIM_H
 #define SYNCSPY_SHIM_H
@@ -181,6 +187,26 @@ static inline int ss_needs_end_time(int cls)
 static inline int ss_wants_stack(int cls)
 {
 	return cls >= SS_S1 && cls <= SS_S6; /* S7: polling loops are counted, not stacked */
+}
+
+/* The calls that make, retain, destroy or change a thread's current context (SHIM-9). The id is a
+ * constant of each wrapper (wrapper.h): every other wrapper compiles without the test. */
+static inline int ss_context_call(int id)
+{
+	switch (id) {
+	case SS_API_cuCtxCreate_v2:
+	case SS_API_cuCtxCreate_v3:
+	case SS_API_cuCtxCreate_v4:
+	case SS_API_cuCtxDestroy_v2:
+	case SS_API_cuDevicePrimaryCtxRetain:
+	case SS_API_cuDevicePrimaryCtxRelease_v2:
+	case SS_API_cuCtxPushCurrent_v2:
+	case SS_API_cuCtxPopCurrent_v2:
+	case SS_API_cuCtxSetCurrent:
+		return 1;
+	default:
+		return 0;
+	}
 }
 
 /* The context calls (X1) whose site a rule names as a line to fix (graph-instantiate-in-loop)

@@ -155,6 +155,9 @@ static inline int ss_is_stub_launch(int api)
 		real_fn_t real = (real_fn_t)ss_real(id);                                           \
 		if (ss_unlikely(real == NULL))                                                     \
 			return (missing); /* SHIM-2 */                                             \
+		if (ss_context_call(id) &&                                                         \
+		    atomic_load_explicit(&ss_hot.state, memory_order_relaxed) <= SS_STATE_READY)   \
+			return real args; /* SHIM-9 */                                             \
 		struct ss_tls *tls = &ss_tls;                                                      \
 		if (!ss_should_record(tls))                                                        \
 			return real args; /* SHIM-3 */                                             \

@@ -16,10 +16,13 @@
  * context from the recorded context calls (interpose/wrapper.h CREATED_CONTEXT): cuCtxCreate*
  * pushes the context it made, cuCtxPushCurrent and cuCtxPopCurrent push and pop,
  * cuCtxSetCurrent replaces the top, cuCtxDestroy pops the context where it is current. A call
- * is its thread's current context's; a runtime call on a thread with none is the primary
- * context's (the runtime uses the current context, else the device's primary one). The context
- * calls a runtime makes inside a runtime call are not recorded (DRIVER-3): the thread is then
- * one with none, and its runtime calls go to the primary context, as they do.
+ * is its thread's current context's. A thread with none recorded has one all the same: made
+ * current before the recording started (the first context calls of a program pass through
+ * unrecorded: SHIM-9), or for a runtime call the device's primary one, which the runtime uses
+ * where no context is current; the context calls a runtime makes inside a runtime call are not
+ * recorded either (DRIVER-3). Those are one context for the rule ("earlier"), of no known
+ * device: the same device as a created one unless the contexts of known devices are on
+ * several (one context per GPU is how a multi-GPU driver program is written).
  *
  * Only databases with a successful cuCtxCreate* are read call by call; the rest cost one query.
  * In aggregate mode the enqueues have no rows (ANALYSIS-6): the work is the sync points, and the
@@ -59,8 +62,9 @@ extern const struct ss_rule ss_rule_private_context; /* at the end: its findings
 enum context_kind {
 	CONTEXT_CREATED, /* made by cuCtxCreate* */
 	CONTEXT_PRIMARY, /* retained by cuDevicePrimaryCtxRetain */
-	CONTEXT_RUNTIME, /* the runtime's, on threads with no current context */
 	CONTEXT_OTHER,	 /* made current without a recorded creation or retain */
+	CONTEXT_EARLIER, /* a thread's with none recorded: one made current before the recording
+			    started (SHIM-9), or for a runtime call the runtime's primary one */
 };
 
 struct context {
@@ -102,7 +106,7 @@ static long long context_of(struct replay *r, long long handle, enum context_kin
 {
 	for (size_t i = r->ncontexts; i-- > 0;)
 		if (r->contexts[i].alive && r->contexts[i].handle == handle &&
-		    (kind != CONTEXT_RUNTIME || r->contexts[i].kind == CONTEXT_RUNTIME))
+		    (kind == CONTEXT_EARLIER) == (r->contexts[i].kind == CONTEXT_EARLIER))
 			return (long long)i;
 	if (!reserve(&r->contexts, &r->cap_contexts, r->ncontexts, sizeof(*r->contexts)))
 		return -2;
@@ -173,8 +177,7 @@ static int replay_row(struct replay *r, const struct db_state *st, sqlite3_stmt 
 		return t != NULL;
 	if (!site) { /* work */
 		c = t->current;
-		if (c < 0 && !strncmp(api, "cuda", 4) &&
-		    (c = context_of(r, 0, CONTEXT_RUNTIME, -1)) == -2)
+		if (c < 0 && (c = context_of(r, 0, CONTEXT_EARLIER, -1)) == -2)
 			return 0;
 		if (c >= 0 && steady) {
 			struct context *x = &r->contexts[c];
@@ -257,8 +260,9 @@ static const char *kind_name(enum context_kind kind)
 	switch (kind) {
 	case CONTEXT_PRIMARY:
 		return "the device's primary context";
-	case CONTEXT_RUNTIME:
-		return "the runtime's (primary) context";
+	case CONTEXT_EARLIER:
+		return "another context (the device's primary one, or one made current before the "
+		       "recording started)";
 	case CONTEXT_CREATED:
 		return "a context made by cuCtxCreate";
 	default:
@@ -315,6 +319,18 @@ static int report_contexts(struct loader *ld, struct db_state *st, struct replay
 				"the cost (the fix changes both lines)",
 				s->site));
 	}
+	/* a context of no known device is another of the same device only where every context of
+	 * a known device is on one device: one context per GPU, made by cuCtxCreate, is no finding
+	 */
+	long long one_device = -1;
+	int several_devices = 0;
+	for (size_t i = 0; i < r->ncontexts; i++) {
+		long long device = r->contexts[i].device;
+		if (device >= 0 && one_device >= 0 && device != one_device)
+			several_devices = 1;
+		if (device >= 0)
+			one_device = device;
+	}
 	for (size_t i = 0; code == SS_EXIT_OK && i < r->ncontexts; i++) {
 		struct context *p = &r->contexts[i], *other = NULL;
 		if (p->kind != CONTEXT_CREATED || !p->create_site ||
@@ -322,7 +338,9 @@ static int report_contexts(struct loader *ld, struct db_state *st, struct replay
 			continue;
 		for (size_t j = 0; j < r->ncontexts && !other; j++) {
 			struct context *q = &r->contexts[j];
-			if (j != i && (q->device == p->device || q->device < 0 || p->device < 0) &&
+			int same_device = q->device >= 0 && p->device >= 0 ? q->device == p->device
+									   : !several_devices;
+			if (j != i && same_device &&
 			    ss_steps_recurring(&st->steps, q->steady_steps, q->steady_calls))
 				other = q;
 		}
