@@ -105,6 +105,31 @@
 	X(cuMemcpyDtoD_v2, PTDS, S4,                                                               \
 	  (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),                        \
 	  (dstDevice, srcDevice, ByteCount), STREAM(0) COPY_DTOD(ByteCount), )                     \
+	X(cuMemcpyHtoA_v2, PTDS, S4,                                                               \
+	  (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount),             \
+	  (dstArray, dstOffset, srcHost, ByteCount), STREAM(0) COPY_HTOD(srcHost, ByteCount, 0), ) \
+	X(cuMemcpyAtoH_v2, PTDS, S4,                                                               \
+	  (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount),                   \
+	  (dstHost, srcArray, srcOffset, ByteCount), STREAM(0) COPY_DTOH(dstHost, ByteCount, 0), ) \
+	X(cuMemcpyDtoA_v2, PTDS, S4,                                                               \
+	  (CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount),           \
+	  (dstArray, dstOffset, srcDevice, ByteCount), STREAM(0) COPY_DTOD(ByteCount), )          \
+	X(cuMemcpyAtoD_v2, PTDS, S4,                                                               \
+	  (CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount),           \
+	  (dstDevice, srcArray, srcOffset, ByteCount), STREAM(0) COPY_DTOD(ByteCount), )          \
+	X(cuMemcpyAtoA_v2, PTDS, S4,                                                               \
+	  (CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,                 \
+	   size_t ByteCount),                                                                      \
+	  (dstArray, dstOffset, srcArray, srcOffset, ByteCount), STREAM(0) COPY_DTOD(ByteCount), ) \
+	X(cuMemcpyHtoAAsync_v2, PTSZ, E1,                                                          \
+	  (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount,              \
+	   CUstream hStream),                                                                      \
+	  (dstArray, dstOffset, srcHost, ByteCount, hStream),                                      \
+	  STREAM(hStream) COPY_HTOD(srcHost, ByteCount, 1), )                                      \
+	X(cuMemcpyAtoHAsync_v2, PTSZ, E1,                                                          \
+	  (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream), \
+	  (dstHost, srcArray, srcOffset, ByteCount, hStream),                                      \
+	  STREAM(hStream) COPY_DTOH(dstHost, ByteCount, 1), )                                      \
 	X(cuMemcpy, PTDS, S4, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),                \
 	  (dst, src, ByteCount), STREAM(0) COPY_ANY(dst, src, ByteCount, 0), )                     \
 	X(cuMemcpyHtoDAsync_v2, PTSZ, E1,                                                          \

@@ -10,7 +10,9 @@
 # pinned memory), stream memory operations (a write is E2, a wait E3, the word their event;
 # a batch with a wait E3, one without E2, its count in aux), the three instantiations (X1,
 # cuGraphInstantiate being cuGraphInstantiateWithFlags) and the destroys of the executable
-# graphs each made (aux pairs them), and the primary context's retain (X1, docs/sync-model.md).
+# graphs each made (aux pairs them), the primary context's retain (X1, docs/sync-model.md), and
+# the driver's copies to and from CUDA arrays (cuMemcpyHtoA_v2 and the six others: S4 as their
+# linear forms, the two Async E1).
 . "$E2E_DIR/lib.sh"
 under_shim "$PROGS/driver_calls" linked >"$tmp/stdout" || fail "program failed"
 grep -q 'linked ok' "$tmp/stdout" || fail "wrong output: $(cat "$tmp/stdout")"
@@ -36,6 +38,18 @@ cuMemcpyPeer|driver|S4|legacy|4096|peer|
 cuMemcpyPeerAsync|driver|E1|S|4096|peer|
 cuMemcpy3DPeer|driver|S4|legacy|4096|peer|
 cuMemcpy3DPeerAsync|driver|E1|S|4096|peer|
+cuArrayCreate_v2|driver|S6||||
+cuArrayCreate_v2|driver|S6||||
+cuMemcpyHtoA_v2|driver|S4|legacy|4096|H2D|pageable
+cuMemcpyAtoH_v2|driver|S4|legacy|4096|D2H|pageable
+cuMemcpyDtoA_v2|driver|S4|legacy|4096|D2D|
+cuMemcpyAtoD_v2|driver|S4|legacy|4096|D2D|
+cuMemcpyAtoA_v2|driver|S4|legacy|4096|D2D|
+cuMemcpyHtoAAsync_v2|driver|E1|S|4096|H2D|pinned
+cuMemcpyAtoHAsync_v2|driver|E1|S|4096|D2H|pinned
+cuStreamSynchronize|driver|S2|S|||
+cuArrayDestroy|driver|S6||||
+cuArrayDestroy|driver|S6||||
 cuMemcpyBatchAsync_v2|driver|E1|S|4096|H2D|pinned
 cuMemcpy3DBatchAsync_v2|driver|E1|S|||
 cuMemsetD16_v2|driver|E1|legacy|4096|memset|device

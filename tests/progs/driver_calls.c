@@ -58,6 +58,23 @@ static void more_copies(CUstream s, CUdeviceptr dev, char *host)
 	CUDA_MEMCPY3D_PEER peer3 = copy3d_peer(dev, dev2, ctx);
 	CHECK(cuMemcpy3DPeer(&peer3));
 	CHECK(cuMemcpy3DPeerAsync(&peer3, s));
+	/* CUDA arrays of 4096 bytes: to and from pageable memory, device memory, another array,
+	 * pinned memory asynchronously */
+	CUarray array, array2;
+	CUDA_ARRAY_DESCRIPTOR one_d = {
+	    .Width = 4096, .Height = 0, .Format = CU_AD_FORMAT_UNSIGNED_INT8, .NumChannels = 1};
+	CHECK(cuArrayCreate(&array, &one_d));
+	CHECK(cuArrayCreate(&array2, &one_d));
+	CHECK(cuMemcpyHtoA(array, 0, host, 4096));
+	CHECK(cuMemcpyAtoH(host, array, 0, 4096));
+	CHECK(cuMemcpyDtoA(array, 0, dev, 4096));
+	CHECK(cuMemcpyAtoD(dev2, array, 0, 4096));
+	CHECK(cuMemcpyAtoA(array2, 0, array, 0, 4096));
+	CHECK(cuMemcpyHtoAAsync(array, 0, pinned, 4096, s));
+	CHECK(cuMemcpyAtoHAsync(pinned, array2, 0, 4096, s));
+	CHECK(cuStreamSynchronize(s));
+	CHECK(cuArrayDestroy(array));
+	CHECK(cuArrayDestroy(array2));
 	/* a batch of two halves from pinned memory; a 3D batch (its bytes are not recorded) */
 	CUdeviceptr dsts[2] = {dev, dev + 2048};
 	CUdeviceptr srcs[2] = {(CUdeviceptr)(uintptr_t)pinned,

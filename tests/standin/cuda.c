@@ -54,6 +54,8 @@ PTSZ(cuMemFreeAsync);
 PTSZ(cuMemPrefetchAsync_v2);
 PTSZ(cuMemcpyAsync);
 PTSZ(cuMemcpyHtoDAsync_v2);
+PTSZ(cuMemcpyHtoAAsync_v2);
+PTSZ(cuMemcpyAtoHAsync_v2);
 PTSZ(cuMemcpyDtoHAsync_v2);
 PTSZ(cuMemcpyDtoDAsync_v2);
 PTSZ(cuMemcpy2DAsync_v2);
@@ -76,6 +78,11 @@ PTSZ(cuStreamBatchMemOp_v2);
 PTSZ(cuGraphInstantiateWithParams);
 PTDS(cuMemcpy);
 PTDS(cuMemcpyHtoD_v2);
+PTDS(cuMemcpyHtoA_v2);
+PTDS(cuMemcpyAtoH_v2);
+PTDS(cuMemcpyDtoA_v2);
+PTDS(cuMemcpyAtoD_v2);
+PTDS(cuMemcpyAtoA_v2);
 PTDS(cuMemcpyDtoH_v2);
 PTDS(cuMemcpyDtoD_v2);
 PTDS(cuMemcpy2D_v2);
@@ -1937,6 +1944,7 @@ VARIANTS(cuStreamBatchMemOp_v2, cuStreamBatchMemOp_v2_ptsz,
 struct array {
 	uint32_t magic;
 	void *bytes;
+	size_t size;
 };
 
 static size_t format_bytes(CUarray_format format)
@@ -1967,6 +1975,7 @@ static CUresult array_create(void **out, uint32_t magic, size_t width, size_t he
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	ctx_synchronize(); /* implicit sync (S6) */
 	a->magic = magic;
+	a->size = bytes;
 	a->bytes = calloc(1, bytes);
 	if (!a->bytes) {
 		free(a);
@@ -2027,6 +2036,59 @@ CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
 {
 	return array_destroy(hMipmappedArray, MAGIC_MIPMAPPED);
 }
+
+/* The driver's array copies (cuMemcpyHtoA, cuMemcpyAtoH, ...): 1-D copies of an array's bytes
+ * at an offset, as copy1d makes them (the array's bytes count as device memory). */
+static CUdeviceptr array_at(CUarray h, size_t offset, size_t n)
+{
+	if (!handles_check(h, MAGIC_ARRAY))
+		return 0;
+	struct array *a = (struct array *)h;
+	return offset <= a->size && n <= a->size - offset ? HOST_PTR((char *)a->bytes + offset) : 0;
+}
+
+static CUresult copy_array(CUarray dst_array, size_t dst_offset, CUdeviceptr dst,
+			   CUarray src_array, size_t src_offset, CUdeviceptr src, size_t n,
+			   enum copy_dir dir, CUstream hStream, bool async, enum default_stream def)
+{
+	if ((dst_array && !(dst = array_at(dst_array, dst_offset, n))) ||
+	    (src_array && !(src = array_at(src_array, src_offset, n))))
+		return CUDA_ERROR_INVALID_VALUE;
+	return copy1d(dst, src, n, dir, hStream, async, def);
+}
+
+VARIANTS(cuMemcpyHtoA, cuMemcpyHtoA_v2_ptds,
+	 (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount), copy_array,
+	 dstArray, dstOffset, 0, NULL, 0, HOST_PTR(srcHost), ByteCount, DIR_HTOD, NULL, false)
+
+VARIANTS(cuMemcpyAtoH, cuMemcpyAtoH_v2_ptds,
+	 (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount), copy_array, NULL,
+	 0, HOST_PTR(dstHost), srcArray, srcOffset, 0, ByteCount, DIR_DTOH, NULL, false)
+
+VARIANTS(cuMemcpyDtoA, cuMemcpyDtoA_v2_ptds,
+	 (CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount), copy_array,
+	 dstArray, dstOffset, 0, NULL, 0, srcDevice, ByteCount, DIR_DTOD, NULL, false)
+
+VARIANTS(cuMemcpyAtoD, cuMemcpyAtoD_v2_ptds,
+	 (CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount), copy_array,
+	 NULL, 0, dstDevice, srcArray, srcOffset, 0, ByteCount, DIR_DTOD, NULL, false)
+
+VARIANTS(cuMemcpyAtoA, cuMemcpyAtoA_v2_ptds,
+	 (CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
+	  size_t ByteCount),
+	 copy_array, dstArray, dstOffset, 0, srcArray, srcOffset, 0, ByteCount, DIR_DTOD, NULL,
+	 false)
+
+VARIANTS(cuMemcpyHtoAAsync, cuMemcpyHtoAAsync_v2_ptsz,
+	 (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount,
+	  CUstream hStream),
+	 copy_array, dstArray, dstOffset, 0, NULL, 0, HOST_PTR(srcHost), ByteCount, DIR_HTOD,
+	 hStream, true)
+
+VARIANTS(cuMemcpyAtoHAsync, cuMemcpyAtoHAsync_v2_ptsz,
+	 (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream),
+	 copy_array, NULL, 0, HOST_PTR(dstHost), srcArray, srcOffset, 0, ByteCount, DIR_DTOH,
+	 hStream, true)
 
 /* ================================================================== modules and libraries */
 
@@ -2253,6 +2315,13 @@ static const struct proc_entry proc_table[] = {
     PS("cuMemcpyDtoH", 3020, cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds),
     PS("cuMemcpyDtoD", 3020, cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds),
     PS("cuMemcpyHtoDAsync", 3020, cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz),
+    PS("cuMemcpyHtoA", 3020, cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds),
+    PS("cuMemcpyAtoH", 3020, cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds),
+    PS("cuMemcpyDtoA", 3020, cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds),
+    PS("cuMemcpyAtoD", 3020, cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds),
+    PS("cuMemcpyAtoA", 3020, cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds),
+    PS("cuMemcpyHtoAAsync", 3020, cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz),
+    PS("cuMemcpyAtoHAsync", 3020, cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz),
     PS("cuMemcpyDtoHAsync", 3020, cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz),
     PS("cuMemcpyDtoDAsync", 3020, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz),
     PS("cuMemcpy2D", 3020, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds),
