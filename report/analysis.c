@@ -300,6 +300,14 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 	return 1;
 }
 
+struct ss_finding *ss_finding_at(struct ss_report *r, const char *rule, const char *site)
+{
+	for (size_t i = 0; i < r->nfindings; i++)
+		if (r->findings[i].rule == rule && strcmp(r->findings[i].site, site) == 0)
+			return &r->findings[i];
+	return NULL;
+}
+
 struct ss_finding *ss_steady_finding(struct ss_report *r, const char *rule, const char *site)
 {
 	for (size_t i = 0; i < r->nfindings; i++) {

@@ -290,8 +290,9 @@ extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_w
     ss_rule_alloc_in_loop, ss_rule_async_alloc_slow, ss_rule_pool_trim_in_loop;
 /* rules/alloc_in_loop.c: after the site rules, a caching allocator's steady allocations that
  * only replace what its steady frees released are folded into the free's finding. */
-/* analysis.c: the steady, uncleared finding of rule (its id) at site, if any: the owner a
- * post-pass folds another finding into. */
+/* analysis.c: the finding of rule (its id) at site, any phase, if any (ANALYSIS-2: one per rule
+ * and site); and the steady, uncleared one, the owner a post-pass folds another finding into. */
+struct ss_finding *ss_finding_at(struct ss_report *r, const char *rule, const char *site);
 struct ss_finding *ss_steady_finding(struct ss_report *r, const char *rule, const char *site);
 int fold_finding(struct loader *ld, struct ss_finding *owner, struct ss_finding *part,
 		 const char *noun, const char *what, const char *cleared);

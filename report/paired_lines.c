@@ -45,14 +45,7 @@ static int compare_handle_calls(const void *a, const void *b)
 static struct ss_finding *finding_at(struct ss_report *r, const char *rule, const char *site,
 				     int steady)
 {
-	for (size_t i = 0; i < r->nfindings; i++) {
-		struct ss_finding *f = &r->findings[i];
-
-		if (f->rule == rule && strcmp(f->site, site) == 0 &&
-		    (!steady || (!f->cleared && strcmp(f->phase, "steady") == 0)))
-			return f;
-	}
-	return NULL;
+	return steady ? ss_steady_finding(r, rule, site) : ss_finding_at(r, rule, site);
 }
 
 /* Reads p->calls_sql and pairs each use with the latest make of the same handle before it. */

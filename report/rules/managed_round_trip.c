@@ -71,16 +71,6 @@ static struct trip *trip_of(struct trip **trips, size_t *n, size_t *cap, const c
 	return &(*trips)[(*n)++];
 }
 
-/* This rule's finding at site, or NULL (ANALYSIS-2: one finding per line and rule). */
-static struct ss_finding *finding_at(struct ss_report *r, const char *site)
-{
-	for (size_t i = 0; i < r->nfindings; i++)
-		if (r->findings[i].rule == ss_rule_managed_round_trip.id &&
-		    !strcmp(r->findings[i].site, site))
-			return &r->findings[i];
-	return NULL;
-}
-
 static int run_round_trips(struct loader *ld, struct db_state *st)
 {
 	struct pending *pending = NULL;
@@ -151,7 +141,7 @@ static int run_round_trips(struct loader *ld, struct db_state *st)
 		if (t->count < SS_ROUND_TRIP_MIN || !ss_steps_recurring(&st->steps, t->steps, t->count))
 			continue;
 		for (int k = 0; k < 2 && code == SS_EXIT_OK; k++) {
-			if (finding_at(ld->report, sites[k]))
+			if (ss_finding_at(ld->report, ss_rule_managed_round_trip.id, sites[k]))
 				continue; /* ANALYSIS-2 */
 			code = add_finding(
 			    ld, &ss_rule_managed_round_trip, st->rank, t->count, t->host_ns, 0,

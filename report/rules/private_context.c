@@ -270,20 +270,10 @@ static const char *kind_name(enum context_kind kind)
 	}
 }
 
-/* This rule's finding at site, or NULL (ANALYSIS-2: one finding per line and rule). */
-static struct ss_finding *finding_at(struct ss_report *rep, const char *site)
-{
-	for (size_t i = 0; i < rep->nfindings; i++)
-		if (rep->findings[i].rule == ss_rule_private_context.id &&
-		    !strcmp(rep->findings[i].site, site))
-			return &rep->findings[i];
-	return NULL;
-}
-
 static int add_context_finding(struct loader *ld, struct db_state *st, const char *site,
 			       long long count, long long host_ns, long long steps, char *detail)
 {
-	if (finding_at(ld->report, site)) {
+	if (ss_finding_at(ld->report, ss_rule_private_context.id, site)) {
 		free(detail);
 		return SS_EXIT_OK;
 	}
