@@ -186,6 +186,23 @@ int ss_pair_lines(struct loader *ld, struct db_state *st, const struct ss_line_p
 	/* each user line's cost: its maker's, every use of its handles included */
 	for (size_t i = 0; code == SS_EXIT_OK && i < nowners; i++)
 		r->findings[first + i].estimate_ns = finding_at(r, rule, owners[i], 1)->blocked_ns;
+	/* and the user lines of an earlier pairing of the rule (module-load-in-loop pairs its
+	 * lookups, then its unloads) whose maker these uses made costlier: the maker is named in
+	 * their detail, "MAKER_SITE, whose finding carries" */
+	for (size_t i = 0; code == SS_EXIT_OK && i < nowners; i++) {
+		struct ss_finding *owner = finding_at(r, rule, owners[i], 1);
+		char *named = format("%s, whose finding carries", owners[i]);
+
+		if (!named) {
+			code = out_of_memory(ld);
+			break;
+		}
+		for (size_t k = 0; k < first; k++)
+			if (r->findings[k].rule == rule && r->findings[k].estimate_ns >= 0 &&
+			    strstr(r->findings[k].detail, named))
+				r->findings[k].estimate_ns = owner->blocked_ns;
+		free(named);
+	}
 out:
 	for (size_t k = 0; k < npairs; k++) {
 		free(pairs[k].use_site);

@@ -32,6 +32,7 @@
 	" 'cudaLibraryLoadData', 'cudaLibraryLoadFromFile')"
 #define LOOKUP_APIS                                                                                \
 	"a.name IN ('cuModuleGetFunction', 'cuLibraryGetKernel', 'cudaLibraryGetKernel')"
+#define UNLOAD_APIS "a.name IN ('cuModuleUnload', 'cuLibraryUnload', 'cudaLibraryUnload')"
 
 static char *detail(const struct db_state *st, const char *apis, long long worst, long long bytes,
 		    long long estimate, long long rows)
@@ -70,6 +71,14 @@ const struct ss_rule ss_rule_module_load_in_loop = {
  * (SITE_RULE_SQL's columns). */
 #define LOOKUP_SITES_SQL SITE_RULE_SQL("g.class = 'X1' AND " LOOKUP_APIS NOT_BY_RUNTIME)
 
+/* Every successful load and unload in time order, as MODULES_SQL, and the unload sites. */
+#define UNLOADS_SQL                                                                                \
+	"SELECT c.aux, " UNLOAD_APIS ", coalesce(s.text, '" NO_SITE "') FROM calls c"              \
+	" JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"                    \
+	" WHERE c.class = 'X1' AND c.ret = 0 AND c.aux IS NOT NULL"                                \
+	" AND (" LOAD_APIS " OR " UNLOAD_APIS ") ORDER BY c.start_ns, c.id"
+#define UNLOAD_SITES_SQL SITE_RULE_SQL("g.class = 'X1' AND " UNLOAD_APIS NOT_BY_RUNTIME)
+
 /*
  * The module loaded every step is looked into every step too (load, get the function, launch
  * it): the lookup's line is part of the same reload, and with lazy loading it is where the
@@ -79,8 +88,11 @@ const struct ss_rule ss_rule_module_load_in_loop = {
  * graph-instantiate-in-loop's instantiation and destroy are: the load's finding takes the
  * lookups' host time into its own (its detail names them), and the lookup's finding costs that
  * same total as its estimate, so both rank alike and the lookup's comes right after. A lookup
- * into a module loaded once at setup pairs with no steady load finding, and an unload after
- * the loop (teardown) is never flagged.
+ * into a module loaded once at setup pairs with no steady load finding. Then the unloads, the
+ * same way: a module loaded every step and unloaded every step (examples/corpus d64: a query's
+ * JIT-compiled module, unloaded after its reply) is released at a line that changes with the
+ * same fix, as graph-instantiate-in-loop flags the destroys of its executable graphs; an unload
+ * after the loop (teardown) does not recur in the steady state and is never flagged.
  */
 int ss_module_function_lookups(struct loader *ld, struct db_state *st)
 {
@@ -96,5 +108,17 @@ int ss_module_function_lookups(struct loader *ld, struct db_state *st)
 		   "launch: load the module once at setup and keep the function",
 	};
 
-	return ss_pair_lines(ld, st, &lookups);
+	static const struct ss_line_pairing unloads = {
+	    .rule = &ss_rule_module_load_in_loop,
+	    .calls_sql = UNLOADS_SQL,
+	    .use_sites_sql = UNLOAD_SITES_SQL,
+	    .use_releases = 1, /* an unload ends its module */
+	    .uses = "unloads",
+	    .of_what = "of the modules it loaded",
+	    .every_step = "unloads every step the module loaded at",
+	    .fix = "load the module once at setup and unload it after the loop",
+	};
+	int code = ss_pair_lines(ld, st, &lookups);
+
+	return code == SS_EXIT_OK ? ss_pair_lines(ld, st, &unloads) : code;
 }

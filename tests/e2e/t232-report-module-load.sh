@@ -7,8 +7,9 @@
 # in aux (the load's the one it made, a lookup's and an unload's the one they name), and gets
 # a steady finding at each load's line, costing the loads' host time with that of the lookups
 # into the modules they made, and one at each lookup's line, right after its load's, costing
-# the same (its estimate) and naming the load's line. The modules' unloads after the loop
-# (teardown) and the library's unload every step are not flagged. The runtime's
+# the same (its estimate) and naming the load's line. The library's unload every step gets one
+# too, as the lookups' (its estimate: the load's time with its lookups' and unloads'); the
+# modules' unloads after the loop (teardown) are not flagged. The runtime's
 # cudaLibraryLoadData and cudaLibraryGetKernel every step (gpu_loop library) get the same pair.
 # The fix, loaded once before the loop with each kernel got once (driver_loop modules-once),
 # gets none; so do loads and lookups sited inside the CUDA runtime library (its lazy loading).
@@ -44,6 +45,7 @@ $src:$(mark load) in modules|steady|29|1|1
 $src:$(mark get) in modules|steady|29|0|1
 $src:$(mark libload) in modules|steady|29|1|1
 $src:$(mark libget) in modules|steady|29|0|1
+$src:$(mark libunload) in modules|steady|29|0|1
 END
 # each pair: adjacent in the report, one share; the load's time is its own and the lookups'
 # (its detail names them); the lookup's cost is that (estimate_ns), its detail names the load
@@ -69,7 +71,7 @@ grep -q "module-load-in-loop .*driver_loop.c:$(mark load) in modules" "$tmp/modu
 grep -q 'fix: Load the module or library once at setup' "$tmp/modules.txt" || fail "no advice in the text report"
 # the runtime's libraries (gpu_loop library): cudaLibraryLoadData and cudaLibraryGetKernel every
 # step, recorded once each (not again as the driver calls the runtime makes: DRIVER-3), both
-# lines flagged
+# lines flagged, and the unload every step
 rm -rf "$out"
 under_shim "$PROGS/gpu_loop" 30 library >"$tmp/library.out" 2>&1 || fail "gpu_loop library failed: $(cat "$tmp/library.out")"
 one_db
@@ -85,6 +87,7 @@ golden "SELECT json_extract(value, '\$.site'), json_extract(value, '\$.phase'), 
 	WHERE json_extract(value, '\$.rule') = 'module-load-in-loop' ORDER BY key" <<END
 $loop:$(grep -n 'MARK:libload ' "$loop" | cut -d: -f1) in main|steady|29
 $loop:$(grep -n 'MARK:libget ' "$loop" | cut -d: -f1) in main|steady|29
+$loop:$(grep -n 'MARK:libunload ' "$loop" | cut -d: -f1) in main|steady|29
 END
 rm -rf "$out"
 under_shim "$PROGS/driver_loop" 30 modules-once >"$tmp/once.out" 2>&1 || fail "driver_loop modules-once failed: $(cat "$tmp/once.out")"

@@ -536,7 +536,7 @@ int main(int argc, char **argv)
 			CHECK(cudaLibraryGetKernel(&kernel, lib, name));     /* MARK:libget */
 			CHECK(cudaLaunchKernel((const void *)kernel, one, one, args, 0, stream));
 			CHECK(cudaStreamSynchronize(stream));
-			CHECK(cudaLibraryUnload(lib));
+			CHECK(cudaLibraryUnload(lib)); /* MARK:libunload */
 			continue;
 		}
 		if (burst || nosync) {
