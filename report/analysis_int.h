@@ -319,7 +319,10 @@ struct ss_line_pairing {
 	const char *uses, *of_what;
 	const char *every_step, *fix; /* the use's: "APIS: EVERY_STEP MAKER_SITE, whose ...; FIX" */
 };
-int ss_pair_lines(struct loader *ld, struct db_state *st, const struct ss_line_pairing *p);
+/* The pairings P[0..N-1], of one rule: every user line's estimate is set once all are done, its
+ * maker's cost then holding every use of its handles. */
+int ss_pair_lines(struct loader *ld, struct db_state *st, const struct ss_line_pairing *p,
+		  size_t n);
 /* rules/module_load_in_loop.c: after the site rules, the lookups every step of the functions of
  * the modules a steady load finding's site loaded get a finding of their own. */
 int ss_module_function_lookups(struct loader *ld, struct db_state *st);

@@ -109,21 +109,18 @@ static int pair_uses(struct loader *ld, struct db_state *st, const struct ss_lin
 	return code;
 }
 
-int ss_pair_lines(struct loader *ld, struct db_state *st, const struct ss_line_pairing *p)
+/* One pairing: its user lines' findings, each maker site appended to OWNERS (in the order the
+ * findings are added). */
+static int pair_one(struct loader *ld, struct db_state *st, const struct ss_line_pairing *p,
+		    char ***owners, size_t *nowners, size_t *cap_owners)
 {
 	struct ss_report *r = ld->report;
 	const char *rule = p->rule->id;
 	struct line_pair *pairs = NULL;
-	size_t npairs = 0, any = 0, first = r->nfindings, nowners = 0, cap_owners = 0;
-	char **owners = NULL; /* the maker site of each user finding added */
+	size_t npairs = 0;
 	sqlite3_stmt *stmt;
 	int rc, code;
 
-	while (any < r->nfindings &&
-	       !(r->findings[any].rule == rule && strcmp(r->findings[any].phase, "steady") == 0))
-		any++;
-	if (any == r->nfindings)
-		return SS_EXIT_OK; /* nothing made every step: no use to pair */
 	code = pair_uses(ld, st, p, &pairs, &npairs);
 	if (code == SS_EXIT_OK)
 		code = prepare(ld, st, p->use_sites_sql, &stmt);
@@ -157,7 +154,7 @@ int ss_pair_lines(struct loader *ld, struct db_state *st, const struct ss_line_p
 		char *more = format("%s; and %lld %s (%.3f ms) %s, at %s", owner->detail, count,
 				    p->uses, ms(blocked), p->of_what, site);
 		char *owner_site = xstrdup(owner->site); /* owner moves when the findings grow */
-		if (!more || !owner_site || !PUSH(owners, nowners, cap_owners, owner_site)) {
+		if (!more || !owner_site || !PUSH(*owners, *nowners, *cap_owners, owner_site)) {
 			free(more);
 			free(owner_site);
 			code = out_of_memory(ld);
@@ -170,7 +167,7 @@ int ss_pair_lines(struct loader *ld, struct db_state *st, const struct ss_line_p
 		 * went (torch.cuda.CUDAGraph's executable graph, destroyed when the request that made
 		 * it returns: t90 of examples/corpus): no line to fix, only the maker's cost. */
 		if (p->use_releases && strstr(site, ".py:")) {
-			free(owners[--nowners]);
+			free((*owners)[--*nowners]);
 			continue;
 		}
 		code = add_finding(ld, p->rule, st->rank, count, blocked, worst, -1, -1,
@@ -183,32 +180,33 @@ int ss_pair_lines(struct loader *ld, struct db_state *st, const struct ss_line_p
 		set_phase(&r->findings[r->nfindings - 1], &st->steps, 1, steps);
 	}
 	code = end_rows(ld, st, stmt, rc, code);
-	/* each user line's cost: its maker's, every use of its handles included */
-	for (size_t i = 0; code == SS_EXIT_OK && i < nowners; i++)
-		r->findings[first + i].estimate_ns = finding_at(r, rule, owners[i], 1)->blocked_ns;
-	/* and the user lines of an earlier pairing of the rule (module-load-in-loop pairs its
-	 * lookups, then its unloads) whose maker these uses made costlier: the maker is named in
-	 * their detail, "MAKER_SITE, whose finding carries" */
-	for (size_t i = 0; code == SS_EXIT_OK && i < nowners; i++) {
-		struct ss_finding *owner = finding_at(r, rule, owners[i], 1);
-		char *named = format("%s, whose finding carries", owners[i]);
-
-		if (!named) {
-			code = out_of_memory(ld);
-			break;
-		}
-		for (size_t k = 0; k < first; k++)
-			if (r->findings[k].rule == rule && r->findings[k].estimate_ns >= 0 &&
-			    strstr(r->findings[k].detail, named))
-				r->findings[k].estimate_ns = owner->blocked_ns;
-		free(named);
-	}
 out:
 	for (size_t k = 0; k < npairs; k++) {
 		free(pairs[k].use_site);
 		free(pairs[k].make_site);
 	}
 	free(pairs);
+	return code;
+}
+
+int ss_pair_lines(struct loader *ld, struct db_state *st, const struct ss_line_pairing *p, size_t n)
+{
+	struct ss_report *r = ld->report;
+	const char *rule = p[0].rule->id;
+	size_t any = 0, first = r->nfindings, nowners = 0, cap_owners = 0;
+	char **owners = NULL; /* the maker site of each user finding added, in order */
+	int code = SS_EXIT_OK;
+
+	while (any < r->nfindings &&
+	       !(r->findings[any].rule == rule && strcmp(r->findings[any].phase, "steady") == 0))
+		any++;
+	if (any == r->nfindings)
+		return SS_EXIT_OK; /* nothing made every step: no use to pair */
+	for (size_t i = 0; code == SS_EXIT_OK && i < n; i++)
+		code = pair_one(ld, st, &p[i], &owners, &nowners, &cap_owners);
+	/* each user line's cost: its maker's, every use of its handles by every pairing included */
+	for (size_t i = 0; code == SS_EXIT_OK && i < nowners; i++)
+		r->findings[first + i].estimate_ns = finding_at(r, rule, owners[i], 1)->blocked_ns;
 	for (size_t i = 0; i < nowners; i++)
 		free(owners[i]);
 	free(owners);

@@ -81,5 +81,5 @@ int ss_graph_exec_destroys(struct loader *ld, struct db_state *st)
 		   "and instantiating it again",
 	};
 
-	return ss_pair_lines(ld, st, &destroys);
+	return ss_pair_lines(ld, st, &destroys, 1);
 }

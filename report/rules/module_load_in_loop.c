@@ -96,29 +96,28 @@ const struct ss_rule ss_rule_module_load_in_loop = {
  */
 int ss_module_function_lookups(struct loader *ld, struct db_state *st)
 {
-	static const struct ss_line_pairing lookups = {
-	    .rule = &ss_rule_module_load_in_loop,
-	    .calls_sql = MODULES_SQL,
-	    .use_sites_sql = LOOKUP_SITES_SQL,
-	    .use_releases = 0, /* one module serves any number of lookups */
-	    .uses = "lookups",
-	    .of_what = "of the functions of the modules it loaded",
-	    .every_step = "gets every step a function of the module loaded at",
-	    .fix = "a fresh module's function is loaded onto the device at its first lookup or "
-		   "launch: load the module once at setup and keep the function",
-	};
+	static const struct ss_line_pairing pairings[] = {
+	    {
+		.rule = &ss_rule_module_load_in_loop,
+		.calls_sql = MODULES_SQL,
+		.use_sites_sql = LOOKUP_SITES_SQL,
+		.use_releases = 0, /* one module serves any number of lookups */
+		.uses = "lookups",
+		.of_what = "of the functions of the modules it loaded",
+		.every_step = "gets every step a function of the module loaded at",
+		.fix = "a fresh module's function is loaded onto the device at its first lookup or "
+		       "launch: load the module once at setup and keep the function",
+	    },
+	    {
+		.rule = &ss_rule_module_load_in_loop,
+		.calls_sql = UNLOADS_SQL,
+		.use_sites_sql = UNLOAD_SITES_SQL,
+		.use_releases = 1, /* an unload ends its module */
+		.uses = "unloads",
+		.of_what = "of the modules it loaded",
+		.every_step = "unloads every step the module loaded at",
+		.fix = "load the module once at setup and unload it after the loop",
+	    }};
 
-	static const struct ss_line_pairing unloads = {
-	    .rule = &ss_rule_module_load_in_loop,
-	    .calls_sql = UNLOADS_SQL,
-	    .use_sites_sql = UNLOAD_SITES_SQL,
-	    .use_releases = 1, /* an unload ends its module */
-	    .uses = "unloads",
-	    .of_what = "of the modules it loaded",
-	    .every_step = "unloads every step the module loaded at",
-	    .fix = "load the module once at setup and unload it after the loop",
-	};
-	int code = ss_pair_lines(ld, st, &lookups);
-
-	return code == SS_EXIT_OK ? ss_pair_lines(ld, st, &unloads) : code;
+	return ss_pair_lines(ld, st, pairings, sizeof(pairings) / sizeof(pairings[0]));
 }

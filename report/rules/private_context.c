@@ -72,9 +72,8 @@ struct context {
 	enum context_kind kind;
 	int alive;
 	char *create_site, *destroy_site;
-	long long steady_calls, steady_steps; /* work in the steady state */
-	size_t last_step;
-	long long switch_ns; /* host time of the steady calls that made it current or left it */
+	struct ss_tally work;	  /* the calls it was given (steps.h) */
+	struct ss_tally switches; /* the calls that made it current or left it */
 };
 
 struct thread {
@@ -84,12 +83,12 @@ struct thread {
 	long long current;		   /* index of its current context, -1 for none */
 };
 
-/* Per site of cuCtxCreate*: the contexts it made in the steady state, the host time of their
- * creations and destroys, and where the first of them was destroyed. */
+/* Per site of cuCtxCreate*: the contexts it made, the host time of their steady destroys, and
+ * where the first of them was destroyed. */
 struct create_site {
 	char *site, *destroy_site;
-	long long steady_creates, steady_steps, host_ns;
-	size_t last_step;
+	struct ss_tally creates;
+	long long destroy_ns;
 };
 
 struct replay {
@@ -110,8 +109,11 @@ static long long context_of(struct replay *r, long long handle, enum context_kin
 			return (long long)i;
 	if (!reserve(&r->contexts, &r->cap_contexts, r->ncontexts, sizeof(*r->contexts)))
 		return -2;
-	r->contexts[r->ncontexts] =
-	    (struct context){handle, device, kind, 1, NULL, NULL, 0, 0, (size_t)-1, 0};
+	struct context *x = &r->contexts[r->ncontexts];
+
+	*x = (struct context){handle, device, kind, 1, NULL, NULL, {0}, {0}};
+	ss_tally_init(&x->work);
+	ss_tally_init(&x->switches);
 	return (long long)r->ncontexts++;
 }
 
@@ -136,7 +138,8 @@ static struct create_site *create_site_of(struct replay *r, const char *site)
 	char *copy = xstrdup(site);
 	if (!copy)
 		return NULL;
-	r->sites[r->nsites] = (struct create_site){copy, NULL, 0, 0, 0, (size_t)-1};
+	r->sites[r->nsites] = (struct create_site){copy, NULL, {0}, 0};
+	ss_tally_init(&r->sites[r->nsites].creates);
 	return &r->sites[r->nsites++];
 }
 
@@ -152,11 +155,6 @@ static void pop(struct thread *t)
 	t->current = t->depth > 0 ? t->stack[--t->depth] : -1;
 }
 
-static int is_steady(const struct db_state *st, long long start, size_t *step)
-{
-	return ss_steps_phase(&st->steps, start, step) == SS_PHASE_STEADY;
-}
-
 /* One row: a context call changes its thread's state, work counts for its context. Returns 0
  * when out of memory. */
 static int replay_row(struct replay *r, const struct db_state *st, sqlite3_stmt *stmt)
@@ -165,13 +163,16 @@ static int replay_row(struct replay *r, const struct db_state *st, sqlite3_stmt 
 	const char *api = (const char *)sqlite3_column_text(stmt, 1);
 	long long start = sqlite3_column_int64(stmt, 3);
 	long long ns = sqlite3_column_int64(stmt, 4) - start;
+	size_t step;
 	int ok = sqlite3_column_int64(stmt, 5) == 0;
 	long long handle = column_or(stmt, 6, 0), device = column_or(stmt, 7, -1);
 	const char *site = (const char *)sqlite3_column_text(stmt, 8);
 	struct thread *t = thread_of(r, tid);
-	size_t step;
-	int steady = is_steady(st, start, &step);
+	int steady = ss_steps_phase(&st->steps, start, &step) == SS_PHASE_STEADY;
 	long long c;
+
+	if (ns < 0)
+		ns = 0;
 
 	if (!t || !api)
 		return t != NULL;
@@ -179,14 +180,8 @@ static int replay_row(struct replay *r, const struct db_state *st, sqlite3_stmt 
 		c = t->current;
 		if (c < 0 && (c = context_of(r, 0, CONTEXT_EARLIER, -1)) == -2)
 			return 0;
-		if (c >= 0 && steady) {
-			struct context *x = &r->contexts[c];
-			x->steady_calls++;
-			if (step != x->last_step) {
-				x->steady_steps++;
-				x->last_step = step;
-			}
-		}
+		if (c >= 0)
+			ss_tally_add(&r->contexts[c].work, &st->steps, start, ns, 1);
 		return 1;
 	}
 	if (!ok)
@@ -201,24 +196,17 @@ static int replay_row(struct replay *r, const struct db_state *st, sqlite3_stmt 
 		if (!(r->contexts[c].create_site = xstrdup(site)))
 			return 0;
 		push(t, c);
-		if (steady) {
-			struct create_site *s = create_site_of(r, site);
-			if (!s)
-				return 0;
-			s->steady_creates++;
-			s->host_ns += ns > 0 ? ns : 0;
-			if (step != s->last_step) {
-				s->steady_steps++;
-				s->last_step = step;
-			}
-		}
+		struct create_site *s = create_site_of(r, site);
+		if (!s)
+			return 0;
+		ss_tally_add(&s->creates, &st->steps, start, ns, 1);
 		return 1;
 	}
 	if (!strcmp(api, "cuDevicePrimaryCtxRetain"))
 		return context_of(r, handle, CONTEXT_PRIMARY, device) != -2;
 	if (!strcmp(api, "cuCtxPopCurrent_v2")) {
-		if (steady && t->current >= 0)
-			r->contexts[t->current].switch_ns += ns > 0 ? ns : 0;
+		if (t->current >= 0)
+			ss_tally_add(&r->contexts[t->current].switches, &st->steps, start, ns, 1);
 		pop(t);
 		return 1;
 	}
@@ -240,14 +228,13 @@ static int replay_row(struct replay *r, const struct db_state *st, sqlite3_stmt 
 			struct create_site *s = create_site_of(r, x->create_site);
 			if (!s)
 				return 0;
-			s->host_ns += ns > 0 ? ns : 0;
+			s->destroy_ns += ns;
 			if (!s->destroy_site && !(s->destroy_site = xstrdup(site)))
 				return 0;
 		}
 		return 1;
 	}
-	if (steady)
-		r->contexts[c].switch_ns += ns > 0 ? ns : 0;
+	ss_tally_add(&r->contexts[c].switches, &st->steps, start, ns, 1);
 	if (!strcmp(api, "cuCtxPushCurrent_v2"))
 		push(t, c);
 	else /* cuCtxSetCurrent */
@@ -292,18 +279,19 @@ static int report_contexts(struct loader *ld, struct db_state *st, struct replay
 
 	for (size_t i = 0; code == SS_EXIT_OK && i < r->nsites; i++) {
 		struct create_site *s = &r->sites[i];
-		if (s->steady_creates < 2 ||
-		    !ss_steps_recurring(&st->steps, s->steady_steps, s->steady_creates))
+		long long host_ns = s->creates.ns + s->destroy_ns;
+		if (s->creates.n < 2 ||
+		    !ss_steps_recurring(&st->steps, s->creates.steps, s->creates.n))
 			continue;
 		code = add_context_finding(
-		    ld, st, s->site, s->steady_creates, s->host_ns, s->steady_steps,
+		    ld, st, s->site, s->creates.n, host_ns, s->creates.steps,
 		    format("%lld contexts made in the steady state (cuCtxCreate), each destroyed "
 			   "again: every step pays a context's creation and a wait for its work at "
 			   "the destroy; %.3f ms of host time in both",
-			   s->steady_creates, ms(s->host_ns)));
+			   s->creates.n, ms(host_ns)));
 		if (code == SS_EXIT_OK && s->destroy_site)
 			code = add_context_finding(
-			    ld, st, s->destroy_site, s->steady_creates, 0, s->steady_steps,
+			    ld, st, s->destroy_site, s->creates.n, 0, s->creates.steps,
 			    format(
 				"the destroy of the contexts made every step at %s, which carries "
 				"the cost (the fix changes both lines)",
@@ -324,14 +312,14 @@ static int report_contexts(struct loader *ld, struct db_state *st, struct replay
 	for (size_t i = 0; code == SS_EXIT_OK && i < r->ncontexts; i++) {
 		struct context *p = &r->contexts[i], *other = NULL;
 		if (p->kind != CONTEXT_CREATED || !p->create_site ||
-		    !ss_steps_recurring(&st->steps, p->steady_steps, p->steady_calls))
+		    !ss_steps_recurring(&st->steps, p->work.steps, p->work.n))
 			continue;
 		for (size_t j = 0; j < r->ncontexts && !other; j++) {
 			struct context *q = &r->contexts[j];
 			int same_device = q->device >= 0 && p->device >= 0 ? q->device == p->device
 									   : !several_devices;
 			if (j != i && same_device &&
-			    ss_steps_recurring(&st->steps, q->steady_steps, q->steady_calls))
+			    ss_steps_recurring(&st->steps, q->work.steps, q->work.n))
 				other = q;
 		}
 		if (!other)
@@ -341,7 +329,7 @@ static int report_contexts(struct loader *ld, struct db_state *st, struct replay
 			if (!sites[k])
 				continue;
 			code = add_context_finding(
-			    ld, st, sites[k], 1, p->switch_ns, p->steady_steps,
+			    ld, st, sites[k], 1, p->switches.ns, p->work.steps,
 			    k == 0
 				? format("a context of its own on device %lld (cuCtxCreate) beside "
 					 "%s, both given work in the steady state (%lld and %lld "
@@ -349,8 +337,8 @@ static int report_contexts(struct loader *ld, struct db_state *st, struct replay
 					 "same time, the GPU switches between them (not measured "
 					 "here); making it current and leaving it took %.3f ms of "
 					 "host time",
-					 p->device, kind_name(other->kind), p->steady_calls,
-					 other->steady_calls, ms(p->switch_ns))
+					 p->device, kind_name(other->kind), p->work.n,
+					 other->work.n, ms(p->switches.ns))
 				: format(
 				      "the destroy of the context made at %s, which worked beside "
 				      "%s in the steady state: one context shared would do "
