@@ -1,4 +1,4 @@
-# tests/gpu/results/2026-12-07-h200-session30/run1.sh: session 29's next-run1.sh with the loop
+# tests/gpu/results/2026-12-07-h100-session30/run1.sh: session 29's next-run1.sh with the loop
 # corrected: (1) the thirteenth held-out set (examples/corpus/README.md: c123-c128, d64-d67,
 # t155-t162) and the fourteenth (c129-c134, d68-d71, t163-t170) recorded and scored, and
 # d49/d51 again (their contexts, recorded since 7266070); (2) issue 17's launch-bound loop,

@@ -1,4 +1,4 @@
-# tests/gpu/results/2026-12-07-h200-session30/run2.sh: issue 17's launch-bound loop (mlp8) from
+# tests/gpu/results/2026-12-07-h100-session30/run2.sh: issue 17's launch-bound loop (mlp8) from
 # the inside and the host side alone: (1) one process, blocks of 100 steps on and off
 # (bench/cupti_ab.sh MODE=shim: syncspy_stop/syncspy_start, the whole recording, host rows and
 # GPU timeline as the default has them), beside torch.profiler measured the same way; (2)
