@@ -23,7 +23,9 @@
 # pause per two off blocks, and one in the warm-up). KINDS=LIST sets SYNCSPY_CUPTI_KINDS (what
 # each kind costs); SAMPLE=ON/PERIOD sets SYNCSPY_CUPTI_SAMPLE (the sampler's cost, and its
 # windows checked on the databases instead of the pause count); PROFILER=0 leaves
-# torch.profiler out. Exit 0 when the CUPTI
+# torch.profiler out; AB_WRITER_NICE=N sets the writer thread's nice value (torch_step.py).
+# Also prints each thread's CPU time per step in the on and the off blocks (medians over the
+# processes): where what recording costs goes. Exit 0 when the CUPTI
 # overhead is within 3% and the checks pass, 1 otherwise, 2 when it cannot run.
 set -u
 . "$(dirname "$0")/torch-lib.sh"
@@ -32,7 +34,7 @@ runs=${RUNS:-3}
 mode=${MODE:-cupti}
 case $mode in cupti | shim) ;; *) echo "cupti_ab.sh: MODE is cupti or shim" >&2; exit 2 ;; esac
 for run in $(seq "$runs"); do
-	env ${KINDS:+SYNCSPY_CUPTI_KINDS=$KINDS} ${SAMPLE:+SYNCSPY_CUPTI_SAMPLE=$SAMPLE} SYNCSPY_CUPTI=${CUPTI:-1} SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$run" LD_PRELOAD="$shim" \
+	env ${KINDS:+SYNCSPY_CUPTI_KINDS=$KINDS} ${AB_WRITER_NICE:+AB_WRITER_NICE=$AB_WRITER_NICE} ${SAMPLE:+SYNCSPY_CUPTI_SAMPLE=$SAMPLE} SYNCSPY_CUPTI=${CUPTI:-1} SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$run" LD_PRELOAD="$shim" \
 		${PIN:+taskset -c "$PIN"} python3 "$root/bench/torch_step.py" --ab "$mode" >"$tmp/cupti-$run" 2>>"$tmp/stderr"
 	[ "${PROFILER:-1}" = 0 ] ||
 		${PIN:+taskset -c "$PIN"} python3 "$root/bench/torch_step.py" --ab profiler >"$tmp/profiler-$run" 2>>"$tmp/stderr"
@@ -40,7 +42,7 @@ done
 
 {
 	echo "# bench/cupti_ab.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi -L 2>/dev/null | head -n1)"
-	echo "# torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null); $runs processes of each; 40 blocks x 100 steps each (AB_SIZE=${AB_SIZE:-small}); step time in us; MODE=$mode; SYNCSPY_CUPTI=${CUPTI:-1}; SYNCSPY_CUPTI_KINDS=${KINDS:-(default)}; SYNCSPY_CUPTI_SAMPLE=${SAMPLE:-(none)}"
+	echo "# torch $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null); $runs processes of each; 40 blocks x 100 steps each (AB_SIZE=${AB_SIZE:-small}); step time in us; MODE=$mode; SYNCSPY_CUPTI=${CUPTI:-1}; SYNCSPY_CUPTI_KINDS=${KINDS:-(default)}; SYNCSPY_CUPTI_SAMPLE=${SAMPLE:-(none)}; AB_WRITER_NICE=${AB_WRITER_NICE:-(not set)}"
 	python3 - "$tmp" "$runs" "${SAMPLE:-}" "$mode" <<'PY'
 import glob, os, sqlite3, statistics, sys
 tmp, runs, sample, ab_mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -70,6 +72,20 @@ for mode in ("cupti", "profiler"):
               % (mode, run, "%.1f" % statistics.median(on) if on else "-",
                  "%.1f" % statistics.median(off) if off else "-", ab[0],
                  total[0] if total else "-"))
+    # where the CPU went (torch_step.py thread_cpu_ns): each thread's CPU per step, on and off
+    cpu = {}
+    for run in range(1, runs + 1):
+        path = os.path.join(tmp, "%s-%d" % (mode, run))
+        if os.path.exists(path):
+            for l in open(path):
+                f = l.split()
+                if f[:1] == ["cpu"] and len(f) == 5:
+                    cpu.setdefault(f[2], []).append((float(f[3]), float(f[4])))
+    for label, values in sorted(cpu.items()):
+        on_us = statistics.median(v[0] for v in values)
+        off_us = statistics.median(v[1] for v in values)
+        print("%-8s cpu of thread %-16s %8.1f us a step on, %8.1f off, %+8.1f (median of %d)"
+              % (mode, label, on_us, off_us, on_us - off_us, len(values)))
     result[mode] = statistics.median(per_run) if per_run else None
     result_total[mode] = statistics.median(per_run_total) if per_run_total else None
 
@@ -134,7 +150,10 @@ for run in range(1, runs + 1):
                   run, "PASS" if ok else "FAIL", len(kernels), inside, len(paused), len(windows),
                   longest, on_ms, meta.get("cupti_windows"), meta.get("cupti_sample"), 100 * traced))
     status |= not ok
-    steps = (40 + 3) * 100
+    # the steps the host side recorded: every block's (settle steps included) in cupti mode,
+    # the on blocks' (the warm-up's two among them) in shim mode, whose off blocks record nothing
+    settle = int(os.environ.get("AB_SETTLE", "10"))
+    steps = (len(states) + 3 if ab_mode != "shim" else states.count("on") + 2) * (100 + settle)
     calls = db.execute("SELECT count(*) FROM calls").fetchone()[0]
     syncs = int(meta.get("stacks_taken", 0))
     stack_ns = int(meta.get("stack_cost_native_ns", 0)) + int(meta.get("stack_cost_python_ns", 0))

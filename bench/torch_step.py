@@ -23,7 +23,10 @@ the shim's configuration has them), so its on blocks cost what recording costs a
 clocks and placement throughout, which separate processes do not (bench/cupti_overhead.sh).
 Prints "block MODE on|off STEP_US" per block, "paused MONO_START MONO_END" per paused block
 (CLOCK_MONOTONIC ns, the databases' time axis) and "ab MODE MEDIAN_PERCENT" at the end: the
-median over pairs of on/off - 1.
+median over pairs of on/off - 1, "ab_total MODE PERCENT" the mean on block against the mean
+off block, and "cpu MODE THREAD ON_US OFF_US" per thread: its CPU time per timed step in the on
+and the off blocks (thread_cpu_ns: "main", or the thread's name). AB_WRITER_NICE=N sets
+syncspy's writer thread to nice N once it runs (what its priority costs the program).
 
 Prints "step_us SIZE MEAN" per size: the mean step time over STEPS steps (default 300) after
 50 steps of warm-up. --profiler wraps the timed steps in torch.profiler.profile with CPU and
@@ -82,12 +85,62 @@ def run(size, steps, profile):
     print("step_us %s %.1f" % (size, elapsed / steps * 1e6), flush=True)
 
 
+def thread_cpu_ns():
+    """{label: ns on a CPU} of this process's threads (/proc/self/task/*/schedstat, whose first
+    field is the thread's time on a CPU in ns): "main" for the thread running this script, the
+    thread's name (comm) for the others, so that syncspy's writer (syncspy-writer), torch's
+    autograd threads and CUPTI's show apart. {} where the kernel keeps no schedstat."""
+    import os
+    import threading
+    main = threading.get_native_id()
+    cpu = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return cpu
+    for tid in tids:
+        try:
+            with open("/proc/self/task/%s/schedstat" % tid) as f:
+                ns = int(f.read().split()[0])
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                name = f.read().strip()
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+        label = "main" if int(tid) == main else name
+        cpu[label] = cpu.get(label, 0) + ns
+    return cpu
+
+
+def set_writer_nice(nice):
+    """AB_WRITER_NICE=N: the writer thread (syncspy-writer) set to nice N from the program, to
+    measure what its raised priority (interpose/writer.c WRITER_NICE) costs the program's
+    threads on pinned cores. Returns how many threads were set."""
+    import os
+    done = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                if f.read().strip() != "syncspy-writer":
+                    continue
+            os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+            done += 1
+        except OSError:
+            pass
+    return done
+
+
 def ab(mode, blocks, steps):
     import ctypes
     import os
     import statistics
     step = make_step(os.environ.get("AB_SIZE", "small"))
     settle = int(os.environ.get("AB_SETTLE", "10"))
+    if os.environ.get("AB_WRITER_NICE"):
+        step()  # the shim starts recording, and its writer, at the first CUDA call
+        print("writer_nice %s set on %d thread(s)" % (
+            os.environ["AB_WRITER_NICE"], set_writer_nice(int(os.environ["AB_WRITER_NICE"]))))
+    cpu_steps = {True: 0, False: 0}
+    cpu_ns = {True: {}, False: {}}
 
     if mode == "cupti":
         trace = ctypes.CDLL(None).syncspy_gpu_trace
@@ -116,21 +169,29 @@ def ab(mode, blocks, steps):
                 context.__enter__()
         for _ in range(settle):  # the switch itself (CUPTI's attach, at the next sync point)
             step()
+        cpu_before = thread_cpu_ns()
         t0 = time.perf_counter()
         start_ns = time.monotonic_ns()
         for _ in range(steps):
             step()
         end_ns = time.monotonic_ns()
         elapsed = time.perf_counter() - t0
+        cpu_after = thread_cpu_ns()
+        if record_cpu[0]:
+            cpu_steps[on] += steps
+            for label, ns in cpu_after.items():
+                cpu_ns[on][label] = cpu_ns[on].get(label, 0) + ns - cpu_before.get(label, 0)
         if context:
             context.__exit__(None, None, None)
         if mode in ("cupti", "shim") and not on:
             print("paused %d %d" % (start_ns, end_ns))
         return elapsed / steps * 1e6
 
+    record_cpu = [False]
     for on in (True, False, True):  # warm-up: allocator, kernels, the profiler's first start
         block(on)
     torch.cuda.synchronize()
+    record_cpu[0] = True
     times = []
     for i in range(blocks):
         on = (i % 4) in (0, 3)  # on, off, off, on
@@ -149,6 +210,12 @@ def ab(mode, blocks, steps):
     on_mean = statistics.mean(us for on, us in times if on)
     off_mean = statistics.mean(us for on, us in times if not on)
     print("ab_total %s %.2f" % (mode, (on_mean / off_mean - 1) * 100))
+    # where the CPU went: each thread's CPU time per timed step, on blocks and off blocks
+    for label in sorted(set(cpu_ns[True]) | set(cpu_ns[False])):
+        print("cpu %s %s %.1f %.1f" % (mode, label.replace(" ", "_"),
+                                       cpu_ns[True].get(label, 0) / 1e3 / max(cpu_steps[True], 1),
+                                       cpu_ns[False].get(label, 0) / 1e3 /
+                                       max(cpu_steps[False], 1)))
     return 0
 
 
