@@ -50,7 +50,10 @@
 
 pthread_mutex_t ss_writer_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The writer's nice value where the process may raise a thread's priority. */
+/* The writer is behind after a pass that drained this many records or more: it drains again at
+ * once, and runs at WRITER_NICE until a pass drains fewer. */
+#define WRITER_BEHIND_RECORDS 4096
+/* The writer's nice value while behind, where the process may raise a thread's priority. */
 #define WRITER_NICE (-10)
 
 static pthread_t writer_thread;
@@ -685,6 +688,11 @@ static void process(struct ss_ring *ring, struct ring_state *rs, const struct ss
  * TRIM_AFTER_NS without any, it gives the pages of free blocks back (ring.c). */
 static uint64_t drained_last_pass, last_busy_ns;
 static uint64_t drained_total; /* since the start: SYNCSPY_CUPTI_SAMPLE=auto's rate (CUPTI-5) */
+/* The writer's priority (writer_priority): its nice value as created, whether it runs at
+ * WRITER_NICE now, whether raising it failed once (no CAP_SYS_NICE: never tried again), and how
+ * many times it was raised (meta.writer_priority_raises). */
+static int writer_own_nice, writer_raised, writer_cannot_raise;
+static uint64_t writer_raises;
 #define TRIM_AFTER_NS (100 * 1000000ull)
 
 /* A ring's state as a drain pass starts: whether its thread had exited, and its head. */
@@ -894,6 +902,7 @@ static void write_meta_progress(void)
 	struct timespec cpu;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
 		ss_meta_int("writer_cpu_ns", (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec);
+	ss_meta_int("writer_priority_raises", (int64_t)writer_raises);
 	int threads = 0;
 	for (struct ss_ring *ring = ss_ring_list(); ring; ring = ring->next)
 		threads++;
@@ -1061,6 +1070,27 @@ static void close_database(const char *reason)
 
 /* ------------------------------------------------------------------ the thread */
 
+/* The writer runs at the program's own priority while it keeps up, and ahead of the program's
+ * threads (WRITER_NICE) while it is behind, where the process may raise a thread's priority
+ * (CAP_SYS_NICE, root). Behind, the rings fill at the rate of all the program's threads: a
+ * program with more busy threads than cores would leave the writer one thread's share of the
+ * CPU until the cap drops records. Keeping up (a launch-bound loop writes some 50,000 rows a
+ * second, under a tenth of what it can), a raised writer would only take its 2% of a core from
+ * the program's own threads first, on the cores the program was pinned to
+ * (tests/gpu/results/2026-12-07-h200-session31). errno is the writer's own (SHIM-4). */
+static void writer_priority(int behind)
+{
+	if (behind == writer_raised || (behind && writer_cannot_raise))
+		return;
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid),
+			behind ? WRITER_NICE : writer_own_nice) == 0) {
+		writer_raised = behind;
+		writer_raises += (uint64_t)behind;
+	} else if (behind) {
+		writer_cannot_raise = 1;
+	}
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -1070,12 +1100,12 @@ static void *writer_main(void *arg)
 	/* named, so that top -H, a profiler and bench/torch_step.py's per-thread CPU times tell
 	 * it from the program's threads (a thread name is 15 characters at most) */
 	prctl(PR_SET_NAME, "syncspy-writer", 0, 0, 0);
-	/* A program with more busy threads than cores would leave the writer a thread's share
-	 * of the CPU while its rings fill at the rate of all of them. Where the process may
-	 * (CAP_SYS_NICE, root), the writer runs ahead of the program's threads; it needs the CPU
-	 * only while there are records to write (docs/recording.md). */
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), WRITER_NICE) != 0)
-		errno = 0;
+	writer_raised = 0, writer_raises = 0; /* a forked child's writer starts its own count */
+	/* getpriority may answer -1 */
+	errno = 0;
+	writer_own_nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	if (errno)
+		writer_own_nice = 0;
 
 	char err[PATH_MAX + 128];
 	pthread_mutex_lock(&ss_writer_lock);
@@ -1093,7 +1123,9 @@ static void *writer_main(void *arg)
 	for (;;) {
 		struct pollfd pfd = {.fd = request_pipe[0], .events = POLLIN};
 		/* behind (the last pass drained much): no sleep, but a look at the pipe */
-		int timeout = drained_last_pass >= 4096 ? 0 : (int)ss_config.SYNCSPY_DRAIN_MS;
+		int behind = drained_last_pass >= WRITER_BEHIND_RECORDS;
+		writer_priority(behind);
+		int timeout = behind ? 0 : (int)ss_config.SYNCSPY_DRAIN_MS;
 		int ready = poll(&pfd, 1, timeout);
 		char requests[16];
 		ssize_t n = 0;

@@ -5,7 +5,8 @@
 # With the default cap the rings grow to hold whatever the writer has not written yet, so
 # nothing is lost however the writer is scheduled (1 GiB holds the whole burst): every call has
 # its row, and the buffers were given back at the end, and their pages to the system while the
-# program records nothing. Then 16 threads under a 1 MiB cap: what does not fit is counted, per
+# program records nothing, and the writer ran ahead of the program's threads only while it was
+# behind. Then 16 threads under a 1 MiB cap: what does not fit is counted, per
 # class, and rows + dropped calls = calls made (SHIM-5).
 . "$E2E_DIR/lib.sh"
 SYNCSPY_QUIET=1 under_shim "$PROGS/burst" 1 1000000 100 >"$tmp/stdout" || fail "burst failed"
@@ -50,6 +51,27 @@ if [ "$(q "SELECT value >= 8388608 FROM meta WHERE key = 'buffer_peak_bytes'")" 
 	grep -q 'burst: memory given back: yes' "$tmp/stdout" ||
 		fail "resident memory did not fall: $(cat "$tmp/stdout")"
 fi
+# The writer's priority (interpose/writer.c, writer_priority): ahead of the program's threads
+# (nice -10) while behind a burst, where this process may raise a thread's priority; back at the
+# program's own once it has caught up, so that a program it keeps up with loses no CPU to it.
+grep -q 'burst: writer nice while idle: 0, the program.s 0' "$tmp/stdout" ||
+	fail "the idle writer's priority is not the program's: $(cat "$tmp/stdout")"
+if sh -c 'renice -n -10 -p $$' >/dev/null 2>&1; then
+	golden "SELECT value >= 1 FROM meta WHERE key = 'writer_priority_raises'" <<'END'
+1
+END
+else
+	golden "SELECT value FROM meta WHERE key = 'writer_priority_raises'" <<'END'
+0
+END
+fi
+# a program the writer keeps up with (1,014 calls) never has it raised
+rm -rf "$out"
+SYNCSPY_QUIET=1 under_shim "$PROGS/burst" 1 1000 100 >"$tmp/stdout" || fail "small burst failed"
+one_db
+golden "SELECT value FROM meta WHERE key = 'writer_priority_raises'" <<'END'
+0
+END
 
 # 16 threads x 100,000 calls into 1 MiB (16,128 records): far more than a writer can take in
 rm -rf "$out"

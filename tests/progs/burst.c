@@ -11,14 +11,18 @@
  * theirs, so that they are all alive and recording at once. With idle, after the burst the
  * program waits (up to 30 s, making no call) until its resident memory has fallen back by
  * 1 MiB, and says whether it did: the shim gives the buffers' pages back when nothing is being
- * recorded (interpose/ring.c); then it makes the burst once more. Per thread: one
+ * recorded (interpose/ring.c), and prints the nice value of the shim's writer thread then (it
+ * runs at the program's own once it has caught up: interpose/writer.c); then it makes the burst
+ * once more. Per thread: one
  * cudaStreamCreate, one cudaEventCreate, CALLS records, CALLS / SYNC_EVERY syncs, one
  * cudaEventDestroy, one cudaStreamDestroy. Prints the calls made and the seconds they took.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -60,6 +64,35 @@ static long rss_kb(void)
 	if (f)
 		fclose(f);
 	return kb;
+}
+
+/* The nice value of the shim's writer thread (named syncspy-writer: interpose/writer.c), from
+ * /proc/self/task/TID/stat, whose 19th field it is; 99 where there is no such thread. */
+static int writer_nice(void)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *d;
+	int nice = 99;
+	while (dir && (d = readdir(dir)) != NULL) {
+		char path[300], buf[1024];
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", d->d_name);
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		char *close = strrchr(buf, ')');
+		if (!strstr(buf, "(syncspy-writer)") || !close)
+			continue;
+		char *field = close + 2; /* the 3rd field, the state */
+		for (int i = 3; i < 19 && field; i++)
+			field = strchr(field, ' ') ? strchr(field, ' ') + 1 : NULL;
+		if (field)
+			nice = atoi(field);
+	}
+	if (dir)
+		closedir(dir);
+	return nice;
 }
 
 static int run_threads(int threads, pthread_t *tids)
@@ -106,6 +139,15 @@ int main(int argc, char **argv)
 			now = rss_kb();
 		}
 		printf("burst: memory given back: %s\n", peak - now >= want ? "yes" : "no");
+		/* the writer, once it has caught up with the burst, runs at the program's priority
+		 * again: given up to 10 s to get there (the pages go back while it still drains) */
+		int nice = writer_nice();
+		for (int i = 0; i < 1000 && nice != 99 && nice != getpriority(PRIO_PROCESS, 0); i++) {
+			usleep(10000);
+			nice = writer_nice();
+		}
+		printf("burst: writer nice while idle: %d, the program's %d\n", nice,
+		       getpriority(PRIO_PROCESS, 0));
 		if (run_threads(threads, tids) != 0)
 			return 3;
 		printf("burst: %ld calls again\n", per_thread * threads);

@@ -1,4 +1,4 @@
-# tests/gpu/results/<this dir>/run1.sh: where the ~5% that recording costs issue 17's
+# run1.sh: where the ~5% that recording costs issue 17's
 # launch-bound loop (bench/torch_step.py mlp8) goes. One process per configuration and round,
 # blocks of 100 steps with the whole recording on and off in turn (bench/cupti_ab.sh
 # MODE=shim), each thread's CPU time per step in the on and the off blocks beside the step
