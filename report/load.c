@@ -832,12 +832,52 @@ static void work_window(struct ss_steps *s, const struct scan *sc)
 	}
 }
 
+/* Steps detected among the calls of thread slot `slot` (ss_steps_detect's answer); *work: how
+ * many of them gave the GPU work (STEPS-3's kinds) inside the loop found. */
+static int detect_on_thread(struct ss_steps *steps, const struct scan *sc, size_t slot,
+			    size_t *work)
+{
+	struct ss_step_call *calls = calloc(sc->tids[slot].rows + 1, sizeof(*calls));
+	size_t n = 0;
+	int found;
+
+	*work = 0;
+	if (!calls)
+		return -1;
+	for (size_t i = 0; i < sc->nrows; i++) {
+		const struct call_rec *r = &sc->rows[i];
+
+		if (r->tid == slot)
+			calls[n++] = (struct ss_step_call){r->group, r->start, r->start + r->ns,
+							   gives_work(sc, r)};
+	}
+	found = ss_steps_detect(steps, calls, n, (unsigned)sc->ngroups);
+	for (size_t i = 0; found == 1 && i < n; i++)
+		*work += calls[i].work && calls[i].start_ns >= steps->start[0] &&
+			 calls[i].start_ns < steps->start[steps->nsteps];
+	free(calls);
+	return found;
+}
+
+/* STEPS-8: whether the loop OWN of the process's main thread, which gave the GPU work `work`
+ * times, is the program's loop rather than the loop OTHER of the busiest thread: it gives the GPU
+ * work every step, runs through half of OTHER's time at least, and is no loop around OTHER's
+ * (fewer steps: an epoch loop found where the batches vary too much to show). */
+static int drives(const struct ss_steps *own, size_t work, const struct ss_steps *other)
+{
+	long long a = own->start[0], b = own->start[own->nsteps];
+	long long c = other->start[0], d = other->start[other->nsteps];
+	long long both = (b < d ? b : d) - (a > c ? a : c);
+
+	return work >= own->nsteps && own->nsteps >= other->nsteps && both > 0 && 2 * both >= d - c;
+}
+
 /* The rank's steps (steps.h): the program's marks, else detected from the calls of the thread
- * that made the most calls, else none (and then the work's window: STEPS-3). */
+ * that made the most calls, or of the process's main thread where its loop drives that one's
+ * (STEPS-8), else none (and then the work's window: STEPS-3). */
 static int find_steps(struct loader *ld, struct db_state *st, const struct scan *sc)
 {
-	struct ss_step_call *calls = NULL;
-	size_t main_tid = 0, n = 0;
+	size_t main_tid = 0, pid_slot = (size_t)-1, work;
 	sqlite3_stmt *stmt;
 	int found, code;
 
@@ -847,20 +887,26 @@ static int find_steps(struct loader *ld, struct db_state *st, const struct scan 
 	for (size_t i = 1; i < sc->ntids; i++)
 		if (sc->tids[i].rows > sc->tids[main_tid].rows)
 			main_tid = i;
-	if (sc->ntids) {
-		calls = malloc((sc->tids[main_tid].rows + 1) * sizeof(*calls));
-		if (!calls)
-			return out_of_memory(ld);
-	}
-	for (size_t i = 0; i < sc->nrows; i++) {
-		const struct call_rec *r = &sc->rows[i];
+	for (size_t i = 0; i < sc->ntids; i++)
+		if (sc->tids[i].tid == st->rank->pid)
+			pid_slot = i;
+	found = sc->ntids ? detect_on_thread(&st->steps, sc, main_tid, &work) : 0;
+	if (found == 1 && pid_slot != (size_t)-1 && pid_slot != main_tid) {
+		struct ss_steps own;
+		int own_found = detect_on_thread(&own, sc, pid_slot, &work);
 
-		if (r->tid == main_tid)
-			calls[n++] = (struct ss_step_call){r->group, r->start, r->start + r->ns,
-							   gives_work(sc, r)};
+		if (own_found < 0) {
+			found = -1;
+		} else if (own_found == 1 && drives(&own, work, &st->steps)) {
+			if (ss_steps_adopt(&own, &st->steps) < 0)
+				found = -1;
+			ss_steps_free(&st->steps);
+			st->steps = own;
+			main_tid = pid_slot;
+		} else if (own_found == 1) {
+			ss_steps_free(&own);
+		}
 	}
-	found = ss_steps_detect(&st->steps, calls, n, (unsigned)sc->ngroups);
-	free(calls);
 	if (found < 0)
 		return out_of_memory(ld);
 	if (!found) {

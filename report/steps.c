@@ -119,13 +119,12 @@ static int compare_ll(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The median duration of the steady steps (the lower middle). */
-static int finish(struct ss_steps *s)
+/* The median duration of the steady steps (the lower middle), from first_steady. */
+static int median_step(struct ss_steps *s)
 {
 	size_t steady, n = 0;
 	long long *d;
 
-	s->first_steady = s->nsteps >= SS_WARMUP_MIN_STEPS ? 1 : 0;
 	steady = ss_steps_steady(s);
 	d = malloc((steady ? steady : 1) * sizeof(*d));
 	if (!d)
@@ -136,6 +135,13 @@ static int finish(struct ss_steps *s)
 	s->step_ns = n ? d[(n - 1) / 2] : -1;
 	free(d);
 	return 1;
+}
+
+/* The warm-up (the first step, where there are enough) and the median steady step. */
+static int finish(struct ss_steps *s)
+{
+	s->first_steady = s->nsteps >= SS_WARMUP_MIN_STEPS ? 1 : 0;
+	return median_step(s);
 }
 
 /* "ProfilerStep#12" -> "ProfilerStep", "step 3" -> "step": numbered instances are one name. */
@@ -652,6 +658,21 @@ int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t
 	}
 	ss_steps_free(&after);
 	return found;
+}
+
+int ss_steps_adopt(struct ss_steps *own, const struct ss_steps *other)
+{
+	long long longest = 0, other_steady = other->start[other->first_steady];
+	size_t c = own->nsteps;
+
+	while (own->first_steady + 1 < c && own->start[own->first_steady] < other_steady)
+		own->first_steady++;
+	for (size_t i = own->first_steady; i + 1 < c; i++)
+		if (own->start[i + 1] - own->start[i] > longest)
+			longest = own->start[i + 1] - own->start[i];
+	if (longest > 0 && own->start[c] - own->start[c - 1] > longest)
+		own->start[c] = own->start[c - 1] + longest;
+	return median_step(own);
 }
 
 void ss_steps_free(struct ss_steps *s)

@@ -57,6 +57,16 @@
  *            (ties: the fewer, longer steps). STEPS-4 holds for it; the last step holds the
  *            median step's calls. A second loop (STEPS-6) may be of that kind too (a decoder's
  *            requests of varying tokens after training).
+ *   STEPS-8  the loop is detected on the thread that made the most calls; where that is not the
+ *            process's main thread (tid = pid), a loop of the main thread that gives the GPU
+ *            work every step, runs through half of the busiest thread's loop at least and has
+ *            as many steps at least is the program's instead (report/load.c find_steps): the
+ *            main thread drives, a helper that makes more calls (torch's autograd thread,
+ *            several backward passes a step: t156 of examples/corpus) works inside its steps,
+ *            and a coarser main loop (epochs around irregular batches: t134) is no step. Its
+ *            warm-up lasts until the helper's steady state begins, its last step no longer
+ *            than its longest steady one (ss_steps_adopt): the main thread goes quiet after its
+ *            loop while the helper finishes.
  */
 #ifndef SYNCSPY_REPORT_STEPS_H
 #define SYNCSPY_REPORT_STEPS_H
@@ -162,6 +172,11 @@ int ss_steps_from_marks(struct ss_steps *s, const struct ss_step_mark *marks, si
 
 /* Steps detected from the main thread's calls (nsymbols: symbols are below it). Returns 1 when
  * a repeating step was found, 0 when not, -1 when out of memory. */
+/* STEPS-8: the main thread's loop OWN taken for the busiest thread's OTHER: its warm-up lasts
+ * until OTHER's steady state begins, its last step no longer than its longest steady one.
+ * -1 when out of memory. */
+int ss_steps_adopt(struct ss_steps *own, const struct ss_steps *other);
+
 int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
 		    unsigned nsymbols);
 

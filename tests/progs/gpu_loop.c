@@ -48,6 +48,11 @@
  * (CUPTI-10: t236). alloc-thread: the default loop on the main thread while a second thread
  * allocates and frees device memory and never waits for the GPU (PyTorch's autograd thread,
  * as far as sync points go: GATE-4 still detaches; t236).
+ * helper-backward: each iteration the main thread runs FORWARD_SOLVER_STEPS solver steps, a
+ * kernel and a wait for it each, then hands the backward to a helper thread named as torch's
+ * autograd thread is, which makes BACKWARD_PASSES passes of BACKWARD_LAUNCHES launches while the
+ * main thread waits (t156 of examples/corpus, an ODE solver's forward and adjoint passes): the
+ * helper makes the most calls, the main thread drives the loop (STEPS-8: t257).
  * sync-free: each step allocates a scratch buffer with cudaMallocAsync on the stream, launches
  * its two kernels, syncs the stream (instead of the step's usual sync) and frees the buffer with
  * cudaFree right after (c106 of examples/corpus: the sync is there for the free; t238);
@@ -130,6 +135,9 @@
 #define UPLOAD_BYTES	 (4 << 20) /* 2 ms at the stand-in's 2 GB/s */
 #define SOLVER_KERNEL_US 30
 #define CHECK_EVERY	 4
+#define FORWARD_SOLVER_STEPS 6
+#define BACKWARD_PASSES	     6
+#define BACKWARD_LAUNCHES    10
 
 static unsigned long long now_ns(void)
 {
@@ -183,6 +191,66 @@ static void *lane(void *steps)
 	}
 	CHECK(cudaStreamDestroy(stream));
 	return NULL;
+}
+
+/* The helper-backward mode (above): the helper thread's side, BACKWARD_PASSES passes of
+ * BACKWARD_LAUNCHES launches each iteration, while the main thread waits at the barrier. */
+struct backward_job {
+	pthread_barrier_t start, done;
+	cudaStream_t stream;
+	int iterations;
+};
+
+static void *backward_helper(void *arg)
+{
+	struct backward_job *job = arg;
+	const dim3 one = {1, 1, 1};
+	void *param = (void *)(uintptr_t)0, *args[] = {&param};
+
+	pthread_setname_np(pthread_self(), "pt_autograd_0");
+	for (int it = 0; it < job->iterations; it++) {
+		pthread_barrier_wait(&job->start);
+		for (int pass = 0; pass < BACKWARD_PASSES; pass++) {
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0,
+					       job->stream)); /* a pass's first kernel */
+			for (int k = 0; k < BACKWARD_LAUNCHES - 2; k++)
+				CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args,
+						       0, job->stream));
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0,
+					       job->stream)); /* its last */
+		}
+		pthread_barrier_wait(&job->done);
+	}
+	return NULL;
+}
+
+/* The helper-backward mode, STEPS iterations. */
+static int helper_backward(int steps)
+{
+	const dim3 one = {1, 1, 1};
+	void *param = (void *)(uintptr_t)SOLVER_KERNEL_US, *args[] = {&param};
+	struct backward_job job = {.iterations = steps};
+	pthread_t helper;
+
+	CHECK(cudaStreamCreate(&job.stream));
+	pthread_barrier_init(&job.start, NULL, 2);
+	pthread_barrier_init(&job.done, NULL, 2);
+	if (pthread_create(&helper, NULL, backward_helper, &job) != 0)
+		return 1;
+	for (int it = 0; it < steps; it++) {
+		for (int s = 0; s < FORWARD_SOLVER_STEPS; s++) { /* the forward's solver steps */
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0,
+					       job.stream));
+			CHECK(cudaStreamSynchronize(job.stream)); /* MARK:solver-step-sync */
+		}
+		pthread_barrier_wait(&job.start); /* the backward, on the helper */
+		pthread_barrier_wait(&job.done);
+	}
+	pthread_join(helper, NULL);
+	CHECK(cudaStreamSynchronize(job.stream));
+	CHECK(cudaStreamDestroy(job.stream));
+	printf("done %d steps\n", steps);
+	return 0;
 }
 
 /* The converge and converge-device modes (above), STEPS steps. */
@@ -426,6 +494,8 @@ int main(int argc, char **argv)
 		return converge_loop(steps, strcmp(argv[2], "converge") == 0);
 	if (argc > 2 && (strcmp(argv[2], "shared-dma") == 0 || strcmp(argv[2], "split-dma") == 0))
 		return dma_pipeline(steps, strcmp(argv[2], "shared-dma") == 0);
+	if (argc > 2 && strcmp(argv[2], "helper-backward") == 0)
+		return helper_backward(steps);
 	if (argc > 2 && strcmp(argv[2], "lanes") == 0) {
 		pthread_t lanes[LANES];
 		CHECK(cudaFree(NULL)); /* the context, before the threads */
