@@ -34,7 +34,7 @@ runs=${RUNS:-3}
 mode=${MODE:-cupti}
 case $mode in cupti | shim) ;; *) echo "cupti_ab.sh: MODE is cupti or shim" >&2; exit 2 ;; esac
 for run in $(seq "$runs"); do
-	env ${KINDS:+SYNCSPY_CUPTI_KINDS=$KINDS} ${AB_WRITER_NICE:+AB_WRITER_NICE=$AB_WRITER_NICE} ${SAMPLE:+SYNCSPY_CUPTI_SAMPLE=$SAMPLE} SYNCSPY_CUPTI=${CUPTI:-1} SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$run" LD_PRELOAD="$shim" \
+	env ${KINDS:+SYNCSPY_CUPTI_KINDS=$KINDS} ${SAMPLE:+SYNCSPY_CUPTI_SAMPLE=$SAMPLE} SYNCSPY_CUPTI=${CUPTI:-1} SYNCSPY_QUIET=1 SYNCSPY_OUTPUT="$tmp/db-$run" LD_PRELOAD="$shim" \
 		${PIN:+taskset -c "$PIN"} python3 "$root/bench/torch_step.py" --ab "$mode" >"$tmp/cupti-$run" 2>>"$tmp/stderr"
 	[ "${PROFILER:-1}" = 0 ] ||
 		${PIN:+taskset -c "$PIN"} python3 "$root/bench/torch_step.py" --ab profiler >"$tmp/profiler-$run" 2>>"$tmp/stderr"

@@ -902,7 +902,6 @@ static int find_steps(struct loader *ld, struct db_state *st, const struct scan 
 				found = -1;
 			ss_steps_free(&st->steps);
 			st->steps = own;
-			main_tid = pid_slot;
 		} else if (own_found == 1) {
 			ss_steps_free(&own);
 		}

@@ -170,13 +170,13 @@ int ss_steps_fallback_recurs(const struct ss_steps *s, long long calls, long lon
  * 0 when not, -1 when out of memory. */
 int ss_steps_from_marks(struct ss_steps *s, const struct ss_step_mark *marks, size_t n);
 
-/* Steps detected from the main thread's calls (nsymbols: symbols are below it). Returns 1 when
- * a repeating step was found, 0 when not, -1 when out of memory. */
 /* STEPS-8: the main thread's loop OWN taken for the busiest thread's OTHER: its warm-up lasts
  * until OTHER's steady state begins, its last step no longer than its longest steady one.
  * -1 when out of memory. */
 int ss_steps_adopt(struct ss_steps *own, const struct ss_steps *other);
 
+/* Steps detected from the main thread's calls (nsymbols: symbols are below it). Returns 1 when
+ * a repeating step was found, 0 when not, -1 when out of memory. */
 int ss_steps_detect(struct ss_steps *s, const struct ss_step_call *calls, size_t n,
 		    unsigned nsymbols);
 

@@ -8,7 +8,8 @@
 # main thread's waits in one step of six: under the 20% a site needs to recur, so `info`. The
 # main thread's loop (a solver step every 2 of its calls) gives the GPU work every step, runs
 # through the helper's and has as many steps: it is the program's, and the wait is a steady
-# host-sync with a cost per step.
+# host-sync with a cost per step. Its last step ends before the main thread's host work after
+# the loop.
 . "$E2E_DIR/lib.sh"
 src=$TOP_SRCDIR/tests/progs/gpu_loop.c
 sync_line=$(grep -n "MARK:solver-step-sync" "$src" | cut -d: -f1)
@@ -31,6 +32,12 @@ echo "detected|240|1" | diff -u - "$tmp/steps" >&2 || fail "the steps are not th
 rq "SELECT json_extract(value, '\$.steps.steady') BETWEEN 230 AND 235
 	FROM json_each(json_extract(readfile('$tmp/report.json'), '\$.ranks'))" >"$tmp/steady"
 echo 1 | diff -u - "$tmp/steady" >&2 || fail "the steady steps: $(cat "$tmp/report.json")"
+# the last step ends before the main thread's 200 ms of host work after the loop, which comes
+# before its last sync (no longer than its longest steady step)
+last_sync=$(q "SELECT max(c.start_ns) FROM calls c JOIN apis a ON a.id = c.api_id WHERE a.name = 'cudaStreamSynchronize'")
+rq "SELECT json_extract(value, '\$.steps.steady_end_ns') < $last_sync - 100000000
+	FROM json_each(json_extract(readfile('$tmp/report.json'), '\$.ranks'))" >"$tmp/end"
+echo 1 | diff -u - "$tmp/end" >&2 || fail "the last step takes in the host work after the loop"
 # the wait: a steady host-sync in every steady step, with a cost per step
 rq "SELECT json_extract(value, '\$.rule'), json_extract(value, '\$.phase'),
 	json_extract(value, '\$.severity') != 'info', json_extract(value, '\$.cost_per_step_ns') > 0

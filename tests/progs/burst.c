@@ -86,7 +86,8 @@ static int writer_nice(void)
 			continue;
 		char *field = close + 2; /* the 3rd field, the state */
 		for (int i = 3; i < 19 && field; i++)
-			field = strchr(field, ' ') ? strchr(field, ' ') + 1 : NULL;
+			if ((field = strchr(field, ' ')) != NULL)
+				field++;
 		if (field)
 			nice = atoi(field);
 	}
