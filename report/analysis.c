@@ -231,8 +231,14 @@ int ss_finding_under_floor(const struct ss_finding *f, const struct ss_rank *rk)
 	long long cost = finding_cost(f, &rule);
 	int floor = f->floor_permille > 0 ? f->floor_permille : rule ? rule->min_share_permille : 0;
 
-	return floor > 0 && strcmp(f->phase, "steady") == 0 && rk->steady_steps > 0 &&
-	       rk->step_ns > 0 && cost / rk->steady_steps * 1000 < rk->step_ns * floor;
+	long long recorded_ns = rk->captured_ns > 0 ? rk->captured_ns : rk->wall_ns;
+
+	if (floor <= 0 || strcmp(f->phase, "steady") != 0)
+		return 0;
+	if (rk->steady_steps > 0 && rk->step_ns > 0)
+		return cost / rk->steady_steps * 1000 < rk->step_ns * floor;
+	/* no steps: against the time recorded, as the share is (judge_finding) */
+	return rk->steady_steps == 0 && recorded_ns > 0 && cost * 1000 < recorded_ns * floor;
 }
 
 /*
@@ -262,8 +268,11 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 	}
 	/* an upper bound of the gain under the rule's floor: nothing worth the fix */
 	if (!f->cleared && ss_finding_under_floor(f, rk))
-		f->cleared = "at most this much to win back, under 1% of the step: not worth "
-			     "restructuring for";
+		f->cleared = rk->steady_steps > 0
+				 ? "at most this much to win back, under 1% of the step: not worth "
+				   "restructuring for"
+				 : "at most this much to win back, under 1% of the run: not worth "
+				   "restructuring for";
 	if (f->cleared) {
 		f->severity = "info";
 		f->share = 0;
@@ -458,6 +467,10 @@ static int run_site_rules(struct loader *ld, struct db_state *st)
 			    ss_steps_recurring(&st->steps, steps, steady_rows) ||
 			    (sr->spread_recurs && sqlite3_column_type(stmt, 16) != SQLITE_NULL &&
 			     ss_steps_spread(&st->steps, steps, sqlite3_column_int64(stmt, 16),
+					     sqlite3_column_int64(stmt, 17))) ||
+			    (sr->burst_recurs && sqlite3_column_type(stmt, 16) != SQLITE_NULL &&
+			     ss_steps_bursts(&st->steps, steps, steady_rows,
+					     sqlite3_column_int64(stmt, 16),
 					     sqlite3_column_int64(stmt, 17)));
 
 			/* without steps, `steps` counts the work's slices (STEPS-5) */

@@ -259,6 +259,9 @@ struct ss_rule {
 	/* 1: a site whose calls keep coming all through the steady state recurs even in fewer
 	 * steps than SS_RECURRING_PERCENT (steps.h, ss_steps_spread) */
 	int spread_recurs;
+	/* 1: a site whose calls come in bursts in a few steps spread through the steady state (a
+	 * periodic evaluation's per-sample reads) recurs too (steps.h STEPS-9, ss_steps_bursts) */
+	int burst_recurs;
 	int (*keep)(long long count, long long rows);
 	/* > 0: a site whose calls took less host time than this on average is dropped (a slow
 	 * case of a call that is otherwise cheap: async-alloc-slow) */

@@ -816,20 +816,36 @@ static int gives_work(const struct scan *sc, const struct call_rec *r)
 	return k->e1 || k->n2 || ((k->s4 || k->s5) && !(g->nulls & 1));
 }
 
-/* Without steps: the first and last GPU work of the rank, on any thread (STEPS-3). */
-static void work_window(struct ss_steps *s, const struct scan *sc)
+/* Without steps: the first and last GPU work of the rank, on any thread (STEPS-3), and the
+ * slices between them that hold an equal share of the work calls each, or of the time where the
+ * work calls are too few to say where the work is (STEPS-5). Returns -1 when out of memory. */
+static int work_window(struct ss_steps *s, const struct scan *sc)
 {
-	for (size_t i = 0; i < sc->nrows; i++) {
-		const struct call_rec *r = &sc->rows[i];
+	long long *starts = malloc((sc->nrows ? sc->nrows : 1) * sizeof(*starts));
+	size_t n = 0;
 
-		if (!gives_work(sc, r))
-			continue;
-		if (!s->has_work || r->start < s->work_first_ns)
-			s->work_first_ns = r->start;
-		if (!s->has_work || r->start > s->work_last_ns)
-			s->work_last_ns = r->start;
+	if (!starts)
+		return -1;
+	for (size_t i = 0; i < sc->nrows; i++)
+		if (gives_work(sc, &sc->rows[i]))
+			starts[n++] = sc->rows[i].start;
+	if (n) {
+		qsort(starts, n, sizeof(*starts), compare_ll);
 		s->has_work = 1;
+		s->work_first_ns = starts[0];
+		s->work_last_ns = starts[n - 1];
+		for (size_t k = 0; k < SS_FALLBACK_SLICES; k++)
+			s->work_slice_ns[k] =
+			    n >= SS_FALLBACK_MIN_WORK
+				? starts[k * n / SS_FALLBACK_SLICES]
+				: s->work_first_ns + /* the first t with (t - first) / width >= k /
+							16 */
+				      ((s->work_last_ns - s->work_first_ns + 1) * (long long)k +
+				       SS_FALLBACK_SLICES - 1) /
+					  SS_FALLBACK_SLICES;
 	}
+	free(starts);
+	return 0;
 }
 
 /* Steps detected among the calls of thread slot `slot` (ss_steps_detect's answer); *work: how
@@ -909,8 +925,9 @@ static int find_steps(struct loader *ld, struct db_state *st, const struct scan 
 	if (found < 0)
 		return out_of_memory(ld);
 	if (!found) {
-		if (!st->rank->aggregate) /* its enqueues are counts, not rows: no window */
-			work_window(&st->steps, sc);
+		if (!st->rank->aggregate && /* its enqueues are counts, not rows: no window */
+		    work_window(&st->steps, sc) < 0)
+			return out_of_memory(ld);
 		return SS_EXIT_OK;
 	}
 	/* name the anchor: "API at SITE, every N calls of the main thread" */

@@ -91,14 +91,24 @@ int ss_steps_spread(const struct ss_steps *s, long long steps, long long first, 
 	return (first - begin) * 4 < steady && (last - begin + 1) * 4 > 3 * steady;
 }
 
+int ss_steps_bursts(const struct ss_steps *s, long long steps, long long calls, long long first,
+		    long long last)
+{
+	long long steady = (long long)ss_steps_steady(s);
+
+	return s->nsteps && steps >= 2 && calls >= SS_BURST_MIN_CALLS * steps && first >= 0 &&
+	       last > first && (last - first) * 3 >= steady;
+}
+
 size_t ss_steps_slice(const struct ss_steps *s, long long t)
 {
-	long long width;
+	size_t k = SS_FALLBACK_SLICES - 1;
 
 	if (s->nsteps || !s->has_work || t < s->work_first_ns || t > s->work_last_ns)
 		return (size_t)-1;
-	width = s->work_last_ns - s->work_first_ns + 1;
-	return (size_t)((double)(t - s->work_first_ns) / (double)width * SS_FALLBACK_SLICES);
+	while (k > 0 && t < s->work_slice_ns[k])
+		k--;
+	return k;
 }
 
 int ss_steps_fallback_recurs(const struct ss_steps *s, long long calls, long long slices,

@@ -32,8 +32,12 @@
  *            too irregular to detect (nested loops: an RL rollout, then updates, a few times).
  *   STEPS-5  without steps, a site repeats when its steady calls recur through the work:
  *            SS_FALLBACK_MIN_CALLS of them at least, in SS_FALLBACK_MIN_SLICES of the
- *            SS_FALLBACK_SLICES equal slices of [work_first_ns, work_last_ns], from the first
- *            of them to the last half the slices at least (ss_steps_fallback_recurs): what the
+ *            SS_FALLBACK_SLICES slices of [work_first_ns, work_last_ns] that hold an equal
+ *            share of the GPU work calls each (not of its time: a program that spends most
+ *            of its run on the host before its loop, loading or compiling, would leave the
+ *            loop a few slices at the end: t167 of examples/corpus; of its time where the
+ *            work calls are fewer than SS_FALLBACK_MIN_WORK), from the first of them to the
+ *            last half the slices at least (ss_steps_fallback_recurs): what the
  *            first iterations only do (lazy loading, the allocator's growth), a setup burst
  *            after the first GPU work, or a read once per iteration of a program that iterates
  *            three times is not a loop's repeated work. (Not the first and last quarters: one
@@ -67,6 +71,11 @@
  *            warm-up lasts until the helper's steady state begins, its last step no longer
  *            than its longest steady one (ss_steps_adopt): the main thread goes quiet after its
  *            loop while the helper finishes.
+ *   STEPS-9  a sync site that comes in fewer steps than SS_RECURRING_PERCENT but in bursts of
+ *            SS_BURST_MIN_CALLS calls a step, in 2 steady steps or more spanning a third of
+ *            the steady state, is a periodic phase's loop (an evaluation every N steps that
+ *            reads each sample's result: t164 of examples/corpus) and recurs; its cost is
+ *            spread over the steady steps (ss_steps_bursts, host-sync only).
  */
 #ifndef SYNCSPY_REPORT_STEPS_H
 #define SYNCSPY_REPORT_STEPS_H
@@ -91,11 +100,20 @@
  * the first in the first quarter of the steady steps and the last in the last quarter. Growth in
  * the first iterations only ends early and stays `info`. */
 #define SS_SPREAD_MIN_STEPS 4
+/* A site whose calls come in bursts of this many a step at least (a loop inside the step), in 2
+ * steady steps or more that span a third of the steady state, recurs too, for the rules that
+ * opt in (ss_rule.burst_recurs: host-sync): an evaluation every N steps that reads a result
+ * per sample (STEPS-9). A logging read every N steps is one call a burst; a checkpoint's
+ * copies are not syncs. */
+#define SS_BURST_MIN_CALLS 32
 /* Without steps: a site is repeating from this many calls (a final read is one call, a setup
  * pair of pinned buffers two), spread over the work's slices (STEPS-5). */
 #define SS_FALLBACK_MIN_CALLS  3
 #define SS_FALLBACK_SLICES     16
 #define SS_FALLBACK_MIN_SLICES 4
+/* ... slices of equal shares of the work calls where there are this many at least (8 a slice),
+ * else of equal time */
+#define SS_FALLBACK_MIN_WORK 128
 /* A loop whose steps vary in length is found from this many symbols at least that come once a
  * step, in the same order (STEPS-7) */
 #define SS_STEPS_MIN_GROUP 3
@@ -123,6 +141,9 @@ struct ss_steps {
 	 * when the recording has none (then every call is steady) */
 	int has_work;
 	long long work_first_ns, work_last_ns;
+	/* the slices of the work (STEPS-5): slice k starts at work_slice_ns[k], each holding an
+	 * equal share of the rank's GPU work calls (of the time, with few of them) */
+	long long work_slice_ns[SS_FALLBACK_SLICES];
 };
 
 /* A call of the main thread as detection sees it: its symbol (what repeats: the api and site of
@@ -156,6 +177,12 @@ int ss_steps_recurring(const struct ss_steps *s, long long steps, long long call
 /* Whether calls seen in `steps` distinct steady steps, the first and last of them step indexes
  * first and last, keep coming all through the steady state (SS_SPREAD_MIN_STEPS). */
 int ss_steps_spread(const struct ss_steps *s, long long steps, long long first, long long last);
+
+/* Whether `calls` steady calls seen in `steps` distinct steady steps, the first and last of
+ * them step indexes first and last, are a periodic phase's bursts (STEPS-9,
+ * SS_BURST_MIN_CALLS). */
+int ss_steps_bursts(const struct ss_steps *s, long long steps, long long calls, long long first,
+		    long long last);
 
 /* Without steps (STEPS-5): the slice of the work a steady call that started at t falls in,
  * 0 to SS_FALLBACK_SLICES - 1; (size_t)-1 with steps or outside the work. */

@@ -87,7 +87,8 @@ const struct ss_rule ss_rule_alloc_in_loop = {
 #define REGROWTH_SQL                                                                               \
 	"SELECT coalesce(s.text, '" NO_SITE "'), max(a.name = 'cudaFree'),"                        \
 	" max(a.name = 'cudaMalloc'), max(coalesce(k.frames LIKE '%libc10_cuda%', 0)),"            \
-	" min(a.name <> 'cudaMalloc' OR c.bytes = " SMALL_POOL_SEGMENT ")"                         \
+	" 4 * sum(a.name = 'cudaMalloc' AND c.bytes = " SMALL_POOL_SEGMENT ")"                     \
+	"  >= 3 * sum(a.name = 'cudaMalloc')"                                                      \
 	" FROM calls c JOIN apis a ON a.id = c.api_id LEFT JOIN sites s ON s.id = c.site_id"       \
 	" LEFT JOIN stacks k ON k.id = c.native_stack_id"                                          \
 	" WHERE a.name IN ('cudaMalloc', 'cudaFree') GROUP BY 1"
@@ -145,7 +146,10 @@ static int load_site_figures(struct loader *ld, struct db_state *st, const char 
  * step or few; what that costs under 1% of the step is not worth a finding above `info` (a
  * segment a step beside a 49 ms step: t143 of examples/corpus; t135, t138). A cache grown by
  * larger blocks (a KV cache concatenated one token longer: t51) and a program's own cudaMalloc
- * per step keep no floor: planted ones cost 0.2-1% of long steps (c33, c113, d56). */
+ * per step keep no floor: planted ones cost 0.2-1% of long steps (c33, c113, d56). A site is
+ * small-pool growth when three quarters of its cudaMalloc calls are small-pool segments: the
+ * large pool's segments of the first steps, while the activations find their sizes, do not
+ * make it a cache of larger blocks (t167: 69 segments after a few 20 MiB ones). */
 #define ALLOCATOR_GROWTH_FLOOR_PERMILLE 10
 
 /* A caching allocator (torch's) asks the driver for memory only while it grows; in the steady

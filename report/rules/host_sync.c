@@ -49,6 +49,7 @@ const struct ss_rule ss_rule_host_sync = {
     .cost = SS_COST_GPU_IDLE,
     .sql = SITE_RULE_SQL("g.class IN ('S1', 'S2', 'S3')"),
     .min_count = 1,
+    .burst_recurs = 1, /* a periodic evaluation's per-sample reads (steps.h STEPS-9) */
     .detail = detail,
     .advice_for = advice_for,
 };

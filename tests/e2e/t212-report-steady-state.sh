@@ -19,7 +19,9 @@
 #     loop's frees after the last are `once`, while an allocation interleaved with the work is
 #     above `info`;
 #   - a setup burst after the first GPU work is neither the loop (STEPS-4) nor repeated work
-#     (STEPS-5), and the irregular passes' allocation beside it is the first finding.
+#     (STEPS-5), and the irregular passes' allocation beside it is the first finding;
+#   - passes after a long host-only phase repeat through the work (STEPS-5's slices by work);
+#   - an evaluation every few steps whose per-sample syncs come in bursts recurs (STEPS-9).
 . "$E2E_DIR/lib.sh"
 [ -n "${PYTHON3:-}" ] || skip "no python3"
 src=$TOP_SRCDIR/tests/progs/steady.c
@@ -203,5 +205,44 @@ for line in sys.argv[2:4]:
 loop = [f for f in at(sys.argv[4]) if f["rule"] == "alloc-in-loop"]
 assert len(loop) == 1 and loop[0]["severity"] != "info" and loop[0]["phase"] == "steady", loop
 assert r["findings"][0] == loop[0], r["findings"][0]
+PY
+
+# Host work after the first upload (400 ms: data loaded or code compiled), then the passes: they
+# hold nearly all of the work's GPU work in a few percent of its time, and STEPS-5's slices hold
+# equal shares of the work calls, so their allocation repeats all through the work (with slices
+# of equal time, the passes fit in the last and the allocation was `once`).
+json_report host-setup
+"$PYTHON3" - "$tmp/host-setup.json" "$(line host-setup-pass-alloc)" <<'PY' || fail "host-setup"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["ranks"][0]["steps"]["count"] == 0, r["ranks"][0]["steps"]
+loop = [f for f in r["findings"] if f["rule"] == "alloc-in-loop" and
+        "steady.c:%s " % sys.argv[2] in f["site"]]
+assert len(loop) == 1 and loop[0]["severity"] != "info" and loop[0]["phase"] == "steady", loop
+# the last pass's allocation follows the last launch: teardown, 23 of 24 judged
+assert loop[0]["count"] == 23 and r["findings"][0] == loop[0], r["findings"]
+PY
+
+# An evaluation every 10 steps that reads each of its 40 samples (STEPS-9): its syncs come in
+# 4 of the 40 steps, under the 20% that make a site recur, but in bursts of 40 spread through
+# the loop: a finding, its cost spread over the steady steps; the loss read once every 10
+# steps (one call a burst) and the wait after one evaluation stay `info`.
+json_report periodic-eval
+"$PYTHON3" - "$tmp/periodic-eval.json" "$(line eval-sync)" "$(line eval-log)" "$(line eval-once)" \
+	<<'PY' || fail "periodic-eval"
+import json, sys
+r = json.load(open(sys.argv[1]))
+steps = r["ranks"][0]["steps"]
+assert steps["source"] == "detected" and steps["count"] >= 35, steps
+def at(line):
+    return [f for f in r["findings"] if f["rule"] == "host-sync" and
+            "steady.c:%s " % line in f["site"]]
+ev = at(sys.argv[2])
+assert len(ev) == 1 and ev[0]["phase"] == "steady" and ev[0]["severity"] != "info", ev
+assert ev[0]["steps"] in (3, 4) and ev[0]["count"] == 40 * ev[0]["steps"], ev
+assert r["findings"][0] == ev[0], r["findings"][0]
+for line in sys.argv[3:]:
+    got = at(line)
+    assert got and all(f["severity"] == "info" for f in got), (line, got)
 PY
 exit 0

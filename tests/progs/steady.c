@@ -3,7 +3,7 @@
  * steady state (report/steps.c, docs/rules.md "Steady state"; t212).
  *
  *   steady [marked|pipeline|legacy|varying|growing|managed|managed-once|requests|requests-trim|
- *           stepless|burst-setup]
+ *           stepless|burst-setup|host-setup|periodic-eval]
  *
  * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers,
  *           the weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
@@ -16,7 +16,7 @@
  * teardown: the result read with a blocking copy (@final-read), the buffers freed.
  * marked: each step starts with syncspy_step("train") (looked up at run time, so the program
  * runs without the shim too). pipeline, legacy, varying, growing, managed, requests, stepless,
- * burst-setup:
+ * burst-setup, host-setup, periodic-eval:
  * below. The
  * @tags are what the test greps for to know the lines.
  */
@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "progs.h"
 
@@ -303,10 +304,91 @@ static int burst_setup(void)
 	return 0;
 }
 
+/* periodic-eval: 40 training steps of a memset, a 1 ms kernel and an event record (three calls
+ * once a step: STEPS-7 finds the steps, as in a PyTorch loop), the loss read once every 10 steps
+ * (@eval-log: one read, clean), and every 10 steps an evaluation of 40 samples that reads each
+ * sample's result (@eval-sync: a kernel and a stream sync a sample, STEPS-9: bursts of 40 syncs
+ * in 4 of the steady steps, a periodic phase's loop); a one-call wait after the third
+ * evaluation only (@eval-once) stays once. */
+static int periodic_eval(void)
+{
+	void *param = (void *)(uintptr_t)1000;
+	void *args[] = {&param};
+	cudaStream_t s;
+	cudaEvent_t done;
+	void *buf;
+	unsigned samples = 0;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+	CHECK(cudaMalloc(&buf, 4096));
+	for (int step = 0; step < 40; step++) {
+		CHECK(cudaMemsetAsync(buf, step, 4096, s));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, s));
+		CHECK(cudaEventRecord(done, s));
+		if ((step + 1) % 10 == 0)
+			CHECK(cudaStreamSynchronize(s)); /* @eval-log */
+		if ((step + 1) % 10 == 5) {
+			for (int k = 0; k < 40; k++, samples++) {
+				launch(s, 20);
+				CHECK(cudaStreamSynchronize(s)); /* @eval-sync */
+			}
+			if (step == 24)
+				CHECK(cudaDeviceSynchronize()); /* @eval-once */
+		}
+	}
+	CHECK(cudaStreamSynchronize(s));
+	printf("steady: 40 steps, %u samples evaluated\n", samples);
+	CHECK(cudaFree(buf));
+	CHECK(cudaEventDestroy(done));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
+/* host-setup: one upload, then HOST_SETUP_US of host work before anything else reaches the GPU
+ * (a program that loads its data or compiles after its first upload), then 24 passes of 1, 4, 9,
+ * 16 or 25 launches (some 200 work calls: SS_FALLBACK_MIN_WORK; no regular gaps, even loose ones,
+ * for a step to be detected) with a scratch allocation each
+ * (@host-setup-pass-alloc). The passes fill a few percent of the
+ * work's time but nearly all its GPU work: they are repeated work (STEPS-5 slices the work by
+ * its GPU work calls, not by its time). */
+#define HOST_SETUP_US 400000
+static int host_setup(void)
+{
+	static char host[4096];
+	void *dev, *scratch;
+	unsigned draw = 12345, launches = 0;
+	cudaStream_t s;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaMalloc(&dev, sizeof(host)));
+	CHECK(cudaMemcpyAsync(dev, host, sizeof(host), cudaMemcpyHostToDevice, s));
+	CHECK(cudaStreamSynchronize(s));
+	usleep(HOST_SETUP_US);
+	for (int pass = 0; pass < 24; pass++) {
+		draw = draw * 1103515245u + 12345u;
+		unsigned root = 1 + (draw >> 16) % 5;
+
+		for (unsigned n = root * root; n > 0; n--, launches++)
+			launch(s, 100);
+		CHECK(cudaMalloc(&scratch, 64)); /* @host-setup-pass-alloc */
+		CHECK(cudaFree(scratch));
+	}
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaFree(dev));
+	printf("steady: 24 passes, %u launches\n", launches);
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "stepless") == 0)
 		return stepless();
+	if (argc > 1 && strcmp(argv[1], "host-setup") == 0)
+		return host_setup();
+	if (argc > 1 && strcmp(argv[1], "periodic-eval") == 0)
+		return periodic_eval();
 	if (argc > 1 && strcmp(argv[1], "burst-setup") == 0)
 		return burst_setup();
 	if (argc > 1 && strcmp(argv[1], "requests") == 0)
