@@ -1591,3 +1591,112 @@ extern "C" __global__ void vr_render(const unsigned char *vol, int nx, int ny, i
 	}
 	img[p] = (vmax >> 8) << 24 | min(vsum >> 8, 0xffffffu);
 }
+
+/* d72/d75: non-intrusive load monitoring of smart-meter data. One thread per (household,
+ * appliance): the appliance's signature (tlen int8 taps over the load's first differences) slid
+ * along the household's ns samples (watts); a detection where the score reaches the appliance's
+ * threshold and tlen samples have passed since the last one. out: the detections (8 bits) << 24
+ * | the detections' score sum >> 8 (saturated at 24 bits). */
+extern "C" __global__ void nilm_match(const short *load, int nh, int ns, const signed char *tmpl, int na, int tlen,
+				      const int *thresh, unsigned int *out)
+{
+	int g = blockIdx.x * blockDim.x + threadIdx.x;
+	if (g >= nh * na)
+		return;
+	int h = g / na, a = g % na;
+	const short *p = load + (long long)h * ns;
+	const signed char *tp = tmpl + a * tlen;
+	int th = thresh[a], last = -ns;
+	unsigned int count = 0;
+	unsigned long long ssum = 0;
+	for (int t = 0; t + tlen < ns; t++) {
+		int s = 0;
+		for (int k = 0; k < tlen; k++)
+			s += (p[t + k + 1] - p[t + k]) * tp[k];
+		if (s >= th && t - last >= tlen) {
+			count++;
+			ssum += (unsigned long long)s;
+			last = t;
+		}
+	}
+	unsigned long long e = ssum >> 8;
+	out[g] = (count > 255 ? 255u : count) << 24 | (unsigned int)(e > 0xffffff ? 0xffffff : e);
+}
+
+/* d73: tsunami propagation, the linear shallow-water equations on a C grid (nx x ny cells), in
+ * units where continuity has coefficient one: eta in micrometres, the fluxes p (east faces) and
+ * q (north faces, towards y+1) in micrometres per step; depth in metres (int16, <= 0: land; a
+ * face touching land carries nothing; the faces on the domain's east and north edges stay 0).
+ * coef: g (dt / dx)^2 in Q24. */
+extern "C" __global__ void tsu_momentum(const int *eta, const short *depth, int nx, int ny, int coef, int *p, int *q)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+	if (x >= nx)
+		return;
+	int i = y * nx + x, d = depth[i];
+	if (x < nx - 1) {
+		int de = depth[i + 1];
+		p[i] = d > 0 && de > 0 ? p[i] - (int)(((long long)coef * ((d + de) / 2) * (eta[i + 1] - eta[i])) >> 24) : 0;
+	}
+	if (y < ny - 1) {
+		int dn = depth[i + nx];
+		q[i] = d > 0 && dn > 0 ? q[i] - (int)(((long long)coef * ((d + dn) / 2) * (eta[i + nx] - eta[i])) >> 24) : 0;
+	}
+}
+
+/* d73: continuity, and the highest water seen at every cell */
+extern "C" __global__ void tsu_continuity(int *eta, const int *p, const int *q, int nx, int *etamax)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+	if (x >= nx)
+		return;
+	int i = y * nx + x;
+	int v = eta[i] - (p[i] - (x > 0 ? p[i - 1] : 0) + q[i] - (y > 0 ? q[i - nx] : 0));
+	eta[i] = v;
+	if (v > etamax[i])
+		etamax[i] = v;
+}
+
+/* d73: the tide gauges' readings */
+extern "C" __global__ void tsu_gauges(const int *eta, const int *cell, int ng, int *out)
+{
+	int g = blockIdx.x * blockDim.x + threadIdx.x;
+	if (g < ng)
+		out[g] = eta[cell[g]];
+}
+
+/* d74: track geometry from rail-head profiles. One thread per (profile, rail): the measured head
+ * (np points 0.5 mm apart, heights in 0.01 mm) registered against the nominal head (nn points)
+ * at each lateral offset 0..np-nn: the vertical offset is the mean difference (truncated), the
+ * fit the sum of absolute residuals; the best fit (the first on ties). out[4 g]: lateral offset,
+ * vertical offset, residual sum, the largest residual below the nominal (wear) at the best fit. */
+extern "C" __global__ void rail_register(const short *prof, int nrail, int np, const short *nominal, int nn, int *out)
+{
+	int g = blockIdx.x * blockDim.x + threadIdx.x;
+	if (g >= nrail)
+		return;
+	const short *z = prof + (long long)g * np;
+	int best = 0x7fffffff, bdx = 0, bdz = 0;
+	for (int dx = 0; dx + nn <= np; dx++) {
+		int s = 0;
+		for (int k = 0; k < nn; k++)
+			s += z[dx + k] - nominal[k];
+		int dz = s / nn, sad = 0;
+		for (int k = 0; k < nn; k++)
+			sad += abs(z[dx + k] - nominal[k] - dz);
+		if (sad < best) {
+			best = sad;
+			bdx = dx;
+			bdz = dz;
+		}
+	}
+	int wear = 0;
+	for (int k = 0; k < nn; k++) {
+		int r = nominal[k] + bdz - z[bdx + k];
+		wear = r > wear ? r : wear;
+	}
+	out[4 * g] = bdx;
+	out[4 * g + 1] = bdz;
+	out[4 * g + 2] = best;
+	out[4 * g + 3] = wear;
+}
