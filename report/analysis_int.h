@@ -290,7 +290,8 @@ extern const size_t ss_nrules;
 
 /* The rules other code names (it compares or amends their findings). */
 extern const struct ss_rule ss_rule_host_sync, ss_rule_sync_copy, ss_rule_copy_without_overlap,
-    ss_rule_alloc_in_loop, ss_rule_async_alloc_slow, ss_rule_pool_trim_in_loop;
+    ss_rule_alloc_in_loop, ss_rule_async_alloc_slow, ss_rule_pool_trim_in_loop,
+    ss_rule_pageable_async_copy;
 /* rules/alloc_in_loop.c: after the site rules, a caching allocator's steady allocations that
  * only replace what its steady frees released are folded into the free's finding. */
 /* analysis.c: the finding of rule (its id) at site, any phase, if any (ANALYSIS-2: one per rule

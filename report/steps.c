@@ -299,6 +299,31 @@ static size_t coverage(const struct periodic *c)
 	return c->last - c->first + 1;
 }
 
+/* Whether exact candidate c is a call made every few steps of a loop that tight candidates show
+ * (STEPS-2): a loss logged every 10 steps recurs at exactly 10 steps' calls while the steps'
+ * own calls vary by the log's few (t175 of examples/corpus). The step is the tight period when
+ * more calls repeat at it, a third of c's period or less and spanning half the widest loop,
+ * than repeat exactly with c: a call made several times a step (a layer's, a parameter's) is
+ * tight at a fraction of the step while the step's other calls are exact. */
+static int same_loop(const struct periodic *i, const struct periodic *j);
+
+static int every_few_steps(const struct periodic *cand, size_t ncand, const struct periodic *c,
+			   long long widest_span)
+{
+	size_t finer = 0, with_c = 0;
+
+	if (c->how != EXACT)
+		return 0;
+	for (size_t j = 0; j < ncand; j++) {
+		if (cand[j].how == EXACT && same_loop(c, &cand[j]))
+			with_c++;
+		else if (cand[j].how == TIGHT && 3 * cand[j].period <= c->period &&
+			 2 * (long long)coverage(&cand[j]) * cand[j].period >= widest_span)
+			finer++;
+	}
+	return finer > with_c;
+}
+
 /* Whether candidate j goes with candidate i: the same period for exact and tight ones; for loose
  * ones, about the same number of occurrences (once per step each, the steps' lengths vary). */
 static int same_loop(const struct periodic *i, const struct periodic *j)
@@ -444,7 +469,8 @@ static int detect_loop(struct ss_steps *s, const struct ss_step_call *calls, siz
 				widest_span = (long long)coverage(&cand[i]) * cand[i].period;
 		for (size_t i = 0; i < ncand; i++)
 			if (cand[i].how > best_how &&
-			    2 * (long long)coverage(&cand[i]) * cand[i].period >= widest_span)
+			    2 * (long long)coverage(&cand[i]) * cand[i].period >= widest_span &&
+			    !every_few_steps(cand, ncand, &cand[i], widest_span))
 				best_how = cand[i].how;
 		for (size_t i = 0; i < ncand; i++) {
 			long long votes = 0;

@@ -89,7 +89,7 @@ static int sync_rule(const struct ss_finding *f)
 	" ELSE '' END, sum(instr(k.frames, '" BACKWARD_FRAME "') > 0),"                            \
 	" sum(instr(k.frames, '" BACKWARD_FRAME "') = 0)"                                          \
 	" FROM calls c JOIN sites s ON s.id = c.site_id JOIN stacks k ON k.id = c.native_stack_id" \
-	" WHERE c.class IN ('S1', 'S2', 'S3', 'S4') AND s.text = :site GROUP BY 1, 2"
+	" WHERE instr(:classes, c.class) > 0 AND s.text = :site GROUP BY 1, 2"
 
 /* Sites of syncs (S1-S4) on a user line, outside any backward pass, whose innermost frame is
  * :frame in the operator frame :op: the forward operations that sync at the same instruction of
@@ -97,21 +97,31 @@ static int sync_rule(const struct ss_finding *f)
 #define FORWARD_SITES_SQL                                                                          \
 	"SELECT DISTINCT s.text FROM calls c JOIN sites s ON s.id = c.site_id"                     \
 	" JOIN stacks k ON k.id = c.native_stack_id"                                               \
-	" WHERE c.class IN ('S1', 'S2', 'S3', 'S4') AND s.text != :site"                           \
+	" WHERE instr(:classes, c.class) > 0 AND s.text != :site"                                  \
 	" AND s.text GLOB '*:[0-9]* in *' AND " INNERMOST_FRAME " = :frame"                        \
 	" AND instr(k.frames, '_ZN2at4_ops') > 0 AND " OP_FRAME " = :op"                           \
 	" AND instr(k.frames, '" BACKWARD_FRAME "') = 0"
 
 static int sync_rule(const struct ss_finding *f);
 
-/* The steady sync finding at site, if any. */
-static struct ss_finding *steady_sync_finding(struct ss_report *r, const char *site)
+/* The classes of the calls of a finding that backward_operations folds (the syncs of host-sync
+ * and sync-copy, the staged copies of pageable-async-copy), "" for the other rules. */
+static const char *folded_classes(const struct ss_finding *f)
+{
+	if (sync_rule(f))
+		return "S1 S2 S3 S4";
+	return f->rule == ss_rule_pageable_async_copy.id ? "S5" : "";
+}
+
+/* The steady finding at site of f's kind (a sync's, or a staged copy's), if any. */
+static struct ss_finding *steady_sync_finding(struct ss_report *r, const char *site,
+					      const struct ss_finding *f)
 {
 	for (size_t i = 0; i < r->nfindings; i++) {
 		struct ss_finding *g = &r->findings[i];
 
-		if (sync_rule(g) && !g->cleared && strcmp(g->phase, "steady") == 0 &&
-		    strcmp(g->site, site) == 0)
+		if (strcmp(folded_classes(g), folded_classes(f)) == 0 && !g->cleared &&
+		    strcmp(g->phase, "steady") == 0 && strcmp(g->site, site) == 0)
 			return g;
 	}
 	return NULL;
@@ -136,9 +146,9 @@ static int backward_operations(struct loader *ld, struct db_state *st)
 		struct ss_finding *f = &r->findings[i], *owner = NULL;
 		int in_backward = 0, outside = 0, rc;
 
-		if (!sync_rule(f) || f->cleared || strcmp(f->phase, "steady") != 0 ||
+		if (!*folded_classes(f) || f->cleared || strcmp(f->phase, "steady") != 0 ||
 		    strstr(f->site, " in ") == NULL)
-			continue; /* only steady syncs on a user line */
+			continue; /* only steady syncs (or staged copies) on a user line */
 		if (!frames && (code = prepare(ld, st, BACKWARD_FRAMES_SQL, &frames)) != SS_EXIT_OK)
 			break;
 		if (!forward && (code = prepare(ld, st, FORWARD_SITES_SQL, &forward)) != SS_EXIT_OK)
@@ -146,6 +156,8 @@ static int backward_operations(struct loader *ld, struct db_state *st)
 		sqlite3_reset(frames);
 		sqlite3_bind_text(frames, sqlite3_bind_parameter_index(frames, ":site"), f->site,
 				  -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(frames, sqlite3_bind_parameter_index(frames, ":classes"),
+				  folded_classes(f), -1, SQLITE_STATIC);
 		while ((rc = sqlite3_step(frames)) == SQLITE_ROW) {
 			in_backward += sqlite3_column_int(frames, 2) > 0;
 			outside += sqlite3_column_int(frames, 3) > 0;
@@ -170,9 +182,12 @@ static int backward_operations(struct loader *ld, struct db_state *st)
 					  frame, -1, SQLITE_TRANSIENT);
 			sqlite3_bind_text(forward, sqlite3_bind_parameter_index(forward, ":op"), op,
 					  -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(forward,
+					  sqlite3_bind_parameter_index(forward, ":classes"),
+					  folded_classes(f), -1, SQLITE_STATIC);
 			while (sqlite3_step(forward) == SQLITE_ROW) {
 				struct ss_finding *g = steady_sync_finding(
-				    r, (const char *)sqlite3_column_text(forward, 0));
+				    r, (const char *)sqlite3_column_text(forward, 0), f);
 
 				if (g && g != f &&
 				    (!owner ||
@@ -181,7 +196,7 @@ static int backward_operations(struct loader *ld, struct db_state *st)
 			}
 		}
 		if (owner)
-			code = fold_finding(ld, owner, f, "syncs",
+			code = fold_finding(ld, owner, f, sync_rule(f) ? "syncs" : "copies",
 					    " of the same operation in the backward pass",
 					    "the backward pass of an operation on another line, "
 					    "whose finding carries this cost");

@@ -3,7 +3,7 @@
  * steady state (report/steps.c, docs/rules.md "Steady state"; t212).
  *
  *   steady [marked|pipeline|legacy|varying|growing|managed|managed-once|requests|requests-trim|
- *           stepless|burst-setup|host-setup|periodic-eval]
+ *           stepless|burst-setup|host-setup|periodic-eval|log-every]
  *
  * setup:    three device buffers from one cudaMalloc line (@setup-alloc), two pinned buffers,
  *           the weights copied once, blocking (@setup-copy), one device sync (@setup-sync);
@@ -16,7 +16,7 @@
  * teardown: the result read with a blocking copy (@final-read), the buffers freed.
  * marked: each step starts with syncspy_step("train") (looked up at run time, so the program
  * runs without the shim too). pipeline, legacy, varying, growing, managed, requests, stepless,
- * burst-setup, host-setup, periodic-eval:
+ * burst-setup, host-setup, periodic-eval, log-every:
  * below. The
  * @tags are what the test greps for to know the lines.
  */
@@ -345,6 +345,47 @@ static int periodic_eval(void)
 	return 0;
 }
 
+/* log-every: 60 steps of a memset, thirteen kernels and two event records (16 calls), the loss
+ * read back every 5 steps (@log-read: a copy and a stream sync between two steps): the steps'
+ * own calls repeat every 16 calls but every 18 where a read came between (tight, not exact), the
+ * read's exactly every 82 (5 steps and itself); the steps are the 60 (STEPS-2), not blocks of 5
+ * (t175 of examples/corpus, its loss logged every 10 steps). */
+static int log_every(void)
+{
+	void *param = (void *)(uintptr_t)100;
+	void *args[] = {&param};
+	cudaStream_t s;
+	cudaEvent_t done, half;
+	void *buf;
+	unsigned loss = 0, reads = 0;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+	CHECK(cudaEventCreateWithFlags(&half, cudaEventDisableTiming));
+	CHECK(cudaMalloc(&buf, 4096));
+	for (int step = 0; step < 60; step++) {
+		CHECK(cudaMemsetAsync(buf, step, 4096, s));
+		for (int k = 0; k < 7; k++)
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, s));
+		CHECK(cudaEventRecord(half, s));
+		for (int k = 0; k < 6; k++)
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, s));
+		CHECK(cudaEventRecord(done, s));
+		if (step % 5 == 4) {
+			CHECK(cudaMemcpyAsync(&loss, buf, sizeof(loss), cudaMemcpyDeviceToHost, s));
+			CHECK(cudaStreamSynchronize(s)); /* @log-read */
+			reads++;
+		}
+	}
+	CHECK(cudaStreamSynchronize(s));
+	printf("steady: 60 steps, %u reads\n", reads);
+	CHECK(cudaFree(buf));
+	CHECK(cudaEventDestroy(done));
+	CHECK(cudaEventDestroy(half));
+	CHECK(cudaStreamDestroy(s));
+	return 0;
+}
+
 /* host-setup: one upload, then HOST_SETUP_US of host work before anything else reaches the GPU
  * (a program that loads its data or compiles after its first upload), then 24 passes of 1, 4, 9,
  * 16 or 25 launches (some 200 work calls: SS_FALLBACK_MIN_WORK; no regular gaps, even loose ones,
@@ -389,6 +430,8 @@ int main(int argc, char **argv)
 		return host_setup();
 	if (argc > 1 && strcmp(argv[1], "periodic-eval") == 0)
 		return periodic_eval();
+	if (argc > 1 && strcmp(argv[1], "log-every") == 0)
+		return log_every();
 	if (argc > 1 && strcmp(argv[1], "burst-setup") == 0)
 		return burst_setup();
 	if (argc > 1 && strcmp(argv[1], "requests") == 0)
