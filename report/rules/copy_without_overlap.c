@@ -11,11 +11,6 @@
 #include "../analysis_int.h"
 #include "../commands.h"
 
-/* An overlap that wins back less than this a steady step is not worth a second stream: the
- * event that orders it and the stream switch cost microseconds themselves (a 98 KB result
- * downloaded at the end of each 0.14 ms step, 3.4 us: c140 of examples/corpus). */
-#define SS_OVERLAP_MIN_STEP_NS 5000
-
 /*
  * copy-without-overlap: H2D/D2H copies of the steady state (steps.h), recurring there, during
  * which no kernel ran on their device, on a device that ran kernels in the steady state, of at
@@ -220,17 +215,9 @@ static int copy_rule(struct loader *ld, struct db_state *st, const struct gpu_ro
 			   "stream already launched and waiting behind it; blocked_ns is that GPU copy "
 			   "time; an overlap wins back at most %.3f ms (the kernels ran %.3f ms)%s",
 			   s->h2d, s->d2h, s->bytes, ms(s->ns), ms(gain), ms(compute_ns), scaled));
-		if (code == SS_EXIT_OK) {
-			struct ss_finding *f = &ld->report->findings[ld->report->nfindings - 1];
-			size_t steady_steps = ss_steps_steady(&st->steps);
-
-			set_phase(f, &st->steps, steady, s->tally.steps);
-			if (steady && steady_steps &&
-			    gain / (long long)steady_steps < SS_OVERLAP_MIN_STEP_NS)
-				f->cleared = "at most a few microseconds a step to win back, about "
-					     "what ordering a second stream by an event costs: not "
-					     "worth restructuring for";
-		}
+		if (code == SS_EXIT_OK)
+			set_phase(&ld->report->findings[ld->report->nfindings - 1], &st->steps, steady,
+				  s->tally.steps);
 	}
 	gpu_sites_free(sites, nsites);
 	return code;
