@@ -304,6 +304,32 @@ static int burst_setup(void)
 	return 0;
 }
 
+/* What periodic-eval's and log-every's steps work with: a non-blocking stream, two events
+ * recorded on it and a 4 KiB device buffer. */
+struct step_objects {
+	cudaStream_t s;
+	cudaEvent_t done, half;
+	void *buf;
+};
+
+static void step_objects_make(struct step_objects *o)
+{
+	CHECK(cudaStreamCreateWithFlags(&o->s, cudaStreamNonBlocking));
+	CHECK(cudaEventCreateWithFlags(&o->done, cudaEventDisableTiming));
+	CHECK(cudaEventCreateWithFlags(&o->half, cudaEventDisableTiming));
+	CHECK(cudaMalloc(&o->buf, 4096));
+}
+
+/* after the last step: waits for the stream, then frees them */
+static void step_objects_free(struct step_objects *o)
+{
+	CHECK(cudaStreamSynchronize(o->s));
+	CHECK(cudaFree(o->buf));
+	CHECK(cudaEventDestroy(o->done));
+	CHECK(cudaEventDestroy(o->half));
+	CHECK(cudaStreamDestroy(o->s));
+}
+
 /* periodic-eval: 40 training steps of a memset, a 1 ms kernel and an event record (three calls
  * once a step: STEPS-7 finds the steps, as in a PyTorch loop), the loss read once every 10 steps
  * (@eval-log: one read, clean), and every 10 steps an evaluation of 40 samples that reads each
@@ -314,34 +340,27 @@ static int periodic_eval(void)
 {
 	void *param = (void *)(uintptr_t)1000;
 	void *args[] = {&param};
-	cudaStream_t s;
-	cudaEvent_t done;
-	void *buf;
+	struct step_objects o;
 	unsigned samples = 0;
 
-	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-	CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-	CHECK(cudaMalloc(&buf, 4096));
+	step_objects_make(&o);
 	for (int step = 0; step < 40; step++) {
-		CHECK(cudaMemsetAsync(buf, step, 4096, s));
-		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, s));
-		CHECK(cudaEventRecord(done, s));
+		CHECK(cudaMemsetAsync(o.buf, step, 4096, o.s));
+		CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, o.s));
+		CHECK(cudaEventRecord(o.done, o.s));
 		if ((step + 1) % 10 == 0)
-			CHECK(cudaStreamSynchronize(s)); /* @eval-log */
+			CHECK(cudaStreamSynchronize(o.s)); /* @eval-log */
 		if ((step + 1) % 10 == 5) {
 			for (int k = 0; k < 40; k++, samples++) {
-				launch(s, 20);
-				CHECK(cudaStreamSynchronize(s)); /* @eval-sync */
+				launch(o.s, 20);
+				CHECK(cudaStreamSynchronize(o.s)); /* @eval-sync */
 			}
 			if (step == 24)
 				CHECK(cudaDeviceSynchronize()); /* @eval-once */
 		}
 	}
-	CHECK(cudaStreamSynchronize(s));
+	step_objects_free(&o);
 	printf("steady: 40 steps, %u samples evaluated\n", samples);
-	CHECK(cudaFree(buf));
-	CHECK(cudaEventDestroy(done));
-	CHECK(cudaStreamDestroy(s));
 	return 0;
 }
 
@@ -354,35 +373,27 @@ static int log_every(void)
 {
 	void *param = (void *)(uintptr_t)100;
 	void *args[] = {&param};
-	cudaStream_t s;
-	cudaEvent_t done, half;
-	void *buf;
+	struct step_objects o;
 	unsigned loss = 0, reads = 0;
 
-	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-	CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-	CHECK(cudaEventCreateWithFlags(&half, cudaEventDisableTiming));
-	CHECK(cudaMalloc(&buf, 4096));
+	step_objects_make(&o);
 	for (int step = 0; step < 60; step++) {
-		CHECK(cudaMemsetAsync(buf, step, 4096, s));
+		CHECK(cudaMemsetAsync(o.buf, step, 4096, o.s));
 		for (int k = 0; k < 7; k++)
-			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, s));
-		CHECK(cudaEventRecord(half, s));
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, o.s));
+		CHECK(cudaEventRecord(o.half, o.s));
 		for (int k = 0; k < 6; k++)
-			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, s));
-		CHECK(cudaEventRecord(done, s));
+			CHECK(cudaLaunchKernel((const void *)sleep_kernel, one, one, args, 0, o.s));
+		CHECK(cudaEventRecord(o.done, o.s));
 		if (step % 5 == 4) {
-			CHECK(cudaMemcpyAsync(&loss, buf, sizeof(loss), cudaMemcpyDeviceToHost, s));
-			CHECK(cudaStreamSynchronize(s)); /* @log-read */
+			CHECK(cudaMemcpyAsync(&loss, o.buf, sizeof(loss), cudaMemcpyDeviceToHost,
+					      o.s));
+			CHECK(cudaStreamSynchronize(o.s)); /* @log-read */
 			reads++;
 		}
 	}
-	CHECK(cudaStreamSynchronize(s));
+	step_objects_free(&o);
 	printf("steady: 60 steps, %u reads\n", reads);
-	CHECK(cudaFree(buf));
-	CHECK(cudaEventDestroy(done));
-	CHECK(cudaEventDestroy(half));
-	CHECK(cudaStreamDestroy(s));
 	return 0;
 }
 
