@@ -834,12 +834,13 @@ static int work_window(struct ss_steps *s, const struct scan *sc)
 		s->has_work = 1;
 		s->work_first_ns = starts[0];
 		s->work_last_ns = starts[n - 1];
+		/* slice k starts at the (k n / 16)-th work call, or (few calls) at the first t
+		 * with (t - first) / width >= k / 16 */
 		for (size_t k = 0; k < SS_FALLBACK_SLICES; k++)
 			s->work_slice_ns[k] =
 			    n >= SS_FALLBACK_MIN_WORK
 				? starts[k * n / SS_FALLBACK_SLICES]
-				: s->work_first_ns + /* the first t with (t - first) / width >= k /
-							16 */
+				: s->work_first_ns +
 				      ((s->work_last_ns - s->work_first_ns + 1) * (long long)k +
 				       SS_FALLBACK_SLICES - 1) /
 					  SS_FALLBACK_SLICES;
