@@ -225,20 +225,25 @@ static long long finding_cost(const struct ss_finding *f, const struct ss_rule *
 	return f->blocked_ns;
 }
 
+/* The time a rank's share is taken against without steps: its capture range's, else its run's. */
+static long long recorded_ns(const struct ss_rank *rk)
+{
+	return rk->captured_ns > 0 ? rk->captured_ns : rk->wall_ns;
+}
+
 int ss_finding_under_floor(const struct ss_finding *f, const struct ss_rank *rk)
 {
 	const struct ss_rule *rule;
 	long long cost = finding_cost(f, &rule);
 	int floor = f->floor_permille > 0 ? f->floor_permille : rule ? rule->min_share_permille : 0;
 
-	long long recorded_ns = rk->captured_ns > 0 ? rk->captured_ns : rk->wall_ns;
-
 	if (floor <= 0 || strcmp(f->phase, "steady") != 0)
 		return 0;
 	if (rk->steady_steps > 0 && rk->step_ns > 0)
 		return cost / rk->steady_steps * 1000 < rk->step_ns * floor;
 	/* no steps: against the time recorded, as the share is (judge_finding) */
-	return rk->steady_steps == 0 && recorded_ns > 0 && cost * 1000 < recorded_ns * floor;
+	return rk->steady_steps == 0 && recorded_ns(rk) > 0 &&
+	       cost * 1000 < recorded_ns(rk) * floor;
 }
 
 /*
@@ -295,10 +300,9 @@ static int judge_finding(struct ss_finding *f, const struct ss_rank *rk)
 			     : format("%s; %.3f ms per step, %.1f%% of a %.3f ms step", f->detail,
 				      ms(f->cost_per_step_ns), 100 * f->share, ms(rk->step_ns));
 	} else {
-		/* against the time recorded: a capture range's, else the run's */
-		long long recorded_ns = rk->captured_ns > 0 ? rk->captured_ns : rk->wall_ns;
+		long long recorded = recorded_ns(rk);
 
-		f->share = (double)cost / (double)(recorded_ns > 0 ? recorded_ns : 1);
+		f->share = (double)cost / (double)(recorded > 0 ? recorded : 1);
 		f->severity = ss_severity(f->share);
 		return 1; /* no steps: the rank's note says how it was judged */
 	}

@@ -299,14 +299,24 @@ static size_t coverage(const struct periodic *c)
 	return c->last - c->first + 1;
 }
 
-/* Whether exact candidate c is a call made every few steps of a loop that tight candidates show
- * (STEPS-2): a loss logged every 10 steps recurs at exactly 10 steps' calls while the steps'
- * own calls vary by the log's few (t175 of examples/corpus). The step is the tight period when
- * more calls repeat at it, a third of c's period or less and spanning half the widest loop,
- * than repeat exactly with c: a call made several times a step (a layer's, a parameter's) is
- * tight at a fraction of the step while the step's other calls are exact. */
-static int same_loop(const struct periodic *i, const struct periodic *j);
+/* Whether candidate j goes with candidate i: the same period for exact and tight ones; for loose
+ * ones, about the same number of occurrences (once per step each, the steps' lengths vary). */
+static int same_loop(const struct periodic *i, const struct periodic *j)
+{
+	size_t d;
 
+	if (i->how != LOOSE)
+		return j->period == i->period;
+	d = i->count > j->count ? i->count - j->count : j->count - i->count;
+	return d <= 1 + i->count / 50;
+}
+
+/* Whether exact candidate c is a call made every few steps of a loop that tight candidates show
+ * (docs/rules.md, "Steady state", detected steps): a loss logged every 10 steps recurs at exactly
+ * 10 steps' calls while the steps' own calls vary by the log's few (t175 of examples/corpus). The
+ * step is the tight period when more calls repeat at it, a third of c's period or less and spanning
+ * half the widest loop, than repeat exactly with c: a call made several times a step (a layer's, a
+ * parameter's) is tight at a fraction of the step while the step's other calls are exact. */
 static int every_few_steps(const struct periodic *cand, size_t ncand, const struct periodic *c,
 			   long long widest_span)
 {
@@ -322,18 +332,6 @@ static int every_few_steps(const struct periodic *cand, size_t ncand, const stru
 			finer++;
 	}
 	return finer > with_c;
-}
-
-/* Whether candidate j goes with candidate i: the same period for exact and tight ones; for loose
- * ones, about the same number of occurrences (once per step each, the steps' lengths vary). */
-static int same_loop(const struct periodic *i, const struct periodic *j)
-{
-	size_t d;
-
-	if (i->how != LOOSE)
-		return j->period == i->period;
-	d = i->count > j->count ? i->count - j->count : j->count - i->count;
-	return d <= 1 + i->count / 50;
 }
 
 /* Each symbol's positions in calls[0..n), contiguous, in call order (a counting sort): symbol y's

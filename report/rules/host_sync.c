@@ -114,7 +114,7 @@ static const char *folded_classes(const struct ss_finding *f)
 }
 
 /* The steady finding at site of f's kind (a sync's, or a staged copy's), if any. */
-static struct ss_finding *steady_sync_finding(struct ss_report *r, const char *site,
+static struct ss_finding *steady_finding_like(struct ss_report *r, const char *site,
 					      const struct ss_finding *f)
 {
 	for (size_t i = 0; i < r->nfindings; i++) {
@@ -186,7 +186,7 @@ static int backward_operations(struct loader *ld, struct db_state *st)
 					  sqlite3_bind_parameter_index(forward, ":classes"),
 					  folded_classes(f), -1, SQLITE_STATIC);
 			while (sqlite3_step(forward) == SQLITE_ROW) {
-				struct ss_finding *g = steady_sync_finding(
+				struct ss_finding *g = steady_finding_like(
 				    r, (const char *)sqlite3_column_text(forward, 0), f);
 
 				if (g && g != f &&

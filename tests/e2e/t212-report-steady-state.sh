@@ -22,7 +22,7 @@
 #     (STEPS-5), and the irregular passes' allocation beside it is the first finding;
 #   - passes after a long host-only phase repeat through the work (STEPS-5's slices by work);
 #   - an evaluation every few steps whose per-sample syncs come in bursts recurs (STEPS-9);
-#   - a read every 5 steps does not make the steps blocks of 5 (STEPS-2).
+#   - a read every 5 steps does not make the steps blocks of 5 (detected steps).
 . "$E2E_DIR/lib.sh"
 [ -n "${PYTHON3:-}" ] || skip "no python3"
 src=$TOP_SRCDIR/tests/progs/steady.c
@@ -247,7 +247,7 @@ for line in sys.argv[3:]:
     assert got and all(f["severity"] == "info" for f in got), (line, got)
 PY
 
-# A loss read every 5 steps (STEPS-2): its calls recur at exactly 5 steps, the steps' own at a
+# A loss read every 5 steps (docs/rules.md, detected steps): its calls recur at exactly 5 steps, the steps' own at a
 # period the reads vary: the steps are the 60, not blocks of 5.
 json_report log-every
 "$PYTHON3" - "$tmp/log-every.json" "$(line log-read)" <<'PY' || fail "log-every"

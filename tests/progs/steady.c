@@ -367,8 +367,8 @@ static int periodic_eval(void)
 /* log-every: 60 steps of a memset, thirteen kernels and two event records (16 calls), the loss
  * read back every 5 steps (@log-read: a copy and a stream sync between two steps): the steps'
  * own calls repeat every 16 calls but every 18 where a read came between (tight, not exact), the
- * read's exactly every 82 (5 steps and itself); the steps are the 60 (STEPS-2), not blocks of 5
- * (t175 of examples/corpus, its loss logged every 10 steps). */
+ * read's exactly every 82 (5 steps and itself); the steps are the 60 (detected steps), not blocks
+ * of 5 (t175 of examples/corpus, its loss logged every 10 steps). */
 static int log_every(void)
 {
 	void *param = (void *)(uintptr_t)100;
